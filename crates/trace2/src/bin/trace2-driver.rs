@@ -1,0 +1,262 @@
+//! `trace2-driver`: the verbs of git's `test-tool trace2`, implemented with
+//! this crate and configured by the `GIT_TRACE2*` variables, so that its
+//! output can be compared with git's.
+//!
+//! Usage: `trace2-driver [trace2] <verb> <args…>` (the optional `trace2`
+//! mirrors `test-tool trace2 <verb>`). Arguments, exit codes and emitted
+//! events follow `t/helper/test-trace2.c`.
+
+use std::process::Command;
+use std::time::Duration;
+
+use trace2::{ChildSpec, Counter, Timer};
+
+static TEST1_TIMER: Timer = Timer::new("test", "test1", false);
+static TEST2_TIMER: Timer = Timer::new("test", "test2", true);
+static TEST1_COUNTER: Counter = Counter::new("test", "test1", false);
+static TEST2_COUNTER: Counter = Counter::new("test", "test2", true);
+
+const VERBS: &[(&str, &str)] = &[
+    ("001return", "<exit_code>"),
+    ("002exit", "<exit_code>"),
+    ("003error", "<error_message>+"),
+    ("004child", "[<child_command_line>]"),
+    ("005exec", "<git_command_args>"),
+    ("006data", "[<category> <key> <value>]+"),
+    ("007bug", ""),
+    ("100timer", "<count> <ms_delay>"),
+    ("101timer", "<count> <ms_delay> <threads>"),
+    ("200counter", "<v1> [<v2> [<v3> [...]]]"),
+    ("201counter", "<v1> <v2> <threads>"),
+    ("300redact_start", "<argv...>"),
+    ("301redact_child_start", "<argv...>"),
+    ("302redact_exec", "<exe> <argv...>"),
+    ("303redact_def_param", "<key> <value>"),
+];
+
+/// git's `die()`: an `error` event, `fatal: …` on stderr, exit 128.
+#[track_caller]
+fn die(fmt: &str, msg: &str) -> ! {
+    trace2::error_fmt(fmt, msg);
+    eprintln!("fatal: {msg}");
+    std::process::exit(trace2::exit(128))
+}
+
+#[track_caller]
+fn die_plain(msg: &str) -> ! {
+    die(msg, msg)
+}
+
+/// Strict base-10 `int` like test-trace2.c's `get_i`.
+fn get_i(s: Option<&String>) -> Option<i32> {
+    let s = s?;
+    if s.is_empty() {
+        return None;
+    }
+    let t = s.trim_start();
+    let v: i64 = t.parse().ok()?;
+    i32::try_from(v).ok()
+}
+
+fn usage() -> i32 {
+    eprintln!("usage:");
+    for (name, args) in VERBS {
+        eprintln!("\ttrace2-driver trace2 {name} {args}");
+    }
+    129
+}
+
+fn run(args: &[String]) -> i32 {
+    let Some(verb) = args.first() else { return usage() };
+    let a = &args[1..];
+    match verb.as_str() {
+        "001return" => match get_i(a.first()) {
+            Some(rc) => rc,
+            None => die_plain("expect <exit_code>"),
+        },
+        "002exit" => match get_i(a.first()) {
+            Some(rc) => std::process::exit(trace2::exit(rc)),
+            None => die_plain("expect <exit_code>"),
+        },
+        "003error" => {
+            if a.first().is_none_or(|s| s.is_empty()) {
+                die_plain("expect <error_message>");
+            }
+            for m in a {
+                trace2::error_fmt("%s", m);
+                eprintln!("error: {m}");
+            }
+            0
+        }
+        "004child" => {
+            if a.is_empty() {
+                return 0;
+            }
+            let mut cmd = Command::new(&a[0]);
+            cmd.args(&a[1..]);
+            let code = match trace2::child::run(&mut cmd, "?") {
+                Ok(st) => trace2::child::status_code(&st),
+                Err(_) => -1,
+            };
+            std::process::exit(trace2::exit(code))
+        }
+        "005exec" => {
+            if a.is_empty() {
+                return 0;
+            }
+            let mut cmd = Command::new("git");
+            cmd.args(a);
+            let _err = trace2::child::exec(&mut cmd, Some("git"));
+            -1
+        }
+        "006data" => {
+            let usage_error = "expect <cat0> <k0> <v0> [<cat1> <k1> <v1> [...]]";
+            if a.len() % 3 != 0 {
+                die("%s", usage_error);
+            }
+            for t in a.chunks(3) {
+                if t.iter().any(|s| s.is_empty()) {
+                    die("%s", usage_error);
+                }
+                trace2::data_with(&t[0], Some(trace2::RepoId(0)), &t[1], &t[2]);
+            }
+            0
+        }
+        "007bug" => {
+            let loc = std::panic::Location::caller();
+            eprintln!("BUG: {}:{}: the bug message", loc.file(), loc.line());
+            trace2::error_fmt("the bug message", "the bug message");
+            std::process::exit(trace2::exit(99))
+        }
+        "100timer" => {
+            let usage_error = "expect <count> <ms_delay>";
+            let (Some(count), Some(delay), 2) = (get_i(a.first()), get_i(a.get(1)), a.len()) else {
+                die("%s", usage_error)
+            };
+            for _ in 0..count {
+                TEST1_TIMER.start();
+                sleep_ms(delay);
+                TEST1_TIMER.stop();
+            }
+            0
+        }
+        "101timer" => {
+            let usage_error = "expect <count> <ms_delay> <threads>";
+            let (Some(count), Some(delay), Some(threads), 3) =
+                (get_i(a.first()), get_i(a.get(1)), get_i(a.get(2)), a.len())
+            else {
+                die("%s", usage_error)
+            };
+            let handles: Vec<_> = (0..threads.max(0))
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        trace2::thread_start("ut_101");
+                        for _ in 0..count {
+                            TEST2_TIMER.start();
+                            sleep_ms(delay);
+                            TEST2_TIMER.stop();
+                        }
+                        trace2::thread_exit();
+                    })
+                })
+                .collect();
+            for h in handles {
+                if h.join().is_err() {
+                    die_plain("failed to join thread");
+                }
+            }
+            0
+        }
+        "200counter" => {
+            let usage_error = "expect <v1> [<v2> [...]]";
+            if a.is_empty() {
+                die("%s", usage_error);
+            }
+            for s in a {
+                let Some(v) = get_i(Some(s)) else {
+                    die(
+                        "invalid value[%s] -- %s",
+                        &format!("invalid value[{s}] -- {usage_error}"),
+                    )
+                };
+                TEST1_COUNTER.add(i64::from(v) as u64);
+            }
+            0
+        }
+        "201counter" => {
+            let usage_error = "expect <v1> <v2> <threads>";
+            let (Some(v1), Some(v2), Some(threads), 3) =
+                (get_i(a.first()), get_i(a.get(1)), get_i(a.get(2)), a.len())
+            else {
+                die("%s", usage_error)
+            };
+            let handles: Vec<_> = (0..threads.max(0))
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        trace2::thread_start("ut_201");
+                        TEST2_COUNTER.add(i64::from(v1) as u64);
+                        TEST2_COUNTER.add(i64::from(v2) as u64);
+                        trace2::thread_exit();
+                    })
+                })
+                .collect();
+            for h in handles {
+                if h.join().is_err() {
+                    die_plain("failed to join thread");
+                }
+            }
+            0
+        }
+        "300redact_start" => {
+            if a.is_empty() {
+                die_plain("expect <argv...>");
+            }
+            trace2::cmd_start(a);
+            0
+        }
+        "301redact_child_start" => {
+            if a.is_empty() {
+                die_plain("expect <argv...>");
+            }
+            let spec = ChildSpec {
+                argv: a.iter().map(|s| s.as_str()).collect(),
+                ..ChildSpec::default()
+            };
+            let _ = trace2::child_start_with(&spec);
+            0
+        }
+        "302redact_exec" => {
+            if a.is_empty() {
+                die_plain("expect <exe> <argv...>");
+            }
+            let _ = trace2::exec(Some(&a[0]), &a[1..]);
+            0
+        }
+        "303redact_def_param" => {
+            if a.len() < 2 {
+                die_plain("expect <key> <value>");
+            }
+            trace2::def_param(&a[0], Some(&a[1]), "unknown");
+            0
+        }
+        _ => usage(),
+    }
+}
+
+fn sleep_ms(ms: i32) {
+    std::thread::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+}
+
+fn main() {
+    trace2::init(trace2::Config::from_env("GIT"));
+    let mut args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if args.first().is_some_and(|a| a == "trace2") {
+        args.remove(0);
+    }
+    trace2::cmd_name("trace2");
+    let code = run(&args);
+    std::process::exit(trace2::exit(code));
+}

@@ -1,0 +1,216 @@
+//! Settings for the instrumentation API, read from `<PREFIX>_TRACE2*`
+//! environment variables (git's names with the application's prefix) or set
+//! in code. Reading settings never opens anything.
+
+use crate::format::{FormatOptions, TargetKind};
+
+/// Everything [`crate::init`] needs. Build it with [`Config::from_env`] or
+/// [`Config::new`] and the setters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Variable prefix: `GIT` gives `GIT_TRACE2_EVENT`, `MYAPP` gives `MYAPP_TRACE2_EVENT`.
+    pub prefix: String,
+    /// Target values (see [`crate::dst::DestinationSpec::parse`]) for normal, perf, event.
+    pub targets: [Option<String>; 3],
+    /// Brief mode per target (normal, perf, event).
+    pub brief: [bool; 3],
+    /// `_TRACE2_EVENT_NESTING` (default 2).
+    pub event_nesting: u32,
+    /// `_TRACE2_MAX_FILES` (0: no limit).
+    pub max_files: usize,
+    /// `_TRACE2_DST_DEBUG`: print why a destination did not open.
+    pub dst_debug: bool,
+    /// `_TRACE2_REDACT` (default on): redact URL passwords.
+    pub redact: bool,
+    /// `_TRACE2_PARENT_SID`: the SID to nest under (falls back to
+    /// `GIT_TRACE2_PARENT_SID` for other prefixes).
+    pub parent_sid: Option<String>,
+    /// `_TRACE2_PARENT_NAME`: the parent's command hierarchy.
+    pub parent_name: Option<String>,
+    /// `_TRACE2_ENV_VARS`: variables reported as `def_param` at the first `cmd_name`.
+    pub env_vars: Vec<String>,
+    /// Version string written in `version.exe`.
+    pub app_version: String,
+    /// Emit `version`, `start` and `cmd_ancestry` at init (default on).
+    pub emit_start: bool,
+    /// The argv for `start`; `None` uses the process's arguments.
+    pub argv: Option<Vec<String>>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var_os(name)
+        .map(|v| v.to_string_lossy().into_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// git's `git_parse_maybe_bool`: true/yes/on/false/no/off (any case) or an
+/// integer; `None` if invalid.
+pub fn parse_maybe_bool(v: &str) -> Option<bool> {
+    let l = v.to_ascii_lowercase();
+    match l.as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        _ => l.parse::<i64>().ok().map(|n| n != 0),
+    }
+}
+
+/// C `atoi`: leading whitespace, optional sign, digits; 0 if none.
+pub fn atoi(v: &str) -> i64 {
+    let t = v.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes() {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if neg { -n } else { n }
+}
+
+impl Config {
+    /// All targets off, defaults as git's.
+    pub fn new(prefix: &str) -> Config {
+        Config {
+            prefix: prefix.to_string(),
+            targets: [None, None, None],
+            brief: [false; 3],
+            event_nesting: 2,
+            max_files: 0,
+            dst_debug: false,
+            redact: true,
+            parent_sid: None,
+            parent_name: None,
+            env_vars: Vec::new(),
+            app_version: env!("CARGO_PKG_VERSION").to_string(),
+            emit_start: true,
+            argv: None,
+        }
+    }
+
+    /// Reads `<prefix>_TRACE2`, `_TRACE2_PERF`, `_TRACE2_EVENT`, `_TRACE2_BRIEF`,
+    /// `_TRACE2_PERF_BRIEF`, `_TRACE2_EVENT_BRIEF`, `_TRACE2_EVENT_NESTING`,
+    /// `_TRACE2_MAX_FILES`, `_TRACE2_DST_DEBUG`, `_TRACE2_REDACT`,
+    /// `_TRACE2_PARENT_SID`, `_TRACE2_PARENT_NAME`, `_TRACE2_ENV_VARS`.
+    pub fn from_env(prefix: &str) -> Config {
+        let mut c = Config::new(prefix);
+        let p = |s: &str| format!("{prefix}{s}");
+        for (i, k) in TargetKind::ALL.iter().enumerate() {
+            c.targets[i] = env(&p(k.env_suffix()));
+        }
+        for (i, s) in ["_TRACE2_BRIEF", "_TRACE2_PERF_BRIEF", "_TRACE2_EVENT_BRIEF"]
+            .iter()
+            .enumerate()
+        {
+            if let Some(b) = env(&p(s)).and_then(|v| parse_maybe_bool(&v)) {
+                c.brief[i] = b;
+            }
+        }
+        if let Some(n) = env(&p("_TRACE2_EVENT_NESTING")).map(|v| atoi(&v)) {
+            if n > 0 {
+                c.event_nesting = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+        }
+        if let Some(n) = env(&p("_TRACE2_MAX_FILES")).map(|v| atoi(&v)) {
+            if n >= 0 {
+                c.max_files = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+        }
+        c.dst_debug = env(&p("_TRACE2_DST_DEBUG")).is_some_and(|v| atoi(&v) > 0);
+        if let Some(v) = env(&p("_TRACE2_REDACT")) {
+            c.redact = parse_maybe_bool(&v).unwrap_or(true);
+        }
+        c.parent_sid = env(&p("_TRACE2_PARENT_SID")).or_else(|| env("GIT_TRACE2_PARENT_SID"));
+        c.parent_name = env(&p("_TRACE2_PARENT_NAME")).or_else(|| env("GIT_TRACE2_PARENT_NAME"));
+        if let Some(v) = env(&p("_TRACE2_ENV_VARS")) {
+            c.env_vars = v
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        c
+    }
+
+    /// Sets a target's value (`"/tmp/x"`, `"1"`, `"af_unix:/s"`, …).
+    pub fn target(mut self, kind: TargetKind, value: impl Into<String>) -> Config {
+        self.targets[Self::index(kind)] = Some(value.into());
+        self
+    }
+
+    /// Sets brief mode for a target.
+    pub fn brief(mut self, kind: TargetKind, on: bool) -> Config {
+        self.brief[Self::index(kind)] = on;
+        self
+    }
+
+    /// Sets the event target's nesting limit.
+    pub fn event_nesting(mut self, n: u32) -> Config {
+        self.event_nesting = n.max(1);
+        self
+    }
+
+    /// Turns URL-password redaction on or off.
+    pub fn redact(mut self, on: bool) -> Config {
+        self.redact = on;
+        self
+    }
+
+    /// Sets the version string written in `version.exe`.
+    pub fn app_version(mut self, v: impl Into<String>) -> Config {
+        self.app_version = v.into();
+        self
+    }
+
+    /// Sets the argv written in `start`.
+    pub fn argv<S: Into<String>>(mut self, argv: impl IntoIterator<Item = S>) -> Config {
+        self.argv = Some(argv.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether to emit `version`/`start`/`cmd_ancestry` at init.
+    pub fn emit_start(mut self, on: bool) -> Config {
+        self.emit_start = on;
+        self
+    }
+
+    /// The format options for one target.
+    pub fn format_options(&self, kind: TargetKind) -> FormatOptions {
+        FormatOptions {
+            brief: self.brief[Self::index(kind)],
+            event_nesting: self.event_nesting,
+        }
+    }
+
+    fn index(kind: TargetKind) -> usize {
+        match kind {
+            TargetKind::Normal => 0,
+            TargetKind::Perf => 1,
+            TargetKind::Event => 2,
+        }
+    }
+
+    /// The variable name of a target under this prefix.
+    pub fn var_name(&self, kind: TargetKind) -> String {
+        format!("{}{}", self.prefix, kind.env_suffix())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_like_parsing() {
+        assert_eq!(atoi(" 12x"), 12);
+        assert_eq!(atoi("-3"), -3);
+        assert_eq!(atoi("true"), 0);
+        assert_eq!(parse_maybe_bool("On"), Some(true));
+        assert_eq!(parse_maybe_bool("0"), Some(false));
+        assert_eq!(parse_maybe_bool("maybe"), None);
+    }
+}

@@ -1,0 +1,308 @@
+//! A small JSON parser over bytes, for event lines.
+//!
+//! git copies bytes ≥ 0x80 into strings unchanged, so lines may be invalid
+//! UTF-8; strings are decoded as bytes and converted lossily at the end.
+//! Numbers keep their text. Every value remembers its byte span so
+//! `data_json.value` can be kept verbatim. Depth is bounded; nothing panics.
+
+/// A parsed JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `null`
+    Null,
+    /// `true`/`false`
+    Bool(bool),
+    /// A number, as written.
+    Number(String),
+    /// A string (lossily decoded if not UTF-8).
+    String(String),
+    /// An array.
+    Array(Vec<Value>),
+    /// An object, keys in input order.
+    Object(Vec<(String, Value)>),
+}
+
+impl Value {
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The number as `i64`, if it is an integer.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Number(n) => n.parse().ok().or_else(|| {
+                let f: f64 = n.parse().ok()?;
+                (f.fract() == 0.0 && f.abs() < 9.0e18).then_some(f as i64)
+            }),
+            _ => None,
+        }
+    }
+    /// The number as `f64`.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => n.parse().ok(),
+            _ => None,
+        }
+    }
+    /// The boolean.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+/// A top-level object member: key, value and the value's raw bytes.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: Value,
+    /// The value's text as it appeared on the line.
+    pub raw: Vec<u8>,
+}
+
+const MAX_DEPTH: usize = 128;
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Parses one line holding one JSON object. Trailing whitespace is allowed.
+pub fn parse_object_line(line: &[u8]) -> Result<Vec<Member>, String> {
+    let mut p = Parser { b: line, i: 0 };
+    p.ws();
+    if p.peek() != Some(b'{') {
+        return Err(format!("expected '{{' at byte {}", p.i));
+    }
+    p.i += 1;
+    let mut members = Vec::new();
+    p.ws();
+    if p.peek() == Some(b'}') {
+        p.i += 1;
+    } else {
+        loop {
+            p.ws();
+            let key = p.string()?;
+            p.ws();
+            p.expect(b':')?;
+            p.ws();
+            let start = p.i;
+            let value = p.value(1)?;
+            let raw = p.b[start..p.i].to_vec();
+            members.push(Member { key, value, raw });
+            p.ws();
+            match p.next() {
+                Some(b',') => continue,
+                Some(b'}') => break,
+                Some(c) => return Err(format!("unexpected byte 0x{c:02x} at {}", p.i - 1)),
+                None => return Err("unterminated object".into()),
+            }
+        }
+    }
+    p.ws();
+    if p.i != p.b.len() {
+        return Err(format!("trailing bytes at {}", p.i));
+    }
+    Ok(members)
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.i += 1;
+        }
+    }
+    fn expect(&mut self, c: u8) -> Result<(), String> {
+        if self.next() == Some(c) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected '{}' at byte {}",
+                c as char,
+                self.i.saturating_sub(1)
+            ))
+        }
+    }
+    fn value(&mut self, depth: usize) -> Result<Value, String> {
+        if depth > MAX_DEPTH {
+            return Err("nesting too deep".into());
+        }
+        match self.peek() {
+            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'{') => {
+                self.i += 1;
+                let mut v = Vec::new();
+                self.ws();
+                if self.peek() == Some(b'}') {
+                    self.i += 1;
+                    return Ok(Value::Object(v));
+                }
+                loop {
+                    self.ws();
+                    let k = self.string()?;
+                    self.ws();
+                    self.expect(b':')?;
+                    self.ws();
+                    let val = self.value(depth + 1)?;
+                    v.push((k, val));
+                    self.ws();
+                    match self.next() {
+                        Some(b',') => continue,
+                        Some(b'}') => return Ok(Value::Object(v)),
+                        _ => return Err(format!("bad object at byte {}", self.i)),
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut v = Vec::new();
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.i += 1;
+                    return Ok(Value::Array(v));
+                }
+                loop {
+                    self.ws();
+                    v.push(self.value(depth + 1)?);
+                    self.ws();
+                    match self.next() {
+                        Some(b',') => continue,
+                        Some(b']') => return Ok(Value::Array(v)),
+                        _ => return Err(format!("bad array at byte {}", self.i)),
+                    }
+                }
+            }
+            Some(b't') => self.word(b"true", Value::Bool(true)),
+            Some(b'f') => self.word(b"false", Value::Bool(false)),
+            Some(b'n') => self.word(b"null", Value::Null),
+            Some(c) if c == b'-' || c.is_ascii_digit() => {
+                let s = self.i;
+                while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+                    self.i += 1;
+                }
+                let t = String::from_utf8_lossy(&self.b[s..self.i]).into_owned();
+                if t.parse::<f64>().is_err() {
+                    return Err(format!("bad number '{t}'"));
+                }
+                Ok(Value::Number(t))
+            }
+            Some(c) => Err(format!("unexpected byte 0x{c:02x} at {}", self.i)),
+            None => Err("unexpected end of line".into()),
+        }
+    }
+    fn word(&mut self, w: &[u8], v: Value) -> Result<Value, String> {
+        if self.b[self.i..].starts_with(w) {
+            self.i += w.len();
+            Ok(v)
+        } else {
+            Err(format!("bad literal at byte {}", self.i))
+        }
+    }
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self.b.get(self.i..self.i + 4).ok_or("short \\u escape")?;
+        let s = std::str::from_utf8(h).map_err(|_| "bad \\u escape")?;
+        let v = u32::from_str_radix(s, 16).map_err(|_| "bad \\u escape")?;
+        self.i += 4;
+        Ok(v)
+    }
+    fn string(&mut self) -> Result<String, String> {
+        self.expect(b'"')?;
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let Some(c) = self.next() else {
+                return Err("unterminated string".into());
+            };
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let Some(e) = self.next() else {
+                        return Err("unterminated escape".into());
+                    };
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp) && self.b[self.i..].starts_with(b"\\u") {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                                }
+                            }
+                            let ch = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+                            let mut tmp = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                        }
+                        other => return Err(format!("bad escape '\\{}'", other as char)),
+                    }
+                }
+                _ => out.push(c),
+            }
+        }
+        Ok(match String::from_utf8(out) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn parses_git_lines_and_raw_bytes() {
+        let line =
+            b"{\"event\":\"start\",\"argv\":[\"git\",\"\xff\xfe\"],\"t_abs\":0.000391,\"v\":{\"a\":[1,2]}}";
+        let m = parse_object_line(line).unwrap();
+        assert_eq!(m[0].value.as_str(), Some("start"));
+        assert_eq!(
+            m[1].value,
+            Value::Array(vec![
+                Value::String("git".into()),
+                Value::String("\u{fffd}\u{fffd}".into())
+            ])
+        );
+        assert_eq!(m[2].value.as_f64(), Some(0.000391));
+        assert_eq!(m[3].raw, b"{\"a\":[1,2]}");
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(parse_object_line(b"{\"event\":\"start\"").is_err());
+        assert!(parse_object_line(b"not json").is_err());
+        assert!(parse_object_line(b"{\"a\":tru}").is_err());
+        assert!(parse_object_line(b"{\"a\":1} x").is_err());
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(500), "]".repeat(500));
+        assert!(parse_object_line(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn unicode_escapes() {
+        let m = parse_object_line(br#"{"a":"\u0001\u00e9\ud83d\ude00\n"}"#).unwrap();
+        assert_eq!(m[0].value.as_str(), Some("\u{1}é😀\n"));
+    }
+}

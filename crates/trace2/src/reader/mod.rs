@@ -1,0 +1,559 @@
+//! Reading event-target streams back into typed [`Event`]s: files,
+//! directories of per-session files and listening `af_unix` sockets.
+//!
+//! The reader accepts what git really writes: bytes that are not UTF-8
+//! (decoded lossily), a truncated last line (a writer killed mid-run; it is
+//! counted, never an error), any order of events across SIDs and threads,
+//! several `exit`s for one SID, unknown events ([`EventKind::Other`]) and
+//! unknown keys (kept in [`Record::extra`]). Key order is never required.
+//! Malformed lines are errors naming the file and line, or, in lenient
+//! mode, skipped and counted.
+
+pub mod json;
+pub mod socket;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+pub use json::Value;
+use json::{Member, parse_object_line};
+
+use crate::event::{Event, EventKind, ReadyState, Str};
+use crate::time::Timestamp;
+
+/// One event read from a stream, with where it came from.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The event.
+    pub event: Event<'static>,
+    /// Keys this crate does not know, in input order.
+    pub extra: Vec<(String, Value)>,
+    /// Stream name (file path or socket description).
+    pub source: String,
+    /// 1-based line number in that stream.
+    pub line_no: usize,
+}
+
+/// Why reading failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file or directory could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// Path.
+        path: PathBuf,
+        /// Error.
+        source: io::Error,
+    },
+    /// A line is not a valid event.
+    #[error("{source_name}:{line}: {reason}")]
+    Malformed {
+        /// Stream name.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Reading options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// Skip and count malformed lines instead of failing.
+    pub lenient: bool,
+}
+
+/// Counts kept while reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Lines seen (including bad ones).
+    pub lines: usize,
+    /// Malformed lines skipped (lenient mode).
+    pub bad_lines: usize,
+    /// The last line had no LF and did not parse (a writer died mid-line).
+    pub truncated_last_line: bool,
+}
+
+/// An iterator of [`Record`]s over any byte stream of event lines.
+#[derive(Debug)]
+pub struct EventReader<R> {
+    input: R,
+    name: String,
+    line_no: usize,
+    opts: ReadOptions,
+    stats: ReadStats,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl<R: BufRead> EventReader<R> {
+    /// Reads from `input`; `name` is used in records and errors.
+    pub fn new(input: R, name: impl Into<String>, opts: ReadOptions) -> Self {
+        EventReader {
+            input,
+            name: name.into(),
+            line_no: 0,
+            opts,
+            stats: ReadStats::default(),
+            buf: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> ReadStats {
+        self.stats
+    }
+}
+
+impl<R: BufRead> Iterator for EventReader<R> {
+    type Item = Result<Record, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(ReadError::Io {
+                        path: PathBuf::from(&self.name),
+                        source: e,
+                    }));
+                }
+            }
+            self.line_no += 1;
+            self.stats.lines += 1;
+            let complete = self.buf.last() == Some(&b'\n');
+            let line = trim_line(&self.buf);
+            if line.is_empty() {
+                continue;
+            }
+            match parse_line(line) {
+                Ok((event, extra)) => {
+                    return Some(Ok(Record {
+                        event,
+                        extra,
+                        source: self.name.clone(),
+                        line_no: self.line_no,
+                    }));
+                }
+                Err(_) if !complete => {
+                    self.stats.truncated_last_line = true;
+                    self.done = true;
+                    return None;
+                }
+                Err(reason) if self.opts.lenient => {
+                    let _ = reason;
+                    self.stats.bad_lines += 1;
+                }
+                Err(reason) => {
+                    return Some(Err(ReadError::Malformed {
+                        source_name: self.name.clone(),
+                        line: self.line_no,
+                        reason,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+fn trim_line(b: &[u8]) -> &[u8] {
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    &b[..end]
+}
+
+/// Reads one file. Returns its records and counts.
+pub fn read_file(path: &Path, opts: ReadOptions) -> Result<(Vec<Record>, ReadStats), ReadError> {
+    let f = std::fs::File::open(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut r = EventReader::new(BufReader::new(f), path.display().to_string(), opts);
+    let mut out = Vec::new();
+    for rec in r.by_ref() {
+        out.push(rec?);
+    }
+    Ok((out, r.stats()))
+}
+
+/// Reads a file, or every regular file of a directory target (in name
+/// order, the `git-trace2-discard` sentinel included). Counts are summed.
+pub fn read_path(path: &Path, opts: ReadOptions) -> Result<(Vec<Record>, ReadStats), ReadError> {
+    if !path.is_dir() {
+        return read_file(path, opts);
+    }
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(io_err)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let mut all = Vec::new();
+    let mut stats = ReadStats::default();
+    for f in files {
+        let (recs, st) = read_file(&f, opts)?;
+        all.extend(recs);
+        stats.lines += st.lines;
+        stats.bad_lines += st.bad_lines;
+        stats.truncated_last_line |= st.truncated_last_line;
+    }
+    Ok((all, stats))
+}
+
+/// Groups records by SID, keeping stream order within each SID.
+pub fn group_by_sid(records: &[Record]) -> BTreeMap<&str, Vec<&Record>> {
+    let mut m: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        m.entry(r.event.sid.as_ref()).or_default().push(r);
+    }
+    m
+}
+
+/// Fills in missing `time`s (brief streams) as `version.time + t_abs` of the
+/// same SID, where both are known.
+pub fn rebuild_brief_times(records: &mut [Record]) {
+    let mut base: BTreeMap<String, Timestamp> = BTreeMap::new();
+    for r in records.iter() {
+        if let (EventKind::Version { .. }, Some(t)) = (&r.event.kind, r.event.time) {
+            base.entry(r.event.sid.to_string()).or_insert(t);
+        }
+    }
+    for r in records.iter_mut() {
+        if r.event.time.is_none() {
+            if let (Some(b), Some(t_abs)) = (base.get(r.event.sid.as_ref()), r.event.t_abs) {
+                r.event.time = Some(b.add_seconds(t_abs));
+            }
+        }
+    }
+}
+
+struct Fields {
+    members: Vec<Option<Member>>,
+}
+
+impl Fields {
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.members
+            .iter_mut()
+            .find(|m| m.as_ref().is_some_and(|m| m.key == key))?
+            .take()
+            .map(|m| m.value)
+    }
+    fn take_raw(&mut self, key: &str) -> Option<Vec<u8>> {
+        self.members
+            .iter_mut()
+            .find(|m| m.as_ref().is_some_and(|m| m.key == key))?
+            .take()
+            .map(|m| m.raw)
+    }
+    fn str(&mut self, key: &str) -> Result<Str<'static>, String> {
+        self.opt_str(key)?.ok_or_else(|| format!("missing \"{key}\""))
+    }
+    fn opt_str(&mut self, key: &str) -> Result<Option<Str<'static>>, String> {
+        match self.take(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(Cow::Owned(s))),
+            Some(_) => Err(format!("\"{key}\" is not a string")),
+        }
+    }
+    fn int(&mut self, key: &str) -> Result<i64, String> {
+        match self.take(key) {
+            None => Err(format!("missing \"{key}\"")),
+            Some(v) => v.as_i64().ok_or_else(|| format!("\"{key}\" is not an integer")),
+        }
+    }
+    fn int32(&mut self, key: &str) -> Result<i32, String> {
+        let v = self.int(key)?;
+        i32::try_from(v).map_err(|_| format!("\"{key}\" out of range"))
+    }
+    fn uint(&mut self, key: &str) -> Result<u64, String> {
+        let v = self.int(key)?;
+        u64::try_from(v).map_err(|_| format!("\"{key}\" is negative"))
+    }
+    fn float(&mut self, key: &str) -> Result<Option<f64>, String> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| format!("\"{key}\" is not a number")),
+        }
+    }
+    fn f_or0(&mut self, key: &str) -> Result<f64, String> {
+        Ok(self.float(key)?.unwrap_or(0.0))
+    }
+    fn strings(&mut self, key: &str) -> Result<Vec<Str<'static>>, String> {
+        match self.take(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(Cow::Owned(s)),
+                    _ => Err(format!("\"{key}\" holds a non-string")),
+                })
+                .collect(),
+            Some(_) => Err(format!("\"{key}\" is not an array")),
+        }
+    }
+}
+
+/// Parses one event line (without its LF) into an event and its unknown keys.
+pub fn parse_line(line: &[u8]) -> Result<(Event<'static>, Vec<(String, Value)>), String> {
+    let members = parse_object_line(line)?;
+    let mut f = Fields {
+        members: members.into_iter().map(Some).collect(),
+    };
+    let name = f.str("event")?;
+    let sid = f.str("sid")?;
+    let thread = f.opt_str("thread")?.unwrap_or(Cow::Borrowed(""));
+    let time = match f.opt_str("time")? {
+        Some(t) => Some(Timestamp::parse_utc(&t).ok_or_else(|| format!("bad \"time\" '{t}'"))?),
+        None => None,
+    };
+    let file = f.opt_str("file")?;
+    let line_nr = match f.take("line") {
+        Some(v) => u32::try_from(v.as_i64().ok_or("\"line\" is not an integer")?).unwrap_or(0),
+        None => 0,
+    };
+    let repo = match f.take("repo") {
+        Some(v) => Some(v.as_i64().ok_or("\"repo\" is not an integer")?),
+        None => None,
+    };
+    let t_abs = f.float("t_abs")?;
+    let nesting = match f.take("nesting") {
+        Some(v) => u32::try_from(v.as_i64().ok_or("\"nesting\" is not an integer")?).unwrap_or(1),
+        None => 1,
+    };
+    use EventKind as K;
+    let kind = match name.as_ref() {
+        "version" => K::Version {
+            evt: f.str("evt")?,
+            exe: f.opt_str("exe")?.unwrap_or(Cow::Borrowed("")),
+        },
+        "too_many_files" => K::TooManyFiles,
+        "start" => K::Start {
+            argv: f.strings("argv")?,
+        },
+        "exit" => K::Exit {
+            code: f.int32("code")?,
+        },
+        "atexit" => K::Atexit {
+            code: f.int32("code")?,
+        },
+        "signal" => K::Signal {
+            signo: f.int32("signo")?,
+        },
+        "error" => K::Error {
+            msg: f.opt_str("msg")?,
+            fmt: f.opt_str("fmt")?,
+        },
+        "cmd_path" => K::CmdPath { path: f.str("path")? },
+        "cmd_ancestry" => K::CmdAncestry {
+            ancestry: f.strings("ancestry")?,
+        },
+        "cmd_name" => K::CmdName {
+            name: f.str("name")?,
+            hierarchy: f.opt_str("hierarchy")?,
+        },
+        "cmd_mode" => K::CmdMode { name: f.str("name")? },
+        "alias" => K::Alias {
+            alias: f.str("alias")?,
+            argv: f.strings("argv")?,
+        },
+        "child_start" => K::ChildStart {
+            child_id: f.int("child_id")?,
+            child_class: f.opt_str("child_class")?.unwrap_or(Cow::Borrowed("?")),
+            hook_name: f.opt_str("hook_name")?,
+            cd: f.opt_str("cd")?,
+            use_shell: f.take("use_shell").and_then(|v| v.as_bool()).unwrap_or(false),
+            git_cmd: false,
+            argv: f.strings("argv")?,
+        },
+        "child_exit" => K::ChildExit {
+            child_id: f.int("child_id")?,
+            pid: f.int("pid")?,
+            code: f.int32("code")?,
+            t_rel: f.f_or0("t_rel")?,
+        },
+        "child_ready" => {
+            let child_id = f.int("child_id")?;
+            let pid = f.int("pid")?;
+            let r = f.str("ready")?;
+            let ready = ReadyState::parse(&r).ok_or_else(|| format!("unknown \"ready\" '{r}'"))?;
+            K::ChildReady {
+                child_id,
+                pid,
+                ready,
+                t_rel: f.f_or0("t_rel")?,
+            }
+        }
+        "exec" => K::Exec {
+            exec_id: f.int("exec_id")?,
+            exe: f.opt_str("exe")?,
+            argv: f.strings("argv")?,
+        },
+        "exec_result" => K::ExecResult {
+            exec_id: f.int("exec_id")?,
+            code: f.int32("code")?,
+        },
+        "thread_start" => K::ThreadStart,
+        "thread_exit" => K::ThreadExit {
+            t_rel: f.f_or0("t_rel")?,
+        },
+        "def_param" => K::DefParam {
+            scope: f.opt_str("scope")?,
+            param: f.str("param")?,
+            value: f.opt_str("value")?,
+        },
+        "def_repo" => K::DefRepo {
+            worktree: f.str("worktree")?,
+        },
+        "region_enter" => K::RegionEnter {
+            category: f.opt_str("category")?,
+            label: f.opt_str("label")?,
+            msg: f.opt_str("msg")?,
+        },
+        "region_leave" => K::RegionLeave {
+            t_rel: f.f_or0("t_rel")?,
+            category: f.opt_str("category")?,
+            label: f.opt_str("label")?,
+            msg: f.opt_str("msg")?,
+        },
+        "data" => {
+            let t_rel = f.f_or0("t_rel")?;
+            let category = f.str("category")?;
+            let key = f.str("key")?;
+            let value = match f.take("value") {
+                Some(Value::String(s)) => Cow::Owned(s),
+                Some(Value::Number(n)) => Cow::Owned(n),
+                _ => return Err("missing or bad \"value\"".into()),
+            };
+            K::Data {
+                t_rel,
+                category,
+                key,
+                value,
+            }
+        }
+        "data_json" => {
+            let t_rel = f.f_or0("t_rel")?;
+            let category = f.str("category")?;
+            let key = f.str("key")?;
+            let raw = f.take_raw("value").ok_or("missing \"value\"")?;
+            K::DataJson {
+                t_rel,
+                category,
+                key,
+                value: Cow::Owned(String::from_utf8_lossy(&raw).into_owned()),
+            }
+        }
+        "printf" => K::Printf {
+            msg: f.opt_str("msg")?,
+        },
+        "timer" | "th_timer" => K::Timer {
+            per_thread: name == "th_timer",
+            category: f.str("category")?,
+            name: f.str("name")?,
+            intervals: f.uint("intervals")?,
+            t_total: f.f_or0("t_total")?,
+            t_min: f.f_or0("t_min")?,
+            t_max: f.f_or0("t_max")?,
+        },
+        "counter" | "th_counter" => K::Counter {
+            per_thread: name == "th_counter",
+            category: f.str("category")?,
+            name: f.str("name")?,
+            count: f.uint("count")?,
+        },
+        _ => K::Other { name: name.clone() },
+    };
+    let extra = f
+        .members
+        .into_iter()
+        .flatten()
+        .map(|m| (m.key, m.value))
+        .collect();
+    let event = Event {
+        sid,
+        thread,
+        time,
+        file,
+        line: line_nr,
+        repo,
+        nesting,
+        t_abs,
+        kind,
+    };
+    Ok((event, extra))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn lenient_and_strict_and_truncated() {
+        let input: &[u8] =
+            b"{\"event\":\"version\",\"sid\":\"s\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"x\"}\n\
+            garbage\n\
+            {\"event\":\"new_thing\",\"sid\":\"s\",\"thread\":\"main\",\"zz\":1}\n\
+            {\"event\":\"exit\",\"sid\":\"s\",\"thr";
+        let recs: Vec<_> = EventReader::new(input, "mem", ReadOptions { lenient: true }).collect();
+        assert_eq!(recs.len(), 2);
+        let mut r = EventReader::new(input, "mem", ReadOptions { lenient: true });
+        for _ in r.by_ref() {}
+        assert_eq!(
+            r.stats(),
+            ReadStats {
+                lines: 4,
+                bad_lines: 1,
+                truncated_last_line: true
+            }
+        );
+        let strict: Vec<_> = EventReader::new(input, "mem", ReadOptions::default()).collect();
+        match &strict[1] {
+            Err(ReadError::Malformed {
+                source_name, line, ..
+            }) => assert_eq!((source_name.as_str(), *line), ("mem", 2)),
+            other => panic!("{other:?}"),
+        }
+        let other = strict[2].as_ref().unwrap();
+        assert_eq!(
+            other.event.kind,
+            EventKind::Other {
+                name: "new_thing".into()
+            }
+        );
+        assert_eq!(other.extra, vec![("zz".to_string(), Value::Number("1".into()))]);
+    }
+
+    #[test]
+    fn missing_required_field_is_malformed() {
+        assert!(parse_line(br#"{"event":"exit","sid":"s","thread":"main","t_abs":1.0}"#).is_err());
+        assert!(
+            parse_line(br#"{"event":"child_ready","sid":"s","child_id":0,"pid":1,"ready":"maybe"}"#).is_err()
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The few system calls the crate needs, each in a small safe wrapper.
+//!
+//! Everything `unsafe` in the crate lives here. Wrappers return `io::Result`
+//! or plain values and never panic.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Offset of local time from UTC, in seconds, at `secs` since the epoch.
+/// Falls back to 0 (UTC) if the C library cannot tell.
+pub(crate) fn utc_offset_seconds(secs: i64) -> i64 {
+    #[allow(clippy::useless_conversion)]
+    let t: libc::time_t = match secs.try_into() {
+        Ok(t) => t,
+        Err(_) => return 0,
+    };
+    // SAFETY: `tm` is a plain C struct for which all-zero bytes is a valid
+    // value; localtime_r writes only into it and reads only `t`.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff
+    }
+}
+
+/// One `write(2)` of the whole buffer; no retry on a short write, like git.
+pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is a valid readable slice of `buf.len()` bytes for the
+    // duration of the call; write(2) does not retain the pointer.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Closes a file descriptor we own.
+pub(crate) fn close(fd: RawFd) {
+    // SAFETY: callers pass only descriptors they opened and own; errors are
+    // irrelevant at this point.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// `open(path, flags, 0666)` without `O_CLOEXEC`, so that children inherit
+/// the descriptor as they do git's.
+pub(crate) fn open_raw(path: &Path, flags: libc::c_int) -> io::Result<RawFd> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::open(c.as_ptr(), flags, 0o666 as libc::c_uint) };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Clears `FD_CLOEXEC` (std opens sockets with it set; git's are inherited).
+pub(crate) fn clear_cloexec(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor the caller owns; failure is harmless.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
+}
+
+/// Whether `fd` is an open descriptor.
+pub(crate) fn fd_is_open(fd: RawFd) -> bool {
+    // SAFETY: F_GETFD only queries the descriptor table.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+}
+
+/// The host name, or `None` if `gethostname` fails.
+pub(crate) fn hostname() -> Option<Vec<u8>> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its full length; gethostname
+    // writes at most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(buf[..len].to_vec())
+}
+
+/// Registers a process-exit hook (C `atexit`).
+pub(crate) fn register_atexit(f: extern "C" fn()) -> bool {
+    // SAFETY: `f` is a plain `extern "C"` function with no arguments, valid
+    // for the life of the program; atexit only stores the pointer.
+    unsafe { libc::atexit(f) == 0 }
+}
+
+/// `strerror(code)` as git prints it in `exec_result`.
+pub fn strerror(code: i32) -> String {
+    let s = io::Error::from_raw_os_error(code).to_string();
+    // std appends " (os error N)"; git prints the bare C library text.
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
