@@ -248,6 +248,26 @@ pub fn rebuild_brief_times(records: &mut [Record]) {
     }
 }
 
+/// Event streams carry `nesting` only on region and data events. This sets
+/// it on every other event from the region events seen before it on the
+/// same SID and thread (as the perf target needs for its dots). Exact when
+/// the stream holds every region (`GIT_TRACE2_EVENT_NESTING` high enough).
+pub fn infer_nesting(records: &mut [Record]) {
+    let mut depth: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for r in records.iter_mut() {
+        let key = (r.event.sid.to_string(), r.event.thread.to_string());
+        match r.event.kind {
+            EventKind::RegionEnter { .. } => {
+                depth.insert(key, r.event.nesting.saturating_add(1));
+            }
+            EventKind::RegionLeave { .. } | EventKind::Data { .. } | EventKind::DataJson { .. } => {
+                depth.insert(key, r.event.nesting);
+            }
+            _ => r.event.nesting = depth.get(&key).copied().unwrap_or(1),
+        }
+    }
+}
+
 struct Fields {
     members: Vec<Option<Member>>,
 }
