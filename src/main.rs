@@ -1,1 +1,223 @@
-fn main() {}
+//! The `proctrace` command line.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use proctrace::run::{RunConfig, run};
+use proctrace::sink::{Fanout, Header, Mode};
+use proctrace::watch::{WatchConfig, watch};
+use proctrace::{Outputs, ProctraceError, TreeMode, exit_codes, replay};
+
+/// Every process a command starts — or the whole system — with the kernel's timestamps.
+#[derive(Parser, Debug)]
+#[command(name = "proctrace", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TreeArg {
+    Auto,
+    Full,
+    None,
+}
+
+#[derive(clap::Args, Debug)]
+struct Common {
+    /// Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+    /// Kernel receive buffer to request, e.g. 64M (absorbs bursts; 832 bytes per queued event).
+    #[arg(long, value_name = "BYTES", default_value = "32M", value_parser = parse_size)]
+    buffer: usize,
+    /// Show credentials in URLs (https://user:secret@host) instead of redacting them.
+    #[arg(long)]
+    no_redact: bool,
+    /// Never colour output (also: NO_COLOR=1).
+    #[arg(long)]
+    no_color: bool,
+    /// Record every event (with /proc details) to FILE for `proctrace replay`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run CMD and trace it and all its descendants; exit with its status.
+    Run {
+        #[command(flatten)]
+        common: Common,
+        /// After CMD exits, keep following its background children up to SECS seconds.
+        #[arg(long, value_name = "SECS")]
+        wait_bg: Option<f64>,
+        /// Exit with status 3 when CMD succeeded but left processes running.
+        #[arg(long)]
+        fail_on_leak: bool,
+        /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
+        #[arg(long, value_enum, default_value = "auto")]
+        tree: TreeArg,
+        /// The command and its arguments.
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        argv: Vec<String>,
+    },
+    /// Stream lifecycle facts system-wide (or for one subtree) until interrupted.
+    Watch {
+        #[command(flatten)]
+        common: Common,
+        /// Only this running process and its descendants; stops when they are all gone.
+        #[arg(short, long, value_name = "PID")]
+        pid: Option<i32>,
+        /// Stop after SECS seconds.
+        #[arg(long, value_name = "SECS")]
+        duration: Option<f64>,
+        /// Do not read argv, exe and cwd from /proc after each exec.
+        #[arg(long)]
+        no_enrich: bool,
+    },
+    /// Replay a capture recorded with --record through the model and outputs.
+    Replay {
+        /// The capture file.
+        capture: String,
+        /// Follow only this process's tree (as `run` would).
+        #[arg(long, value_name = "PID")]
+        root: Option<i32>,
+        /// Write JSON Lines to FILE (`-` for stdout).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<String>,
+        /// Show credentials in URLs.
+        #[arg(long)]
+        no_redact: bool,
+    },
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&s[..i], 1usize << 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&s[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 65536, 512K, 64M)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+fn secs(v: f64, what: &str) -> Result<Duration, ProctraceError> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| ProctraceError::Usage(format!("{what}: '{v}' is not a duration in seconds")))
+}
+
+fn outputs(c: &Common, human_stdout: bool, tree: TreeMode) -> Outputs {
+    Outputs {
+        jsonl: c.output.clone(),
+        human_stdout,
+        tree,
+        color_allowed: !c.no_color,
+        redact: !c.no_redact,
+    }
+}
+
+fn connector(c: &Common) -> cnproc::Options {
+    cnproc::Options {
+        recv_buffer: c.buffer,
+        ..cnproc::Options::default()
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Run {
+            common,
+            wait_bg,
+            fail_on_leak,
+            tree,
+            argv,
+        } => (|| {
+            let tree = match tree {
+                TreeArg::Auto => TreeMode::Auto,
+                TreeArg::Full => TreeMode::Full,
+                TreeArg::None => TreeMode::None,
+            };
+            run(RunConfig {
+                argv,
+                outputs: outputs(&common, false, tree),
+                wait_bg: wait_bg.map(|v| secs(v, "--wait-bg")).transpose()?,
+                fail_on_leak,
+                connector: connector(&common),
+                record: common.record.clone(),
+            })
+        })(),
+        Cmd::Watch {
+            common,
+            pid,
+            duration,
+            no_enrich,
+        } => (|| {
+            watch(WatchConfig {
+                root: pid,
+                outputs: outputs(&common, common.output.is_none(), TreeMode::None),
+                duration: duration.map(|v| secs(v, "--duration")).transpose()?,
+                connector: connector(&common),
+                enrich: !no_enrich,
+                record: common.record.clone(),
+            })
+        })(),
+        Cmd::Replay {
+            capture,
+            root,
+            output,
+            no_redact,
+        } => (|| {
+            let events = replay::read_capture(&capture)?;
+            let out = Outputs {
+                jsonl: output,
+                human_stdout: false,
+                tree: TreeMode::Full,
+                color_allowed: true,
+                redact: !no_redact,
+            };
+            let mut sinks: Fanout = out.open_sinks()?;
+            let first = events.iter().find_map(|e| e.ts()).unwrap_or(0);
+            let mode = Mode::Replay {
+                path: capture.clone(),
+            };
+            let header = Header {
+                mode: mode.clone(),
+                ts: first,
+                real_minus_mono: 0,
+            };
+            let t = replay::replay(&events, root, &mut sinks, &header);
+            let last = events.iter().rev().find_map(|e| e.ts()).unwrap_or(first);
+            let sum = proctrace::sink::Summary {
+                ts: last,
+                status: None,
+                stats: t.stats(),
+                capture: Default::default(),
+                background: 0,
+            };
+            out.print_tree(&t, &mode, &sum);
+            Ok(exit_codes::OK)
+        })(),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("proctrace: {e}");
+            if let ProctraceError::Connector(_) = e {
+                eprintln!(
+                    "proctrace: the kernel's process events connector is needed (Linux ≥ 6.6 lets any user listen; older kernels need root or CAP_NET_ADMIN, in the host's namespaces)"
+                );
+            }
+            std::process::exit(e.exit_code());
+        }
+    }
+}

@@ -29,6 +29,8 @@
 //!
 //! [`parse`] is pure and works on recorded datagrams.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod abi;
 mod event;
 mod loss;

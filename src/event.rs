@@ -1,0 +1,188 @@
+//! The one event type every backend yields and the tracker consumes.
+//!
+//! Backends (the kernel connector today, ptrace later) translate what they see into these; the
+//! tracker never learns where an event came from. Timestamps are CLOCK_MONOTONIC nanoseconds.
+//! [`Event::ExecDetails`] is the enrichment read from `/proc` right after an exec: it travels in the
+//! same stream so that a recorded capture replays exactly as it ran.
+
+/// Task and process ids as the kernel numbers them (init pid namespace).
+pub type Pid = i32;
+
+/// What a process was running, read from `/proc` after an exec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExecDetails {
+    /// Command line; `None` when it could not be read (the process was already gone).
+    pub argv: Option<Vec<String>>,
+    /// Resolved executable path.
+    pub exe: Option<String>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Real uid.
+    pub uid: Option<u32>,
+    /// The kernel's short name for the task (`comm`), when it could be read.
+    pub comm: Option<String>,
+}
+
+/// One lifecycle event.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "e", rename_all = "snake_case")]
+pub enum Event {
+    /// A new task; `child_pid != child_tgid` is a thread of `child_tgid`.
+    Fork {
+        /// When.
+        ts: u64,
+        /// Real parent process (for a thread: the process's parent, not the creating thread).
+        parent_tgid: Pid,
+        /// New task id.
+        child_pid: Pid,
+        /// New task's process.
+        child_tgid: Pid,
+    },
+    /// A successful exec by process `tgid`.
+    Exec {
+        /// When.
+        ts: u64,
+        /// The process.
+        tgid: Pid,
+    },
+    /// Details of the most recent exec of `tgid`.
+    ExecDetails {
+        /// The process.
+        tgid: Pid,
+        /// What `/proc` said.
+        details: ExecDetails,
+    },
+    /// A task exited; `status` is the wait status.
+    Exit {
+        /// When.
+        ts: u64,
+        /// Task id.
+        pid: Pid,
+        /// Process id.
+        tgid: Pid,
+        /// Wait status (code << 8, or signal | 0x80 for core).
+        status: u32,
+        /// Real parent at exit as the kernel reported it (0 when already reaped); only used for
+        /// processes that were never seen forking.
+        parent_tgid: Pid,
+    },
+    /// A core-dumping signal hit the process.
+    Coredump {
+        /// When.
+        ts: u64,
+        /// Process id.
+        tgid: Pid,
+    },
+    /// Real/effective uid changed.
+    Uid {
+        /// When.
+        ts: u64,
+        /// Process id.
+        tgid: Pid,
+        /// Real uid.
+        ruid: u32,
+        /// Effective uid.
+        euid: u32,
+    },
+    /// Real/effective gid changed.
+    Gid {
+        /// When.
+        ts: u64,
+        /// Process id.
+        tgid: Pid,
+        /// Real gid.
+        rgid: u32,
+        /// Effective gid.
+        egid: u32,
+    },
+    /// The process became a session leader.
+    Sid {
+        /// When.
+        ts: u64,
+        /// Process id.
+        tgid: Pid,
+    },
+    /// A tracer attached (`tracer != 0`) or detached.
+    Ptrace {
+        /// When.
+        ts: u64,
+        /// Traced process.
+        tgid: Pid,
+        /// Tracer process, 0 on detach.
+        tracer: Pid,
+    },
+    /// A thread was renamed.
+    Comm {
+        /// When.
+        ts: u64,
+        /// Task id.
+        pid: Pid,
+        /// Process id.
+        tgid: Pid,
+        /// New name.
+        comm: String,
+    },
+    /// Events the backend knows it missed.
+    Lost {
+        /// When the loss was detected, if known.
+        ts: Option<u64>,
+        /// How many events.
+        count: u64,
+    },
+}
+
+impl Event {
+    /// The event's timestamp, if it has one.
+    pub fn ts(&self) -> Option<u64> {
+        match *self {
+            Event::Fork { ts, .. }
+            | Event::Exec { ts, .. }
+            | Event::Exit { ts, .. }
+            | Event::Coredump { ts, .. }
+            | Event::Uid { ts, .. }
+            | Event::Gid { ts, .. }
+            | Event::Sid { ts, .. }
+            | Event::Ptrace { ts, .. }
+            | Event::Comm { ts, .. } => Some(ts),
+            Event::Lost { ts, .. } => ts,
+            Event::ExecDetails { .. } => None,
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal {
+        /// Signal number.
+        signal: i32,
+        /// A core file was written.
+        core: bool,
+    },
+}
+
+impl ExitStatus {
+    /// Decodes a wait status.
+    pub fn from_wait(status: u32) -> ExitStatus {
+        match cnproc::WaitStatus::from_raw(status) {
+            cnproc::WaitStatus::Exited(c) => ExitStatus::Code(c),
+            cnproc::WaitStatus::Signaled { signal, core } => ExitStatus::Signal { signal, core },
+        }
+    }
+
+    /// What a shell reports: the code, or 128 + signal.
+    pub fn shell_code(&self) -> i32 {
+        match *self {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal { signal, .. } => 128 + signal,
+        }
+    }
+
+    /// Exited with 0.
+    pub fn success(&self) -> bool {
+        *self == ExitStatus::Code(0)
+    }
+}

@@ -1,0 +1,235 @@
+//! `proctrace run -- CMD`: trace one command and everything it starts.
+//!
+//! Order matters: subscribe (the kernel's ack is in) before the command exists, so not one event
+//! of its tree is missed; after it exits, wait for its EXIT event and a barrier so every event up
+//! to that moment is in; then decide which descendants outlived it.
+
+use std::cell::Cell;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::event::{ExitStatus, Pid};
+use crate::procfs::{self, Clocks};
+use crate::session::{Pumped, Session};
+use crate::sink::{Header, Mode};
+use crate::supervise::{self, SignalTarget};
+use crate::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
+use crate::{Outputs, ProctraceError, exit_codes};
+
+/// Settings of `run`.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The command.
+    pub argv: Vec<String>,
+    /// Where lines go.
+    pub outputs: Outputs,
+    /// Follow background children this long after the command exits.
+    pub wait_bg: Option<Duration>,
+    /// Exit non-zero when background children are left.
+    pub fail_on_leak: bool,
+    /// Connector options.
+    pub connector: cnproc::Options,
+    /// Record events for replay.
+    pub record: Option<String>,
+}
+
+/// How a probe of a leftover process went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Alive and the same instance.
+    Alive,
+    /// Gone (or the pid now belongs to someone else).
+    Gone,
+    /// Could not tell.
+    Error,
+}
+
+/// Is the process that forked at `start_ns` with pid `pid` still there?
+pub fn probe(pid: Pid, start_ns: Option<u64>, clocks: &Clocks) -> Probe {
+    // SAFETY: pidfd_open via syscall with a pid and no flags; the fd is closed right away.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::ESRCH) {
+            Probe::Gone
+        } else {
+            Probe::Error
+        };
+    }
+    // SAFETY: fd is a descriptor we just opened.
+    unsafe { libc::close(fd as i32) };
+    match procfs::stat(pid) {
+        None => Probe::Gone,
+        Some(st) if st.state == 'Z' || st.state == 'X' => Probe::Gone,
+        Some(st) => match start_ns {
+            Some(s) if clocks.mono_to_starttime(s).abs_diff(st.starttime) > 1 => Probe::Gone,
+            _ => Probe::Alive,
+        },
+    }
+}
+
+/// Runs the command under trace; returns proctrace's exit code.
+pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
+    supervise::block_stop_signals();
+    let clocks = Clocks::sample();
+    let conn = cnproc::Connector::open(&cfg.connector).map_err(ProctraceError::Connector)?;
+    let receive_buffer = conn.receive_buffer() as u64;
+    supervise::become_subreaper();
+    let sinks = cfg.outputs.open_sinks()?;
+    let capture =
+        crate::capture::Capture::start(conn).map_err(|e| ProctraceError::Io("starting capture".into(), e))?;
+    let tracker = Tracker::new(TrackerOptions {
+        scope: Scope::Tree,
+        retain_exited: true,
+        want_details: true,
+    });
+    let mut s = Session::new(capture, tracker, sinks, true);
+    s.receive_buffer = receive_buffer;
+    if let Some(path) = &cfg.record {
+        s.record_to(path)
+            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
+    }
+    let target = SignalTarget::default();
+    supervise::spawn_signal_thread(target.clone(), s.notifier())
+        .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
+    s.start(&Header {
+        mode: Mode::Run {
+            argv: cfg.argv.clone(),
+        },
+        ts: procfs::mono_now(),
+        real_minus_mono: clocks.real_minus_mono,
+    });
+
+    let child = match Command::new(&cfg.argv[0]).args(&cfg.argv[1..]).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            s.stop();
+            let sum = s.summary(None, 0);
+            s.sinks.finish(&sum, &s.tracker);
+            eprintln!("proctrace: cannot run '{}': {e}", cfg.argv[0]);
+            return Ok(code);
+        }
+    };
+    let cmd_pid = child.id() as Pid;
+    s.tracker.expect_root(cmd_pid);
+    target.pid.store(cmd_pid, Ordering::Release);
+    let reaper_stop = Arc::new(AtomicBool::new(false));
+    supervise::spawn_reaper(s.notifier(), Arc::clone(&reaper_stop))
+        .map_err(|e| ProctraceError::Io("starting reaper".into(), e))?;
+    drop(child); // reaped by the reaper thread, not by std
+
+    // Follow the tree until the command itself is reaped.
+    let mut raw_status = None;
+    while raw_status.is_none() {
+        match s.pump(Duration::from_millis(500)) {
+            Pumped::ChildExited { pid, status } if pid == cmd_pid => raw_status = Some(status),
+            Pumped::Ended => break,
+            _ => {}
+        }
+    }
+    target.pid.store(0, Ordering::Release);
+    let status = raw_status.map(|st| ExitStatus::from_wait(st as u32));
+    // The EXIT event can trail the reap by a little: wait for it, then a barrier for the rest.
+    let root_done = |t: &Tracker| {
+        t.roots()
+            .first()
+            .and_then(|&r| t.get(r))
+            .is_some_and(|r| r.exit.is_some())
+    };
+    s.pump_until(Duration::from_secs(2), root_done, |_| {});
+    s.barrier(Duration::from_secs(2));
+
+    // Whatever in the tree is still alive outlived the command.
+    let mut leftovers: Vec<ProcId> = s.tracker.live();
+    if let Some(wait) = cfg.wait_bg {
+        if !leftovers.is_empty() {
+            // Mark them now so their exits say they outlived the command; like git's
+            // start_bg_command, one that exits while waited on gets a plain exit, no background fact.
+            for &id in &leftovers {
+                s.tracker
+                    .mark_background(id, procfs::mono_now(), BackgroundState::Ready, &mut Vec::new());
+            }
+            let interrupted = Cell::new(false);
+            s.pump_until(
+                wait,
+                |t| interrupted.get() || t.live().is_empty(),
+                |n| {
+                    if matches!(n, Pumped::Interrupted(_)) {
+                        interrupted.set(true);
+                    }
+                },
+            );
+            s.barrier(Duration::from_secs(1));
+            leftovers = s.tracker.live();
+        }
+    }
+    let mut background = 0u64;
+    let mut facts = Vec::new();
+    let mut gone = Vec::new();
+    for &id in &leftovers {
+        let Some(r) = s.tracker.get(id) else { continue };
+        let state = match probe(r.pid, r.start_ns, &clocks) {
+            Probe::Gone => {
+                gone.push(id);
+                continue;
+            }
+            Probe::Alive if cfg.wait_bg.is_some() => BackgroundState::Timeout,
+            Probe::Alive => BackgroundState::Ready,
+            Probe::Error => BackgroundState::Error,
+        };
+        background += 1;
+        s.tracker
+            .mark_background(id, procfs::mono_now(), state, &mut facts);
+    }
+    s.dispatch(std::mem::take(&mut facts));
+    if !gone.is_empty() {
+        // They ended between the barrier and the probe: their EXIT is on its way.
+        s.barrier(Duration::from_secs(1));
+        let now = procfs::mono_now();
+        for id in gone {
+            s.tracker.close_gone(id, now, &mut facts);
+        }
+        s.dispatch(std::mem::take(&mut facts));
+    }
+
+    reaper_stop.store(true, Ordering::Release);
+    s.stop();
+    let sum = s.summary(status, background);
+    s.sinks.finish(&sum, &s.tracker);
+    cfg.outputs.print_tree(
+        &s.tracker,
+        &Mode::Run {
+            argv: cfg.argv.clone(),
+        },
+        &sum,
+    );
+    report_problems(&s);
+
+    let code = match status {
+        Some(st) => st.shell_code(),
+        None => exit_codes::INTERNAL,
+    };
+    if cfg.fail_on_leak && background > 0 && code == 0 {
+        return Ok(exit_codes::LEAK);
+    }
+    Ok(code)
+}
+
+/// Tells the user about failed outputs and a failed capture.
+pub fn report_problems(s: &Session) {
+    for (name, e) in s.sinks.failures() {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("proctrace: stopped writing {name}: {e}");
+        }
+    }
+    if let Some(f) = s.failure() {
+        eprintln!("proctrace: event capture failed: {f}; the trace is incomplete from that point");
+    }
+}

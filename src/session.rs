@@ -1,0 +1,254 @@
+//! The model thread's loop: batches from a backend → tracker → sinks, with `/proc` enrichment
+//! right after each exec and an optional recording of everything for replay.
+//!
+//! Shared by `run` and `watch`. Owns no policy about when to stop; the commands decide that.
+
+use std::io::Write;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use crate::capture::{Capture, CaptureMsg};
+use crate::event::{Event, Pid};
+use crate::procfs;
+use crate::sink::{CaptureSummary, Fanout, Header, Summary};
+use crate::tracker::{Fact, Followup, Tracker};
+
+/// What a call to [`Session::pump`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pumped {
+    /// Processed a batch of events.
+    Events,
+    /// A child of ours was reaped.
+    ChildExited {
+        /// Its pid.
+        pid: Pid,
+        /// Its wait status.
+        status: i32,
+    },
+    /// A signal asked us to stop.
+    Interrupted(i32),
+    /// Nothing within the timeout.
+    Idle,
+    /// The backend stopped (after [`Session::stop`]) or failed.
+    Ended,
+}
+
+/// One tracing session.
+pub struct Session {
+    /// The model.
+    pub tracker: Tracker,
+    /// Outputs.
+    pub sinks: Fanout,
+    capture: Capture,
+    facts: Vec<Fact>,
+    enrich: bool,
+    record: Option<std::io::BufWriter<std::fs::File>>,
+    barrier: Option<(Pid, String, bool)>,
+    barrier_count: u32,
+    capture_stats: Option<cnproc::Stats>,
+    failure: Option<String>,
+    /// Receive buffer the kernel granted.
+    pub receive_buffer: u64,
+}
+
+impl Session {
+    /// Wires a running capture to a tracker and sinks.
+    pub fn new(capture: Capture, tracker: Tracker, sinks: Fanout, enrich: bool) -> Session {
+        Session {
+            tracker,
+            sinks,
+            capture,
+            facts: Vec::with_capacity(256),
+            enrich,
+            record: None,
+            barrier: None,
+            barrier_count: 0,
+            capture_stats: None,
+            failure: None,
+            receive_buffer: 0,
+        }
+    }
+
+    /// Also writes every event (enrichment included) to `path`, one JSON object a line, for
+    /// `proctrace replay`.
+    pub fn record_to(&mut self, path: &str) -> std::io::Result<()> {
+        self.record = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
+        Ok(())
+    }
+
+    /// Emits the header to the sinks.
+    pub fn start(&mut self, h: &Header) {
+        self.sinks.start(h);
+        self.sinks.flush();
+    }
+
+    /// Facts produced outside event processing (seeding, background marks) go out through here.
+    pub fn dispatch(&mut self, facts: Vec<Fact>) {
+        for f in &facts {
+            self.sinks.fact(f, &self.tracker);
+        }
+        self.sinks.flush();
+        self.tracker.sweep();
+    }
+
+    /// Handles one message from the backend, waiting up to `timeout` for it.
+    pub fn pump(&mut self, timeout: Duration) -> Pumped {
+        let msg = match self.capture.rx.recv_timeout(timeout) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => return Pumped::Idle,
+            Err(RecvTimeoutError::Disconnected) => return Pumped::Ended,
+        };
+        match msg {
+            CaptureMsg::Events(batch) => {
+                self.process(&batch);
+                self.capture.recycle(batch);
+                Pumped::Events
+            }
+            CaptureMsg::ChildExited { pid, status } => Pumped::ChildExited { pid, status },
+            CaptureMsg::Interrupted(sig) => Pumped::Interrupted(sig),
+            CaptureMsg::Done(stats) => {
+                self.capture_stats = Some(stats);
+                Pumped::Ended
+            }
+            CaptureMsg::Failed(e) => {
+                self.failure = Some(e);
+                Pumped::Ended
+            }
+        }
+    }
+
+    fn process(&mut self, batch: &[Event]) {
+        for ev in batch {
+            if let (Some((tid, name, seen)), Event::Comm { pid, comm, .. }) = (self.barrier.as_mut(), ev) {
+                if pid == tid && comm == name {
+                    *seen = true;
+                    continue;
+                }
+            }
+            if let Some(rec) = self.record.as_mut() {
+                let _ = serde_json::to_writer(&mut *rec, ev);
+                let _ = rec.write_all(b"\n");
+            }
+            if let Followup::ReadExecDetails(pid) = self.tracker.apply(ev, &mut self.facts) {
+                let details = if self.enrich {
+                    procfs::exec_details(pid)
+                } else {
+                    Default::default()
+                };
+                let d = Event::ExecDetails { tgid: pid, details };
+                if let Some(rec) = self.record.as_mut() {
+                    let _ = serde_json::to_writer(&mut *rec, &d);
+                    let _ = rec.write_all(b"\n");
+                }
+                self.tracker.apply(&d, &mut self.facts);
+            }
+            for f in self.facts.drain(..) {
+                self.sinks.fact(&f, &self.tracker);
+            }
+        }
+        self.sinks.flush();
+        if let Some(rec) = self.record.as_mut() {
+            let _ = rec.flush();
+        }
+        self.tracker.sweep();
+    }
+
+    /// Makes the kernel emit a marker event (a COMM rename of this thread) and processes events
+    /// until it comes through. Everything generated before the call has then been seen. Returns
+    /// false when the marker did not arrive in time.
+    pub fn barrier(&mut self, timeout: Duration) -> bool {
+        self.barrier_count += 1;
+        let name = format!("pt-sync-{}", self.barrier_count % 1_000_000);
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.barrier = Some((tid, name.clone(), false));
+        let Ok(cname) = std::ffi::CString::new(name) else {
+            return false;
+        };
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, cname.as_ptr(), 0, 0, 0) };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.barrier.as_ref().is_some_and(|b| b.2) {
+                self.barrier = None;
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.barrier = None;
+                return false;
+            }
+            if self.pump(left) == Pumped::Ended {
+                self.barrier = None;
+                return false;
+            }
+        }
+    }
+
+    /// Processes until `done` holds or `timeout` passes; other notices are returned to the caller
+    /// through `on_notice`.
+    pub fn pump_until(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&Tracker) -> bool,
+        mut on_notice: impl FnMut(Pumped),
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.tracker) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match self.pump(left.min(Duration::from_millis(200))) {
+                Pumped::Events | Pumped::Idle => {}
+                Pumped::Ended => return done(&self.tracker),
+                other => on_notice(other),
+            }
+        }
+    }
+
+    /// Stops the backend, processing everything it still had (including final loss accounting).
+    pub fn stop(&mut self) {
+        self.capture.request_stop();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.pump(Duration::from_millis(200)) == Pumped::Ended {
+                break;
+            }
+        }
+    }
+
+    /// Capture counters (complete after [`stop`](Self::stop)).
+    pub fn capture_summary(&self) -> CaptureSummary {
+        let s = self.capture_stats.unwrap_or_default();
+        CaptureSummary {
+            rejected: s.rejected(),
+            overflows: s.overflows,
+            receive_buffer: self.receive_buffer,
+        }
+    }
+
+    /// Why the backend failed, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// The summary for sinks.
+    pub fn summary(&self, status: Option<crate::event::ExitStatus>, background: u64) -> Summary {
+        Summary {
+            ts: procfs::mono_now(),
+            status,
+            stats: self.tracker.stats(),
+            capture: self.capture_summary(),
+            background,
+        }
+    }
+
+    /// A sender for other threads (reaper, signal handler) to wake the model loop.
+    pub fn notifier(&self) -> std::sync::mpsc::Sender<CaptureMsg> {
+        self.capture.sender()
+    }
+}

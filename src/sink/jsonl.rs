@@ -1,0 +1,294 @@
+//! JSON Lines: one object per lifecycle fact, for tools.
+//!
+//! Every line has `event` and `ts` (seconds on the kernel's CLOCK_MONOTONIC, nine decimals);
+//! process lines add `pid` and `ppid`. The first line (`start`) carries `wall_offset`, the
+//! seconds to add to any `ts` for UTC wall time; the last (`end`) the totals.
+
+use std::io;
+
+use super::json;
+use super::{Header, LineWriter, Mode, Sink, Summary};
+use crate::event::ExitStatus;
+use crate::redact::redact_arg;
+use crate::tracker::{Fact, ProcessRecord, Tracker};
+
+/// The JSON Lines sink.
+pub struct JsonLines {
+    w: LineWriter,
+    redact: bool,
+}
+
+impl JsonLines {
+    /// Writes to `out`; `redact` hides URL credentials in argv.
+    pub fn new(out: Box<dyn io::Write + Send>, redact: bool) -> Self {
+        JsonLines {
+            w: LineWriter::new(out),
+            redact,
+        }
+    }
+
+    fn argv(&mut self, argv: Option<&[String]>) {
+        let redact = self.redact;
+        let b = self.w.buf();
+        match argv {
+            None => b.extend_from_slice(b"null"),
+            Some(a) => {
+                b.push(b'[');
+                for (i, s) in a.iter().enumerate() {
+                    if i > 0 {
+                        b.push(b',');
+                    }
+                    if redact {
+                        json::string(b, &redact_arg(s));
+                    } else {
+                        json::string(b, s);
+                    }
+                }
+                b.push(b']');
+            }
+        }
+    }
+}
+
+fn head(b: &mut Vec<u8>, event: &str, ts: Option<u64>) {
+    b.extend_from_slice(b"{\"event\":\"");
+    b.extend_from_slice(event.as_bytes());
+    b.extend_from_slice(b"\",\"ts\":");
+    match ts {
+        Some(ts) => json::seconds(b, ts),
+        None => b.extend_from_slice(b"null"),
+    }
+}
+
+fn proc_fields(b: &mut Vec<u8>, r: &ProcessRecord) {
+    b.extend_from_slice(b",\"pid\":");
+    json::int(b, r.pid as i64);
+    b.extend_from_slice(b",\"ppid\":");
+    json::int(b, r.ppid as i64);
+}
+
+fn opt_str(b: &mut Vec<u8>, key: &str, v: Option<&str>) {
+    if let Some(v) = v {
+        b.push(b',');
+        json::string(b, key);
+        b.push(b':');
+        json::string(b, v);
+    }
+}
+
+impl Sink for JsonLines {
+    fn start(&mut self, h: &Header) -> io::Result<()> {
+        let redact = self.redact;
+        let b = self.w.buf();
+        head(b, "start", Some(h.ts));
+        b.extend_from_slice(b",\"tool\":\"proctrace\",\"version\":");
+        json::string(b, env!("CARGO_PKG_VERSION"));
+        b.extend_from_slice(b",\"wall_offset\":");
+        let off = h.real_minus_mono;
+        if off < 0 {
+            b.push(b'-');
+        }
+        json::seconds(b, off.unsigned_abs());
+        b.extend_from_slice(b",\"mode\":");
+        match &h.mode {
+            Mode::Run { argv } => {
+                b.extend_from_slice(b"\"run\"");
+                self.w.buf().extend_from_slice(b",\"argv\":");
+                let a = argv.clone();
+                let _ = redact;
+                self.argv(Some(&a));
+            }
+            Mode::Watch { root } => {
+                b.extend_from_slice(b"\"watch\"");
+                if let Some(r) = root {
+                    b.extend_from_slice(b",\"root\":");
+                    json::int(b, *r as i64);
+                }
+            }
+            Mode::Replay { path } => {
+                b.extend_from_slice(b"\"replay\",\"capture\":");
+                json::string(b, path);
+            }
+        }
+        self.w.buf().extend_from_slice(b"}\n");
+        self.w.line_done()
+    }
+
+    fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
+        match *fact {
+            Fact::Lost { ts, count } => {
+                let b = self.w.buf();
+                head(b, "lost", ts);
+                b.extend_from_slice(b",\"count\":");
+                json::int(b, count as i64);
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Fork(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "fork", r.start_ns);
+                proc_fields(b, r);
+                if r.pre_existing {
+                    b.extend_from_slice(b",\"pre_existing\":true");
+                }
+                opt_str(b, "comm", r.comm.as_deref());
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Exec { id, index } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(e) = r.execs.get(index) else {
+                    return Ok(());
+                };
+                let b = self.w.buf();
+                head(b, "exec", Some(e.ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"argv\":");
+                let d = e.details.as_ref();
+                let argv = d.and_then(|d| d.argv.clone());
+                self.argv(argv.as_deref());
+                let b = self.w.buf();
+                opt_str(b, "exe", d.and_then(|d| d.exe.as_deref()));
+                opt_str(b, "cwd", d.and_then(|d| d.cwd.as_deref()));
+                if let Some(u) = d.and_then(|d| d.uid) {
+                    b.extend_from_slice(b",\"uid\":");
+                    json::int(b, u as i64);
+                }
+                opt_str(b, "comm", r.comm.as_deref());
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Exit(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(x) = r.exit else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "exit", Some(x.ts));
+                proc_fields(b, r);
+                match x.status {
+                    Some(ExitStatus::Code(c)) => {
+                        b.extend_from_slice(b",\"code\":");
+                        json::int(b, c as i64);
+                    }
+                    Some(ExitStatus::Signal { signal, core }) => {
+                        b.extend_from_slice(b",\"signal\":");
+                        json::int(b, signal as i64);
+                        if core || r.coredump_signal {
+                            b.extend_from_slice(if core {
+                                b",\"core\":true"
+                            } else {
+                                b",\"core\":false"
+                            });
+                        }
+                    }
+                    None => b.extend_from_slice(b",\"code\":null,\"exit_lost\":true"),
+                }
+                if let Some(d) = r.duration_ns() {
+                    b.extend_from_slice(b",\"duration\":");
+                    json::seconds(b, d);
+                }
+                if r.background.is_some() {
+                    b.extend_from_slice(b",\"background\":true");
+                }
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Background(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(bg) = r.background else { return Ok(()) };
+                let argv = r.argv().map(|a| a.to_vec());
+                let b = self.w.buf();
+                head(b, "background", Some(bg.ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"state\":");
+                json::string(b, bg.state.as_str());
+                if let Some(s) = r.start_ns {
+                    b.extend_from_slice(b",\"t_rel\":");
+                    json::seconds(b, bg.ts.saturating_sub(s));
+                }
+                b.extend_from_slice(b",\"argv\":");
+                self.argv(argv.as_deref());
+                self.w.buf().extend_from_slice(b"}\n");
+            }
+            Fact::Uid { id, ts, ruid, euid } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "uid", Some(ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"ruid\":");
+                json::int(b, ruid as i64);
+                b.extend_from_slice(b",\"euid\":");
+                json::int(b, euid as i64);
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Gid { id, ts, rgid, egid } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "gid", Some(ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"rgid\":");
+                json::int(b, rgid as i64);
+                b.extend_from_slice(b",\"egid\":");
+                json::int(b, egid as i64);
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Sid { id, ts } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "setsid", Some(ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Ptrace { id, ts, tracer } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "ptrace", Some(ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"tracer\":");
+                json::int(b, tracer as i64);
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Comm { id, ts } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let b = self.w.buf();
+                head(b, "comm", Some(ts));
+                proc_fields(b, r);
+                opt_str(b, "comm", r.comm.as_deref());
+                b.extend_from_slice(b"}\n");
+            }
+        }
+        self.w.line_done()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
+    fn finish(&mut self, s: &Summary, _t: &Tracker) -> io::Result<()> {
+        let b = self.w.buf();
+        head(b, "end", Some(s.ts));
+        match s.status {
+            Some(ExitStatus::Code(c)) => {
+                b.extend_from_slice(b",\"code\":");
+                json::int(b, c as i64);
+            }
+            Some(ExitStatus::Signal { signal, .. }) => {
+                b.extend_from_slice(b",\"signal\":");
+                json::int(b, signal as i64);
+            }
+            None => {}
+        }
+        for (k, v) in [
+            ("processes", s.stats.processes),
+            ("execs", s.stats.execs),
+            ("execs_with_argv", s.stats.execs_with_argv),
+            ("exits", s.stats.exits),
+            ("background", s.background),
+            ("lost", s.stats.lost),
+            ("rejected", s.capture.rejected),
+        ] {
+            b.push(b',');
+            json::string(b, k);
+            b.push(b':');
+            json::int(b, v as i64);
+        }
+        b.extend_from_slice(b"}\n");
+        self.w.flush()
+    }
+}

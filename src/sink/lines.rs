@@ -1,0 +1,190 @@
+//! One human-readable line per fact, as they happen (`watch` without `-o`).
+
+use std::io;
+
+use super::{Header, LineWriter, Sink, Summary};
+use crate::event::ExitStatus;
+use crate::redact::redact_arg;
+use crate::sink::tree::{Paint, fmt_duration, quote_argv};
+use crate::tracker::{Fact, Tracker};
+
+/// The line sink.
+pub struct HumanLines {
+    w: LineWriter,
+    start: u64,
+    paint: Paint,
+    redact: bool,
+}
+
+impl HumanLines {
+    /// Writes to `out`.
+    pub fn new(out: Box<dyn io::Write + Send>, color: bool, redact: bool) -> Self {
+        HumanLines {
+            w: LineWriter::new(out),
+            start: 0,
+            paint: Paint { on: color },
+            redact,
+        }
+    }
+}
+
+impl Sink for HumanLines {
+    fn start(&mut self, h: &Header) -> io::Result<()> {
+        self.start = h.ts;
+        Ok(())
+    }
+
+    fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(120);
+        let rel = |ts: Option<u64>| match ts {
+            Some(ts) => format!("{:>11.6}", (ts.saturating_sub(self.start)) as f64 / 1e9),
+            None => format!("{:>11}", "?"),
+        };
+        let p = self.paint;
+        match *fact {
+            Fact::Lost { ts, count } => {
+                let _ = write!(s, "{} {}", rel(ts), p.magenta(&format!("LOST {count} events")));
+            }
+            Fact::Fork(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let _ = write!(s, "{} fork   {:>7} <- {}", rel(r.start_ns), r.pid, r.ppid);
+                if r.pre_existing {
+                    s.push_str(" (already running)");
+                }
+            }
+            Fact::Exec { id, index } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(e) = r.execs.get(index) else {
+                    return Ok(());
+                };
+                let what = match e.details.as_ref().and_then(|d| d.argv.as_deref()) {
+                    Some(a) => quote_argv(a, self.redact),
+                    None => format!("[{}] (argv unavailable)", r.comm.as_deref().unwrap_or("?")),
+                };
+                let _ = write!(s, "{} exec   {:>7}    {}", rel(Some(e.ts)), r.pid, what);
+            }
+            Fact::Exit(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(x) = r.exit else { return Ok(()) };
+                let status = match x.status {
+                    Some(ExitStatus::Code(0)) => "exit 0".to_string(),
+                    Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
+                    Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
+                        "{}{}",
+                        signal_name(signal),
+                        if core { " (core dumped)" } else { "" }
+                    )),
+                    None => p.magenta("exit lost"),
+                };
+                let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
+                let _ = write!(s, "{} exit   {:>7}    {status} {dur}", rel(Some(x.ts)), r.pid);
+            }
+            Fact::Background(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(bg) = r.background else { return Ok(()) };
+                let _ = write!(
+                    s,
+                    "{} {}",
+                    rel(Some(bg.ts)),
+                    p.yellow(&format!("background {:>7} {}", r.pid, bg.state.as_str()))
+                );
+            }
+            Fact::Uid { id, ts, ruid, euid } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let _ = write!(
+                    s,
+                    "{} uid    {:>7}    ruid={ruid} euid={euid}",
+                    rel(Some(ts)),
+                    r.pid
+                );
+            }
+            Fact::Gid { id, ts, rgid, egid } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let _ = write!(
+                    s,
+                    "{} gid    {:>7}    rgid={rgid} egid={egid}",
+                    rel(Some(ts)),
+                    r.pid
+                );
+            }
+            Fact::Sid { id, ts } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let _ = write!(s, "{} setsid {:>7}", rel(Some(ts)), r.pid);
+            }
+            Fact::Ptrace { id, ts, tracer } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let what = if tracer == 0 {
+                    "detached".to_string()
+                } else {
+                    format!("traced by {tracer}")
+                };
+                let _ = write!(s, "{} ptrace {:>7}    {what}", rel(Some(ts)), r.pid);
+            }
+            Fact::Comm { id, ts } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let _ = write!(
+                    s,
+                    "{} comm   {:>7}    {}",
+                    rel(Some(ts)),
+                    r.pid,
+                    r.comm.as_deref().unwrap_or("")
+                );
+            }
+        }
+        let _ = redact_arg; // argv already redacted by quote_argv
+        s.push('\n');
+        self.w.buf().extend_from_slice(s.as_bytes());
+        self.w.line_done()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
+    fn finish(&mut self, _s: &Summary, _t: &Tracker) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// `SIGTERM` for 15, `signal 64` when unnamed.
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 32] = [
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match NAMES.get(sig as usize) {
+        Some(n) if sig > 0 => (*n).to_string(),
+        _ => format!("signal {sig}"),
+    }
+}

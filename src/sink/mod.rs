@@ -1,0 +1,188 @@
+//! Sinks turn the tracker's facts into output. They only format: they never decide what a process
+//! is, and they never touch the connector.
+//!
+//! Adding an output format means one new module implementing [`Sink`].
+
+use std::io;
+
+use crate::event::ExitStatus;
+use crate::tracker::{Fact, Tracker, TrackerStats};
+
+pub mod json;
+pub mod jsonl;
+pub mod lines;
+pub mod tree;
+
+/// How the session was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// `proctrace run -- CMD`.
+    Run {
+        /// The command.
+        argv: Vec<String>,
+    },
+    /// `proctrace watch`, optionally limited to a subtree.
+    Watch {
+        /// `-p PID`.
+        root: Option<i32>,
+    },
+    /// Replay of a recorded capture.
+    Replay {
+        /// The capture file.
+        path: String,
+    },
+}
+
+/// Session facts known before the first event.
+#[derive(Debug, Clone)]
+pub struct Header {
+    /// What was asked.
+    pub mode: Mode,
+    /// Monotonic start.
+    pub ts: u64,
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC at start, ns: add it to any `ts` for wall time.
+    pub real_minus_mono: i64,
+}
+
+/// What the capture layer reported.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureSummary {
+    /// Datagrams not from the kernel or malformed, dropped unread.
+    pub rejected: u64,
+    /// Overflow episodes (ENOBUFS).
+    pub overflows: u64,
+    /// Receive buffer granted, bytes.
+    pub receive_buffer: u64,
+}
+
+/// Session facts known at the end.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Monotonic end.
+    pub ts: u64,
+    /// The traced command's status (`run`).
+    pub status: Option<ExitStatus>,
+    /// Tracker counters.
+    pub stats: TrackerStats,
+    /// Capture counters.
+    pub capture: CaptureSummary,
+    /// Processes left running when the command ended.
+    pub background: u64,
+}
+
+/// Output for facts.
+pub trait Sink {
+    /// Called once before any fact.
+    fn start(&mut self, _header: &Header) -> io::Result<()> {
+        Ok(())
+    }
+    /// One fact; `tracker` resolves the records it names.
+    fn fact(&mut self, fact: &Fact, tracker: &Tracker) -> io::Result<()>;
+    /// End of a batch: a good moment to write buffered lines out.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    /// Called once at the end.
+    fn finish(&mut self, _summary: &Summary, _tracker: &Tracker) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Fans facts out to several sinks; a sink that fails is reported once and then left out, so a
+/// full disk or a closed pipe never stops the trace (or harms the traced command).
+pub struct Fanout {
+    sinks: Vec<(String, Box<dyn Sink>)>,
+    failed: Vec<(String, io::Error)>,
+}
+
+impl Fanout {
+    /// Empty.
+    pub fn new() -> Self {
+        Fanout {
+            sinks: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+
+    /// Adds a sink under a name used in error messages.
+    pub fn add(&mut self, name: impl Into<String>, sink: Box<dyn Sink>) {
+        self.sinks.push((name.into(), sink));
+    }
+
+    fn each(&mut self, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
+        let mut i = 0;
+        while i < self.sinks.len() {
+            if let Err(e) = f(self.sinks[i].1.as_mut()) {
+                let (name, _) = self.sinks.remove(i);
+                self.failed.push((name, e));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// See [`Sink::start`].
+    pub fn start(&mut self, h: &Header) {
+        self.each(|s| s.start(h));
+    }
+    /// See [`Sink::fact`].
+    pub fn fact(&mut self, fact: &Fact, t: &Tracker) {
+        self.each(|s| s.fact(fact, t));
+    }
+    /// See [`Sink::flush`].
+    pub fn flush(&mut self) {
+        self.each(|s| s.flush());
+    }
+    /// See [`Sink::finish`].
+    pub fn finish(&mut self, sum: &Summary, t: &Tracker) {
+        self.each(|s| s.finish(sum, t));
+    }
+    /// Sinks that failed, with their first error.
+    pub fn failures(&self) -> &[(String, io::Error)] {
+        &self.failed
+    }
+}
+
+impl Default for Fanout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A writer that emits only whole lines, each batch in one `write`, so a killed tracer never
+/// leaves a torn line behind.
+pub struct LineWriter {
+    out: Box<dyn io::Write + Send>,
+    buf: Vec<u8>,
+}
+
+impl LineWriter {
+    /// Wraps a destination.
+    pub fn new(out: Box<dyn io::Write + Send>) -> Self {
+        LineWriter {
+            out,
+            buf: Vec::with_capacity(64 << 10),
+        }
+    }
+    /// The pending buffer; append exactly one line ending in `\n` per call to [`line_done`](Self::line_done).
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+    /// Marks the end of a line; writes out when the buffer is large.
+    pub fn line_done(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 60 << 10 {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+    /// Writes all complete lines.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.out.write_all(&self.buf).and_then(|_| self.out.flush());
+        self.buf.clear();
+        r
+    }
+}

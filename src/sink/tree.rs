@@ -1,0 +1,267 @@
+//! The process tree for people, printed when a run ends.
+//!
+//! Indentation follows parentage; each line shows pid, argv (or the kernel's name when argv could
+//! not be read), duration and how the process ended. Background children and lost events are
+//! called out. Colour only when asked (a terminal without `NO_COLOR`).
+
+use std::fmt::Write as _;
+
+use super::lines::signal_name;
+use super::{Mode, Summary};
+use crate::event::ExitStatus;
+use crate::redact::redact_arg;
+use crate::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
+
+/// ANSI colouring that can be switched off.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    /// Emit escape codes.
+    pub on: bool,
+}
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    /// Failure.
+    pub fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    /// Success.
+    pub fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    /// Background.
+    pub fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    /// Loss.
+    pub fn magenta(&self, s: &str) -> String {
+        self.wrap("1;35", s)
+    }
+    /// Secondary.
+    pub fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+    /// Emphasis.
+    pub fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+}
+
+/// How to render.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeOptions {
+    /// Colour.
+    pub color: bool,
+    /// Hide URL credentials.
+    pub redact: bool,
+    /// Most process lines to print (the rest are counted).
+    pub max_lines: usize,
+    /// Width for argv before truncation.
+    pub width: usize,
+}
+
+/// Shell-like quoting of argv for display, redacted when asked.
+pub fn quote_argv(argv: &[String], redact: bool) -> String {
+    let mut s = String::new();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let a = if redact {
+            redact_arg(a)
+        } else {
+            std::borrow::Cow::Borrowed(a.as_str())
+        };
+        let plain = !a.is_empty()
+            && a.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+,-./:=@_^%".contains(&b));
+        if plain {
+            s.push_str(&a);
+        } else {
+            s.push('\'');
+            s.push_str(&a.replace('\'', "'\\''"));
+            s.push('\'');
+        }
+    }
+    s
+}
+
+/// `1.23s`, `45.6ms`, `789µs`.
+pub fn fmt_duration(ns: u64) -> String {
+    if ns >= 60_000_000_000 {
+        format!("{}m{:02}s", ns / 60_000_000_000, (ns / 1_000_000_000) % 60)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.2}s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.1}ms", ns as f64 / 1e6)
+    } else {
+        format!("{}µs", ns / 1000)
+    }
+}
+
+fn describe(r: &ProcessRecord, redact: bool) -> String {
+    match r.argv() {
+        Some(a) => {
+            let mut s = quote_argv(a, redact);
+            if r.execs.len() > 1 {
+                let _ = write!(s, "  (exec ×{})", r.execs.len());
+            }
+            s
+        }
+        None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
+        None => format!("[{}] (argv unavailable)", r.comm.as_deref().unwrap_or("?")),
+    }
+}
+
+fn status(r: &ProcessRecord, p: Paint) -> String {
+    if let Some(x) = r.exit {
+        let s = match x.status {
+            Some(ExitStatus::Code(0)) => p.green("exit 0"),
+            Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
+            Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
+                "killed by {}{}",
+                signal_name(signal),
+                if core { " (core dumped)" } else { "" }
+            )),
+            None => p.magenta("exit lost"),
+        };
+        if r.background.is_some() {
+            return format!("{s} {}", p.yellow("(outlived the command)"));
+        }
+        return s;
+    }
+    match r.background {
+        Some(bg) => p.yellow(&format!(
+            "background: {}",
+            match bg.state {
+                BackgroundState::Ready => "still running (ready)",
+                BackgroundState::Timeout => "still running after --wait-bg (timeout)",
+                BackgroundState::Error => "could not be probed (error)",
+            }
+        )),
+        None => p.yellow("running"),
+    }
+}
+
+fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// Renders the tree and summary as text.
+pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String {
+    let p = Paint { on: o.color };
+    let mut out = String::new();
+    let mut lines = 0usize;
+    let mut hidden = 0usize;
+    // (record, prefix for its children's lines, last among siblings, is a root)
+    let mut stack: Vec<(ProcId, String, bool, bool)> = Vec::new();
+    for &r in t.roots().iter().rev() {
+        stack.push((r, String::new(), true, true));
+    }
+    while let Some((id, prefix, last, is_root)) = stack.pop() {
+        let Some(r) = t.get(id) else { continue };
+        let head = if is_root {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "└─ " } else { "├─ " })
+        };
+        if lines >= o.max_lines {
+            hidden += 1;
+        } else {
+            let desc = truncate(
+                &describe(r, o.redact),
+                o.width.saturating_sub(head.chars().count() + 8),
+            );
+            let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{}{} {}  {}  {}",
+                p.dim(&head),
+                p.bold(&r.pid.to_string()),
+                desc,
+                p.dim(&dur),
+                status(r, p)
+            );
+            lines += 1;
+        }
+        let child_prefix = if is_root {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        };
+        let n = r.children.len();
+        for (i, &c) in r.children.iter().enumerate().rev() {
+            stack.push((c, child_prefix.clone(), i + 1 == n, false));
+        }
+    }
+    if hidden > 0 {
+        let _ = writeln!(
+            out,
+            "{}",
+            p.dim(&format!("… {hidden} more processes (see --tree full or -o FILE)"))
+        );
+    }
+    // Summary line.
+    let what = match mode {
+        Mode::Run { argv } => format!(
+            "{} {}",
+            p.bold("proctrace:"),
+            truncate(&quote_argv(argv, o.redact), 60)
+        ),
+        Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.bold("proctrace:")),
+        Mode::Watch { root: None } => format!("{} watch", p.bold("proctrace:")),
+        Mode::Replay { path } => format!("{} replay {path}", p.bold("proctrace:")),
+    };
+    let mut parts = vec![format!(
+        "{} process{}",
+        sum.stats.processes,
+        if sum.stats.processes == 1 { "" } else { "es" }
+    )];
+    if let Some(s) = sum.status {
+        parts.push(match s {
+            ExitStatus::Code(0) => p.green("exit 0"),
+            ExitStatus::Code(c) => p.red(&format!("exit {c}")),
+            ExitStatus::Signal { signal, .. } => p.red(&format!("killed by {}", signal_name(signal))),
+        });
+    }
+    if sum.stats.execs > 0 {
+        parts.push(format!(
+            "argv read for {}/{} execs",
+            sum.stats.execs_with_argv, sum.stats.execs
+        ));
+    }
+    if sum.background > 0 {
+        parts.push(p.yellow(&format!(
+            "{} background child{} left running",
+            sum.background,
+            if sum.background == 1 { "" } else { "ren" }
+        )));
+    }
+    if sum.stats.lost > 0 {
+        parts.push(p.magenta(&format!(
+            "{} events LOST: the tree may be incomplete",
+            sum.stats.lost
+        )));
+    } else {
+        parts.push("0 events lost".to_string());
+    }
+    if sum.capture.rejected > 0 {
+        parts.push(p.magenta(&format!(
+            "{} forged or malformed datagrams rejected",
+            sum.capture.rejected
+        )));
+    }
+    let _ = writeln!(out, "{what} — {}", parts.join(", "));
+    out
+}

@@ -1,0 +1,111 @@
+//! Being a good parent to the traced command: signal forwarding, reaping, subreaper duty.
+//!
+//! Stop signals are blocked in every thread (so they must be blocked before any thread starts)
+//! and taken synchronously by one thread with `sigwaitinfo`. Like sudo, a signal the terminal
+//! sent to the whole foreground process group is not forwarded again when the command shares our
+//! group; anything else (a `kill` aimed at proctrace) is passed on to the command.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use crate::capture::CaptureMsg;
+
+/// The signals proctrace forwards.
+pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+fn sigset(sigs: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set; sigaddset with valid signal numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in sigs {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks the forwarded signals in the calling thread and every thread it starts afterwards.
+/// (Children get a clean mask: std resets it before exec.)
+pub fn block_stop_signals() {
+    let set = sigset(&FORWARDED);
+    // SAFETY: set is initialised; the old mask is not needed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Where stop signals go.
+#[derive(Clone, Default)]
+pub struct SignalTarget {
+    /// Pid of the command (0 while there is none).
+    pub pid: Arc<AtomicI32>,
+    /// Signals forwarded so far.
+    pub forwarded: Arc<AtomicI32>,
+}
+
+/// Starts the thread that takes stop signals: forwarded to the command while it runs, and
+/// reported to the model loop as [`CaptureMsg::Interrupted`] either way.
+pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("pt-signals".into())
+        .spawn(move || {
+            let set = sigset(&FORWARDED);
+            // SAFETY: getpgrp has no preconditions.
+            let my_pgrp = unsafe { libc::getpgrp() };
+            loop {
+                // SAFETY: siginfo_t is plain data; sigwaitinfo fills it.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: set is initialised and info is writable.
+                let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
+                if sig < 0 {
+                    continue;
+                }
+                let pid = target.pid.load(Ordering::Acquire);
+                if pid > 0 {
+                    // SAFETY: getpgid on any pid is safe; failure returns -1.
+                    let child_pgrp = unsafe { libc::getpgid(pid) };
+                    let from_terminal = info.si_code == libc::SI_KERNEL;
+                    if !(from_terminal && child_pgrp == my_pgrp) {
+                        // SAFETY: kill with a positive pid and a valid signal.
+                        unsafe { libc::kill(pid, sig) };
+                        target.forwarded.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                if notify.send(CaptureMsg::Interrupted(sig)).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// Makes orphaned descendants (double-forked daemons) children of proctrace, so they stay
+/// reapable and their exits name us.
+pub fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER and an integer flag.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// Starts the thread that reaps every child of proctrace (the command and adopted orphans) and
+/// reports each as [`CaptureMsg::ChildExited`].
+pub fn spawn_reaper(notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("pt-reaper".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                let mut status = 0;
+                // SAFETY: waitpid with a valid out pointer.
+                let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+                if pid > 0 {
+                    if notify.send(CaptureMsg::ChildExited { pid, status }).is_err() {
+                        return;
+                    }
+                } else {
+                    // No children right now (ECHILD) or interrupted: look again shortly.
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        })?;
+    Ok(())
+}

@@ -1,0 +1,730 @@
+//! The process model: timestamped events in, per-process records and lifecycle facts out.
+//!
+//! Pure: no I/O, no clock, no knowledge of where events come from or where facts go. That is what
+//! lets a recorded capture replay into it byte for byte. The rules it follows come from measuring
+//! the connector (see `shared/design/connector-facts.md`):
+//!
+//! - processes are keyed by tgid; a FORK with `child_pid != child_tgid` is a thread, never a child
+//!   process of the `parent_*` it names;
+//! - ancestry comes only from FORK (`parent_tgid → child_tgid`), never from EXIT's parent fields;
+//! - a leader's EXIT is provisional while other known threads live: a non-leader exec shows up as
+//!   `EXIT(leader)`, thread EXITs, then `EXEC`, and the last thread's EXIT carries the real status;
+//! - an instance is `(tgid, fork timestamp)`: when a tgid forks again while an older instance is
+//!   still open, the older one's exit was lost and it is closed as such (pid reuse).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::event::{Event, ExecDetails, ExitStatus, Pid};
+
+/// Cheap hasher for pids: they are already well spread integers.
+#[derive(Default, Clone, Copy)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_i32(&mut self, i: i32) {
+        self.0 = (i as u32 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PidMap<V> = HashMap<Pid, V, BuildHasherDefault<PidHasher>>;
+
+/// Handle to a process record. Stale handles (the record was swept) resolve to `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcId {
+    idx: u32,
+    generation: u32,
+}
+
+/// Which processes the tracker follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every process on the system.
+    All,
+    /// Only declared roots ([`Tracker::expect_root`], [`Tracker::add_existing`]) and their descendants.
+    Tree,
+}
+
+/// Tracker settings.
+#[derive(Debug, Clone, Copy)]
+pub struct TrackerOptions {
+    /// What to follow.
+    pub scope: Scope,
+    /// Keep records of exited processes (needed for a final tree; off for long `watch` runs so
+    /// memory stays bounded).
+    pub retain_exited: bool,
+    /// Hold each exec's fact until an [`Event::ExecDetails`] for it arrives.
+    pub want_details: bool,
+}
+
+/// State of a process that outlived the traced command, as git's `child_ready` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackgroundState {
+    /// Alive when released.
+    Ready,
+    /// Still alive when the wait for it ran out.
+    Timeout,
+    /// Could not be probed.
+    Error,
+}
+
+impl BackgroundState {
+    /// git's spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BackgroundState::Ready => "ready",
+            BackgroundState::Timeout => "timeout",
+            BackgroundState::Error => "error",
+        }
+    }
+}
+
+/// One exec of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecRecord {
+    /// When.
+    pub ts: u64,
+    /// What `/proc` said; `None` while pending or when no enrichment was asked for.
+    pub details: Option<ExecDetails>,
+}
+
+/// How and when a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitRecord {
+    /// When (the last task's exit).
+    pub ts: u64,
+    /// Status; `None` when the exit itself was lost and inferred from pid reuse.
+    pub status: Option<ExitStatus>,
+}
+
+/// A process outliving the traced command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackgroundRecord {
+    /// When it was released (or given up on).
+    pub ts: u64,
+    /// Ready, timeout or error.
+    pub state: BackgroundState,
+}
+
+/// Everything known about one process instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessRecord {
+    /// Process id (tgid).
+    pub pid: Pid,
+    /// Parent's process id at fork (0 when unknown).
+    pub ppid: Pid,
+    /// Parent's record, when tracked.
+    pub parent: Option<ProcId>,
+    /// Child processes, in fork order.
+    pub children: Vec<ProcId>,
+    /// Fork timestamp; `None` for a process that existed before tracing began and whose start
+    /// was not supplied.
+    pub start_ns: Option<u64>,
+    /// Existed before tracing began.
+    pub pre_existing: bool,
+    /// Execs in order; empty for a fork without exec.
+    pub execs: Vec<ExecRecord>,
+    /// The exit, once final.
+    pub exit: Option<ExitRecord>,
+    /// A COREDUMP event was seen (a core-dumping signal; the file may not have been written).
+    pub coredump_signal: bool,
+    /// Short name: from the latest exec's details, a rename, or inherited from the parent.
+    pub comm: Option<String>,
+    /// Latest real/effective uid reported by a UID event or read after exec.
+    pub uid: Option<(u32, u32)>,
+    /// Latest real/effective gid reported by a GID event.
+    pub gid: Option<(u32, u32)>,
+    /// Became a session leader.
+    pub setsid: bool,
+    /// Set when the process outlived the traced command.
+    pub background: Option<BackgroundRecord>,
+    threads: Vec<Pid>,
+    leader_exit: Option<(u64, u32)>,
+    details_pending: bool,
+}
+
+impl ProcessRecord {
+    fn new(pid: Pid, ppid: Pid, parent: Option<ProcId>, start_ns: Option<u64>, pre_existing: bool) -> Self {
+        ProcessRecord {
+            pid,
+            ppid,
+            parent,
+            children: Vec::new(),
+            start_ns,
+            pre_existing,
+            execs: Vec::new(),
+            exit: None,
+            coredump_signal: false,
+            comm: None,
+            uid: None,
+            gid: None,
+            setsid: false,
+            background: None,
+            threads: Vec::new(),
+            leader_exit: None,
+            details_pending: false,
+        }
+    }
+
+    /// Argv of the latest exec, if it was read.
+    pub fn argv(&self) -> Option<&[String]> {
+        self.execs.last()?.details.as_ref()?.argv.as_deref()
+    }
+
+    /// Time from fork to exit, when both are known.
+    pub fn duration_ns(&self) -> Option<u64> {
+        Some(self.exit?.ts.saturating_sub(self.start_ns?))
+    }
+
+    /// Still running (as far as the events say).
+    pub fn is_alive(&self) -> bool {
+        self.exit.is_none()
+    }
+
+    /// Threads other than the leader known to be alive.
+    pub fn live_threads(&self) -> usize {
+        self.threads.len()
+    }
+}
+
+/// A lifecycle fact for sinks, in the order the tracker established it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fact {
+    /// A process came into being (or a pre-existing one entered scope).
+    Fork(ProcId),
+    /// The process's exec number `index` (details included when asked for).
+    Exec {
+        /// The process.
+        id: ProcId,
+        /// Index into its `execs`.
+        index: usize,
+    },
+    /// The process is gone; its record has the exit.
+    Exit(ProcId),
+    /// The process outlived the traced command.
+    Background(ProcId),
+    /// Events were lost.
+    Lost {
+        /// When detected.
+        ts: Option<u64>,
+        /// How many.
+        count: u64,
+    },
+    /// uid changed.
+    Uid {
+        /// The process.
+        id: ProcId,
+        /// When.
+        ts: u64,
+        /// Real uid.
+        ruid: u32,
+        /// Effective uid.
+        euid: u32,
+    },
+    /// gid changed.
+    Gid {
+        /// The process.
+        id: ProcId,
+        /// When.
+        ts: u64,
+        /// Real gid.
+        rgid: u32,
+        /// Effective gid.
+        egid: u32,
+    },
+    /// setsid().
+    Sid {
+        /// The process.
+        id: ProcId,
+        /// When.
+        ts: u64,
+    },
+    /// ptrace attach (tracer ≠ 0) or detach.
+    Ptrace {
+        /// The traced process.
+        id: ProcId,
+        /// When.
+        ts: u64,
+        /// Tracer process.
+        tracer: Pid,
+    },
+    /// The process renamed itself.
+    Comm {
+        /// The process.
+        id: ProcId,
+        /// When.
+        ts: u64,
+    },
+}
+
+/// What the caller should do after [`Tracker::apply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followup {
+    /// Nothing.
+    None,
+    /// Read `/proc/<tgid>` now and apply an [`Event::ExecDetails`] before any other event.
+    ReadExecDetails(Pid),
+}
+
+/// Counters over the whole run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TrackerStats {
+    /// Process records created.
+    pub processes: u64,
+    /// Threads seen starting.
+    pub threads: u64,
+    /// Execs recorded.
+    pub execs: u64,
+    /// Execs whose argv was read.
+    pub execs_with_argv: u64,
+    /// Processes that exited.
+    pub exits: u64,
+    /// Events lost.
+    pub lost: u64,
+    /// Instances closed because their pid was reused before their exit was seen.
+    pub exits_inferred: u64,
+    /// Records currently held.
+    pub held: u64,
+    /// Most records held at once.
+    pub peak_held: u64,
+}
+
+struct Slot {
+    generation: u32,
+    rec: Option<ProcessRecord>,
+}
+
+/// The model. See the module docs.
+pub struct Tracker {
+    opts: TrackerOptions,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: PidMap<ProcId>,
+    threads: PidMap<Pid>,
+    expected_roots: Vec<Pid>,
+    roots: Vec<ProcId>,
+    stats: TrackerStats,
+    to_sweep: Vec<ProcId>,
+}
+
+impl Tracker {
+    /// An empty model.
+    pub fn new(opts: TrackerOptions) -> Self {
+        Tracker {
+            opts,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: PidMap::default(),
+            threads: PidMap::default(),
+            expected_roots: Vec::new(),
+            roots: Vec::new(),
+            stats: TrackerStats::default(),
+            to_sweep: Vec::new(),
+        }
+    }
+
+    /// Declares that the FORK of process `pid` will arrive and starts a tree there (`run`).
+    pub fn expect_root(&mut self, pid: Pid) {
+        self.expected_roots.push(pid);
+    }
+
+    /// Adds a process that exists already (`-p PID` and its descendants, found in `/proc`).
+    /// Its parent must be added first for the link to be made.
+    pub fn add_existing(
+        &mut self,
+        pid: Pid,
+        ppid: Pid,
+        start_ns: Option<u64>,
+        details: Option<ExecDetails>,
+        facts: &mut Vec<Fact>,
+    ) -> ProcId {
+        let parent = self.live.get(&ppid).copied();
+        let mut rec = ProcessRecord::new(pid, ppid, parent, start_ns, true);
+        if let Some(d) = details {
+            rec.comm = d.comm.clone();
+            rec.uid = d.uid.map(|u| (u, u));
+            rec.execs.push(ExecRecord {
+                ts: start_ns.unwrap_or(0),
+                details: Some(d),
+            });
+        }
+        let id = self.insert(rec);
+        match parent {
+            Some(p) => {
+                self.with(p, |r| r.children.push(id));
+            }
+            None => self.roots.push(id),
+        }
+        facts.push(Fact::Fork(id));
+        if self.get(id).is_some_and(|r| !r.execs.is_empty()) {
+            facts.push(Fact::Exec { id, index: 0 });
+        }
+        id
+    }
+
+    /// A record, unless it was swept.
+    pub fn get(&self, id: ProcId) -> Option<&ProcessRecord> {
+        let s = self.slots.get(id.idx as usize)?;
+        if s.generation != id.generation {
+            return None;
+        }
+        s.rec.as_ref()
+    }
+
+    /// The live instance of process `pid`, if tracked.
+    pub fn lookup(&self, pid: Pid) -> Option<ProcId> {
+        self.live.get(&pid).copied()
+    }
+
+    /// Records with no tracked parent, in order of appearance.
+    pub fn roots(&self) -> &[ProcId] {
+        &self.roots
+    }
+
+    /// Processes believed alive.
+    pub fn live(&self) -> Vec<ProcId> {
+        let mut v: Vec<ProcId> = self.live.values().copied().collect();
+        v.sort_by_key(|id| self.get(*id).and_then(|r| r.start_ns).unwrap_or(0));
+        v
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TrackerStats {
+        self.stats
+    }
+
+    /// Marks a live process as having outlived the traced command.
+    pub fn mark_background(&mut self, id: ProcId, ts: u64, state: BackgroundState, facts: &mut Vec<Fact>) {
+        if self.get(id).is_none() {
+            return;
+        }
+        self.with(id, |r| r.background = Some(BackgroundRecord { ts, state }));
+        facts.push(Fact::Background(id));
+    }
+
+    /// Closes a process found gone by other means (a probe after the command ended) whose exit
+    /// event never arrived: the leader's provisional status if there was one, else unknown.
+    pub fn close_gone(&mut self, id: ProcId, ts: u64, facts: &mut Vec<Fact>) {
+        let Some(leader) = self.get(id).filter(|r| r.exit.is_none()).map(|r| r.leader_exit) else {
+            return;
+        };
+        match leader {
+            Some((lts, status)) => self.finalize(id, lts, Some(status), facts),
+            None => self.finalize(id, ts, None, facts),
+        }
+    }
+
+    /// Frees exited records when not retaining them. Call after sinks have seen the facts.
+    pub fn sweep(&mut self) {
+        if self.opts.retain_exited {
+            self.to_sweep.clear();
+            return;
+        }
+        for id in std::mem::take(&mut self.to_sweep) {
+            if let Some(slot) = self.slots.get_mut(id.idx as usize) {
+                if slot.generation == id.generation && slot.rec.take().is_some() {
+                    slot.generation = slot.generation.wrapping_add(1);
+                    self.free.push(id.idx);
+                    self.stats.held -= 1;
+                }
+            }
+        }
+        self.roots.retain(|&id| {
+            self.slots
+                .get(id.idx as usize)
+                .is_some_and(|s| s.generation == id.generation && s.rec.is_some())
+        });
+    }
+
+    fn insert(&mut self, rec: ProcessRecord) -> ProcId {
+        let pid = rec.pid;
+        let id = if let Some(idx) = self.free.pop() {
+            let slot = &mut self.slots[idx as usize];
+            slot.rec = Some(rec);
+            ProcId {
+                idx,
+                generation: slot.generation,
+            }
+        } else {
+            self.slots.push(Slot {
+                generation: 0,
+                rec: Some(rec),
+            });
+            ProcId {
+                idx: (self.slots.len() - 1) as u32,
+                generation: 0,
+            }
+        };
+        self.live.insert(pid, id);
+        self.stats.processes += 1;
+        self.stats.held += 1;
+        self.stats.peak_held = self.stats.peak_held.max(self.stats.held);
+        id
+    }
+
+    fn with<R>(&mut self, id: ProcId, f: impl FnOnce(&mut ProcessRecord) -> R) -> Option<R> {
+        let s = self.slots.get_mut(id.idx as usize)?;
+        if s.generation != id.generation {
+            return None;
+        }
+        s.rec.as_mut().map(f)
+    }
+
+    /// A process the tracker has not seen fork: tracked only with [`Scope::All`].
+    fn adopt_unknown(&mut self, pid: Pid, ppid: Pid, facts: &mut Vec<Fact>) -> Option<ProcId> {
+        if self.opts.scope != Scope::All {
+            return None;
+        }
+        let parent = self.live.get(&ppid).copied();
+        let id = self.insert(ProcessRecord::new(pid, ppid, parent, None, true));
+        match parent {
+            Some(p) => {
+                self.with(p, |r| r.children.push(id));
+            }
+            None => self.roots.push(id),
+        }
+        facts.push(Fact::Fork(id));
+        Some(id)
+    }
+
+    fn finalize(&mut self, id: ProcId, ts: u64, status: Option<u32>, facts: &mut Vec<Fact>) {
+        let Some((pid, threads)) = self.with(id, |r| {
+            r.exit = Some(ExitRecord {
+                ts,
+                status: status.map(ExitStatus::from_wait),
+            });
+            r.leader_exit = None;
+            (r.pid, std::mem::take(&mut r.threads))
+        }) else {
+            return;
+        };
+        for t in threads {
+            self.threads.remove(&t);
+        }
+        if self.live.get(&pid) == Some(&id) {
+            self.live.remove(&pid);
+        }
+        if status.is_some() {
+            self.stats.exits += 1;
+        } else {
+            self.stats.exits_inferred += 1;
+        }
+        facts.push(Fact::Exit(id));
+        self.to_sweep.push(id);
+    }
+
+    /// Applies one event, appending the facts it establishes.
+    pub fn apply(&mut self, ev: &Event, facts: &mut Vec<Fact>) -> Followup {
+        match *ev {
+            Event::Fork {
+                ts,
+                parent_tgid,
+                child_pid,
+                child_tgid,
+            } => {
+                if child_pid != child_tgid {
+                    let id = match self.live.get(&child_tgid) {
+                        Some(&id) => Some(id),
+                        None => self.adopt_unknown(child_tgid, parent_tgid, facts),
+                    };
+                    if let Some(id) = id {
+                        self.with(id, |r| r.threads.push(child_pid));
+                        self.threads.insert(child_pid, child_tgid);
+                        self.stats.threads += 1;
+                    }
+                    return Followup::None;
+                }
+                let parent = self.live.get(&parent_tgid).copied();
+                let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
+                    self.expected_roots.swap_remove(i);
+                    true
+                } else {
+                    false
+                };
+                if !(is_root || parent.is_some() || self.opts.scope == Scope::All) {
+                    return Followup::None;
+                }
+                if let Some(old) = self.live.get(&child_tgid).copied() {
+                    // The pid came round again before the old instance's exit was seen.
+                    self.finalize(old, ts, None, facts);
+                }
+                let inherited = parent.and_then(|p| self.get(p)).and_then(|r| r.comm.clone());
+                let parent = if is_root { None } else { parent };
+                let mut rec = ProcessRecord::new(child_tgid, parent_tgid, parent, Some(ts), false);
+                rec.comm = inherited;
+                let id = self.insert(rec);
+                match parent {
+                    Some(p) => {
+                        self.with(p, |r| r.children.push(id));
+                    }
+                    None => self.roots.push(id),
+                }
+                facts.push(Fact::Fork(id));
+                Followup::None
+            }
+            Event::Exec { ts, tgid } => {
+                let id = match self.live.get(&tgid) {
+                    Some(&id) => id,
+                    None => match self.adopt_unknown(tgid, 0, facts) {
+                        Some(id) => id,
+                        None => return Followup::None,
+                    },
+                };
+                let want = self.opts.want_details;
+                let Some((index, threads)) = self.with(id, |r| {
+                    r.execs.push(ExecRecord { ts, details: None });
+                    // Exec leaves a single-threaded process; a provisional leader exit was the
+                    // non-leader exec's doing.
+                    r.leader_exit = None;
+                    r.details_pending = want;
+                    (r.execs.len() - 1, std::mem::take(&mut r.threads))
+                }) else {
+                    return Followup::None;
+                };
+                for t in threads {
+                    self.threads.remove(&t);
+                }
+                self.stats.execs += 1;
+                if want {
+                    Followup::ReadExecDetails(tgid)
+                } else {
+                    facts.push(Fact::Exec { id, index });
+                    Followup::None
+                }
+            }
+            Event::ExecDetails { tgid, ref details } => {
+                let Some(&id) = self.live.get(&tgid) else {
+                    return Followup::None;
+                };
+                let has_argv = details.argv.is_some();
+                let done = self.with(id, |r| {
+                    if !r.details_pending {
+                        return None;
+                    }
+                    r.details_pending = false;
+                    if let Some(c) = &details.comm {
+                        r.comm = Some(c.clone());
+                    }
+                    if let Some(u) = details.uid {
+                        r.uid = Some((u, r.uid.map_or(u, |x| x.1)));
+                    }
+                    let index = r.execs.len().checked_sub(1)?;
+                    r.execs[index].details = Some(details.clone());
+                    Some(index)
+                });
+                if let Some(Some(index)) = done {
+                    if has_argv {
+                        self.stats.execs_with_argv += 1;
+                    }
+                    facts.push(Fact::Exec { id, index });
+                }
+                Followup::None
+            }
+            Event::Exit {
+                ts,
+                pid,
+                tgid,
+                status,
+                parent_tgid,
+            } => {
+                if pid != tgid {
+                    self.threads.remove(&pid);
+                    let Some(&id) = self.live.get(&tgid) else {
+                        return Followup::None;
+                    };
+                    let last = self.with(id, |r| {
+                        r.threads.retain(|&t| t != pid);
+                        r.threads.is_empty() && r.leader_exit.is_some()
+                    });
+                    if last == Some(true) {
+                        // The leader left earlier; the last thread carries the real status.
+                        self.finalize(id, ts, Some(status), facts);
+                    }
+                    return Followup::None;
+                }
+                let id = match self.live.get(&tgid) {
+                    Some(&id) => id,
+                    None => match self.adopt_unknown(tgid, parent_tgid, facts) {
+                        Some(id) => id,
+                        None => return Followup::None,
+                    },
+                };
+                let provisional = self.with(id, |r| {
+                    if r.threads.is_empty() {
+                        false
+                    } else {
+                        r.leader_exit = Some((ts, status));
+                        true
+                    }
+                });
+                if provisional == Some(false) {
+                    self.finalize(id, ts, Some(status), facts);
+                }
+                Followup::None
+            }
+            Event::Coredump { tgid, .. } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    self.with(id, |r| r.coredump_signal = true);
+                }
+                Followup::None
+            }
+            Event::Uid { ts, tgid, ruid, euid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    // One UID event per thread: report a change once.
+                    if self.with(id, |r| r.uid.replace((ruid, euid)) != Some((ruid, euid))) == Some(true) {
+                        facts.push(Fact::Uid { id, ts, ruid, euid });
+                    }
+                }
+                Followup::None
+            }
+            Event::Gid { ts, tgid, rgid, egid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    if self.with(id, |r| r.gid.replace((rgid, egid)) != Some((rgid, egid))) == Some(true) {
+                        facts.push(Fact::Gid { id, ts, rgid, egid });
+                    }
+                }
+                Followup::None
+            }
+            Event::Sid { ts, tgid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    self.with(id, |r| r.setsid = true);
+                    facts.push(Fact::Sid { id, ts });
+                }
+                Followup::None
+            }
+            Event::Ptrace { ts, tgid, tracer } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    facts.push(Fact::Ptrace { id, ts, tracer });
+                }
+                Followup::None
+            }
+            Event::Comm {
+                ts,
+                pid,
+                tgid,
+                ref comm,
+            } => {
+                if pid == tgid {
+                    if let Some(&id) = self.live.get(&tgid) {
+                        self.with(id, |r| r.comm = Some(comm.clone()));
+                        facts.push(Fact::Comm { id, ts });
+                    }
+                }
+                Followup::None
+            }
+            Event::Lost { ts, count } => {
+                self.stats.lost += count;
+                facts.push(Fact::Lost { ts, count });
+                Followup::None
+            }
+        }
+    }
+}
