@@ -72,7 +72,7 @@ mod event;
 pub mod format;
 pub mod quote;
 pub mod reader;
-mod sid;
+pub mod sid;
 mod sys;
 mod time;
 
