@@ -32,6 +32,8 @@ const VERBS: &[(&str, &str)] = &[
     ("301redact_child_start", "<argv...>"),
     ("302redact_exec", "<exe> <argv...>"),
     ("303redact_def_param", "<key> <value>"),
+    ("900bg", "<ready|timeout|error|exit|signal>"),
+    ("901stress", "<threads> <events_per_thread>"),
 ];
 
 /// git's `die()`: an `error` event, `fatal: …` on stderr, exit 128.
@@ -239,7 +241,77 @@ fn run(args: &[String]) -> i32 {
             trace2::def_param(&a[0], Some(&a[1]), "unknown");
             0
         }
+        // Extensions (not in git's test-tool): the library's background
+        // start helper, and many threads writing at once.
+        "900bg" => background(a.first().map(String::as_str).unwrap_or("")),
+        "901stress" => {
+            let (Some(threads), Some(n)) = (get_i(a.first()), get_i(a.get(1))) else {
+                die_plain("expect <threads> <events_per_thread>")
+            };
+            let pad = "x".repeat(300);
+            let handles: Vec<_> = (0..threads.max(0))
+                .map(|t| {
+                    let pad = pad.clone();
+                    std::thread::spawn(move || {
+                        trace2::thread_start("stress");
+                        for i in 0..n {
+                            let _r = trace2::region("stress", "loop");
+                            trace2::data("stress", "item", format!("{t}-{i}-{pad}"));
+                            trace2::printf(format!("line {t} {i}"));
+                        }
+                        trace2::thread_exit();
+                    })
+                })
+                .collect();
+            for h in handles {
+                if h.join().is_err() {
+                    die_plain("failed to join thread");
+                }
+            }
+            0
+        }
         _ => usage(),
+    }
+}
+
+fn background(mode: &str) -> i32 {
+    use trace2::child::{BackgroundOutcome, Probe, start_background};
+    let flag = std::env::temp_dir().join(format!("trace2-driver-bg-{}", std::process::id()));
+    let _ = std::fs::remove_file(&flag);
+    let script = match mode {
+        "ready" => format!("touch '{}'; exec sleep 30", flag.display()),
+        "timeout" | "error" => "exec sleep 30".to_string(),
+        "exit" => "exit 3".to_string(),
+        "signal" => "kill -9 $$".to_string(),
+        _ => die_plain("expect <ready|timeout|error|exit|signal>"),
+    };
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    let probe = |_pid: u32| match mode {
+        "ready" if flag.exists() => Probe::Ready,
+        "error" => Probe::Error,
+        _ => Probe::NotYet,
+    };
+    let outcome = start_background(cmd, None, probe, Duration::from_millis(300));
+    let _ = std::fs::remove_file(&flag);
+    match outcome {
+        BackgroundOutcome::Released { mut child, state } => {
+            println!("released {}", state.as_str());
+            // A daemon would live on; this test helper cleans up after itself.
+            let _ = child.kill();
+            let _ = child.wait();
+            0
+        }
+        BackgroundOutcome::Exited { status, .. } => {
+            println!("exited {}", trace2::child::status_code(&status));
+            0
+        }
+        BackgroundOutcome::Failed(e) => {
+            println!("failed {e}");
+            1
+        }
     }
 }
 

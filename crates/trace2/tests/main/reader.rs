@@ -23,8 +23,23 @@ fn clone_and_fetch_children_nest() {
     let ev = home.join("ev");
     let dst = home.join("dst");
     let url = format!("file://{}", bare.display());
-    assert!(run(git(home.path()).args(["clone", "-q", &url]).arg(&dst).env("GIT_TRACE2_EVENT", &ev)).status.success());
-    assert!(run(git(home.path()).arg("-C").arg(&dst).args(["fetch", "-q"]).env("GIT_TRACE2_EVENT", &ev)).status.success());
+    assert!(
+        run(git(home.path())
+            .args(["clone", "-q", &url])
+            .arg(&dst)
+            .env("GIT_TRACE2_EVENT", &ev))
+        .status
+        .success()
+    );
+    assert!(
+        run(git(home.path())
+            .arg("-C")
+            .arg(&dst)
+            .args(["fetch", "-q"])
+            .env("GIT_TRACE2_EVENT", &ev))
+        .status
+        .success()
+    );
     let (recs, stats) = read_file(&ev, ReadOptions::default()).unwrap();
     assert_eq!(stats.bad_lines, 0);
     assert!(!stats.truncated_last_line);
@@ -40,11 +55,20 @@ fn clone_and_fetch_children_nest() {
         assert_eq!(evs[0].event.kind.name(), "version");
         assert_eq!(evs.last().unwrap().event.kind.name(), "atexit");
     }
-    let starts = recs.iter().filter(|r| matches!(r.event.kind, EventKind::ChildStart { .. })).count();
-    let exits = recs.iter().filter(|r| matches!(r.event.kind, EventKind::ChildExit { .. })).count();
+    let starts = recs
+        .iter()
+        .filter(|r| matches!(r.event.kind, EventKind::ChildStart { .. }))
+        .count();
+    let exits = recs
+        .iter()
+        .filter(|r| matches!(r.event.kind, EventKind::ChildExit { .. }))
+        .count();
     assert!(starts >= 2 && starts == exits, "{starts} {exits}");
     assert!(recs.iter().any(|r| matches!(&r.event.kind, EventKind::ChildStart { child_class, .. } if child_class == "transport/file")));
-    assert!(recs.iter().any(|r| matches!(&r.event.kind, EventKind::DataJson { value, .. } if value.starts_with('{'))));
+    assert!(
+        recs.iter()
+            .any(|r| matches!(&r.event.kind, EventKind::DataJson { value, .. } if value.starts_with('{')))
+    );
     assert!(recs.iter().any(|r| sid::depth(&r.event.sid) >= 1));
 }
 
@@ -58,12 +82,27 @@ fn aliases_failures_and_non_utf8() {
         c.arg("-C").arg(&src).args(args).env("GIT_TRACE2_EVENT", &ev);
         run(&mut c)
     };
-    assert!(g(&[OsStr::new("-c"), OsStr::new("alias.x=!true"), OsStr::new("x")]).status.success());
-    assert!(g(&[OsStr::new("-c"), OsStr::new("alias.st=status"), OsStr::new("st")]).status.success());
-    let fail = g(&[OsStr::new("rev-parse"), OsStr::new("--verify"), OsStr::from_bytes(b"no\xffpe")]);
+    assert!(
+        g(&[OsStr::new("-c"), OsStr::new("alias.x=!true"), OsStr::new("x")])
+            .status
+            .success()
+    );
+    assert!(
+        g(&[OsStr::new("-c"), OsStr::new("alias.st=status"), OsStr::new("st")])
+            .status
+            .success()
+    );
+    let fail = g(&[
+        OsStr::new("rev-parse"),
+        OsStr::new("--verify"),
+        OsStr::from_bytes(b"no\xffpe"),
+    ]);
     assert_eq!(fail.status.code(), Some(128));
     let raw = std::fs::read(&ev).unwrap();
-    assert!(std::str::from_utf8(&raw).is_err(), "git should have written a raw 0xff byte");
+    assert!(
+        std::str::from_utf8(&raw).is_err(),
+        "git should have written a raw 0xff byte"
+    );
     let (recs, _) = read_file(&ev, ReadOptions::default()).unwrap();
     let aliases: Vec<_> = recs
         .iter()
@@ -75,9 +114,20 @@ fn aliases_failures_and_non_utf8() {
     assert_eq!(aliases, ["x->true", "st->status"]);
     assert!(recs.iter().any(|r| matches!(&r.event.kind,
         EventKind::CmdName { hierarchy: Some(h), .. } if h == "_run_dashed_/_run_shell_alias_")));
-    assert!(recs.iter().any(|r| matches!(&r.event.kind, EventKind::Start { argv } if argv.iter().any(|a| a == "no\u{fffd}pe"))));
-    assert!(recs.iter().any(|r| matches!(&r.event.kind, EventKind::Error { msg: Some(_), fmt: Some(_) })));
-    assert!(recs.iter().any(|r| matches!(r.event.kind, EventKind::Exit { code: 128 })));
+    assert!(recs.iter().any(
+        |r| matches!(&r.event.kind, EventKind::Start { argv } if argv.iter().any(|a| a == "no\u{fffd}pe"))
+    ));
+    assert!(recs.iter().any(|r| matches!(
+        &r.event.kind,
+        EventKind::Error {
+            msg: Some(_),
+            fmt: Some(_)
+        }
+    )));
+    assert!(
+        recs.iter()
+            .any(|r| matches!(r.event.kind, EventKind::Exit { code: 128 }))
+    );
 }
 
 #[test]
@@ -141,7 +191,18 @@ fn several_exits_and_events_after_atexit() {
     ];
     std::fs::write(&f, lines.join("\n") + "\n").unwrap();
     let (recs, _) = read_file(&f, ReadOptions::default()).unwrap();
-    assert_eq!(names(&recs), ["version", "exit", "atexit", "region_leave", "exit", "atexit", "command"]);
+    assert_eq!(
+        names(&recs),
+        [
+            "version",
+            "exit",
+            "atexit",
+            "region_leave",
+            "exit",
+            "atexit",
+            "command"
+        ]
+    );
     assert_eq!(recs[4].extra.len(), 1);
     assert!(matches!(&recs[6].event.kind, EventKind::Other { name } if name == "command"));
 }
@@ -153,14 +214,25 @@ fn directory_targets_and_max_files() {
     let dir = home.join("traces");
     std::fs::create_dir(&dir).unwrap();
     let url = format!("file://{}", bare.display());
-    let o = run(git(home.path()).args(["clone", "-q", &url]).arg(home.join("d2")).env("GIT_TRACE2_EVENT", &dir));
+    let o = run(git(home.path())
+        .args(["clone", "-q", &url])
+        .arg(home.join("d2"))
+        .env("GIT_TRACE2_EVENT", &dir));
     assert!(o.status.success());
     let (recs, _) = read_path(&dir, ReadOptions::default()).unwrap();
     let groups = group_by_sid(&recs);
-    let files: BTreeSet<String> =
-        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    let comps: BTreeSet<String> = groups.keys().map(|s| sid::last_component(s).to_string()).collect();
-    assert_eq!(files, comps, "one file per session, named after the SID's last part");
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let comps: BTreeSet<String> = groups
+        .keys()
+        .map(|s| sid::last_component(s).to_string())
+        .collect();
+    assert_eq!(
+        files, comps,
+        "one file per session, named after the SID's last part"
+    );
 
     // maxFiles: git and the driver both divert to the sentinel.
     for (tag, use_git) in [("git", true), ("ours", false)] {
@@ -168,7 +240,11 @@ fn directory_targets_and_max_files() {
         std::fs::create_dir(&d).unwrap();
         std::fs::write(d.join("a"), "").unwrap();
         std::fs::write(d.join("b"), "").unwrap();
-        let mut c = if use_git { git(home.path()) } else { driver(home.path()) };
+        let mut c = if use_git {
+            git(home.path())
+        } else {
+            driver(home.path())
+        };
         if use_git {
             c.arg("-C").arg(&src).arg("version");
         } else {
@@ -178,13 +254,27 @@ fn directory_targets_and_max_files() {
         assert!(run(&mut c).status.success());
         let sentinel = d.join(trace2::dst::DISCARD_SENTINEL);
         let (recs, _) = read_file(&sentinel, ReadOptions::default()).unwrap();
-        assert_eq!(&names(&recs)[..3], ["version", "too_many_files", "start"], "{tag}");
+        assert_eq!(
+            &names(&recs)[..3],
+            ["version", "too_many_files", "start"],
+            "{tag}"
+        );
         assert_eq!(recs[0].event.file, recs[1].event.file);
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 3, "{tag}: nothing else created");
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            3,
+            "{tag}: nothing else created"
+        );
         // With the sentinel present, nothing is written at all.
         let before = std::fs::read(&sentinel).unwrap();
-        let mut c = if use_git { git(home.path()) } else { driver(home.path()) };
-        c.arg("version").env("GIT_TRACE2_EVENT", &d).env("GIT_TRACE2_MAX_FILES", "4");
+        let mut c = if use_git {
+            git(home.path())
+        } else {
+            driver(home.path())
+        };
+        c.arg("version")
+            .env("GIT_TRACE2_EVENT", &d)
+            .env("GIT_TRACE2_MAX_FILES", "4");
         let _ = run(&mut c);
         assert_eq!(std::fs::read(&sentinel).unwrap(), before, "{tag}");
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 3, "{tag}");
@@ -205,7 +295,11 @@ fn af_unix_stream_and_dgram_targets() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let atexits = |r: &[Record]| r.iter().filter(|r| matches!(r.event.kind, EventKind::Atexit { .. })).count();
+    let atexits = |r: &[Record]| {
+        r.iter()
+            .filter(|r| matches!(r.event.kind, EventKind::Atexit { .. }))
+            .count()
+    };
     let recs = l.collect(Duration::from_secs(20), |r| atexits(r) >= 2);
     assert!(child.wait().unwrap().success());
     assert_eq!(atexits(&recs), 2, "{:?}", names(&recs));
@@ -214,17 +308,30 @@ fn af_unix_stream_and_dgram_targets() {
     // Bare `af_unix:` falls back to a datagram socket (EPROTOTYPE), like git.
     let dpath = home.join("d.sock");
     let d = DgramListener::bind(&dpath).unwrap();
-    for (prog, target) in [("git", format!("af_unix:{}", dpath.display())), ("ours", format!("af_unix:dgram:{}", dpath.display()))] {
-        let mut c = if prog == "git" { git(home.path()) } else { driver(home.path()) };
+    for (prog, target) in [
+        ("git", format!("af_unix:{}", dpath.display())),
+        ("ours", format!("af_unix:dgram:{}", dpath.display())),
+    ] {
+        let mut c = if prog == "git" {
+            git(home.path())
+        } else {
+            driver(home.path())
+        };
         if prog == "git" {
             c.arg("version");
         } else {
             c.args(["001return", "0"]);
         }
-        let o = run(c.env("GIT_TRACE2_EVENT", &target).env("GIT_TRACE2_EVENT_BRIEF", "1"));
+        let o = run(c
+            .env("GIT_TRACE2_EVENT", &target)
+            .env("GIT_TRACE2_EVENT_BRIEF", "1"));
         assert!(o.status.success());
         let recs = d.collect(Duration::from_secs(10), |r| atexits(r) >= 1);
-        assert_eq!(recs.first().map(|r| r.event.kind.name()), Some("version"), "{prog}");
+        assert_eq!(
+            recs.first().map(|r| r.event.kind.name()),
+            Some("version"),
+            "{prog}"
+        );
         assert_eq!(recs.last().map(|r| r.event.kind.name()), Some("atexit"), "{prog}");
     }
 }
@@ -233,10 +340,17 @@ fn af_unix_stream_and_dgram_targets() {
 fn brief_streams_rebuild_times() {
     let home = TempDir::new("brief");
     let ev = home.join("ev");
-    let o = run(git(home.path()).arg("version").env("GIT_TRACE2_EVENT", &ev).env("GIT_TRACE2_EVENT_BRIEF", "true"));
+    let o = run(git(home.path())
+        .arg("version")
+        .env("GIT_TRACE2_EVENT", &ev)
+        .env("GIT_TRACE2_EVENT_BRIEF", "true"));
     assert!(o.status.success());
     let (mut recs, _) = read_file(&ev, ReadOptions::default()).unwrap();
-    let timed: Vec<&str> = recs.iter().filter(|r| r.event.time.is_some()).map(|r| r.event.kind.name()).collect();
+    let timed: Vec<&str> = recs
+        .iter()
+        .filter(|r| r.event.time.is_some())
+        .map(|r| r.event.kind.name())
+        .collect();
     assert_eq!(timed, ["version", "atexit"]);
     assert!(recs.iter().all(|r| r.event.file.is_none()));
     rebuild_brief_times(&mut recs);
