@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 
 use cnproc::{Connector, EventKind, Received};
 
+use crate::enrich::ExecNotice;
 use crate::event::Event;
 
 /// What the drain thread sends.
@@ -108,7 +109,10 @@ pub struct Capture {
 
 impl Capture {
     /// Starts draining `conn` on its own thread.
-    pub fn start(mut conn: Connector) -> std::io::Result<Capture> {
+    ///
+    /// With `on_exec`, every exec is also announced there the moment it is received, so `/proc`
+    /// can be read before a short-lived process is gone (see [`crate::enrich`]).
+    pub fn start(mut conn: Connector, on_exec: Option<Sender<ExecNotice>>) -> std::io::Result<Capture> {
         let (tx, rx) = mpsc::channel();
         let (recycle, recycled) = mpsc::channel::<Vec<Event>>();
         let stop = Arc::new(AtomicBool::new(false));
@@ -118,6 +122,7 @@ impl Capture {
         let handle = std::thread::Builder::new()
             .name("pt-drain".into())
             .spawn(move || {
+                crate::enrich::raise_priority();
                 let mut items: Vec<Received> = Vec::with_capacity(4096);
                 loop {
                     items.clear();
@@ -129,6 +134,18 @@ impl Capture {
                     }
                     if stopping {
                         conn.finish(&mut items);
+                    }
+                    if let Some(tx) = &on_exec {
+                        for it in &items {
+                            if let Received::Event(ev) = it {
+                                if let EventKind::Exec { tgid, .. } = ev.kind {
+                                    let _ = tx.send(ExecNotice {
+                                        tgid,
+                                        ts: ev.timestamp_ns,
+                                    });
+                                }
+                            }
+                        }
                     }
                     if !items.is_empty() {
                         let mut batch = recycled.try_recv().unwrap_or_default();

@@ -9,6 +9,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod capture;
+pub mod enrich;
 pub mod event;
 pub mod procfs;
 pub mod redact;

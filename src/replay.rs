@@ -37,8 +37,13 @@ pub fn read_capture(path: &str) -> Result<Vec<Event>, ReplayError> {
         path: path.into(),
         source,
     })?;
+    parse_capture(std::io::BufReader::new(f), path)
+}
+
+/// Parses capture text; `path` names it in errors.
+pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Vec<Event>, ReplayError> {
     let mut events = Vec::new();
-    let mut lines = std::io::BufReader::new(f).lines().enumerate().peekable();
+    let mut lines = r.lines().enumerate().peekable();
     while let Some((i, line)) = lines.next() {
         let line = line.map_err(|source| ReplayError::Io {
             path: path.into(),

@@ -78,8 +78,15 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     let receive_buffer = conn.receive_buffer() as u64;
     supervise::become_subreaper();
     let sinks = cfg.outputs.open_sinks()?;
-    let capture =
-        crate::capture::Capture::start(conn).map_err(|e| ProctraceError::Io("starting capture".into(), e))?;
+    let (exec_tx, enricher) = if true {
+        let (tx, e) =
+            crate::enrich::start().map_err(|e| ProctraceError::Io("starting enricher".into(), e))?;
+        (Some(tx), Some(e))
+    } else {
+        (None, None)
+    };
+    let capture = crate::capture::Capture::start(conn, exec_tx)
+        .map_err(|e| ProctraceError::Io("starting capture".into(), e))?;
     let tracker = Tracker::new(TrackerOptions {
         scope: Scope::Tree,
         retain_exited: true,
@@ -87,6 +94,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     });
     let mut s = Session::new(capture, tracker, sinks, true);
     s.receive_buffer = receive_buffer;
+    if let Some(e) = enricher {
+        s.use_enricher(e);
+    }
     if let Some(path) = &cfg.record {
         s.record_to(path)
             .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
@@ -102,7 +112,16 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         real_minus_mono: clocks.real_minus_mono,
     });
 
-    let child = match Command::new(&cfg.argv[0]).args(&cfg.argv[1..]).spawn() {
+    let mut command = Command::new(&cfg.argv[0]);
+    command.args(&cfg.argv[1..]);
+    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            supervise::unblock_stop_signals();
+            Ok(())
+        });
+    }
+    let child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {

@@ -8,6 +8,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::capture::{Capture, CaptureMsg};
+use crate::enrich::{Enricher, ExecNotice};
 use crate::event::{Event, Pid};
 use crate::procfs;
 use crate::sink::{CaptureSummary, Fanout, Header, Summary};
@@ -49,6 +50,7 @@ pub struct Session {
     failure: Option<String>,
     /// Receive buffer the kernel granted.
     pub receive_buffer: u64,
+    enricher: Option<Enricher>,
 }
 
 impl Session {
@@ -66,7 +68,13 @@ impl Session {
             capture_stats: None,
             failure: None,
             receive_buffer: 0,
+            enricher: None,
         }
+    }
+
+    /// Takes exec details from an enricher thread instead of reading `/proc` inline.
+    pub fn use_enricher(&mut self, e: Enricher) {
+        self.enricher = Some(e);
     }
 
     /// Also writes every event (enrichment included) to `path`, one JSON object a line, for
@@ -130,10 +138,12 @@ impl Session {
                 let _ = rec.write_all(b"\n");
             }
             if let Followup::ReadExecDetails(pid) = self.tracker.apply(ev, &mut self.facts) {
-                let details = if self.enrich {
-                    procfs::exec_details(pid)
-                } else {
-                    Default::default()
+                let details = match (self.enrich, self.enricher.as_mut(), ev.ts()) {
+                    (false, _, _) => Default::default(),
+                    (true, Some(e), Some(ts)) => e
+                        .take(ExecNotice { tgid: pid, ts })
+                        .unwrap_or_else(|| procfs::exec_details(pid)),
+                    (true, _, _) => procfs::exec_details(pid),
                 };
                 let d = Event::ExecDetails { tgid: pid, details };
                 if let Some(rec) = self.record.as_mut() {

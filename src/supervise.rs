@@ -28,11 +28,18 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
 }
 
 /// Blocks the forwarded signals in the calling thread and every thread it starts afterwards.
-/// (Children get a clean mask: std resets it before exec.)
 pub fn block_stop_signals() {
     let set = sigset(&FORWARDED);
     // SAFETY: set is initialised; the old mask is not needed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Undoes [`block_stop_signals`]; called in the command's process between fork and exec, since
+/// std hands the child the parent's mask. Async-signal-safe.
+pub fn unblock_stop_signals() {
+    let set = sigset(&FORWARDED);
+    // SAFETY: set is initialised; sigprocmask is async-signal-safe.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
 
 /// Where stop signals go.

@@ -728,3 +728,257 @@ impl Tracker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Recorded captures (tests/fixtures/captures, made with `proctrace run --record`) replayed
+    //! into the tracker, plus hand-made sequences for what the kernel rarely does on demand.
+    use super::*;
+    use crate::event::{Event, ExitStatus};
+    use crate::replay::parse_capture;
+
+    fn capture(name: &str) -> Vec<Event> {
+        let path = format!(
+            "{}/tests/fixtures/captures/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        parse_capture(text.as_bytes(), &path).unwrap()
+    }
+
+    /// Replays with the first forked child of the recorder as root, as `run` did.
+    fn replay_run(events: &[Event]) -> (Tracker, Vec<Fact>) {
+        // The recorder's pid is the parent of the first process fork (pid == tgid).
+        let root = events
+            .iter()
+            .find_map(|e| match *e {
+                Event::Fork {
+                    child_pid,
+                    child_tgid,
+                    ..
+                } if child_pid == child_tgid => Some(child_pid),
+                _ => None,
+            })
+            .unwrap();
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        t.expect_root(root);
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        (t, facts)
+    }
+
+    fn root_record(t: &Tracker) -> &ProcessRecord {
+        assert_eq!(t.roots().len(), 1);
+        t.get(t.roots()[0]).unwrap()
+    }
+
+    #[test]
+    fn pid_reuse_gives_two_instances() {
+        let (t, facts) = replay_run(&capture("reuse-pid"));
+        let root = root_record(&t);
+        assert_eq!(root.exit.unwrap().status, Some(ExitStatus::Code(0)));
+        assert_eq!(root.children.len(), 2);
+        let a = t.get(root.children[0]).unwrap();
+        let b = t.get(root.children[1]).unwrap();
+        assert_eq!(a.pid, b.pid, "same pid, recreated with clone3(set_tid)");
+        assert_ne!(a.start_ns, b.start_ns);
+        assert_eq!(a.exit.unwrap().status, Some(ExitStatus::Code(1)));
+        assert_eq!(b.exit.unwrap().status, Some(ExitStatus::Code(2)));
+        assert_eq!(facts.iter().filter(|f| matches!(f, Fact::Exit(_))).count(), 3);
+        assert_eq!(t.stats().processes, 3);
+    }
+
+    #[test]
+    fn non_leader_exec_is_one_process_with_two_execs() {
+        let (t, facts) = replay_run(&capture("thread-exec"));
+        let r = root_record(&t);
+        assert_eq!(r.execs.len(), 2);
+        assert_eq!(r.argv().unwrap(), ["/bin/true"]);
+        assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code(0)));
+        // The leader's EXIT before the EXEC was provisional: exactly one exit fact, last.
+        let exits: Vec<_> = facts.iter().filter(|f| matches!(f, Fact::Exit(_))).collect();
+        assert_eq!(exits.len(), 1);
+        assert!(matches!(facts.last(), Some(Fact::Exit(_))));
+        assert!(r.children.is_empty(), "threads are not child processes");
+        assert_eq!(t.stats().threads, 2);
+    }
+
+    #[test]
+    fn threads_exiting_before_the_leader() {
+        let (t, _) = replay_run(&capture("threads-then-leader"));
+        let r = root_record(&t);
+        assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code(4)));
+        assert!(r.children.is_empty());
+        assert_eq!(t.stats().threads, 3);
+        assert_eq!(t.stats().processes, 1);
+    }
+
+    #[test]
+    fn leader_exiting_first_takes_status_from_the_last_thread() {
+        let events = capture("leader-exits-first");
+        let (t, facts) = replay_run(&events);
+        let r = root_record(&t);
+        let x = r.exit.unwrap();
+        assert_eq!(x.status, Some(ExitStatus::Code(3)));
+        let last_ts = events.iter().rev().find_map(|e| e.ts()).unwrap();
+        assert_eq!(
+            x.ts, last_ts,
+            "the process ended with its last thread, not its leader"
+        );
+        assert_eq!(facts.iter().filter(|f| matches!(f, Fact::Exit(_))).count(), 1);
+        // /proc had nothing to give (the leader was gone): argv unavailable, comm kept.
+        assert!(r.argv().is_none());
+        assert_eq!(r.comm.as_deref(), Some("shapes"));
+    }
+
+    #[test]
+    fn exec_twice_keeps_every_exec() {
+        let (t, _) = replay_run(&capture("exec-twice"));
+        let r = root_record(&t);
+        assert_eq!(r.execs.len(), 3);
+        assert_eq!(r.argv().unwrap(), ["/bin/echo", "hi"]);
+        assert!(r.execs.windows(2).all(|w| w[0].ts < w[1].ts));
+    }
+
+    fn fork(ts: u64, parent: i32, child: i32) -> Event {
+        Event::Fork {
+            ts,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        }
+    }
+    fn exit(ts: u64, pid: i32, code: u32) -> Event {
+        Event::Exit {
+            ts,
+            pid,
+            tgid: pid,
+            status: code << 8,
+            parent_tgid: 0,
+        }
+    }
+
+    #[test]
+    fn lost_exit_then_reuse_closes_the_old_instance_as_unknown() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: false,
+        });
+        t.expect_root(10);
+        let mut f = Vec::new();
+        for e in [
+            fork(1, 1, 10),
+            fork(2, 10, 11),
+            Event::Lost {
+                ts: Some(3),
+                count: 1,
+            }, // 11's exit
+            fork(4, 10, 11),
+            exit(5, 11, 0),
+            exit(6, 10, 0),
+        ] {
+            t.apply(&e, &mut f);
+        }
+        let root = t.get(t.roots()[0]).unwrap();
+        let old = t.get(root.children[0]).unwrap();
+        assert_eq!(old.exit.unwrap().status, None);
+        assert_eq!(old.exit.unwrap().ts, 4);
+        assert_eq!(
+            t.get(root.children[1]).unwrap().exit.unwrap().status,
+            Some(ExitStatus::Code(0))
+        );
+        assert_eq!(t.stats().exits_inferred, 1);
+        assert_eq!(t.stats().lost, 1);
+    }
+
+    #[test]
+    fn tree_scope_ignores_strangers_and_all_scope_adopts_them() {
+        let events = [
+            fork(1, 1, 10),
+            fork(2, 500, 501),
+            exit(3, 501, 0),
+            exit(4, 77, 1),
+            exit(5, 10, 0),
+        ];
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: false,
+        });
+        t.expect_root(10);
+        let mut f = Vec::new();
+        for e in &events {
+            t.apply(e, &mut f);
+        }
+        assert_eq!(t.stats().processes, 1);
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: false,
+        });
+        for e in &events {
+            t.apply(e, &mut f);
+        }
+        assert_eq!(t.stats().processes, 3);
+        assert_eq!(t.stats().exits, 3);
+    }
+
+    #[test]
+    fn watch_mode_memory_stays_flat() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: false,
+            want_details: false,
+        });
+        let mut f = Vec::new();
+        for i in 0..100_000u64 {
+            let pid = 1000 + (i % 30_000) as i32;
+            t.apply(&fork(i * 10, 1, pid), &mut f);
+            t.apply(
+                &Event::Exec {
+                    ts: i * 10 + 1,
+                    tgid: pid,
+                },
+                &mut f,
+            );
+            t.apply(&exit(i * 10 + 2, pid, 0), &mut f);
+            f.clear();
+            t.sweep();
+        }
+        assert_eq!(t.stats().processes, 100_000);
+        assert_eq!(t.stats().held, 0);
+        assert!(t.stats().peak_held <= 2, "{:?}", t.stats());
+        assert!(t.slots.len() <= 2);
+    }
+
+    #[test]
+    fn uid_changes_reported_once_per_process_not_per_thread() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: false,
+        });
+        let mut f = Vec::new();
+        t.apply(&fork(1, 1, 10), &mut f);
+        f.clear();
+        for _ in 0..3 {
+            t.apply(
+                &Event::Uid {
+                    ts: 2,
+                    tgid: 10,
+                    ruid: 65534,
+                    euid: 65534,
+                },
+                &mut f,
+            );
+        }
+        assert_eq!(f.len(), 1);
+    }
+}

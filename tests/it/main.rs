@@ -1,0 +1,10 @@
+//! proctrace end to end: the real binary, the real kernel connector, real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod errors;
+mod replay;
+mod run_shapes;
+mod run_spawns;
+mod run_status;
+mod watch;
