@@ -653,20 +653,37 @@ pub fn def_repo(worktree: &str) -> RepoId {
 
 /// Enters a region: `region_enter` is written at the current nesting, then
 /// the nesting grows by one.
+#[inline]
 #[track_caller]
 pub fn region_enter(category: &str, label: &str) {
     region_enter_with(Some(category), Some(label), None, None);
 }
 
 /// Leaves the innermost region.
+#[inline]
 #[track_caller]
 pub fn region_leave(category: &str, label: &str) {
     region_leave_with(Some(category), Some(label), None, None);
 }
 
 /// [`region_enter`] with every optional field.
+#[inline]
 #[track_caller]
 pub fn region_enter_with(
+    category: Option<&str>,
+    label: Option<&str>,
+    repo: Option<RepoId>,
+    msg: Option<&str>,
+) {
+    if ENABLED.load(Ordering::Relaxed) {
+        region_enter_with_impl(category, label, repo, msg);
+    }
+}
+
+/// [`region_enter`] with every optional field.
+#[inline(never)]
+#[track_caller]
+fn region_enter_with_impl(
     category: Option<&str>,
     label: Option<&str>,
     repo: Option<RepoId>,
@@ -694,8 +711,23 @@ pub fn region_enter_with(
 }
 
 /// [`region_leave`] with every optional field.
+#[inline]
 #[track_caller]
 pub fn region_leave_with(
+    category: Option<&str>,
+    label: Option<&str>,
+    repo: Option<RepoId>,
+    msg: Option<&str>,
+) {
+    if ENABLED.load(Ordering::Relaxed) {
+        region_leave_with_impl(category, label, repo, msg);
+    }
+}
+
+/// [`region_leave`] with every optional field.
+#[inline(never)]
+#[track_caller]
+fn region_leave_with_impl(
     category: Option<&str>,
     label: Option<&str>,
     repo: Option<RepoId>,
@@ -768,6 +800,7 @@ pub fn region(category: &'static str, label: &str) -> RegionGuard {
 }
 
 /// Emits `data` (the value is formatted to a string).
+#[inline]
 #[track_caller]
 pub fn data(category: &str, key: &str, value: impl std::fmt::Display) {
     if is_enabled() {
@@ -776,8 +809,18 @@ pub fn data(category: &str, key: &str, value: impl std::fmt::Display) {
 }
 
 /// Emits `data` with an optional repository.
+#[inline]
 #[track_caller]
 pub fn data_with(category: &str, repo: Option<RepoId>, key: &str, value: &str) {
+    if ENABLED.load(Ordering::Relaxed) {
+        data_with_impl(category, repo, key, value);
+    }
+}
+
+/// Emits `data` with an optional repository.
+#[inline(never)]
+#[track_caller]
+fn data_with_impl(category: &str, repo: Option<RepoId>, key: &str, value: &str) {
     let Some(r) = rt() else { return };
     let loc = Location::caller();
     let now = r.now_us();
@@ -801,8 +844,18 @@ pub fn data_with(category: &str, repo: Option<RepoId>, key: &str, value: &str) {
 }
 
 /// Emits `data_json`; `json` must be compact JSON and is embedded verbatim.
+#[inline]
 #[track_caller]
 pub fn data_json(category: &str, repo: Option<RepoId>, key: &str, json: &str) {
+    if ENABLED.load(Ordering::Relaxed) {
+        data_json_impl(category, repo, key, json);
+    }
+}
+
+/// Emits `data_json`; `json` must be compact JSON and is embedded verbatim.
+#[inline(never)]
+#[track_caller]
+fn data_json_impl(category: &str, repo: Option<RepoId>, key: &str, json: &str) {
     let Some(r) = rt() else { return };
     let loc = Location::caller();
     let now = r.now_us();
@@ -826,9 +879,13 @@ pub fn data_json(category: &str, repo: Option<RepoId>, key: &str, json: &str) {
 }
 
 /// Emits `printf` with a message.
+#[inline]
 #[track_caller]
 pub fn printf(msg: impl std::fmt::Display) {
-    if let Some(r) = rt() {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Some(r) = RUNTIME.get() {
         let m = msg.to_string();
         let kind = EventKind::Printf {
             msg: (!m.is_empty()).then_some(Cow::Owned(m)),
@@ -1087,7 +1144,15 @@ impl Timer {
     }
 
     /// Starts an interval (a nested start of a running timer is not a new interval).
+    #[inline]
     pub fn start(&self) {
+        if ENABLED.load(Ordering::Relaxed) {
+            self.start_impl();
+        }
+    }
+
+    #[inline(never)]
+    fn start_impl(&self) {
         let Some(r) = rt() else { return };
         let Some(i) = self.slot() else { return };
         r.with_ctx(|ctx| {
@@ -1103,7 +1168,15 @@ impl Timer {
     }
 
     /// Stops the interval.
+    #[inline]
     pub fn stop(&self) {
+        if ENABLED.load(Ordering::Relaxed) {
+            self.stop_impl();
+        }
+    }
+
+    #[inline(never)]
+    fn stop_impl(&self) {
         let Some(r) = rt() else { return };
         let Some(i) = self.slot() else { return };
         r.with_ctx(|ctx| {
@@ -1152,7 +1225,15 @@ impl Counter {
     }
 
     /// Adds `v`.
+    #[inline]
     pub fn add(&self, v: u64) {
+        if ENABLED.load(Ordering::Relaxed) {
+            self.add_impl(v);
+        }
+    }
+
+    #[inline(never)]
+    fn add_impl(&self, v: u64) {
         let Some(r) = rt() else { return };
         let mut i = self.index.load(Ordering::Acquire);
         if i == usize::MAX {
