@@ -164,6 +164,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let mut out = String::new();
     let mut lines = 0usize;
     let mut hidden = 0usize;
+    let mut rows: Vec<(usize, String, String, String)> = Vec::new();
     // (record, prefix for its children's lines, last among siblings, is a root)
     let mut stack: Vec<(ProcId, String, bool, bool)> = Vec::new();
     for &r in t.roots().iter().rev() {
@@ -179,20 +180,11 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         if lines >= o.max_lines {
             hidden += 1;
         } else {
-            let desc = truncate(
-                &describe(r, o.redact),
-                o.width.saturating_sub(head.chars().count() + 8),
-            );
+            let desc = truncate(&describe(r, o.redact), o.width.saturating_sub(head.chars().count() + 30));
+            let plain = format!("{head}{} {desc}", r.pid);
+            let shown = format!("{}{} {desc}", p.dim(&head), p.bold(&r.pid.to_string()));
             let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{}{} {}  {}  {}",
-                p.dim(&head),
-                p.bold(&r.pid.to_string()),
-                desc,
-                p.dim(&dur),
-                status(r, p)
-            );
+            rows.push((plain.chars().count(), shown, dur, status(r, p)));
             lines += 1;
         }
         let child_prefix = if is_root {
@@ -204,6 +196,12 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         for (i, &c) in r.children.iter().enumerate().rev() {
             stack.push((c, child_prefix.clone(), i + 1 == n, false));
         }
+    }
+    let left = rows.iter().map(|r| r.0).max().unwrap_or(0).min(o.width.saturating_sub(30));
+    let durw = rows.iter().map(|r| r.2.chars().count()).max().unwrap_or(0);
+    for (len, shown, dur, st) in rows {
+        let pad = left.saturating_sub(len);
+        let _ = writeln!(out, "{shown}{:pad$}  {}  {st}", "", p.dim(&format!("{dur:>durw$}")));
     }
     if hidden > 0 {
         let _ = writeln!(
