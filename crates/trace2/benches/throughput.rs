@@ -116,6 +116,24 @@ fn enabled(mode: &str, file: &str) {
     report(mode, "printf", ns, file_len(file) - before, n);
 }
 
+/// The floor: one `write(2)` of a 200-byte line per event, no formatting.
+fn baseline() {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("trace2-bench-{}-raw", std::process::id()));
+    let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) else {
+        return;
+    };
+    let line = [b'x'; 200];
+    let n = ENABLED_EVENTS;
+    let ns = ns_per(n, || {
+        for _ in 0..n {
+            let _ = (&f).write(black_box(&line));
+        }
+    });
+    report("raw write(2)", "200B", ns, 200 * n, n);
+    let _ = std::fs::remove_file(&path);
+}
+
 fn main() {
     if let Ok(mode) = std::env::var("TRACE2_BENCH_MODE") {
         let file = std::env::var("TRACE2_BENCH_FILE").unwrap_or_default();
@@ -126,6 +144,7 @@ fn main() {
         return;
     }
     disabled();
+    baseline();
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {

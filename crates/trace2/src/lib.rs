@@ -91,6 +91,11 @@ pub use sid::{Sid, sha1};
 pub use sys::strerror;
 pub use time::Timestamp;
 
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// [`init`] from `<prefix>_TRACE2*` variables with the calling crate's
 /// version (`CARGO_PKG_VERSION`) as `version.exe`.
 ///
