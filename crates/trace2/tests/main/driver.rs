@@ -345,6 +345,22 @@ fn v005exec_replaces_the_process_with_git() {
     assert_eq!(out.normal[3], "exec[0] git git version");
     assert_eq!(out.perf[3], "d0|main|exec||_T_|||id:0 argv:[git git version]");
     assert_eq!(out.perf[4], "d1|main|version|||||_V_");
+    // A failed exec writes exec_result with the errno and returns -1.
+    let out = run_verb(&["005exec", "version"], &[("PATH", "/nonexistent")]);
+    assert_eq!(out.code, 255);
+    assert_eq!(
+        out.normal[4],
+        "exec_result[0] code:2 err:No such file or directory"
+    );
+    assert_eq!(
+        out.perf[4],
+        "d0|main|exec_result||_T_|||id:0 code:2 err:No such file or directory"
+    );
+    assert_eq!(
+        out.event[4],
+        "exec_result sid=_SID0_ thread=\"main\" exec_id=0 code=2"
+    );
+    assert_eq!(out.normal[5], "exit elapsed:_T_ code:255");
 }
 
 #[test]
