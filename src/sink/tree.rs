@@ -180,7 +180,10 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         if lines >= o.max_lines {
             hidden += 1;
         } else {
-            let desc = truncate(&describe(r, o.redact), o.width.saturating_sub(head.chars().count() + 30));
+            let desc = truncate(
+                &describe(r, o.redact),
+                o.width.saturating_sub(head.chars().count() + 30),
+            );
             let plain = format!("{head}{} {desc}", r.pid);
             let shown = format!("{}{} {desc}", p.dim(&head), p.bold(&r.pid.to_string()));
             let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
@@ -197,11 +200,21 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             stack.push((c, child_prefix.clone(), i + 1 == n, false));
         }
     }
-    let left = rows.iter().map(|r| r.0).max().unwrap_or(0).min(o.width.saturating_sub(30));
+    let left = rows
+        .iter()
+        .map(|r| r.0)
+        .max()
+        .unwrap_or(0)
+        .min(o.width.saturating_sub(30));
     let durw = rows.iter().map(|r| r.2.chars().count()).max().unwrap_or(0);
     for (len, shown, dur, st) in rows {
         let pad = left.saturating_sub(len);
-        let _ = writeln!(out, "{shown}{:pad$}  {}  {st}", "", p.dim(&format!("{dur:>durw$}")));
+        let _ = writeln!(
+            out,
+            "{shown}{:pad$}  {}  {st}",
+            "",
+            p.dim(&format!("{dur:>durw$}"))
+        );
     }
     if hidden > 0 {
         let _ = writeln!(
