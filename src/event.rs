@@ -122,6 +122,16 @@ pub enum Event {
         /// New name.
         comm: String,
     },
+    /// A process's parent as read from `/proc` after events were lost: lets the model take in a
+    /// process whose FORK never arrived, when it descends from one being followed.
+    Ancestry {
+        /// The process.
+        tgid: Pid,
+        /// Its parent now (may differ from the parent at fork after reparenting).
+        ppid: Pid,
+        /// Fork time estimated from `/proc` start time (tick precision).
+        start_ns: Option<u64>,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -145,7 +155,7 @@ impl Event {
             | Event::Ptrace { ts, .. }
             | Event::Comm { ts, .. } => Some(ts),
             Event::Lost { ts, .. } => ts,
-            Event::ExecDetails { .. } => None,
+            Event::ExecDetails { .. } | Event::Ancestry { .. } => None,
         }
     }
 }

@@ -107,10 +107,10 @@ impl Outputs {
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {
         let mut f = Fanout::new();
         if let Some(path) = &self.jsonl {
-            let out: Box<dyn std::io::Write + Send> = if path == "-" {
-                Box::new(std::io::stdout())
+            let out = if path == "-" {
+                sink::LineDest::Stream(Box::new(std::io::stdout()))
             } else {
-                Box::new(
+                sink::LineDest::File(
                     std::fs::File::create(path)
                         .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?,
                 )
@@ -125,7 +125,7 @@ impl Outputs {
             f.add(
                 "stdout",
                 Box::new(sink::lines::HumanLines::new(
-                    Box::new(std::io::stdout()),
+                    sink::LineDest::Stream(Box::new(std::io::stdout())),
                     color,
                     self.redact,
                 )),

@@ -203,6 +203,7 @@ fn main() {
                 stats: t.stats(),
                 capture: Default::default(),
                 background: 0,
+                root,
             };
             out.print_tree(&t, &mode, &sum);
             Ok(exit_codes::OK)

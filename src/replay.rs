@@ -95,7 +95,8 @@ pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &
         }
         pending = match t.apply(ev, &mut facts) {
             Followup::ReadExecDetails(p) => Some(p),
-            Followup::None => None,
+            // The capture already holds the Ancestry events the live run resolved.
+            Followup::None | Followup::ResolveAncestry(_) => None,
         };
         for f in facts.drain(..) {
             sinks.fact(&f, &t);
@@ -126,6 +127,7 @@ pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &
         stats: t.stats(),
         capture: Default::default(),
         background,
+        root,
     };
     sinks.finish(&sum, &t);
     t

@@ -220,7 +220,8 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
 
     reaper_stop.store(true, Ordering::Release);
     s.stop();
-    let sum = s.summary(status, background);
+    let mut sum = s.summary(status, background);
+    sum.root = Some(cmd_pid);
     s.sinks.finish(&sum, &s.tracker);
     cfg.outputs.print_tree(
         &s.tracker,

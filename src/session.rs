@@ -51,6 +51,7 @@ pub struct Session {
     /// Receive buffer the kernel granted.
     pub receive_buffer: u64,
     enricher: Option<Enricher>,
+    clocks: std::sync::OnceLock<procfs::Clocks>,
 }
 
 impl Session {
@@ -69,6 +70,7 @@ impl Session {
             failure: None,
             receive_buffer: 0,
             enricher: None,
+            clocks: std::sync::OnceLock::new(),
         }
     }
 
@@ -133,11 +135,16 @@ impl Session {
                     continue;
                 }
             }
-            if let Some(rec) = self.record.as_mut() {
-                let _ = serde_json::to_writer(&mut *rec, ev);
-                let _ = rec.write_all(b"\n");
+            let mut followup = self.tracker.apply(ev, &mut self.facts);
+            if let Followup::ResolveAncestry(pid) = followup {
+                for anc in self.ancestry(pid) {
+                    self.record_event(&anc);
+                    self.tracker.apply(&anc, &mut self.facts);
+                }
+                followup = self.tracker.apply(ev, &mut self.facts);
             }
-            if let Followup::ReadExecDetails(pid) = self.tracker.apply(ev, &mut self.facts) {
+            self.record_event(ev);
+            if let Followup::ReadExecDetails(pid) = followup {
                 let details = match (self.enrich, self.enricher.as_mut(), ev.ts()) {
                     (false, _, _) => Default::default(),
                     (true, Some(e), Some(ts)) => e
@@ -146,10 +153,7 @@ impl Session {
                     (true, _, _) => procfs::exec_details(pid),
                 };
                 let d = Event::ExecDetails { tgid: pid, details };
-                if let Some(rec) = self.record.as_mut() {
-                    let _ = serde_json::to_writer(&mut *rec, &d);
-                    let _ = rec.write_all(b"\n");
-                }
+                self.record_event(&d);
                 self.tracker.apply(&d, &mut self.facts);
             }
             for f in self.facts.drain(..) {
@@ -161,6 +165,40 @@ impl Session {
             let _ = rec.flush();
         }
         self.tracker.sweep();
+    }
+
+    fn record_event(&mut self, ev: &Event) {
+        if let Some(rec) = self.record.as_mut() {
+            let _ = serde_json::to_writer(&mut *rec, ev);
+            let _ = rec.write_all(b"\n");
+        }
+    }
+
+    /// `/proc` ancestry of `pid` up to the first process the tracker follows, oldest first; empty
+    /// when it does not descend from one (or is gone).
+    fn ancestry(&self, pid: Pid) -> Vec<Event> {
+        let clocks = self.clocks.get_or_init(procfs::Clocks::sample);
+        let mut chain = Vec::new();
+        let mut cur = pid;
+        for _ in 0..64 {
+            let Some(st) = procfs::stat(cur) else {
+                return Vec::new();
+            };
+            chain.push(Event::Ancestry {
+                tgid: cur,
+                ppid: st.ppid,
+                start_ns: Some(clocks.starttime_to_mono(st.starttime)),
+            });
+            if self.tracker.lookup(st.ppid).is_some() {
+                chain.reverse();
+                return chain;
+            }
+            if st.ppid <= 1 {
+                break;
+            }
+            cur = st.ppid;
+        }
+        Vec::new()
     }
 
     /// Makes the kernel emit a marker event (a COMM rename of this thread) and processes events
@@ -237,6 +275,7 @@ impl Session {
         CaptureSummary {
             rejected: s.rejected(),
             overflows: s.overflows,
+            socket_drops: s.socket_drops,
             receive_buffer: self.receive_buffer,
         }
     }
@@ -254,6 +293,7 @@ impl Session {
             stats: self.tracker.stats(),
             capture: self.capture_summary(),
             background,
+            root: None,
         }
     }
 

@@ -272,6 +272,10 @@ pub enum Followup {
     None,
     /// Read `/proc/<tgid>` now and apply an [`Event::ExecDetails`] before any other event.
     ReadExecDetails(Pid),
+    /// Events were lost and this event names an unknown process: read its ancestry from `/proc`,
+    /// apply [`Event::Ancestry`] events (oldest ancestor first), then apply the same event again.
+    /// Nothing was changed by the call that asked.
+    ResolveAncestry(Pid),
 }
 
 /// Counters over the whole run.
@@ -291,6 +295,8 @@ pub struct TrackerStats {
     pub lost: u64,
     /// Instances closed because their pid was reused before their exit was seen.
     pub exits_inferred: u64,
+    /// Processes taken in from `/proc` after their FORK was lost.
+    pub recovered: u64,
     /// Records currently held.
     pub held: u64,
     /// Most records held at once.
@@ -313,6 +319,7 @@ pub struct Tracker {
     roots: Vec<ProcId>,
     stats: TrackerStats,
     to_sweep: Vec<ProcId>,
+    last_asked: Option<Pid>,
 }
 
 impl Tracker {
@@ -328,6 +335,7 @@ impl Tracker {
             roots: Vec::new(),
             stats: TrackerStats::default(),
             to_sweep: Vec::new(),
+            last_asked: None,
         }
     }
 
@@ -479,7 +487,17 @@ impl Tracker {
     }
 
     /// A process the tracker has not seen fork: tracked only with [`Scope::All`].
+    ///
+    /// An expected root whose FORK was lost (the socket overflowed) is created here too, on its
+    /// first surviving event, so a loss at the very start does not empty the whole tree.
     fn adopt_unknown(&mut self, pid: Pid, ppid: Pid, facts: &mut Vec<Fact>) -> Option<ProcId> {
+        if let Some(i) = self.expected_roots.iter().position(|&p| p == pid) {
+            self.expected_roots.swap_remove(i);
+            let id = self.insert(ProcessRecord::new(pid, ppid, None, None, false));
+            self.roots.push(id);
+            facts.push(Fact::Fork(id));
+            return Some(id);
+        }
         if self.opts.scope != Scope::All {
             return None;
         }
@@ -493,6 +511,17 @@ impl Tracker {
         }
         facts.push(Fact::Fork(id));
         Some(id)
+    }
+
+    /// After a loss, an unknown process in a followed tree may be a descendant whose FORK was
+    /// dropped: ask the caller to look, once per process in a row.
+    fn should_resolve(&mut self, pid: Pid) -> bool {
+        if self.opts.scope != Scope::Tree || self.stats.lost == 0 || pid <= 0 || self.last_asked == Some(pid)
+        {
+            return false;
+        }
+        self.last_asked = Some(pid);
+        true
     }
 
     fn finalize(&mut self, id: ProcId, ts: u64, status: Option<u32>, facts: &mut Vec<Fact>) {
@@ -531,8 +560,11 @@ impl Tracker {
                 child_tgid,
             } => {
                 if child_pid != child_tgid {
-                    let id = match self.live.get(&child_tgid) {
-                        Some(&id) => Some(id),
+                    let id = match self.live.get(&child_tgid).copied() {
+                        Some(id) => Some(id),
+                        None if self.should_resolve(child_tgid) => {
+                            return Followup::ResolveAncestry(child_tgid);
+                        }
                         None => self.adopt_unknown(child_tgid, parent_tgid, facts),
                     };
                     if let Some(id) = id {
@@ -542,7 +574,13 @@ impl Tracker {
                     }
                     return Followup::None;
                 }
-                let parent = self.live.get(&parent_tgid).copied();
+                let parent = match self.live.get(&parent_tgid) {
+                    Some(&p) => Some(p),
+                    None if self.expected_roots.contains(&parent_tgid) => {
+                        self.adopt_unknown(parent_tgid, 0, facts)
+                    }
+                    None => None,
+                };
                 let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
                     self.expected_roots.swap_remove(i);
                     true
@@ -550,6 +588,12 @@ impl Tracker {
                     false
                 };
                 if !(is_root || parent.is_some() || self.opts.scope == Scope::All) {
+                    if self.should_resolve(parent_tgid) {
+                        if is_root {
+                            self.expected_roots.push(child_tgid);
+                        }
+                        return Followup::ResolveAncestry(parent_tgid);
+                    }
                     return Followup::None;
                 }
                 if let Some(old) = self.live.get(&child_tgid).copied() {
@@ -571,8 +615,11 @@ impl Tracker {
                 Followup::None
             }
             Event::Exec { ts, tgid } => {
-                let id = match self.live.get(&tgid) {
-                    Some(&id) => id,
+                let id = match self.live.get(&tgid).copied() {
+                    Some(id) => id,
+                    None if !self.expected_roots.contains(&tgid) && self.should_resolve(tgid) => {
+                        return Followup::ResolveAncestry(tgid);
+                    }
                     None => match self.adopt_unknown(tgid, 0, facts) {
                         Some(id) => id,
                         None => return Followup::None,
@@ -650,8 +697,11 @@ impl Tracker {
                     }
                     return Followup::None;
                 }
-                let id = match self.live.get(&tgid) {
-                    Some(&id) => id,
+                let id = match self.live.get(&tgid).copied() {
+                    Some(id) => id,
+                    None if !self.expected_roots.contains(&tgid) && self.should_resolve(tgid) => {
+                        return Followup::ResolveAncestry(tgid);
+                    }
                     None => match self.adopt_unknown(tgid, parent_tgid, facts) {
                         Some(id) => id,
                         None => return Followup::None,
@@ -667,6 +717,20 @@ impl Tracker {
                 });
                 if provisional == Some(false) {
                     self.finalize(id, ts, Some(status), facts);
+                }
+                Followup::None
+            }
+            Event::Ancestry { tgid, ppid, start_ns } => {
+                if self.live.contains_key(&tgid) {
+                    return Followup::None;
+                }
+                if let Some(&parent) = self.live.get(&ppid) {
+                    let mut rec = ProcessRecord::new(tgid, ppid, Some(parent), start_ns, false);
+                    rec.comm = self.get(parent).and_then(|r| r.comm.clone());
+                    let id = self.insert(rec);
+                    self.with(parent, |r| r.children.push(id));
+                    self.stats.recovered += 1;
+                    facts.push(Fact::Fork(id));
                 }
                 Followup::None
             }
@@ -896,6 +960,68 @@ mod tests {
         );
         assert_eq!(t.stats().exits_inferred, 1);
         assert_eq!(t.stats().lost, 1);
+    }
+
+    #[test]
+    fn a_lost_root_fork_still_gives_a_tree() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: false,
+        });
+        t.expect_root(10);
+        let mut f = Vec::new();
+        for e in [
+            Event::Lost { ts: None, count: 3 }, // includes 10's FORK
+            fork(2, 10, 11),
+            exit(3, 11, 0),
+            Event::Exec { ts: 4, tgid: 10 },
+            exit(5, 10, 2),
+        ] {
+            t.apply(&e, &mut f);
+        }
+        let root = t.get(t.roots()[0]).unwrap();
+        assert_eq!(root.pid, 10);
+        assert_eq!(root.start_ns, None);
+        assert_eq!(root.children.len(), 1);
+        assert_eq!(root.execs.len(), 1);
+        assert_eq!(root.exit.unwrap().status, Some(ExitStatus::Code(2)));
+        assert_eq!(root.duration_ns(), None);
+    }
+
+    #[test]
+    fn after_a_loss_unknown_descendants_are_resolved_from_ancestry() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: false,
+        });
+        t.expect_root(10);
+        let mut f = Vec::new();
+        t.apply(&fork(1, 1, 10), &mut f);
+        // Before any loss, strangers are just ignored.
+        assert_eq!(t.apply(&fork(2, 99, 100), &mut f), Followup::None);
+        t.apply(&Event::Lost { ts: None, count: 1 }, &mut f); // 20's FORK from 10
+        let child_of_20 = fork(4, 20, 21);
+        assert_eq!(t.apply(&child_of_20, &mut f), Followup::ResolveAncestry(20));
+        assert_eq!(t.stats().processes, 1, "nothing changed by the asking call");
+        t.apply(
+            &Event::Ancestry {
+                tgid: 20,
+                ppid: 10,
+                start_ns: Some(3),
+            },
+            &mut f,
+        );
+        assert_eq!(t.apply(&child_of_20, &mut f), Followup::None);
+        let root = t.get(t.roots()[0]).unwrap();
+        let twenty = t.get(root.children[0]).unwrap();
+        assert_eq!(twenty.pid, 20);
+        assert_eq!(t.get(twenty.children[0]).unwrap().pid, 21);
+        assert_eq!(t.stats().recovered, 1);
+        // An unrelated process is asked about once, then ignored.
+        assert_eq!(t.apply(&exit(5, 500, 0), &mut f), Followup::ResolveAncestry(500));
+        assert_eq!(t.apply(&exit(5, 500, 0), &mut f), Followup::None);
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub struct JsonLines {
 
 impl JsonLines {
     /// Writes to `out`; `redact` hides URL credentials in argv.
-    pub fn new(out: Box<dyn io::Write + Send>, redact: bool) -> Self {
+    pub fn new(out: super::LineDest, redact: bool) -> Self {
         JsonLines {
             w: LineWriter::new(out),
             redact,
@@ -263,6 +263,10 @@ impl Sink for JsonLines {
     fn finish(&mut self, s: &Summary, _t: &Tracker) -> io::Result<()> {
         let b = self.w.buf();
         head(b, "end", Some(s.ts));
+        if let Some(root) = s.root {
+            b.extend_from_slice(b",\"pid\":");
+            json::int(b, root as i64);
+        }
         match s.status {
             Some(ExitStatus::Code(c)) => {
                 b.extend_from_slice(b",\"code\":");
@@ -281,7 +285,11 @@ impl Sink for JsonLines {
             ("exits", s.stats.exits),
             ("background", s.background),
             ("lost", s.stats.lost),
+            ("recovered", s.stats.recovered),
+            ("exits_lost", s.stats.exits_inferred),
             ("rejected", s.capture.rejected),
+            ("overflows", s.capture.overflows),
+            ("socket_drops", s.capture.socket_drops),
         ] {
             b.push(b',');
             json::string(b, k);

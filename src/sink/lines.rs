@@ -18,7 +18,7 @@ pub struct HumanLines {
 
 impl HumanLines {
     /// Writes to `out`.
-    pub fn new(out: Box<dyn io::Write + Send>, color: bool, redact: bool) -> Self {
+    pub fn new(out: super::LineDest, color: bool, redact: bool) -> Self {
         HumanLines {
             w: LineWriter::new(out),
             start: 0,

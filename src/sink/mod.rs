@@ -51,6 +51,8 @@ pub struct CaptureSummary {
     pub rejected: u64,
     /// Overflow episodes (ENOBUFS).
     pub overflows: u64,
+    /// The socket's own drop counter (`SO_MEMINFO`), for cross-checking `lost`.
+    pub socket_drops: u64,
     /// Receive buffer granted, bytes.
     pub receive_buffer: u64,
 }
@@ -68,6 +70,8 @@ pub struct Summary {
     pub capture: CaptureSummary,
     /// Processes left running when the command ended.
     pub background: u64,
+    /// The traced command's pid (`run`).
+    pub root: Option<i32>,
 }
 
 /// Output for facts.
@@ -149,19 +153,29 @@ impl Default for Fanout {
     }
 }
 
+/// Where a [`LineWriter`] writes.
+pub enum LineDest {
+    /// A regular file: on a failed write it is cut back to its last whole line.
+    File(std::fs::File),
+    /// Anything else (stdout, a pipe).
+    Stream(Box<dyn io::Write + Send>),
+}
+
 /// A writer that emits only whole lines, each batch in one `write`, so a killed tracer never
-/// leaves a torn line behind.
+/// leaves a torn line behind; a write that fails half-way (a full disk) is cut back.
 pub struct LineWriter {
-    out: Box<dyn io::Write + Send>,
+    out: LineDest,
     buf: Vec<u8>,
+    good_len: u64,
 }
 
 impl LineWriter {
     /// Wraps a destination.
-    pub fn new(out: Box<dyn io::Write + Send>) -> Self {
+    pub fn new(out: LineDest) -> Self {
         LineWriter {
             out,
             buf: Vec::with_capacity(64 << 10),
+            good_len: 0,
         }
     }
     /// The pending buffer; append exactly one line ending in `\n` per call to [`line_done`](Self::line_done).
@@ -178,10 +192,23 @@ impl LineWriter {
     }
     /// Writes all complete lines.
     pub fn flush(&mut self) -> io::Result<()> {
+        use std::io::Write;
         if self.buf.is_empty() {
             return Ok(());
         }
-        let r = self.out.write_all(&self.buf).and_then(|_| self.out.flush());
+        let r = match &mut self.out {
+            LineDest::File(f) => match f.write_all(&self.buf) {
+                Ok(()) => {
+                    self.good_len += self.buf.len() as u64;
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = f.set_len(self.good_len);
+                    Err(e)
+                }
+            },
+            LineDest::Stream(w) => w.write_all(&self.buf).and_then(|_| w.flush()),
+        };
         self.buf.clear();
         r
     }

@@ -113,3 +113,14 @@ pub fn find<'a>(ps: &'a BTreeMap<i64, Proc>, words: &[&str]) -> &'a Proc {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// strace's spelling of a signal (`SIGKILL`).
+pub fn signame(sig: i64) -> String {
+    match sig {
+        9 => "SIGKILL".into(),
+        11 => "SIGSEGV".into(),
+        15 => "SIGTERM".into(),
+        6 => "SIGABRT".into(),
+        n => format!("signal {n}"),
+    }
+}

@@ -3,6 +3,7 @@
 
 mod common;
 mod errors;
+mod faults;
 mod replay;
 mod run_shapes;
 mod run_spawns;
