@@ -213,11 +213,6 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("proctrace: {e}");
-            if let ProctraceError::Connector(_) = e {
-                eprintln!(
-                    "proctrace: the kernel's process events connector is needed (Linux ≥ 6.6 lets any user listen; older kernels need root or CAP_NET_ADMIN, in the host's namespaces)"
-                );
-            }
             std::process::exit(e.exit_code());
         }
     }

@@ -65,3 +65,40 @@ fn a_closed_stdout_ends_output_quietly_and_the_command_is_unharmed() {
         .unwrap();
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_unprivileged_user_can_trace_on_this_kernel() {
+    // Linux 6.6+ lets any user listen. Copy the binary where user 65534 can execute it.
+    let dir = format!("/tmp/proctrace-unpriv-{}", std::process::id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = format!("{dir}/proctrace");
+    std::fs::copy(PROCTRACE, &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            &bin,
+            "run",
+            "-o",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.05; exit 4",
+        ])
+        .current_dir("/")
+        .output()
+        .expect("setpriv (util-linux)");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"argv\":[\"sh\",\"-c\",\"sleep 0.05; exit 4\"]"),
+        "{text}"
+    );
+    assert!(text.contains("\"uid\":65534"), "{text}");
+}

@@ -41,6 +41,6 @@ pub use event::{EventKind, ProcEvent, WaitStatus};
 pub use loss::SeqGaps;
 pub use parse::{Messages, Rejected, encode, parse};
 pub use socket::{
-    BYTES_PER_QUEUED_EVENT, Connector, Loss, LossSource, OpenError, Options, Received, RecvError, Stats,
-    Waker,
+    BYTES_PER_QUEUED_EVENT, Connector, FilterMethod, Loss, LossSource, OpenError, Options, Received,
+    RecvError, Stats, Waker,
 };

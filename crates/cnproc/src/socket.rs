@@ -40,6 +40,20 @@ pub struct Options {
     pub event_mask: Option<u32>,
     /// How long to wait for the kernel's acknowledgement of LISTEN.
     pub ack_timeout: Duration,
+    /// How `event_mask` is applied.
+    pub filter: FilterMethod,
+}
+
+/// Where the event-type filter runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FilterMethod {
+    /// The kernel's own filter (6.6+), else a classic BPF socket filter.
+    #[default]
+    Auto,
+    /// Only the kernel's 6.6+ `proc_input` filter.
+    Kernel,
+    /// A classic BPF socket filter on `what` (any kernel). `NONZERO_EXIT` passes every EXIT.
+    Bpf,
 }
 
 impl Default for Options {
@@ -48,6 +62,7 @@ impl Default for Options {
             recv_buffer: 32 << 20,
             event_mask: None,
             ack_timeout: Duration::from_millis(500),
+            filter: FilterMethod::Auto,
         }
     }
 }
@@ -188,6 +203,7 @@ pub struct Connector {
     kernel_filter: bool,
     seq_counter: u32,
     raw_tap: Option<Vec<u8>>,
+    keep_acks: bool,
 }
 
 impl std::fmt::Debug for Connector {
@@ -282,6 +298,7 @@ impl Connector {
             kernel_filter: false,
             seq_counter: std::process::id().wrapping_mul(2_654_435_761),
             raw_tap: None,
+            keep_acks: true,
         };
         // 6.6+ form first (mask 0 = all events; this one is acked), then the legacy 4-byte op.
         let acked = match c.control(abi::PROC_CN_MCAST_LISTEN, Some(what::ALL), opts.ack_timeout)? {
@@ -309,20 +326,30 @@ impl Connector {
         }
         if let Some(mask) = opts.event_mask {
             if mask & what::ALL != what::ALL && mask & what::ALL != 0 {
-                if !c.kernel_filter {
-                    return Err(OpenError::Sys {
-                        call: "event filter",
-                        source: io::Error::new(
-                            io::ErrorKind::Unsupported,
-                            "this kernel has no event-type filter (needs 6.6+)",
-                        ),
-                    });
+                let use_kernel = match opts.filter {
+                    FilterMethod::Auto => c.kernel_filter,
+                    FilterMethod::Kernel if !c.kernel_filter => {
+                        return Err(OpenError::Sys {
+                            call: "event filter",
+                            source: io::Error::new(
+                                io::ErrorKind::Unsupported,
+                                "this kernel has no event-type filter (needs 6.6+)",
+                            ),
+                        });
+                    }
+                    FilterMethod::Kernel => true,
+                    FilterMethod::Bpf => false,
+                };
+                if use_kernel {
+                    // A masked socket never sees its own ack: send and do not wait.
+                    c.send_control(abi::PROC_CN_MCAST_LISTEN, Some(mask))?;
+                } else {
+                    attach_bpf_filter(c.fd.as_raw_fd(), mask)?;
                 }
-                // A masked socket never sees its own ack: send and do not wait.
-                c.send_control(abi::PROC_CN_MCAST_LISTEN, Some(mask))?;
                 c.filtered = true;
             }
         }
+        c.keep_acks = false;
         Ok(c)
     }
 
@@ -569,10 +596,15 @@ impl Connector {
                                 }));
                             }
                         }
-                        if !matches!(ev.kind, EventKind::Ack { .. }) {
+                        if matches!(ev.kind, EventKind::Ack { .. }) {
+                            // Control replies (ours and, multicast, everyone else's) are not events.
+                            if self.keep_acks {
+                                out.push(Received::Event(ev));
+                            }
+                        } else {
                             self.stats.events += 1;
+                            out.push(Received::Event(ev));
                         }
-                        out.push(Received::Event(ev));
                     }
                     Err(Rejected::Short { .. })
                     | Err(Rejected::BadLength { .. })
@@ -648,6 +680,42 @@ fn ack_error(err: u32) -> OpenError {
             source: e,
         }
     }
+}
+
+/// Classic BPF on `what` (datagram offset 36): keep acks (0) and events whose type is in `mask`.
+/// `BPF_LD|BPF_W|BPF_ABS` reads in network byte order, so the mask is compared in that order.
+fn attach_bpf_filter(fd: RawFd, mask: u32) -> Result<(), OpenError> {
+    let mut mask = mask;
+    if mask & what::NONZERO_EXIT != 0 {
+        mask |= what::EXIT; // exit codes are not inspected here: a superset
+    }
+    let wire_mask = u32::from_be_bytes(mask.to_ne_bytes());
+    let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let mut prog = [
+        ins(0x20, 0, 0, abi::EVENT_OFFSET as u32), // ld [36]
+        ins(0x15, 2, 0, 0),                        // jeq #0 (ack) → accept
+        ins(0x45, 1, 0, wire_mask),                // jset #mask → accept
+        ins(0x06, 0, 0, 0),                        // drop
+        ins(0x06, 0, 0, u32::MAX),                 // accept
+    ];
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_mut_ptr(),
+    };
+    // SAFETY: fprog points at a live program of the stated length for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&fprog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(sys_err("setsockopt(SO_ATTACH_FILTER)"));
+    }
+    Ok(())
 }
 
 fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {

@@ -129,8 +129,18 @@ fn forged_datagrams_from_user_space_are_rejected_and_counted() {
 
 #[test]
 fn exec_only_filter_delivers_only_execs() {
+    exec_only(cnproc::FilterMethod::Kernel);
+}
+
+#[test]
+fn bpf_fallback_filter_delivers_only_execs() {
+    exec_only(cnproc::FilterMethod::Bpf);
+}
+
+fn exec_only(filter: cnproc::FilterMethod) {
     let opts = Options {
         event_mask: Some(abi::what::EXEC),
+        filter,
         ..Options::default()
     };
     let mut conn = Connector::open(&opts).unwrap();
