@@ -26,28 +26,26 @@ impl JsonLines {
             redact,
         }
     }
+}
 
-    fn argv(&mut self, argv: Option<&[String]>) {
-        let redact = self.redact;
-        let b = self.w.buf();
-        match argv {
-            None => b.extend_from_slice(b"null"),
-            Some(a) => {
-                b.push(b'[');
-                for (i, s) in a.iter().enumerate() {
-                    if i > 0 {
-                        b.push(b',');
-                    }
-                    if redact {
-                        json::string(b, &redact_arg(s));
-                    } else {
-                        json::string(b, s);
-                    }
-                }
-                b.push(b']');
-            }
+/// An argv array (or `null`), URL credentials redacted when asked.
+fn write_argv(b: &mut Vec<u8>, argv: Option<&[String]>, redact: bool) {
+    let Some(a) = argv else {
+        b.extend_from_slice(b"null");
+        return;
+    };
+    b.push(b'[');
+    for (i, s) in a.iter().enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        if redact {
+            json::string(b, &redact_arg(s));
+        } else {
+            json::string(b, s);
         }
     }
+    b.push(b']');
 }
 
 fn head(b: &mut Vec<u8>, event: &str, ts: Option<u64>) {
@@ -92,11 +90,8 @@ impl Sink for JsonLines {
         b.extend_from_slice(b",\"mode\":");
         match &h.mode {
             Mode::Run { argv } => {
-                b.extend_from_slice(b"\"run\"");
-                self.w.buf().extend_from_slice(b",\"argv\":");
-                let a = argv.clone();
-                let _ = redact;
-                self.argv(Some(&a));
+                b.extend_from_slice(b"\"run\",\"argv\":");
+                write_argv(b, Some(argv), redact);
             }
             Mode::Watch { root } => {
                 b.extend_from_slice(b"\"watch\"");
@@ -144,9 +139,7 @@ impl Sink for JsonLines {
                 proc_fields(b, r);
                 b.extend_from_slice(b",\"argv\":");
                 let d = e.details.as_ref();
-                let argv = d.and_then(|d| d.argv.clone());
-                self.argv(argv.as_deref());
-                let b = self.w.buf();
+                write_argv(b, d.and_then(|d| d.argv.as_deref()), self.redact);
                 opt_str(b, "exe", d.and_then(|d| d.exe.as_deref()));
                 opt_str(b, "cwd", d.and_then(|d| d.cwd.as_deref()));
                 if let Some(u) = d.and_then(|d| d.uid) {
@@ -192,7 +185,6 @@ impl Sink for JsonLines {
             Fact::Background(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(bg) = r.background else { return Ok(()) };
-                let argv = r.argv().map(|a| a.to_vec());
                 let b = self.w.buf();
                 head(b, "background", Some(bg.ts));
                 proc_fields(b, r);
@@ -203,8 +195,8 @@ impl Sink for JsonLines {
                     json::seconds(b, bg.ts.saturating_sub(s));
                 }
                 b.extend_from_slice(b",\"argv\":");
-                self.argv(argv.as_deref());
-                self.w.buf().extend_from_slice(b"}\n");
+                write_argv(b, r.argv(), self.redact);
+                b.extend_from_slice(b"}\n");
             }
             Fact::Uid { id, ts, ruid, euid } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
