@@ -8,4 +8,5 @@ mod common;
 mod concurrency;
 mod driver;
 mod formats;
+mod fuzz;
 mod reader;
