@@ -75,32 +75,14 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
     let conn = cnproc::Connector::open(&cfg.connector).map_err(ProctraceError::Connector)?;
-    let receive_buffer = conn.receive_buffer() as u64;
     supervise::become_subreaper();
     let sinks = cfg.outputs.open_sinks()?;
-    let (exec_tx, enricher) = if true {
-        let (tx, e) =
-            crate::enrich::start().map_err(|e| ProctraceError::Io("starting enricher".into(), e))?;
-        (Some(tx), Some(e))
-    } else {
-        (None, None)
-    };
-    let capture = crate::capture::Capture::start(conn, exec_tx)
-        .map_err(|e| ProctraceError::Io("starting capture".into(), e))?;
     let tracker = Tracker::new(TrackerOptions {
         scope: Scope::Tree,
         retain_exited: true,
         want_details: true,
     });
-    let mut s = Session::new(capture, tracker, sinks, true);
-    s.receive_buffer = receive_buffer;
-    if let Some(e) = enricher {
-        s.use_enricher(e);
-    }
-    if let Some(path) = &cfg.record {
-        s.record_to(path)
-            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
-    }
+    let mut s = Session::open(conn, tracker, sinks, true, cfg.record.as_deref())?;
     let target = SignalTarget::default();
     supervise::spawn_signal_thread(target.clone(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;

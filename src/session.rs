@@ -74,9 +74,32 @@ impl Session {
         }
     }
 
-    /// Takes exec details from an enricher thread instead of reading `/proc` inline.
-    pub fn use_enricher(&mut self, e: Enricher) {
-        self.enricher = Some(e);
+    /// Starts the drain thread (and, with `enrich`, the enricher) on a subscribed connector and
+    /// wires them to a tracker and sinks; `record` also writes every event for replay.
+    pub fn open(
+        conn: cnproc::Connector,
+        tracker: Tracker,
+        sinks: Fanout,
+        enrich: bool,
+        record: Option<&str>,
+    ) -> Result<Session, crate::ProctraceError> {
+        use crate::ProctraceError::Io;
+        let receive_buffer = conn.receive_buffer() as u64;
+        let (exec_tx, enricher) = if enrich {
+            let (tx, e) = crate::enrich::start().map_err(|e| Io("starting enricher".into(), e))?;
+            (Some(tx), Some(e))
+        } else {
+            (None, None)
+        };
+        let capture = Capture::start(conn, exec_tx).map_err(|e| Io("starting capture".into(), e))?;
+        let mut s = Session::new(capture, tracker, sinks, enrich);
+        s.receive_buffer = receive_buffer;
+        s.enricher = enricher;
+        if let Some(path) = record {
+            s.record_to(path)
+                .map_err(|e| Io(format!("cannot create capture file '{path}'"), e))?;
+        }
+        Ok(s)
     }
 
     /// Also writes every event (enrichment included) to `path`, one JSON object a line, for

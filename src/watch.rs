@@ -38,17 +38,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         }
     }
     let conn = cnproc::Connector::open(&cfg.connector).map_err(ProctraceError::Connector)?;
-    let receive_buffer = conn.receive_buffer() as u64;
     let sinks = cfg.outputs.open_sinks()?;
-    let (exec_tx, enricher) = if cfg.enrich {
-        let (tx, e) =
-            crate::enrich::start().map_err(|e| ProctraceError::Io("starting enricher".into(), e))?;
-        (Some(tx), Some(e))
-    } else {
-        (None, None)
-    };
-    let capture = crate::capture::Capture::start(conn, exec_tx)
-        .map_err(|e| ProctraceError::Io("starting capture".into(), e))?;
     let scope = if cfg.root.is_some() {
         Scope::Tree
     } else {
@@ -59,15 +49,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         retain_exited: false,
         want_details: true,
     });
-    let mut s = Session::new(capture, tracker, sinks, cfg.enrich);
-    s.receive_buffer = receive_buffer;
-    if let Some(e) = enricher {
-        s.use_enricher(e);
-    }
-    if let Some(path) = &cfg.record {
-        s.record_to(path)
-            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
-    }
+    let mut s = Session::open(conn, tracker, sinks, cfg.enrich, cfg.record.as_deref())?;
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };

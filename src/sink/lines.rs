@@ -3,9 +3,8 @@
 use std::io;
 
 use super::{Header, LineWriter, Sink, Summary};
-use crate::event::ExitStatus;
 use crate::redact::redact_arg;
-use crate::sink::tree::{Paint, fmt_duration, quote_argv};
+use crate::sink::tree::{Paint, exit_text, fmt_duration, quote_argv};
 use crate::tracker::{Fact, Tracker};
 
 /// The line sink.
@@ -67,16 +66,7 @@ impl Sink for HumanLines {
             Fact::Exit(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(x) = r.exit else { return Ok(()) };
-                let status = match x.status {
-                    Some(ExitStatus::Code(0)) => "exit 0".to_string(),
-                    Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
-                    Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
-                        "{}{}",
-                        signal_name(signal),
-                        if core { " (core dumped)" } else { "" }
-                    )),
-                    None => p.magenta("exit lost"),
-                };
+                let status = exit_text(x.status, p);
                 let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
                 let _ = write!(s, "{} exit   {:>7}    {status} {dur}", rel(Some(x.ts)), r.pid);
             }

@@ -119,18 +119,23 @@ fn describe(r: &ProcessRecord, redact: bool) -> String {
     }
 }
 
+/// `exit 0` (green), `exit 3` / `killed by SIGTERM (core dumped)` (red), `exit lost` (magenta).
+pub fn exit_text(status: Option<ExitStatus>, p: Paint) -> String {
+    match status {
+        Some(ExitStatus::Code(0)) => p.green("exit 0"),
+        Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
+        Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
+            "killed by {}{}",
+            signal_name(signal),
+            if core { " (core dumped)" } else { "" }
+        )),
+        None => p.magenta("exit lost"),
+    }
+}
+
 fn status(r: &ProcessRecord, p: Paint) -> String {
     if let Some(x) = r.exit {
-        let s = match x.status {
-            Some(ExitStatus::Code(0)) => p.green("exit 0"),
-            Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
-            Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
-                "killed by {}{}",
-                signal_name(signal),
-                if core { " (core dumped)" } else { "" }
-            )),
-            None => p.magenta("exit lost"),
-        };
+        let s = exit_text(x.status, p);
         if r.background.is_some() {
             return format!("{s} {}", p.yellow("(outlived the command)"));
         }

@@ -124,3 +124,14 @@ pub fn signame(sig: i64) -> String {
         n => format!("signal {n}"),
     }
 }
+
+/// Waits up to 5 s for a file to appear (a command signalling it is ready).
+pub fn wait_for_file(path: &str) {
+    for _ in 0..500 {
+        if std::path::Path::new(path).exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{path} never appeared");
+}

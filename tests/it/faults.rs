@@ -73,12 +73,7 @@ fn interrupting_the_tracer_forwards_flushes_and_summarises() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..500 {
-        if std::path::Path::new(&marker).exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_file(&marker);
     std::thread::sleep(Duration::from_millis(100));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();

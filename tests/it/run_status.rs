@@ -49,12 +49,7 @@ fn signals_to_proctrace_are_forwarded_to_the_command() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        for _ in 0..500 {
-            if std::path::Path::new(&marker).exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_file(&marker);
         unsafe { libc::kill(child.id() as i32, sig) };
         let st = child.wait().unwrap();
         assert_eq!(st.code(), Some(code), "signal {sig}");
