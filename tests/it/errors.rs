@@ -53,17 +53,39 @@ fn bad_arguments_are_usage_errors() {
 
 #[test]
 fn a_closed_stdout_ends_output_quietly_and_the_command_is_unharmed() {
-    let out = Command::new("sh")
-        .args(["-c", &format!("{PROCTRACE} run -o - --tree none -- sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done; exit 4' | head -1 >/dev/null")])
-        .output()
+    use std::io::BufRead;
+    let marker = tmp("finished");
+    let mut child = Command::new(PROCTRACE)
+        .args(["run", "-o", "-", "--tree", "none", "--", "sh", "-c"])
+        .arg(format!(
+            "sleep 0.2; for i in 1 2 3 4 5 6 7 8; do /bin/true; done; touch {marker}; exit 4"
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    // sh reports head's status; check proctrace's own with pipefail-free trick below.
-    assert!(out.status.success());
-    let out = Command::new("sh")
-        .args(["-c", &format!("{PROCTRACE} run -o - --tree none -- sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done; exit 4' | head -1 >/dev/null; exit 0")])
-        .output()
+    // Read one line, then close the pipe like `| head -1` would.
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
         .unwrap();
-    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert!(first.contains("\"event\":\"start\""));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "the command's status: {}",
+        stderr(&out)
+    );
+    assert!(
+        std::path::Path::new(&marker).exists(),
+        "the command ran to the end"
+    );
+    let err = stderr(&out);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "quiet: {err}"
+    );
 }
 
 #[test]

@@ -149,9 +149,11 @@ fn forged_datagrams_during_a_run_are_rejected_and_counted() {
 #[test]
 fn credentials_in_argv_are_redacted_unless_asked() {
     let url = "https://user:s3cret@example.invalid/repo.git";
-    let (_, lines) = run(&[], &["sh", "-c", "sleep 0.05", url]);
+    let (out, lines) = run(&[], &["sh", "-c", "sleep 0.05", url]);
     let text = lines.iter().map(|l| l.to_string()).collect::<String>();
     assert!(!text.contains("s3cret"), "{text}");
+    assert!(!stderr(&out).contains("s3cret"), "the tree too: {}", stderr(&out));
+    assert!(stderr(&out).contains("user:<REDACTED>@"), "{}", stderr(&out));
     assert!(text.contains("https://user:<REDACTED>@example.invalid/repo.git"));
     let (_, lines) = run(&["--no-redact"], &["sh", "-c", "sleep 0.05", url]);
     let text = lines.iter().map(|l| l.to_string()).collect::<String>();
