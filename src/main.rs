@@ -204,6 +204,7 @@ fn main() {
                 capture: Default::default(),
                 background: 0,
                 root,
+                tracer_cpu_ns: None,
             };
             out.print_tree(&t, &mode, &sum);
             Ok(exit_codes::OK)

@@ -185,6 +185,11 @@ pub fn clock_ns(clock: libc::clockid_t) -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// CPU time used by this process so far (user + system, every thread), ns.
+pub fn self_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).max(0) as u64
+}
+
 /// Monotonic now, as connector timestamps count.
 pub fn mono_now() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64

@@ -128,6 +128,7 @@ pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &
         capture: Default::default(),
         background,
         root,
+        tracer_cpu_ns: None,
     };
     sinks.finish(&sum, &t);
     t

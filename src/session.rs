@@ -52,7 +52,17 @@ pub struct Session {
     pub receive_buffer: u64,
     enricher: Option<Enricher>,
     clocks: std::sync::OnceLock<procfs::Clocks>,
+    flush_due: Option<Instant>,
+    held: std::collections::VecDeque<CaptureMsg>,
 }
+
+/// Batches smaller than this make the model thread wait [`COALESCE_WAIT`] for company.
+const COALESCE_BELOW: usize = 64;
+/// How long the model thread lets a trickle of events accumulate.
+const COALESCE_WAIT: Duration = Duration::from_millis(1);
+
+/// Longest time a line waits in memory before it is written.
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
 impl Session {
     /// Wires a running capture to a tracker and sinks.
@@ -71,6 +81,8 @@ impl Session {
             receive_buffer: 0,
             enricher: None,
             clocks: std::sync::OnceLock::new(),
+            flush_due: None,
+            held: std::collections::VecDeque::new(),
         }
     }
 
@@ -112,7 +124,7 @@ impl Session {
     /// Emits the header to the sinks.
     pub fn start(&mut self, h: &Header) {
         self.sinks.start(h);
-        self.sinks.flush();
+        self.flush_outputs();
     }
 
     /// Facts produced outside event processing (seeding, background marks) go out through here.
@@ -120,17 +132,54 @@ impl Session {
         for f in &facts {
             self.sinks.fact(f, &self.tracker);
         }
-        self.sinks.flush();
+        self.flush_outputs();
         self.tracker.sweep();
     }
 
     /// Handles one message from the backend, waiting up to `timeout` for it.
     pub fn pump(&mut self, timeout: Duration) -> Pumped {
-        let msg = match self.capture.rx.recv_timeout(timeout) {
+        let wait = match self.flush_due {
+            Some(due) => timeout.min(due.saturating_duration_since(Instant::now())),
+            None => timeout,
+        };
+        if let Some(m) = self.held.pop_front() {
+            return self.handle(m);
+        }
+        let msg = match self.capture.rx.recv_timeout(wait) {
             Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => return Pumped::Idle,
+            Err(RecvTimeoutError::Timeout) => {
+                if self.flush_due.is_some_and(|d| Instant::now() >= d) {
+                    self.flush_outputs();
+                }
+                return Pumped::Idle;
+            }
             Err(RecvTimeoutError::Disconnected) => return Pumped::Ended,
         };
+        if let CaptureMsg::Events(batch) = &msg {
+            if batch.len() < COALESCE_BELOW {
+                // A trickle: let more arrive and take them in one go. Each wakeup of this thread
+                // costs more than handling a few dozen events, and nothing here is urgent (the
+                // enricher is fed directly by the drain thread).
+                std::thread::sleep(COALESCE_WAIT);
+                self.handle(msg);
+                while let Ok(m) = self.capture.rx.try_recv() {
+                    match m {
+                        CaptureMsg::Events(_) => {
+                            self.handle(m);
+                        }
+                        other => {
+                            self.held.push_back(other);
+                            break;
+                        }
+                    }
+                }
+                return Pumped::Events;
+            }
+        }
+        self.handle(msg)
+    }
+
+    fn handle(&mut self, msg: CaptureMsg) -> Pumped {
         match msg {
             CaptureMsg::Events(batch) => {
                 self.process(&batch);
@@ -183,11 +232,23 @@ impl Session {
                 self.sinks.fact(&f, &self.tracker);
             }
         }
+        // Output is written in batches at most FLUSH_EVERY apart: one write per event storm
+        // instead of one per wakeup. Lines stay whole either way.
+        let now = Instant::now();
+        match self.flush_due {
+            Some(due) if now >= due => self.flush_outputs(),
+            Some(_) => {}
+            None => self.flush_due = Some(now + FLUSH_EVERY),
+        }
+        self.tracker.sweep();
+    }
+
+    fn flush_outputs(&mut self) {
+        self.flush_due = None;
         self.sinks.flush();
         if let Some(rec) = self.record.as_mut() {
             let _ = rec.flush();
         }
-        self.tracker.sweep();
     }
 
     fn record_event(&mut self, ev: &Event) {
@@ -236,24 +297,27 @@ impl Session {
         let Ok(cname) = std::ffi::CString::new(name) else {
             return false;
         };
-        // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-        unsafe { libc::prctl(libc::PR_SET_NAME, cname.as_ptr(), 0, 0, 0) };
+        let mut old_name = [0u8; 17];
+        // SAFETY: PR_GET_NAME writes at most 16 bytes; PR_SET_NAME reads a NUL-terminated string.
+        unsafe {
+            libc::prctl(libc::PR_GET_NAME, old_name.as_mut_ptr(), 0, 0, 0);
+            libc::prctl(libc::PR_SET_NAME, cname.as_ptr(), 0, 0, 0);
+        }
         let deadline = Instant::now() + timeout;
-        loop {
+        let seen = loop {
             if self.barrier.as_ref().is_some_and(|b| b.2) {
-                self.barrier = None;
-                return true;
+                break true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                self.barrier = None;
-                return false;
+            if left.is_zero() || self.pump(left) == Pumped::Ended {
+                break false;
             }
-            if self.pump(left) == Pumped::Ended {
-                self.barrier = None;
-                return false;
-            }
-        }
+        };
+        self.barrier = None;
+        // Give the thread its name back (ps and top show it).
+        // SAFETY: old_name is NUL-terminated (17 bytes, at most 16 written).
+        unsafe { libc::prctl(libc::PR_SET_NAME, old_name.as_ptr(), 0, 0, 0) };
+        seen
     }
 
     /// Processes until `done` holds or `timeout` passes; other notices are returned to the caller
@@ -290,6 +354,7 @@ impl Session {
                 break;
             }
         }
+        self.flush_outputs();
     }
 
     /// Capture counters (complete after [`stop`](Self::stop)).
@@ -299,6 +364,7 @@ impl Session {
             rejected: s.rejected(),
             overflows: s.overflows,
             socket_drops: s.socket_drops,
+            events: s.events,
             receive_buffer: self.receive_buffer,
         }
     }
@@ -317,6 +383,7 @@ impl Session {
             capture: self.capture_summary(),
             background,
             root: None,
+            tracer_cpu_ns: Some(procfs::self_cpu_ns()),
         }
     }
 

@@ -282,11 +282,16 @@ impl Sink for JsonLines {
             ("rejected", s.capture.rejected),
             ("overflows", s.capture.overflows),
             ("socket_drops", s.capture.socket_drops),
+            ("kernel_events", s.capture.events),
         ] {
             b.push(b',');
             json::string(b, k);
             b.push(b':');
             json::int(b, v as i64);
+        }
+        if let Some(cpu) = s.tracer_cpu_ns {
+            b.extend_from_slice(b",\"tracer_cpu\":");
+            json::seconds(b, cpu);
         }
         b.extend_from_slice(b"}\n");
         self.w.flush()

@@ -53,6 +53,8 @@ pub struct CaptureSummary {
     pub overflows: u64,
     /// The socket's own drop counter (`SO_MEMINFO`), for cross-checking `lost`.
     pub socket_drops: u64,
+    /// Events received from the kernel (all processes, before scoping).
+    pub events: u64,
     /// Receive buffer granted, bytes.
     pub receive_buffer: u64,
 }
@@ -72,6 +74,8 @@ pub struct Summary {
     pub background: u64,
     /// The traced command's pid (`run`).
     pub root: Option<i32>,
+    /// CPU time proctrace itself used (user + system, all threads), ns.
+    pub tracer_cpu_ns: Option<u64>,
 }
 
 /// Output for facts.

@@ -145,6 +145,7 @@ fn a_full_filesystem_stops_the_output_not_the_command() {
 fn strace_processes(path: &str) -> BTreeMap<i64, Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut threads = HashSet::new();
+    let mut unfinished: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
     let mut procs: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut first = true;
     for line in text.lines() {
@@ -159,13 +160,26 @@ fn strace_processes(path: &str) -> BTreeMap<i64, Vec<String>> {
             procs.entry(pid).or_default();
             first = false;
         }
-        if rest.starts_with("clone") || rest.starts_with("fork") || rest.starts_with("vfork") {
+        // Under load strace splits a call: "clone3({..CLONE_THREAD..} <unfinished ...>", later
+        // "<... clone3 resumed> ...) = 123". Keep the first half's flags per pid.
+        let is_clone = ["clone", "fork", "vfork"].iter().any(|c| rest.starts_with(c));
+        let resumed = ["<... clone", "<... fork", "<... vfork"]
+            .iter()
+            .any(|c| rest.starts_with(c));
+        if is_clone && rest.ends_with("<unfinished ...>") {
+            unfinished.insert(pid, rest.contains("CLONE_THREAD"));
+        } else if is_clone || resumed {
+            let thread = if resumed {
+                unfinished.remove(&pid).unwrap_or(false)
+            } else {
+                rest.contains("CLONE_THREAD")
+            };
             if let Some(child) = rest
                 .rsplit("= ")
                 .next()
                 .and_then(|c| c.trim().parse::<i64>().ok())
             {
-                if rest.contains("CLONE_THREAD") {
+                if thread {
                     threads.insert(child);
                 } else {
                     threads.remove(&child);

@@ -508,7 +508,14 @@ impl Connector {
         let mut overflowed = false;
         while handled < MAX_PER_CALL {
             match self.recv_batch(out)? {
-                Batch::Got(n) => handled += n,
+                Batch::Got(n) => {
+                    handled += n;
+                    if n < BATCH && !overflowed {
+                        // recvmmsg took everything queued: asking again would only say EAGAIN.
+                        // After an overflow, keep going until EAGAIN proves the queue empty.
+                        break;
+                    }
+                }
                 Batch::Empty => break,
                 Batch::Overflow => {
                     // Congested: the socket drops everything until fully drained, so keep going.
