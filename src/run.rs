@@ -82,7 +82,14 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         retain_exited: true,
         want_details: true,
     });
-    let mut s = Session::open(conn, tracker, sinks, true, cfg.record.as_deref())?;
+    let mut s = Session::open(
+        conn,
+        tracker,
+        sinks,
+        true,
+        cfg.record.as_deref(),
+        cfg.outputs.redact,
+    )?;
     let target = SignalTarget::default();
     supervise::spawn_signal_thread(target.clone(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;

@@ -52,6 +52,7 @@ pub struct Session {
     pub receive_buffer: u64,
     enricher: Option<Enricher>,
     clocks: std::sync::OnceLock<procfs::Clocks>,
+    record_redact: bool,
     flush_due: Option<Instant>,
     held: std::collections::VecDeque<CaptureMsg>,
 }
@@ -81,6 +82,7 @@ impl Session {
             receive_buffer: 0,
             enricher: None,
             clocks: std::sync::OnceLock::new(),
+            record_redact: true,
             flush_due: None,
             held: std::collections::VecDeque::new(),
         }
@@ -94,6 +96,7 @@ impl Session {
         sinks: Fanout,
         enrich: bool,
         record: Option<&str>,
+        redact: bool,
     ) -> Result<Session, crate::ProctraceError> {
         use crate::ProctraceError::Io;
         let receive_buffer = conn.receive_buffer() as u64;
@@ -107,6 +110,7 @@ impl Session {
         let mut s = Session::new(capture, tracker, sinks, enrich);
         s.receive_buffer = receive_buffer;
         s.enricher = enricher;
+        s.record_redact = redact;
         if let Some(path) = record {
             s.record_to(path)
                 .map_err(|e| Io(format!("cannot create capture file '{path}'"), e))?;
@@ -252,10 +256,34 @@ impl Session {
     }
 
     fn record_event(&mut self, ev: &Event) {
-        if let Some(rec) = self.record.as_mut() {
-            let _ = serde_json::to_writer(&mut *rec, ev);
-            let _ = rec.write_all(b"\n");
+        let Some(rec) = self.record.as_mut() else { return };
+        // A capture is an output too: URL credentials stay out of it unless asked for.
+        if let (true, Event::ExecDetails { tgid, details }) = (self.record_redact, ev) {
+            if let Some(argv) = &details.argv {
+                if argv
+                    .iter()
+                    .any(|a| matches!(crate::redact::redact_arg(a), std::borrow::Cow::Owned(_)))
+                {
+                    let mut d = details.clone();
+                    d.argv = Some(
+                        argv.iter()
+                            .map(|a| crate::redact::redact_arg(a).into_owned())
+                            .collect(),
+                    );
+                    let _ = serde_json::to_writer(
+                        &mut *rec,
+                        &Event::ExecDetails {
+                            tgid: *tgid,
+                            details: d,
+                        },
+                    );
+                    let _ = rec.write_all(b"\n");
+                    return;
+                }
+            }
         }
+        let _ = serde_json::to_writer(&mut *rec, ev);
+        let _ = rec.write_all(b"\n");
     }
 
     /// `/proc` ancestry of `pid` up to the first process the tracker follows, oldest first; empty

@@ -49,7 +49,14 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         retain_exited: false,
         want_details: true,
     });
-    let mut s = Session::open(conn, tracker, sinks, cfg.enrich, cfg.record.as_deref())?;
+    let mut s = Session::open(
+        conn,
+        tracker,
+        sinks,
+        cfg.enrich,
+        cfg.record.as_deref(),
+        cfg.outputs.redact,
+    )?;
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };

@@ -149,7 +149,13 @@ fn forged_datagrams_during_a_run_are_rejected_and_counted() {
 #[test]
 fn credentials_in_argv_are_redacted_unless_asked() {
     let url = "https://user:s3cret@example.invalid/repo.git";
-    let (out, lines) = run(&[], &["sh", "-c", "sleep 0.05", url]);
+    let cap = tmp("secret-capture.jsonl");
+    let (out, lines) = run(&["--record", &cap], &["sh", "-c", "sleep 0.05", url]);
+    let recorded = std::fs::read_to_string(&cap).unwrap();
+    assert!(
+        !recorded.contains("s3cret") && recorded.contains("<REDACTED>"),
+        "{recorded}"
+    );
     let text = lines.iter().map(|l| l.to_string()).collect::<String>();
     assert!(!text.contains("s3cret"), "{text}");
     assert!(!stderr(&out).contains("s3cret"), "the tree too: {}", stderr(&out));
