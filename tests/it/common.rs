@@ -44,7 +44,7 @@ pub fn run(extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>) {
         .arg("--")
         .args(argv)
         .env("NO_COLOR", "1")
-        .env("SHAPES_LINGER_MS", "30")
+        .env("SHAPES_LINGER_MS", "100")
         .output()
         .unwrap();
     let lines = read_lines(&out_file);

@@ -110,7 +110,7 @@ fn an_unprivileged_user_can_trace_on_this_kernel() {
             "--",
             "sh",
             "-c",
-            "sleep 0.05; exit 4",
+            "sleep 0.2; exit 4",
         ])
         .current_dir("/")
         .output()
@@ -119,7 +119,7 @@ fn an_unprivileged_user_can_trace_on_this_kernel() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("\"argv\":[\"sh\",\"-c\",\"sleep 0.05; exit 4\"]"),
+        text.contains("\"argv\":[\"sh\",\"-c\",\"sleep 0.2; exit 4\"]"),
         "{text}"
     );
     assert!(text.contains("\"uid\":65534"), "{text}");

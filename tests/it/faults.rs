@@ -9,7 +9,7 @@ use crate::common::*;
 fn forced_overflow_is_reported_and_matches_the_kernels_drop_counter() {
     let sh = shapes();
     let out_file = tmp("overflow.jsonl");
-    let gens = 3;
+    let gens = 4;
     let per = 3000;
     let script = (0..gens)
         .map(|_| format!("{sh} storm {per} &"))

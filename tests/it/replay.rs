@@ -8,7 +8,7 @@ fn record_then_replay_gives_the_same_facts() {
     let cap = tmp("cap.jsonl");
     let (out, live) = run(
         &["--record", &cap],
-        &["sh", "-c", "/bin/true; sh -c 'sleep 0.05; exit 3'; exit 2"],
+        &["sh", "-c", "/bin/true; sh -c 'sleep 0.2; exit 3'; exit 2"],
     );
     assert_eq!(out.status.code(), Some(2));
     let root = live.iter().find(|l| l["event"] == "fork").unwrap()["pid"]
@@ -28,7 +28,7 @@ fn record_then_replay_gives_the_same_facts() {
             .collect()
     };
     assert_eq!(body(&live), body(&replayed));
-    assert!(stderr(&out).contains("sh -c 'sleep 0.05; exit 3'"));
+    assert!(stderr(&out).contains("sh -c 'sleep 0.2; exit 3'"));
 }
 
 #[test]

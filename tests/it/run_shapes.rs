@@ -3,12 +3,12 @@ use crate::common::*;
 
 fn script(shapes: &str) -> String {
     format!(
-        "sleep 0.05 | tr a b | cat >/dev/null
+        "sleep 0.2 | tr a b | cat >/dev/null
          {shapes} double-fork 3
-         sh -c 'sleep 0.05; kill -KILL $$'
-         sh -c 'sleep 0.05; exit 5'
-         {shapes} thread-exec /bin/sleep 0.05
-         {shapes} exec-twice /bin/sleep 0.05
+         sh -c 'sleep 0.2; kill -KILL $$'
+         sh -c 'sleep 0.2; exit 5'
+         {shapes} thread-exec /bin/sleep 0.2
+         {shapes} exec-twice /bin/sleep 0.2
          {shapes} fork-no-exec
          exit 0"
     )
@@ -65,17 +65,17 @@ fn known_tree_gives_exact_records() {
     assert_eq!(end["background"], 1);
 
     // Killed by a signal, and a non-zero exit.
-    let killed = find(&ps, &["sh", "-c", "sleep 0.05; kill -KILL $$"]);
+    let killed = find(&ps, &["sh", "-c", "sleep 0.2; kill -KILL $$"]);
     assert_eq!(killed.exits[0]["signal"], 9);
     assert!(killed.exits[0].get("code").is_none());
-    assert_eq!(find(&ps, &["sh", "-c", "sleep 0.05; exit 5"]).exits[0]["code"], 5);
+    assert_eq!(find(&ps, &["sh", "-c", "sleep 0.2; exit 5"]).exits[0]["code"], 5);
 
     // Exec from a non-leader thread: one process, two execs, one exit.
     let te = find(&ps, &[sh, "thread-exec"]);
     assert_eq!(te.execs.len(), 2);
     assert_eq!(
         te.execs[1].as_deref(),
-        Some(&["/bin/sleep".to_string(), "0.05".to_string()][..])
+        Some(&["/bin/sleep".to_string(), "0.2".to_string()][..])
     );
     assert_eq!(te.exits.len(), 1);
     assert_eq!(te.exits[0]["code"], 0);
@@ -89,7 +89,7 @@ fn known_tree_gives_exact_records() {
     assert_eq!(et.execs.len(), 3);
     assert_eq!(
         et.execs[2].as_deref(),
-        Some(&["/bin/sleep".to_string(), "0.05".to_string()][..])
+        Some(&["/bin/sleep".to_string(), "0.2".to_string()][..])
     );
 
     // Fork without exec is a process too.
@@ -150,7 +150,7 @@ fn forged_datagrams_during_a_run_are_rejected_and_counted() {
 fn credentials_in_argv_are_redacted_unless_asked() {
     let url = "https://user:s3cret@example.invalid/repo.git";
     let cap = tmp("secret-capture.jsonl");
-    let (out, lines) = run(&["--record", &cap], &["sh", "-c", "sleep 0.05", url]);
+    let (out, lines) = run(&["--record", &cap], &["sh", "-c", "sleep 0.2", url]);
     let recorded = std::fs::read_to_string(&cap).unwrap();
     assert!(
         !recorded.contains("s3cret") && recorded.contains("<REDACTED>"),
@@ -161,7 +161,7 @@ fn credentials_in_argv_are_redacted_unless_asked() {
     assert!(!stderr(&out).contains("s3cret"), "the tree too: {}", stderr(&out));
     assert!(stderr(&out).contains("user:<REDACTED>@"), "{}", stderr(&out));
     assert!(text.contains("https://user:<REDACTED>@example.invalid/repo.git"));
-    let (_, lines) = run(&["--no-redact"], &["sh", "-c", "sleep 0.05", url]);
+    let (_, lines) = run(&["--no-redact"], &["sh", "-c", "sleep 0.2", url]);
     let text = lines.iter().map(|l| l.to_string()).collect::<String>();
     assert!(text.contains("s3cret"));
 }

@@ -35,7 +35,7 @@ fn watch_system_wide_sees_a_marked_process() {
 #[test]
 fn watch_a_subtree_until_it_is_gone() {
     let mut target = Command::new("sh")
-        .args(["-c", "sleep 0.6; /bin/sleep 0.05; exit 0"])
+        .args(["-c", "sleep 0.6; /bin/sleep 0.2; exit 0"])
         .spawn()
         .unwrap();
     let pid = target.id();
@@ -49,7 +49,7 @@ fn watch_a_subtree_until_it_is_gone() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("{pid}")), "{text}");
     assert!(text.contains("(already running)"), "{text}");
-    assert!(text.contains("/bin/sleep 0.05"), "{text}");
+    assert!(text.contains("/bin/sleep 0.2"), "{text}");
     assert!(
         text.lines()
             .any(|l| l.contains("exit") && l.contains(&pid.to_string())),
