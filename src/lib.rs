@@ -93,6 +93,10 @@ pub struct Outputs {
     pub color_allowed: bool,
     /// Hide URL credentials in argv.
     pub redact: bool,
+    /// git Trace2 targets for the observed processes.
+    pub trace2: Vec<sink::trace2::Trace2Target>,
+    /// Trace2 brief mode.
+    pub trace2_brief: bool,
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -119,6 +123,11 @@ impl Outputs {
                 format!("JSON Lines to {path}"),
                 Box::new(sink::jsonl::JsonLines::new(out, self.redact)),
             );
+        }
+        if !self.trace2.is_empty() {
+            let t2 = sink::trace2::Trace2Sink::new(&self.trace2, self.trace2_brief, self.redact)
+                .map_err(|e| ProctraceError::Io("cannot open trace2 output".into(), e))?;
+            f.add("trace2 output", Box::new(t2));
         }
         if self.human_stdout {
             let color = color_for(std::io::stdout().is_terminal(), self.color_allowed);

@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use proctrace::run::{RunConfig, run};
+use proctrace::sink::trace2::Trace2Target;
 use proctrace::sink::{Fanout, Header, Mode};
 use proctrace::watch::{WatchConfig, watch};
 use proctrace::{Outputs, ProctraceError, TreeMode, exit_codes, replay};
+use trace2::TargetKind;
 
 /// Every process a command starts — or the whole system — with the kernel's timestamps.
 #[derive(Parser, Debug)]
@@ -37,6 +39,19 @@ struct Common {
     /// Never colour output (also: NO_COLOR=1).
     #[arg(long)]
     no_color: bool,
+    /// Also write git Trace2 `event` JSON lines to DEST (a file, a directory for one file per
+    /// process, af_unix:PATH, or a descriptor 1-9), one trace2 session per observed process.
+    #[arg(long, value_name = "DEST")]
+    trace2_event: Option<String>,
+    /// Also write git Trace2 `perf` lines to DEST.
+    #[arg(long, value_name = "DEST")]
+    trace2_perf: Option<String>,
+    /// Also write git Trace2 `normal` lines to DEST.
+    #[arg(long, value_name = "DEST")]
+    trace2_normal: Option<String>,
+    /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
+    #[arg(long)]
+    trace2_brief: bool,
     /// Record every event (with /proc details) to FILE for `proctrace replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<String>,
@@ -122,6 +137,15 @@ fn outputs(c: &Common, human_stdout: bool, tree: TreeMode) -> Outputs {
         tree,
         color_allowed: !c.no_color,
         redact: !c.no_redact,
+        trace2: [
+            (TargetKind::Normal, &c.trace2_normal),
+            (TargetKind::Perf, &c.trace2_perf),
+            (TargetKind::Event, &c.trace2_event),
+        ]
+        .into_iter()
+        .filter_map(|(kind, v)| v.clone().map(|value| Trace2Target { kind, value }))
+        .collect(),
+        trace2_brief: c.trace2_brief,
     }
 }
 
@@ -184,6 +208,8 @@ fn main() {
                 tree: TreeMode::Full,
                 color_allowed: true,
                 redact: !no_redact,
+                trace2: Vec::new(),
+                trace2_brief: false,
             };
             let mut sinks: Fanout = out.open_sinks()?;
             let first = events.iter().find_map(|e| e.ts()).unwrap_or(0);

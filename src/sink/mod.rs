@@ -11,6 +11,7 @@ use crate::tracker::{Fact, Tracker, TrackerStats};
 pub mod json;
 pub mod jsonl;
 pub mod lines;
+pub mod trace2;
 pub mod tree;
 
 /// How the session was asked for.

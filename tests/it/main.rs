@@ -8,4 +8,5 @@ mod replay;
 mod run_shapes;
 mod run_spawns;
 mod run_status;
+mod trace2_out;
 mod watch;
