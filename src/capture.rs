@@ -11,7 +11,6 @@ use std::thread::JoinHandle;
 
 use cnproc::{Connector, EventKind, Received};
 
-use crate::enrich::ExecNotice;
 use crate::event::Event;
 
 /// What the drain thread sends.
@@ -96,6 +95,9 @@ pub fn convert(item: &Received) -> Option<Event> {
     })
 }
 
+/// Pause after each non-empty drain (see the drain loop).
+const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// A running drain thread.
 pub struct Capture {
     tx: Sender<CaptureMsg>,
@@ -109,10 +111,7 @@ pub struct Capture {
 
 impl Capture {
     /// Starts draining `conn` on its own thread.
-    ///
-    /// With `on_exec`, every exec is also announced there the moment it is received, so `/proc`
-    /// can be read before a short-lived process is gone (see [`crate::enrich`]).
-    pub fn start(mut conn: Connector, on_exec: Option<Sender<ExecNotice>>) -> std::io::Result<Capture> {
+    pub fn start(mut conn: Connector) -> std::io::Result<Capture> {
         let (tx, rx) = mpsc::channel();
         let (recycle, recycled) = mpsc::channel::<Vec<Event>>();
         let stop = Arc::new(AtomicBool::new(false));
@@ -128,24 +127,20 @@ impl Capture {
                     items.clear();
                     let stopping = stop2.load(Ordering::Acquire);
                     let r = conn.recv(&mut items, if stopping { 0 } else { 500 });
+                    if !stopping && !items.is_empty() {
+                        // Let events gather: one wakeup per burst instead of one per event. Every
+                        // wakeup is paid for by the traced processes too (the kernel wakes us from
+                        // their fork/exec/exit path), so this is most of proctrace's overhead.
+                        // The buffer holds tens of thousands of events; the enricher has its own
+                        // socket and is woken at once.
+                        std::thread::sleep(DRAIN_PAUSE);
+                    }
                     if let Err(e) = r {
                         let _ = tx.send(CaptureMsg::Failed(e.to_string()));
                         return;
                     }
                     if stopping {
                         conn.finish(&mut items);
-                    }
-                    if let Some(tx) = &on_exec {
-                        for it in &items {
-                            if let Received::Event(ev) = it {
-                                if let EventKind::Exec { tgid, .. } = ev.kind {
-                                    let _ = tx.send(ExecNotice {
-                                        tgid,
-                                        ts: ev.timestamp_ns,
-                                    });
-                                }
-                            }
-                        }
                     }
                     if !items.is_empty() {
                         let mut batch = recycled.try_recv().unwrap_or_default();

@@ -52,6 +52,9 @@ struct Common {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
+    /// Do not read argv, exe and cwd from /proc after each exec: lowest overhead, no argv.
+    #[arg(long)]
+    no_enrich: bool,
     /// Record every event (with /proc details) to FILE for `proctrace replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<String>,
@@ -91,9 +94,6 @@ enum Cmd {
         /// Stop after SECS seconds.
         #[arg(long, value_name = "SECS")]
         duration: Option<f64>,
-        /// Do not read argv, exe and cwd from /proc after each exec.
-        #[arg(long)]
-        no_enrich: bool,
     },
     /// Replay a capture recorded with --record through the model and outputs.
     Replay {
@@ -178,20 +178,20 @@ fn main() {
                 fail_on_leak,
                 connector: connector(&common),
                 record: common.record.clone(),
+                enrich: !common.no_enrich,
             })
         })(),
         Cmd::Watch {
             common,
             pid,
             duration,
-            no_enrich,
         } => (|| {
             watch(WatchConfig {
                 root: pid,
                 outputs: outputs(&common, common.output.is_none(), TreeMode::None),
                 duration: duration.map(|v| secs(v, "--duration")).transpose()?,
                 connector: connector(&common),
-                enrich: !no_enrich,
+                enrich: !common.no_enrich,
                 record: common.record.clone(),
             })
         })(),

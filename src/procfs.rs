@@ -11,6 +11,9 @@ use crate::event::{ExecDetails, Pid};
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
+    // Cheapest first and fewest: every read here competes with the process we are reading
+    // (cmdline needs its memory map), so no /proc/PID/status: the owner of /proc/PID is the
+    // process's effective uid, and comm is read only when argv could not be.
     let mut path = ProcPath::new(pid);
     let argv = read_small(path.file("cmdline")).and_then(|b| split_cmdline(&b));
     let exe = fs::read_link(path.file("exe"))
@@ -19,9 +22,15 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
     let cwd = fs::read_link(path.file("cwd"))
         .ok()
         .map(|p| p.to_string_lossy().into_owned());
-    let (comm, uid) = match read_small(path.file("status")) {
-        Some(b) => parse_status(&b),
-        None => (None, None),
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(path.file("")).ok().map(|m| m.uid())
+    };
+    let comm = match &argv {
+        Some(a) => a.first().map(|a0| comm_from_argv0(a0, exe.as_deref())),
+        None => {
+            read_small(path.file("comm")).map(|b| String::from_utf8_lossy(b.trim_ascii_end()).into_owned())
+        }
     };
     ExecDetails {
         argv,
@@ -30,6 +39,22 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
         uid,
         comm,
     }
+}
+
+/// The kernel names a process after the path it exec'd (base name, at most 15 bytes), which is
+/// almost always argv[0]; the resolved executable stands in when argv[0] is empty.
+fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
+    let src = if argv0.is_empty() {
+        exe.unwrap_or(argv0)
+    } else {
+        argv0
+    };
+    let base = src.rsplit('/').next().unwrap_or(src);
+    let mut end = base.len().min(15);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    base[..end].to_string()
 }
 
 /// `/proc/<pid>/<file>` without allocating a new string per file.

@@ -33,6 +33,8 @@ pub struct RunConfig {
     pub connector: cnproc::Options,
     /// Record events for replay.
     pub record: Option<String>,
+    /// Read argv/exe/cwd from `/proc` after each exec.
+    pub enrich: bool,
 }
 
 /// How a probe of a leftover process went.
@@ -80,13 +82,14 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     let tracker = Tracker::new(TrackerOptions {
         scope: Scope::Tree,
         retain_exited: true,
-        want_details: true,
+        want_details: cfg.enrich,
     });
     let mut s = Session::open(
         conn,
+        &cfg.connector,
         tracker,
         sinks,
-        true,
+        cfg.enrich,
         cfg.record.as_deref(),
         cfg.outputs.redact,
     )?;

@@ -92,6 +92,7 @@ impl Session {
     /// wires them to a tracker and sinks; `record` also writes every event for replay.
     pub fn open(
         conn: cnproc::Connector,
+        conn_opts: &cnproc::Options,
         tracker: Tracker,
         sinks: Fanout,
         enrich: bool,
@@ -100,13 +101,13 @@ impl Session {
     ) -> Result<Session, crate::ProctraceError> {
         use crate::ProctraceError::Io;
         let receive_buffer = conn.receive_buffer() as u64;
-        let (exec_tx, enricher) = if enrich {
-            let (tx, e) = crate::enrich::start().map_err(|e| Io("starting enricher".into(), e))?;
-            (Some(tx), Some(e))
-        } else {
-            (None, None)
+        // The enricher subscribes before the command exists, so it sees every exec the main
+        // socket will.
+        let enricher = match enrich {
+            true => Some(crate::enrich::start(conn_opts).map_err(crate::ProctraceError::Connector)?),
+            false => None,
         };
-        let capture = Capture::start(conn, exec_tx).map_err(|e| Io("starting capture".into(), e))?;
+        let capture = Capture::start(conn).map_err(|e| Io("starting capture".into(), e))?;
         let mut s = Session::new(capture, tracker, sinks, enrich);
         s.receive_buffer = receive_buffer;
         s.enricher = enricher;

@@ -51,6 +51,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     });
     let mut s = Session::open(
         conn,
+        &cfg.connector,
         tracker,
         sinks,
         cfg.enrich,

@@ -165,3 +165,18 @@ fn credentials_in_argv_are_redacted_unless_asked() {
     let text = lines.iter().map(|l| l.to_string()).collect::<String>();
     assert!(text.contains("s3cret"));
 }
+
+#[test]
+fn no_enrich_reads_nothing_from_proc() {
+    let (out, lines) = run(&["--no-enrich"], &["sh", "-c", "sleep 0.2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let execs: Vec<_> = lines.iter().filter(|l| l["event"] == "exec").collect();
+    assert!(!execs.is_empty());
+    assert!(
+        execs
+            .iter()
+            .all(|l| l["argv"].is_null() && l.get("exe").is_none()),
+        "{execs:?}"
+    );
+    assert_eq!(lines.last().unwrap()["execs_with_argv"], 0);
+}
