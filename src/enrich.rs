@@ -39,6 +39,7 @@ pub struct Enricher {
     early: VecDeque<(ExecNotice, ExecDetails)>,
     stop: Arc<AtomicBool>,
     waker: cnproc::Waker,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Subscribes an EXEC-only socket and starts the enricher thread on it.
@@ -54,7 +55,7 @@ pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
     let (rtx, rrx) = mpsc::channel();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("pt-enrich".into())
         .spawn(move || {
             raise_priority();
@@ -94,6 +95,7 @@ pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
         early: VecDeque::new(),
         stop,
         waker,
+        thread: Some(thread),
     })
 }
 
@@ -145,6 +147,10 @@ impl Drop for Enricher {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         self.waker.wake();
+        // Joined so that its socket's IGNORE reaches the kernel before proctrace exits.
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

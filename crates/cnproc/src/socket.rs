@@ -17,6 +17,8 @@ use crate::parse::{Rejected, parse};
 
 /// Bytes of receive buffer the kernel charges per queued event (skb truesize).
 pub const BYTES_PER_QUEUED_EVENT: usize = 832;
+/// Sockets opened by this process, to keep their ack numbers apart.
+static SOCKETS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// Messages fetched per `recvmmsg` call.
 const BATCH: usize = 64;
 /// Receive buffer per message; events are 76 bytes, anything larger is forged or foreign.
@@ -296,7 +298,12 @@ impl Connector {
             addrs: Box::new(unsafe { std::mem::zeroed() }),
             effective_buffer,
             kernel_filter: false,
-            seq_counter: std::process::id().wrapping_mul(2_654_435_761),
+            // Acks are multicast to every listener: make this socket's ack numbers its own.
+            seq_counter: std::process::id().wrapping_mul(2_654_435_761).wrapping_add(
+                SOCKETS
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    .wrapping_mul(0x1000_0000),
+            ),
             raw_tap: None,
             keep_acks: true,
         };
