@@ -206,6 +206,7 @@ pub struct Connector {
     seq_counter: u32,
     raw_tap: Option<Vec<u8>>,
     keep_acks: bool,
+    mask: Option<u32>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -306,6 +307,7 @@ impl Connector {
             ),
             raw_tap: None,
             keep_acks: true,
+            mask: None,
         };
         // 6.6+ form first (mask 0 = all events; this one is acked), then the legacy 4-byte op.
         let acked = match c.control(abi::PROC_CN_MCAST_LISTEN, Some(what::ALL), opts.ack_timeout)? {
@@ -354,6 +356,7 @@ impl Connector {
                     attach_bpf_filter(c.fd.as_raw_fd(), mask)?;
                 }
                 c.filtered = true;
+                c.mask = Some(mask);
             }
         }
         c.keep_acks = false;
@@ -464,10 +467,12 @@ impl Connector {
     pub fn recv(&mut self, out: &mut Vec<Received>, timeout_ms: i32) -> Result<usize, RecvError> {
         let start = out.len();
         if !self.pending.is_empty() {
+            let mask = self.mask;
             for ev in self.pending.drain(..) {
-                if !matches!(ev.kind, EventKind::Ack { .. }) {
-                    self.stats.events += 1;
+                if matches!(ev.kind, EventKind::Ack { .. }) || mask.is_some_and(|m| !wanted(m, &ev.kind)) {
+                    continue;
                 }
+                self.stats.events += 1;
                 out.push(Received::Event(ev));
             }
         }
@@ -610,6 +615,10 @@ impl Connector {
                                 }));
                             }
                         }
+                        if self.mask.is_some_and(|m| !wanted(m, &ev.kind)) {
+                            // Queued before the filter took effect: the caller asked not to see it.
+                            continue;
+                        }
                         if matches!(ev.kind, EventKind::Ack { .. }) {
                             // Control replies (ours and, multicast, everyone else's) are not events.
                             if self.keep_acks {
@@ -676,6 +685,26 @@ impl Connector {
     pub fn finish(&mut self, out: &mut Vec<Received>) {
         self.account_socket_drops(out);
     }
+}
+
+/// Whether an event passes an event-type mask (acks always do).
+fn wanted(mask: u32, kind: &EventKind) -> bool {
+    let what = match kind {
+        EventKind::Ack { .. } => return true,
+        EventKind::Fork { .. } => what::FORK,
+        EventKind::Exec { .. } => what::EXEC,
+        EventKind::Uid { .. } => what::UID,
+        EventKind::Gid { .. } => what::GID,
+        EventKind::Sid { .. } => what::SID,
+        EventKind::Ptrace { .. } => what::PTRACE,
+        EventKind::Comm { .. } => what::COMM,
+        EventKind::Coredump { .. } => what::COREDUMP,
+        EventKind::Exit { exit_code, .. } => {
+            return mask & what::EXIT != 0 || (mask & what::NONZERO_EXIT != 0 && *exit_code != 0);
+        }
+        EventKind::Unknown { what } => *what,
+    };
+    mask & what != 0
 }
 
 enum Batch {
