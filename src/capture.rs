@@ -123,18 +123,11 @@ impl Capture {
             .spawn(move || {
                 crate::enrich::raise_priority();
                 let mut items: Vec<Received> = Vec::with_capacity(4096);
+                let mut last_busy = std::time::Instant::now() - DRAIN_PAUSE;
                 loop {
                     items.clear();
                     let stopping = stop2.load(Ordering::Acquire);
                     let r = conn.recv(&mut items, if stopping { 0 } else { 500 });
-                    if !stopping && !items.is_empty() {
-                        // Let events gather: one wakeup per burst instead of one per event. Every
-                        // wakeup is paid for by the traced processes too (the kernel wakes us from
-                        // their fork/exec/exit path), so this is most of proctrace's overhead.
-                        // The buffer holds tens of thousands of events; the enricher has its own
-                        // socket and is woken at once.
-                        std::thread::sleep(DRAIN_PAUSE);
-                    }
                     if let Err(e) = r {
                         let _ = tx.send(CaptureMsg::Failed(e.to_string()));
                         return;
@@ -149,6 +142,19 @@ impl Capture {
                         if tx.send(CaptureMsg::Events(batch)).is_err() {
                             return;
                         }
+                    }
+                    if !stopping && !items.is_empty() {
+                        // In a busy stream, let events gather: one wakeup per burst instead of one
+                        // per event. Every wakeup is paid for by the traced processes too (the
+                        // kernel wakes us from their fork/exec/exit path), so this is most of
+                        // proctrace's overhead. The buffer holds tens of thousands of events; the
+                        // enricher has its own socket and is woken at once. An isolated event is
+                        // passed on without delay, and a stop request cuts the pause short.
+                        let now = std::time::Instant::now();
+                        if now.duration_since(last_busy) < DRAIN_PAUSE {
+                            conn.pause(DRAIN_PAUSE);
+                        }
+                        last_busy = now;
                     }
                     if stopping {
                         let _ = tx.send(CaptureMsg::Done(conn.stats()));

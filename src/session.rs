@@ -54,13 +54,7 @@ pub struct Session {
     clocks: std::sync::OnceLock<procfs::Clocks>,
     record_redact: bool,
     flush_due: Option<Instant>,
-    held: std::collections::VecDeque<CaptureMsg>,
 }
-
-/// Batches smaller than this make the model thread wait [`COALESCE_WAIT`] for company.
-const COALESCE_BELOW: usize = 64;
-/// How long the model thread lets a trickle of events accumulate.
-const COALESCE_WAIT: Duration = Duration::from_millis(1);
 
 /// Longest time a line waits in memory before it is written.
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
@@ -84,7 +78,6 @@ impl Session {
             clocks: std::sync::OnceLock::new(),
             record_redact: true,
             flush_due: None,
-            held: std::collections::VecDeque::new(),
         }
     }
 
@@ -147,9 +140,6 @@ impl Session {
             Some(due) => timeout.min(due.saturating_duration_since(Instant::now())),
             None => timeout,
         };
-        if let Some(m) = self.held.pop_front() {
-            return self.handle(m);
-        }
         let msg = match self.capture.rx.recv_timeout(wait) {
             Ok(m) => m,
             Err(RecvTimeoutError::Timeout) => {
@@ -160,27 +150,6 @@ impl Session {
             }
             Err(RecvTimeoutError::Disconnected) => return Pumped::Ended,
         };
-        if let CaptureMsg::Events(batch) = &msg {
-            if batch.len() < COALESCE_BELOW {
-                // A trickle: let more arrive and take them in one go. Each wakeup of this thread
-                // costs more than handling a few dozen events, and nothing here is urgent (the
-                // enricher is fed directly by the drain thread).
-                std::thread::sleep(COALESCE_WAIT);
-                self.handle(msg);
-                while let Ok(m) = self.capture.rx.try_recv() {
-                    match m {
-                        CaptureMsg::Events(_) => {
-                            self.handle(m);
-                        }
-                        other => {
-                            self.held.push_back(other);
-                            break;
-                        }
-                    }
-                }
-                return Pumped::Events;
-            }
-        }
         self.handle(msg)
     }
 

@@ -123,7 +123,7 @@ pub struct ProcessRecord {
     pub ppid: Pid,
     /// Parent's record, when tracked.
     pub parent: Option<ProcId>,
-    /// Child processes, in fork order.
+    /// Child processes, in fork order (kept only when exited records are retained).
     pub children: Vec<ProcId>,
     /// Fork timestamp; `None` for a process that existed before tracing began and whose start
     /// was not supplied.
@@ -367,7 +367,7 @@ impl Tracker {
         let id = self.insert(rec);
         match parent {
             Some(p) => {
-                self.with(p, |r| r.children.push(id));
+                self.link_child(p, id);
             }
             None => self.roots.push(id),
         }
@@ -486,6 +486,14 @@ impl Tracker {
         s.rec.as_mut().map(f)
     }
 
+    /// Records `child` under `parent`. Only when exited records are kept: a long-lived parent in
+    /// `watch` (systemd, a CI agent) would otherwise grow its list by one entry per child forever.
+    fn link_child(&mut self, parent: ProcId, child: ProcId) {
+        if self.opts.retain_exited {
+            self.with(parent, |r| r.children.push(child));
+        }
+    }
+
     /// A process the tracker has not seen fork: tracked only with [`Scope::All`].
     ///
     /// An expected root whose FORK was lost (the socket overflowed) is created here too, on its
@@ -505,7 +513,7 @@ impl Tracker {
         let id = self.insert(ProcessRecord::new(pid, ppid, parent, None, true));
         match parent {
             Some(p) => {
-                self.with(p, |r| r.children.push(id));
+                self.link_child(p, id);
             }
             None => self.roots.push(id),
         }
@@ -607,7 +615,7 @@ impl Tracker {
                 let id = self.insert(rec);
                 match parent {
                     Some(p) => {
-                        self.with(p, |r| r.children.push(id));
+                        self.link_child(p, id);
                     }
                     None => self.roots.push(id),
                 }
@@ -728,7 +736,7 @@ impl Tracker {
                     let mut rec = ProcessRecord::new(tgid, ppid, Some(parent), start_ns, false);
                     rec.comm = self.get(parent).and_then(|r| r.comm.clone());
                     let id = self.insert(rec);
-                    self.with(parent, |r| r.children.push(id));
+                    self.link_child(parent, id);
                     self.stats.recovered += 1;
                     facts.push(Fact::Fork(id));
                 }
@@ -1082,6 +1090,28 @@ mod tests {
         assert_eq!(t.stats().held, 0);
         assert!(t.stats().peak_held <= 2, "{:?}", t.stats());
         assert!(t.slots.len() <= 2);
+    }
+
+    #[test]
+    fn a_long_lived_parent_does_not_grow_in_watch_mode() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: false,
+            want_details: false,
+        });
+        let mut f = Vec::new();
+        t.apply(&fork(1, 1, 50), &mut f);
+        let parent = t.lookup(50).unwrap();
+        for i in 0..50_000u64 {
+            let pid = 100 + (i % 20_000) as i32;
+            t.apply(&fork(i * 10 + 2, 50, pid), &mut f);
+            t.apply(&exit(i * 10 + 3, pid, 0), &mut f);
+            f.clear();
+            t.sweep();
+        }
+        assert!(t.get(parent).unwrap().children.is_empty());
+        assert!(t.stats().peak_held <= 3, "{:?}", t.stats());
+        assert_eq!(t.roots().len(), 1);
     }
 
     #[test]

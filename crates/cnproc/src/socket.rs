@@ -441,6 +441,22 @@ impl Connector {
         }
     }
 
+    /// Sleeps up to `dur` without reading, returning early on a [`Waker::wake`]. Lets a caller
+    /// batch a busy stream (events queue in the kernel meanwhile) and still stop promptly.
+    pub fn pause(&self, dur: Duration) {
+        let mut fds = [libc::pollfd {
+            fd: self.wake_fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let ms = dur.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: fds is a valid array of one pollfd.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+        if rc > 0 {
+            // Leave the wake pending for the next recv, which drains the eventfd.
+        }
+    }
+
     /// Whether a kernel-side event filter is active (sequence gaps are then not losses).
     pub fn is_filtered(&self) -> bool {
         self.filtered
