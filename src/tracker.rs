@@ -832,11 +832,7 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: true,
-        });
+        let mut t = tracker(Scope::Tree, true, true);
         t.expect_root(root);
         let mut facts = Vec::new();
         for e in events {
@@ -918,6 +914,14 @@ mod tests {
         assert!(r.execs.windows(2).all(|w| w[0].ts < w[1].ts));
     }
 
+    fn tracker(scope: Scope, retain_exited: bool, want_details: bool) -> Tracker {
+        Tracker::new(TrackerOptions {
+            scope,
+            retain_exited,
+            want_details,
+        })
+    }
+
     fn fork(ts: u64, parent: i32, child: i32) -> Event {
         Event::Fork {
             ts,
@@ -938,11 +942,7 @@ mod tests {
 
     #[test]
     fn lost_exit_then_reuse_closes_the_old_instance_as_unknown() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::Tree, true, false);
         t.expect_root(10);
         let mut f = Vec::new();
         for e in [
@@ -972,11 +972,7 @@ mod tests {
 
     #[test]
     fn a_lost_root_fork_still_gives_a_tree() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::Tree, true, false);
         t.expect_root(10);
         let mut f = Vec::new();
         for e in [
@@ -999,11 +995,7 @@ mod tests {
 
     #[test]
     fn after_a_loss_unknown_descendants_are_resolved_from_ancestry() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::Tree, true, false);
         t.expect_root(10);
         let mut f = Vec::new();
         t.apply(&fork(1, 1, 10), &mut f);
@@ -1041,22 +1033,14 @@ mod tests {
             exit(4, 77, 1),
             exit(5, 10, 0),
         ];
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::Tree, true, false);
         t.expect_root(10);
         let mut f = Vec::new();
         for e in &events {
             t.apply(e, &mut f);
         }
         assert_eq!(t.stats().processes, 1);
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::All, true, false);
         for e in &events {
             t.apply(e, &mut f);
         }
@@ -1066,11 +1050,7 @@ mod tests {
 
     #[test]
     fn watch_mode_memory_stays_flat() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: false,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::All, false, false);
         let mut f = Vec::new();
         for i in 0..100_000u64 {
             let pid = 1000 + (i % 30_000) as i32;
@@ -1094,11 +1074,7 @@ mod tests {
 
     #[test]
     fn a_long_lived_parent_does_not_grow_in_watch_mode() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: false,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::All, false, false);
         let mut f = Vec::new();
         t.apply(&fork(1, 1, 50), &mut f);
         let parent = t.lookup(50).unwrap();
@@ -1116,11 +1092,7 @@ mod tests {
 
     #[test]
     fn uid_changes_reported_once_per_process_not_per_thread() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: true,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::All, true, false);
         let mut f = Vec::new();
         t.apply(&fork(1, 1, 10), &mut f);
         f.clear();
