@@ -142,12 +142,12 @@ fn a_full_filesystem_stops_the_output_not_the_command() {
 }
 
 /// strace's view: per pid, the exit statuses of each process instance, in order.
-fn strace_processes(path: &str) -> BTreeMap<i64, Vec<String>> {
+fn strace_processes(path: &str) -> (i64, BTreeMap<i64, Vec<String>>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut threads = HashSet::new();
     let mut unfinished: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
     let mut procs: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    let mut first = true;
+    let mut first = None;
     for line in text.lines() {
         let Some((pid, rest)) = line.split_once(' ') else {
             continue;
@@ -156,9 +156,9 @@ fn strace_processes(path: &str) -> BTreeMap<i64, Vec<String>> {
             continue;
         };
         let rest = rest.trim_start();
-        if first {
+        if first.is_none() {
             procs.entry(pid).or_default();
-            first = false;
+            first = Some(pid);
         }
         // Under load strace splits a call: "clone3({..CLONE_THREAD..} <unfinished ...>", later
         // "<... clone3 resumed> ...) = 123". Keep the first half's flags per pid.
@@ -202,7 +202,7 @@ fn strace_processes(path: &str) -> BTreeMap<i64, Vec<String>> {
             }
         }
     }
-    procs
+    (first.unwrap_or(-1), procs)
 }
 
 #[test]
@@ -231,8 +231,8 @@ fn pid_reuse_and_thread_exits_match_strace() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let truth = strace_processes(&strace_out);
-    let tracee = *truth.keys().next().unwrap();
+    // The tracee is the first process in strace's output (not the smallest pid: pids wrap).
+    let (tracee, truth) = strace_processes(&strace_out);
     // proctrace's view of the same subtree: instances per pid with their status, in order.
     let mut mine: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut in_tree: HashSet<i64> = HashSet::from([tracee]);
