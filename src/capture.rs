@@ -95,7 +95,7 @@ pub fn convert(item: &Received) -> Option<Event> {
     })
 }
 
-/// Pause after each non-empty drain (see the drain loop).
+/// Pause between back-to-back wakeups in a busy stream (see the drain loop).
 const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A running drain thread.
@@ -123,7 +123,7 @@ impl Capture {
             .spawn(move || {
                 crate::enrich::raise_priority();
                 let mut items: Vec<Received> = Vec::with_capacity(4096);
-                let mut last_busy = std::time::Instant::now() - DRAIN_PAUSE;
+                let mut last_busy: Option<std::time::Instant> = None;
                 loop {
                     items.clear();
                     let stopping = stop2.load(Ordering::Acquire);
@@ -151,10 +151,10 @@ impl Capture {
                         // enricher has its own socket and is woken at once. An isolated event is
                         // passed on without delay, and a stop request cuts the pause short.
                         let now = std::time::Instant::now();
-                        if now.duration_since(last_busy) < DRAIN_PAUSE {
+                        if last_busy.is_some_and(|t| now.duration_since(t) < DRAIN_PAUSE) {
                             conn.pause(DRAIN_PAUSE);
                         }
-                        last_busy = now;
+                        last_busy = Some(now);
                     }
                     if stopping {
                         let _ = tx.send(CaptureMsg::Done(conn.stats()));

@@ -17,9 +17,10 @@ pub struct ExecDetails {
     pub exe: Option<String>,
     /// Working directory.
     pub cwd: Option<String>,
-    /// Real uid.
+    /// Effective uid: the owner of `/proc/PID` (root for a process that is not dumpable).
     pub uid: Option<u32>,
-    /// The kernel's short name for the task (`comm`), when it could be read.
+    /// The process's short name (`comm`): the base name of argv[0] when argv was read (what the
+    /// kernel sets on exec), else read from `/proc/PID/comm`.
     pub comm: Option<String>,
 }
 

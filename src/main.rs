@@ -221,17 +221,7 @@ fn main() {
                 ts: first,
                 real_minus_mono: 0,
             };
-            let t = replay::replay(&events, root, &mut sinks, &header);
-            let last = events.iter().rev().find_map(|e| e.ts()).unwrap_or(first);
-            let sum = proctrace::sink::Summary {
-                ts: last,
-                status: None,
-                stats: t.stats(),
-                capture: Default::default(),
-                background: 0,
-                root,
-                tracer_cpu_ns: None,
-            };
+            let (t, sum) = replay::replay(&events, root, &mut sinks, &header);
             out.print_tree(&t, &mode, &sum);
             Ok(exit_codes::OK)
         })(),

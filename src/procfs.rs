@@ -67,7 +67,7 @@ impl ProcPath {
     fn new(pid: Pid) -> Self {
         let mut buf = String::with_capacity(32);
         buf.push_str("/proc/");
-        buf.push_str(itoa(pid).as_str());
+        buf.push_str(&pid.to_string());
         buf.push('/');
         let base = buf.len();
         ProcPath { buf, base }
@@ -77,10 +77,6 @@ impl ProcPath {
         self.buf.push_str(name);
         &self.buf
     }
-}
-
-fn itoa(v: Pid) -> String {
-    v.to_string()
 }
 
 fn read_small(path: &str) -> Option<Vec<u8>> {

@@ -68,8 +68,13 @@ pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Vec<Event>, ReplayEr
 }
 
 /// Replays events into a fresh tracker. With `root`, only that process's tree is followed (as in
-/// `run`); otherwise everything (as in `watch`). Returns the tracker for inspection.
-pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &Header) -> Tracker {
+/// `run`); otherwise everything (as in `watch`). Returns the tracker and the summary the sinks got.
+pub fn replay(
+    events: &[Event],
+    root: Option<i32>,
+    sinks: &mut Fanout,
+    header: &Header,
+) -> (Tracker, Summary) {
     let scope = if root.is_some() { Scope::Tree } else { Scope::All };
     let mut t = Tracker::new(TrackerOptions {
         scope,
@@ -120,7 +125,7 @@ pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &
         .and_then(|id| t.get(id))
         .and_then(|r| r.exit)
         .and_then(|x| x.status);
-    let background = t.live().len() as u64;
+    let background = t.live_count() as u64;
     let sum = Summary {
         ts: last,
         status,
@@ -131,5 +136,5 @@ pub fn replay(events: &[Event], root: Option<i32>, sinks: &mut Fanout, header: &
         tracer_cpu_ns: None,
     };
     sinks.finish(&sum, &t);
-    t
+    (t, sum)
 }

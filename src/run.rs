@@ -170,7 +170,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             let interrupted = Cell::new(false);
             s.pump_until(
                 wait,
-                |t| interrupted.get() || t.live().is_empty(),
+                |t| interrupted.get() || t.live_count() == 0,
                 |n| {
                     if matches!(n, Pumped::Interrupted(_)) {
                         interrupted.set(true);

@@ -198,9 +198,13 @@ impl Session {
                         .unwrap_or_else(|| procfs::exec_details(pid)),
                     (true, _, _) => procfs::exec_details(pid),
                 };
-                let d = Event::ExecDetails { tgid: pid, details };
-                self.record_event(&d);
-                self.tracker.apply(&d, &mut self.facts);
+                if self.record.is_some() {
+                    self.record_event(&Event::ExecDetails {
+                        tgid: pid,
+                        details: details.clone(),
+                    });
+                }
+                self.tracker.apply_exec_details(pid, details, &mut self.facts);
             }
             for f in self.facts.drain(..) {
                 self.sinks.fact(&f, &self.tracker);
@@ -230,16 +234,10 @@ impl Session {
         // A capture is an output too: URL credentials stay out of it unless asked for.
         if let (true, Event::ExecDetails { tgid, details }) = (self.record_redact, ev) {
             if let Some(argv) = &details.argv {
-                if argv
-                    .iter()
-                    .any(|a| matches!(crate::redact::redact_arg(a), std::borrow::Cow::Owned(_)))
-                {
+                let redacted: Vec<_> = argv.iter().map(|a| crate::redact::redact_arg(a)).collect();
+                if redacted.iter().any(|a| matches!(a, std::borrow::Cow::Owned(_))) {
                     let mut d = details.clone();
-                    d.argv = Some(
-                        argv.iter()
-                            .map(|a| crate::redact::redact_arg(a).into_owned())
-                            .collect(),
-                    );
+                    d.argv = Some(redacted.into_iter().map(|a| a.into_owned()).collect());
                     let _ = serde_json::to_writer(
                         &mut *rec,
                         &Event::ExecDetails {

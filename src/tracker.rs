@@ -404,6 +404,11 @@ impl Tracker {
         v
     }
 
+    /// How many processes are believed alive (no allocation, unlike [`live`](Self::live)).
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+
     /// Counters.
     pub fn stats(&self) -> TrackerStats {
         self.stats
@@ -558,6 +563,34 @@ impl Tracker {
         self.to_sweep.push(id);
     }
 
+    /// [`Event::ExecDetails`] taking the details by value, so the live path (which has just read
+    /// them) does not copy argv once more.
+    pub fn apply_exec_details(&mut self, tgid: Pid, details: ExecDetails, facts: &mut Vec<Fact>) {
+        let Some(&id) = self.live.get(&tgid) else { return };
+        let has_argv = details.argv.is_some();
+        let done = self.with(id, move |r| {
+            if !r.details_pending {
+                return None;
+            }
+            r.details_pending = false;
+            if let Some(c) = &details.comm {
+                r.comm = Some(c.clone());
+            }
+            if let Some(euid) = details.uid {
+                r.uid = Some((r.uid.map_or(euid, |x| x.0), euid));
+            }
+            let index = r.execs.len().checked_sub(1)?;
+            r.execs[index].details = Some(details);
+            Some(index)
+        });
+        if let Some(Some(index)) = done {
+            if has_argv {
+                self.stats.execs_with_argv += 1;
+            }
+            facts.push(Fact::Exec { id, index });
+        }
+    }
+
     /// Applies one event, appending the facts it establishes.
     pub fn apply(&mut self, ev: &Event, facts: &mut Vec<Fact>) -> Followup {
         match *ev {
@@ -656,31 +689,7 @@ impl Tracker {
                 }
             }
             Event::ExecDetails { tgid, ref details } => {
-                let Some(&id) = self.live.get(&tgid) else {
-                    return Followup::None;
-                };
-                let has_argv = details.argv.is_some();
-                let done = self.with(id, |r| {
-                    if !r.details_pending {
-                        return None;
-                    }
-                    r.details_pending = false;
-                    if let Some(c) = &details.comm {
-                        r.comm = Some(c.clone());
-                    }
-                    if let Some(u) = details.uid {
-                        r.uid = Some((u, r.uid.map_or(u, |x| x.1)));
-                    }
-                    let index = r.execs.len().checked_sub(1)?;
-                    r.execs[index].details = Some(details.clone());
-                    Some(index)
-                });
-                if let Some(Some(index)) = done {
-                    if has_argv {
-                        self.stats.execs_with_argv += 1;
-                    }
-                    facts.push(Fact::Exec { id, index });
-                }
+                self.apply_exec_details(tgid, details.clone(), facts);
                 Followup::None
             }
             Event::Exit {

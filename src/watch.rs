@@ -95,7 +95,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             Pumped::Interrupted(_) | Pumped::Ended => break,
             _ => {}
         }
-        if cfg.root.is_some() && s.tracker.live().is_empty() {
+        if cfg.root.is_some() && s.tracker.live_count() == 0 {
             break; // the whole subtree is gone
         }
     }

@@ -3,7 +3,6 @@
 use std::io;
 
 use super::{Header, LineWriter, Sink, Summary};
-use crate::redact::redact_arg;
 use crate::sink::tree::{Paint, exit_text, fmt_duration, quote_argv};
 use crate::tracker::{Fact, Tracker};
 
@@ -122,7 +121,6 @@ impl Sink for HumanLines {
                 );
             }
         }
-        let _ = redact_arg; // argv already redacted by quote_argv
         s.push('\n');
         self.w.buf().extend_from_slice(s.as_bytes());
         self.w.line_done()

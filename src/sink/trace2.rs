@@ -83,6 +83,11 @@ pub struct Trace2Sink {
     failed: Option<io::Error>,
 }
 
+/// Wall time of a monotonic timestamp.
+fn wall(real_minus_mono: i64, ts: u64) -> Timestamp {
+    Timestamp::from_micros((ts as i128 + real_minus_mono as i128) / 1000)
+}
+
 /// Exit code as git's `child_exit` reports it.
 fn git_code(status: Option<ExitStatus>) -> i32 {
     status.map_or(-1, |s| s.shell_code())
@@ -133,7 +138,7 @@ impl Trace2Sink {
     }
 
     fn wall(&self, ts: u64) -> Timestamp {
-        Timestamp::from_micros((ts as i128 + self.real_minus_mono as i128) / 1000)
+        wall(self.real_minus_mono, ts)
     }
 
     fn argv<'a>(&self, argv: &'a [String]) -> Vec<Str<'a>> {
@@ -148,76 +153,48 @@ impl Trace2Sink {
             .collect()
     }
 
-    /// Writes one event of `session` to every target.
-    fn emit(
-        targets: &mut [Target],
-        buf: &mut Vec<u8>,
-        opts: &FormatOptions,
-        session: &mut Session,
-        ev: &T2<'_>,
-    ) -> io::Result<()> {
-        if session.files.len() < targets.len() {
-            session.files.resize_with(targets.len(), || None);
+    /// Emits on the session of `id` (or proctrace's own when `None`): formats the event (no copy
+    /// of the SID) for every target, opening the session's own file first for a directory target.
+    fn on(&mut self, id: Option<ProcId>, ts: u64, kind: K<'_>) -> io::Result<()> {
+        let session = match id {
+            Some(id) => self.observed.get_mut(&id).map(|o| &mut o.session),
+            None => self.me.as_mut(),
+        };
+        let Some(Session { sid, t0, files, .. }) = session else {
+            return Ok(());
+        };
+        let mut ev = T2::new(sid.as_str(), "main", kind);
+        ev.time = Some(wall(self.real_minus_mono, ts));
+        ev.t_abs = Some(ts.saturating_sub(*t0) as f64 / 1e9);
+        if files.len() < self.targets.len() {
+            files.resize_with(self.targets.len(), || None);
         }
-        for (i, t) in targets.iter_mut().enumerate() {
-            buf.clear();
-            if !trace2::format_event(t.kind, ev, opts, buf) {
+        for (i, t) in self.targets.iter().enumerate() {
+            self.buf.clear();
+            if !trace2::format_event(t.kind, &ev, &self.opts, &mut self.buf) {
                 continue;
             }
             let dst = match &t.shared {
                 Some(d) => d,
                 None => {
-                    if session.files[i].is_none() {
+                    if files[i].is_none() {
                         let o = OpenOptions {
-                            file_name: trace2::sid::last_component(&session.sid).to_string(),
+                            file_name: trace2::sid::last_component(sid).to_string(),
                             ..OpenOptions::default()
                         };
-                        session.files[i] = Some(
+                        files[i] = Some(
                             Destination::open(&t.spec, &o).map_err(|e| io::Error::other(e.to_string()))?,
                         );
                     }
-                    match &session.files[i] {
+                    match &files[i] {
                         Some(d) => d,
                         None => continue,
                     }
                 }
             };
-            dst.write_line_buf(buf)?;
+            dst.write_line_buf(&mut self.buf)?;
         }
         Ok(())
-    }
-
-    fn event<'a>(&self, session: &Session, ts: u64, kind: K<'a>) -> T2<'a> {
-        let mut e = T2::new(session.sid.clone(), "main", kind);
-        e.time = Some(self.wall(ts));
-        e.t_abs = Some(ts.saturating_sub(session.t0) as f64 / 1e9);
-        e
-    }
-
-    /// Emits on the session of `id` (or proctrace's own when `None`).
-    fn on(&mut self, id: Option<ProcId>, ts: u64, kind: K<'_>) -> io::Result<()> {
-        let session = match id {
-            Some(id) => match self.observed.get(&id) {
-                Some(o) => &o.session,
-                None => return Ok(()),
-            },
-            None => match &self.me {
-                Some(s) => s,
-                None => return Ok(()),
-            },
-        };
-        let ev = self.event(session, ts, kind);
-        let session = match id {
-            Some(id) => match self.observed.get_mut(&id) {
-                Some(o) => &mut o.session,
-                None => return Ok(()),
-            },
-            None => match self.me.as_mut() {
-                Some(s) => s,
-                None => return Ok(()),
-            },
-        };
-        Self::emit(&mut self.targets, &mut self.buf, &self.opts, session, &ev)
     }
 
     /// The parent's session (a tracked parent, else proctrace's own).

@@ -450,11 +450,9 @@ impl Connector {
             revents: 0,
         }];
         let ms = dur.as_millis().min(i32::MAX as u128) as i32;
+        // A wake is left pending: the next recv sees it and drains the eventfd.
         // SAFETY: fds is a valid array of one pollfd.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
-        if rc > 0 {
-            // Leave the wake pending for the next recv, which drains the eventfd.
-        }
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
     }
 
     /// Whether a kernel-side event filter is active (sequence gaps are then not losses).
