@@ -9,23 +9,18 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod capture;
-pub mod enrich;
-pub mod event;
-pub mod procfs;
+pub mod cmd;
+pub mod engine;
+pub mod model;
 pub mod redact;
-pub mod replay;
-pub mod run;
-pub mod session;
 pub mod sink;
 pub mod supervise;
-pub mod tracker;
-pub mod watch;
 
 use std::io::IsTerminal;
 
+use model::tracker::Tracker;
 use sink::tree::{TreeOptions, render};
 use sink::{Fanout, Mode, Summary};
-use tracker::Tracker;
 
 /// proctrace's own exit codes (otherwise it exits with the traced command's status).
 pub mod exit_codes {
@@ -55,7 +50,7 @@ pub enum ProctraceError {
     Usage(String),
     /// A capture could not be replayed.
     #[error("{0}")]
-    Replay(#[from] replay::ReplayError),
+    Replay(#[from] cmd::replay::ReplayError),
 }
 
 impl ProctraceError {

@@ -3,11 +3,13 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use proctrace::run::{RunConfig, run};
+use proctrace::capture::{BackendChoice, CaptureOptions};
+use proctrace::cmd::replay;
+use proctrace::cmd::run::{RunConfig, run};
+use proctrace::cmd::watch::{WatchConfig, watch};
 use proctrace::sink::trace2::Trace2Target;
-use proctrace::sink::{Fanout, Header, Mode};
-use proctrace::watch::{WatchConfig, watch};
-use proctrace::{Outputs, ProctraceError, TreeMode, exit_codes, replay};
+use proctrace::sink::{Header, Mode, Tool};
+use proctrace::{Outputs, ProctraceError, TreeMode, exit_codes};
 use trace2::TargetKind;
 
 /// Every process a command starts — or the whole system — with the kernel's timestamps.
@@ -16,6 +18,16 @@ use trace2::TargetKind;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BackendArg {
+    /// The connector when the kernel answers, else ptrace.
+    Auto,
+    /// The kernel's process events connector.
+    Connector,
+    /// ptrace (event stops only): works in containers and user namespaces.
+    Ptrace,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -55,6 +67,10 @@ struct Common {
     /// Do not read argv, exe and cwd from /proc after each exec: lowest overhead, no argv.
     #[arg(long)]
     no_enrich: bool,
+    /// Do not run the connector's /proc reader thread at real-time priority (it is when allowed:
+    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO).
+    #[arg(long)]
+    no_realtime: bool,
     /// Record every event (with /proc details) to FILE for `proctrace replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<String>,
@@ -72,6 +88,10 @@ enum Cmd {
         /// Exit with status 3 when CMD succeeded but left processes running.
         #[arg(long)]
         fail_on_leak: bool,
+        /// How to observe processes: the kernel connector, ptrace, or auto (the connector when
+        /// it answers, else ptrace).
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendArg,
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
@@ -149,10 +169,14 @@ fn outputs(c: &Common, human_stdout: bool, tree: TreeMode) -> Outputs {
     }
 }
 
-fn connector(c: &Common) -> cnproc::Options {
-    cnproc::Options {
-        recv_buffer: c.buffer,
-        ..cnproc::Options::default()
+fn capture(c: &Common) -> CaptureOptions {
+    CaptureOptions {
+        connector: cnproc::Options {
+            recv_buffer: c.buffer,
+            ..cnproc::Options::default()
+        },
+        enrich: !c.no_enrich,
+        realtime: !c.no_realtime,
     }
 }
 
@@ -163,6 +187,7 @@ fn main() {
             common,
             wait_bg,
             fail_on_leak,
+            backend,
             tree,
             argv,
         } => (|| {
@@ -176,9 +201,13 @@ fn main() {
                 outputs: outputs(&common, false, tree),
                 wait_bg: wait_bg.map(|v| secs(v, "--wait-bg")).transpose()?,
                 fail_on_leak,
-                connector: connector(&common),
+                backend: match backend {
+                    BackendArg::Auto => BackendChoice::Auto,
+                    BackendArg::Connector => BackendChoice::Connector,
+                    BackendArg::Ptrace => BackendChoice::Ptrace,
+                },
+                capture: capture(&common),
                 record: common.record.clone(),
-                enrich: !common.no_enrich,
             })
         })(),
         Cmd::Watch {
@@ -190,8 +219,7 @@ fn main() {
                 root: pid,
                 outputs: outputs(&common, common.output.is_none(), TreeMode::None),
                 duration: duration.map(|v| secs(v, "--duration")).transpose()?,
-                connector: connector(&common),
-                enrich: !common.no_enrich,
+                capture: capture(&common),
                 record: common.record.clone(),
             })
         })(),
@@ -201,7 +229,7 @@ fn main() {
             output,
             no_redact,
         } => (|| {
-            let events = replay::read_capture(&capture)?;
+            let cap = replay::read_capture(&capture)?;
             let out = Outputs {
                 jsonl: output,
                 human_stdout: false,
@@ -211,18 +239,22 @@ fn main() {
                 trace2: Vec::new(),
                 trace2_brief: false,
             };
-            let mut sinks: Fanout = out.open_sinks()?;
-            let first = events.iter().find_map(|e| e.ts()).unwrap_or(0);
-            let mode = Mode::Replay {
-                path: capture.clone(),
-            };
-            let header = Header {
-                mode: mode.clone(),
-                ts: first,
+            let sinks = out.open_sinks()?;
+            let fallback = Header {
+                mode: Mode::Replay {
+                    path: capture.clone(),
+                },
+                ts: cap.events.iter().find_map(|e| e.ts()).unwrap_or(0),
                 real_minus_mono: 0,
+                tool: Tool::this_process(),
+                backend: None,
             };
-            let (t, sum) = replay::replay(&events, root, &mut sinks, &header);
-            out.print_tree(&t, &mode, &sum);
+            let (engine, sum) = replay::replay(&cap, root, sinks, fallback);
+            let mode = cap
+                .header
+                .as_ref()
+                .map_or(Mode::Replay { path: capture }, |h| h.mode.clone());
+            out.print_tree(&engine.tracker, &mode, &sum);
             Ok(exit_codes::OK)
         })(),
     };

@@ -6,11 +6,10 @@
 //! group; anything else (a `kill` aimed at proctrace) is passed on to the command.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::Duration;
 
-use crate::capture::CaptureMsg;
+use crate::capture::{CaptureMsg, Notice};
 
 /// The signals proctrace forwards.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -27,9 +26,16 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// Blocks the forwarded signals in the calling thread and every thread it starts afterwards.
+/// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes through a signalfd)
+/// in the calling thread and every thread it starts afterwards. Call before any thread exists.
 pub fn block_stop_signals() {
-    let set = sigset(&FORWARDED);
+    let set = sigset(&[
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGCHLD,
+    ]);
     // SAFETY: set is initialised; the old mask is not needed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
@@ -37,7 +43,13 @@ pub fn block_stop_signals() {
 /// Undoes [`block_stop_signals`]; called in the command's process between fork and exec, since
 /// std hands the child the parent's mask. Async-signal-safe.
 pub fn unblock_stop_signals() {
-    let set = sigset(&FORWARDED);
+    let set = sigset(&[
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGCHLD,
+    ]);
     // SAFETY: set is initialised; sigprocmask is async-signal-safe.
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
@@ -52,7 +64,7 @@ pub struct SignalTarget {
 }
 
 /// Starts the thread that takes stop signals: forwarded to the command while it runs, and
-/// reported to the model loop as [`CaptureMsg::Interrupted`] either way.
+/// reported to the model loop as [`Notice::Interrupted`] either way.
 pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("pt-signals".into())
@@ -79,7 +91,7 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                         target.forwarded.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                if notify.send(CaptureMsg::Interrupted(sig)).is_err() {
+                if notify.send(CaptureMsg::Notice(Notice::Interrupted(sig))).is_err() {
                     return;
                 }
             }
@@ -92,27 +104,4 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
 pub fn become_subreaper() {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER and an integer flag.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-}
-
-/// Starts the thread that reaps every child of proctrace (the command and adopted orphans) and
-/// reports each as [`CaptureMsg::ChildExited`].
-pub fn spawn_reaper(notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("pt-reaper".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                let mut status = 0;
-                // SAFETY: waitpid with a valid out pointer.
-                let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-                if pid > 0 {
-                    if notify.send(CaptureMsg::ChildExited { pid, status }).is_err() {
-                        return;
-                    }
-                } else {
-                    // No children right now (ECHILD) or interrupted: look again shortly.
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            }
-        })?;
-    Ok(())
 }

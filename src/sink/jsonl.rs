@@ -8,9 +8,9 @@ use std::io;
 
 use super::json;
 use super::{Header, LineWriter, Mode, Sink, Summary};
-use crate::event::ExitStatus;
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{Fact, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
-use crate::tracker::{Fact, ProcessRecord, Tracker};
 
 /// The JSON Lines sink.
 pub struct JsonLines {
@@ -80,7 +80,8 @@ impl Sink for JsonLines {
         let b = self.w.buf();
         head(b, "start", Some(h.ts));
         b.extend_from_slice(b",\"tool\":\"proctrace\",\"version\":");
-        json::string(b, env!("CARGO_PKG_VERSION"));
+        json::string(b, &h.tool.version);
+        opt_str(b, "backend", h.backend.as_deref());
         b.extend_from_slice(b",\"wall_offset\":");
         let off = h.real_minus_mono;
         if off < 0 {
@@ -289,6 +290,8 @@ impl Sink for JsonLines {
             b.push(b':');
             json::int(b, v as i64);
         }
+        opt_str(b, "backend", s.backend.as_deref());
+        opt_str(b, "argv_reader", s.argv_reader.as_deref());
         if let Some(cpu) = s.tracer_cpu_ns {
             b.extend_from_slice(b",\"tracer_cpu\":");
             json::seconds(b, cpu);

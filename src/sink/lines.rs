@@ -3,8 +3,8 @@
 use std::io;
 
 use super::{Header, LineWriter, Sink, Summary};
+use crate::model::tracker::{Fact, Tracker};
 use crate::sink::tree::{Paint, exit_text, fmt_duration, quote_argv};
-use crate::tracker::{Fact, Tracker};
 
 /// The line sink.
 pub struct HumanLines {

@@ -5,8 +5,8 @@
 
 use std::io;
 
-use crate::event::ExitStatus;
-use crate::tracker::{Fact, Tracker, TrackerStats};
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{Fact, Tracker, TrackerStats};
 
 pub mod json;
 pub mod jsonl;
@@ -15,7 +15,8 @@ pub mod trace2;
 pub mod tree;
 
 /// How the session was asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// `proctrace run -- CMD`.
     Run {
@@ -34,8 +35,37 @@ pub enum Mode {
     },
 }
 
-/// Session facts known before the first event.
-#[derive(Debug, Clone)]
+/// proctrace itself, as the outputs describe it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tool {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// Its version.
+    pub version: String,
+    /// `GIT_TRACE2_PARENT_SID` it was started with: its trace2 session nests under it.
+    pub parent_sid: Option<String>,
+}
+
+impl Tool {
+    /// This process, read once at start (the only place outputs learn about the environment).
+    pub fn this_process() -> Tool {
+        Tool {
+            pid: std::process::id(),
+            argv: std::env::args().collect(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            parent_sid: std::env::var("GIT_TRACE2_PARENT_SID")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        }
+    }
+}
+
+/// Session facts known before the first event. Everything an output says about the session and
+/// the tool comes from here, never from the environment or the clock, so an output is a function
+/// of header, events and summary — and a recorded capture replays to the same bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Header {
     /// What was asked.
     pub mode: Mode,
@@ -43,10 +73,14 @@ pub struct Header {
     pub ts: u64,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC at start, ns: add it to any `ts` for wall time.
     pub real_minus_mono: i64,
+    /// proctrace itself.
+    pub tool: Tool,
+    /// The backend (`connector`, `ptrace`); `None` when replaying a capture that does not say.
+    pub backend: Option<String>,
 }
 
 /// What the capture layer reported.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CaptureSummary {
     /// Datagrams not from the kernel or malformed, dropped unread.
     pub rejected: u64,
@@ -61,7 +95,7 @@ pub struct CaptureSummary {
 }
 
 /// Session facts known at the end.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Monotonic end.
     pub ts: u64,
@@ -77,6 +111,11 @@ pub struct Summary {
     pub root: Option<i32>,
     /// CPU time proctrace itself used (user + system, all threads), ns.
     pub tracer_cpu_ns: Option<u64>,
+    /// The backend that ran.
+    pub backend: Option<String>,
+    /// How argv was read: `realtime`, `nice`, `normal` (the connector's reader thread),
+    /// `exec-stop` (ptrace), `off`.
+    pub argv_reader: Option<String>,
 }
 
 /// Output for facts.

@@ -26,9 +26,9 @@ use trace2::dst::{Destination, DestinationSpec, OpenOptions};
 use trace2::{Event as T2, EventKind as K, FormatOptions, ReadyState, Sid, Str, TargetKind, Timestamp};
 
 use super::{Header, Mode, Sink, Summary};
-use crate::event::ExitStatus;
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
-use crate::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
 
 /// One requested target: a format and where it goes.
 #[derive(Debug, Clone)]
@@ -79,6 +79,8 @@ pub struct Trace2Sink {
     me: Option<Session>,
     observed: HashMap<ProcId, Observed>,
     exe: String,
+    /// The latest time seen: stands in for facts that carry none.
+    now: u64,
     buf: Vec<u8>,
     failed: Option<io::Error>,
 }
@@ -131,7 +133,8 @@ impl Trace2Sink {
             real_minus_mono: 0,
             me: None,
             observed: HashMap::new(),
-            exe: format!("proctrace-{}", env!("CARGO_PKG_VERSION")),
+            exe: String::new(),
+            now: 0,
             buf: Vec::with_capacity(512),
             failed: None,
         })
@@ -283,7 +286,7 @@ impl Trace2Sink {
             Fact::Fork(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let parent = self.parent_key(r);
-                let start = r.start_ns.unwrap_or_else(crate::procfs::mono_now);
+                let start = r.start_ns.unwrap_or(self.now);
                 let parent_sid = match parent {
                     Some(p) => self.observed.get(&p).map(|o| o.session.sid.clone()),
                     None => self.me.as_ref().map(|s| s.sid.clone()),
@@ -413,7 +416,7 @@ impl Trace2Sink {
                 self.child_done(parent);
             }
             Fact::Lost { ts, count } => {
-                let ts = ts.unwrap_or_else(crate::procfs::mono_now);
+                let ts = ts.unwrap_or(self.now);
                 self.data(None, ts, "lost_events", count.to_string())?;
             }
             Fact::Uid { id, ts, ruid, euid } => {
@@ -436,17 +439,18 @@ impl Trace2Sink {
 impl Sink for Trace2Sink {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.real_minus_mono = h.real_minus_mono;
-        let parent = std::env::var("GIT_TRACE2_PARENT_SID")
-            .ok()
-            .filter(|s| !s.is_empty());
-        let comp = Sid::new_component(std::process::id(), self.wall(h.ts));
-        let sid = Sid::nested(parent.as_deref(), &comp).as_str().to_string();
+        self.now = h.ts;
+        let comp = Sid::new_component(h.tool.pid, self.wall(h.ts));
+        let sid = Sid::nested(h.tool.parent_sid.as_deref(), &comp)
+            .as_str()
+            .to_string();
         self.me = Some(Session {
             sid,
             t0: h.ts,
             next_child: 0,
             files: Vec::new(),
         });
+        self.exe = format!("proctrace-{}", h.tool.version);
         let exe = self.exe.clone();
         self.on(
             None,
@@ -456,9 +460,8 @@ impl Sink for Trace2Sink {
                 exe: Str::Owned(exe),
             },
         )?;
-        let argv: Vec<String> = std::env::args().collect();
         let argv = self
-            .argv(&argv)
+            .argv(&h.tool.argv)
             .into_iter()
             .map(|a| Str::Owned(a.into_owned()))
             .collect();
@@ -481,6 +484,9 @@ impl Sink for Trace2Sink {
     fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
         if self.failed.is_some() {
             return Ok(());
+        }
+        if let Some(ts) = fact.ts(t) {
+            self.now = self.now.max(ts);
         }
         self.fact_inner(fact, t)
     }

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 
 use super::lines::signal_name;
 use super::{Mode, Summary};
-use crate::event::ExitStatus;
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
-use crate::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
 
 /// ANSI colouring that can be switched off.
 #[derive(Debug, Clone, Copy)]

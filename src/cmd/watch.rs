@@ -3,12 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use crate::event::Pid;
-use crate::procfs::{self, Clocks};
-use crate::session::{Pumped, Session};
-use crate::sink::{Header, Mode};
+use crate::capture::procfs::{self, Clocks};
+use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::engine::{Pumped, Session};
+use crate::model::event::{Event, Pid};
+use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
-use crate::tracker::{Scope, Tracker, TrackerOptions};
 use crate::{Outputs, ProctraceError, exit_codes};
 
 /// Settings of `watch`.
@@ -20,10 +21,8 @@ pub struct WatchConfig {
     pub outputs: Outputs,
     /// Stop after this long.
     pub duration: Option<Duration>,
-    /// Connector options.
-    pub connector: cnproc::Options,
-    /// Read argv/exe/cwd from `/proc` after each exec.
-    pub enrich: bool,
+    /// Capture settings (watch uses the connector).
+    pub capture: CaptureOptions,
     /// Record events for replay.
     pub record: Option<String>,
 }
@@ -37,7 +36,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             return Err(ProctraceError::Usage(format!("no process with pid {root}")));
         }
     }
-    let conn = cnproc::Connector::open(&cfg.connector).map_err(ProctraceError::Connector)?;
+    let backend = Backend::open(BackendChoice::Connector, &cfg.capture)?;
     let sinks = cfg.outputs.open_sinks()?;
     let scope = if cfg.root.is_some() {
         Scope::Tree
@@ -49,15 +48,12 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         retain_exited: false,
         want_details: true,
     });
-    let mut s = Session::open(
-        conn,
-        &cfg.connector,
-        tracker,
-        sinks,
-        cfg.enrich,
-        cfg.record.as_deref(),
-        cfg.outputs.redact,
-    )?;
+    let mut s = Session::new(backend, tracker, sinks);
+    if let Some(path) = cfg.record.as_deref() {
+        s.engine
+            .record_to(path, cfg.outputs.redact)
+            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
+    }
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
@@ -65,12 +61,13 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         mode: mode.clone(),
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
+        tool: Tool::this_process(),
+        backend: Some(s.backend.kind().as_str().to_string()),
     });
 
     if let Some(root) = cfg.root {
         // Seed the subtree as it is now, parents before children.
         let all = procfs::all_processes();
-        let mut facts = Vec::new();
         let mut in_tree = vec![root];
         for (pid, st) in &all {
             if *pid == root || in_tree.contains(&st.ppid) {
@@ -79,11 +76,14 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
                 }
                 let details = procfs::exec_details(*pid);
                 let start = Some(clocks.starttime_to_mono(st.starttime));
-                s.tracker
-                    .add_existing(*pid, st.ppid, start, Some(details), &mut facts);
+                s.feed(&Event::Existing {
+                    tgid: *pid,
+                    ppid: st.ppid,
+                    start_ns: start,
+                    details: Some(details),
+                });
             }
         }
-        s.dispatch(facts);
     }
 
     let deadline = cfg.duration.map(|d| Instant::now() + d);
@@ -95,13 +95,13 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             Pumped::Interrupted(_) | Pumped::Ended => break,
             _ => {}
         }
-        if cfg.root.is_some() && s.tracker.live_count() == 0 {
+        if cfg.root.is_some() && s.tracker().live_count() == 0 {
             break; // the whole subtree is gone
         }
     }
     s.stop();
-    let sum = s.summary(None, 0);
-    s.sinks.finish(&sum, &s.tracker);
+    let sum = s.summary(None, 0, None);
+    s.engine.finish(&sum);
     let st = sum.stats;
     eprintln!(
         "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held",
@@ -118,6 +118,6 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         sum.capture.rejected,
         st.peak_held
     );
-    crate::run::report_problems(&s);
+    crate::cmd::run::report_problems(&s);
     Ok(exit_codes::OK)
 }

@@ -1,4 +1,5 @@
-//! The kernel connector backend: a thread that only drains the socket and hands batches on.
+//! The kernel connector backend: a thread that only drains the socket and hands batches on; the
+//! command is spawned with std and reaped by a thread of its own.
 //!
 //! Per-event work in the draining loop causes loss (see connector-facts §14), so this thread does
 //! nothing but receive, decode into [`Event`]s and send. Batches travel as `Vec`s that the consumer
@@ -11,27 +12,11 @@ use std::thread::JoinHandle;
 
 use cnproc::{Connector, EventKind, Received};
 
-use crate::event::Event;
-
-/// What the drain thread sends.
-#[derive(Debug)]
-pub enum CaptureMsg {
-    /// Events in queue order.
-    Events(Vec<Event>),
-    /// The backend stopped; final counters.
-    Done(cnproc::Stats),
-    /// Receiving failed; the capture is over.
-    Failed(String),
-    /// A child of the tracer was reaped (sent by the reaper thread).
-    ChildExited {
-        /// Its pid.
-        pid: i32,
-        /// Its wait status.
-        status: i32,
-    },
-    /// A stop signal arrived for the tracer itself.
-    Interrupted(i32),
-}
+use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
+use crate::capture::enrich::{self, Enricher};
+use crate::model::event::{Event, Pid};
+use crate::sink::CaptureSummary;
+use crate::supervise;
 
 /// Converts one connector item into the tracker's vocabulary. Acks and unknown types give `None`.
 pub fn convert(item: &Received) -> Option<Event> {
@@ -121,7 +106,7 @@ impl Capture {
         let handle = std::thread::Builder::new()
             .name("pt-drain".into())
             .spawn(move || {
-                crate::enrich::raise_priority();
+                let _ = enrich::raise_priority();
                 let mut items: Vec<Received> = Vec::with_capacity(4096);
                 let mut last_busy: Option<std::time::Instant> = None;
                 loop {
@@ -157,7 +142,14 @@ impl Capture {
                         last_busy = Some(now);
                     }
                     if stopping {
-                        let _ = tx.send(CaptureMsg::Done(conn.stats()));
+                        let s = conn.stats();
+                        let _ = tx.send(CaptureMsg::Done(CaptureSummary {
+                            rejected: s.rejected(),
+                            overflows: s.overflows,
+                            socket_drops: s.socket_drops,
+                            events: s.events,
+                            receive_buffer: 0,
+                        }));
                         return;
                     }
                 }
@@ -196,5 +188,141 @@ impl Drop for Capture {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// The connector backend: the drain thread, the enricher, and the command's reaper.
+pub struct ConnectorBackend {
+    /// The drain thread.
+    pub capture: Capture,
+    /// The `/proc` reader, until the engine takes it.
+    pub enricher: Option<Enricher>,
+    /// Receive buffer the kernel granted, bytes.
+    pub receive_buffer: u64,
+    reader_mode: Option<enrich::ReaderMode>,
+    reaper_stop: Arc<AtomicBool>,
+}
+
+impl ConnectorBackend {
+    /// Subscribes (the kernel's ack is in before this returns), starts the enricher on its own
+    /// EXEC-only socket when asked, and the drain thread.
+    pub fn open(opts: &CaptureOptions) -> Result<ConnectorBackend, crate::ProctraceError> {
+        let conn = Connector::open(&opts.connector)?;
+        let receive_buffer = conn.receive_buffer() as u64;
+        // The enricher subscribes before the command exists, so it sees every exec the main
+        // socket will.
+        let enricher = match opts.enrich {
+            true => Some(enrich::start(&opts.connector)?),
+            false => None,
+        };
+        let reader_mode = enricher.as_ref().map(|e| e.mode.clone());
+        let capture =
+            Capture::start(conn).map_err(|e| crate::ProctraceError::Io("starting capture".into(), e))?;
+        Ok(ConnectorBackend {
+            capture,
+            enricher,
+            receive_buffer,
+            reader_mode,
+            reaper_stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// See [`super::Backend::argv_reader`].
+    pub fn argv_reader(&self) -> &'static str {
+        match &self.reader_mode {
+            None => "off",
+            Some(m) => m.get().map_or("starting", |p| p.as_str()),
+        }
+    }
+
+    /// Spawns the command with a clean signal mask and starts reaping: the command's status comes
+    /// as [`Notice::CommandExited`]; adopted orphans are reaped silently.
+    pub fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+        let Some((prog, args)) = argv.split_first() else {
+            return Err(SpawnError::from_io(std::io::ErrorKind::NotFound.into()));
+        };
+        let mut command = std::process::Command::new(prog);
+        command.args(args);
+        // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                supervise::unblock_stop_signals();
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(SpawnError::from_io)?;
+        let pid = child.id() as Pid;
+        drop(child); // reaped by the reaper thread, not by std
+        spawn_reaper(pid, self.capture.sender(), Arc::clone(&self.reaper_stop))
+            .map_err(SpawnError::from_io)?;
+        Ok(pid)
+    }
+
+    /// See [`super::Backend::request_stop`].
+    pub fn request_stop(&mut self) {
+        self.reaper_stop.store(true, Ordering::Release);
+        self.capture.request_stop();
+    }
+}
+
+/// Reaps every child of proctrace (the command and adopted orphans) and reports the command's
+/// status as [`Notice::CommandExited`].
+fn spawn_reaper(cmd: Pid, notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("pt-reaper".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                let mut status = 0;
+                // SAFETY: waitpid with a valid out pointer.
+                let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+                if pid == cmd {
+                    if notify
+                        .send(CaptureMsg::Notice(Notice::CommandExited(status)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                } else if pid <= 0 {
+                    // No children right now (ECHILD) or interrupted: look again shortly.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// A marker made by renaming the calling thread: the kernel reports it as a COMM event queued
+/// after everything generated before the rename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// The renamed thread.
+    pub tid: Pid,
+    /// Its marker name.
+    pub name: String,
+    old: [u8; 17],
+}
+
+/// Renames the calling thread to a marker name for marker `n`.
+pub fn rename_marker(n: u32) -> Rename {
+    let name = format!("pt-sync-{}", n % 1_000_000);
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let mut old = [0u8; 17];
+    let mut cname = [0u8; 17];
+    cname[..name.len().min(15)].copy_from_slice(&name.as_bytes()[..name.len().min(15)]);
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into a 17-byte buffer; PR_SET_NAME reads a
+    // NUL-terminated string (cname has a NUL at index 15 or earlier).
+    unsafe {
+        libc::prctl(libc::PR_GET_NAME, old.as_mut_ptr(), 0, 0, 0);
+        libc::prctl(libc::PR_SET_NAME, cname.as_ptr(), 0, 0, 0);
+    }
+    Rename { tid, name, old }
+}
+
+impl Rename {
+    /// Gives the thread its name back (ps and top show it).
+    pub fn restore(&self) {
+        // SAFETY: old is NUL-terminated (17 bytes, at most 16 written by PR_GET_NAME).
+        unsafe { libc::prctl(libc::PR_SET_NAME, self.old.as_ptr(), 0, 0, 0) };
     }
 }

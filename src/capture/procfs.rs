@@ -7,7 +7,7 @@
 use std::fs;
 use std::io::Read;
 
-use crate::event::{ExecDetails, Pid};
+use crate::model::event::{ExecDetails, Pid};
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
@@ -151,6 +151,17 @@ pub fn parse_stat(s: &str) -> Option<Stat> {
 /// Reads and parses `/proc/<pid>/stat`.
 pub fn stat(pid: Pid) -> Option<Stat> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Process id and parent process id of task `tid` (any thread), from `/proc/TID/status`.
+pub fn tgid_ppid(tid: Pid) -> Option<(Pid, Pid)> {
+    let s = fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let field = |name: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<Pid>().ok())
+    };
+    Some((field("Tgid:")?, field("PPid:")?))
 }
 
 /// Clock conversions between `/proc` start times and connector timestamps.

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use cnproc::{Connector, EventKind, Options, Received, abi};
 
-use crate::event::{ExecDetails, Pid};
-use crate::procfs;
+use crate::capture::procfs;
+use crate::model::event::{ExecDetails, Pid};
 
 /// One exec: process and the exec's timestamp (which identifies it on every socket).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,8 @@ const REORDER_SLACK_NS: u64 = 5_000_000;
 
 /// The model thread's side of the enricher.
 pub struct Enricher {
+    /// How the reader thread runs.
+    pub mode: ReaderMode,
     results: Receiver<(ExecNotice, ExecDetails)>,
     early: VecDeque<(ExecNotice, ExecDetails)>,
     stop: Arc<AtomicBool>,
@@ -55,10 +57,12 @@ pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
     let (rtx, rrx) = mpsc::channel();
+    let mode = ReaderMode::default();
+    let mode2 = mode.clone();
     let thread = std::thread::Builder::new()
         .name("pt-enrich".into())
         .spawn(move || {
-            raise_priority();
+            mode2.set(raise_priority());
             let mut items: Vec<Received> = Vec::with_capacity(256);
             while !stop2.load(Ordering::Acquire) {
                 items.clear();
@@ -91,6 +95,7 @@ pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
             source: e,
         })?;
     Ok(Enricher {
+        mode,
         results: rrx,
         early: VecDeque::new(),
         stop,
@@ -154,12 +159,64 @@ impl Drop for Enricher {
     }
 }
 
+/// How the reader thread got to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderPriority {
+    /// Real-time (SCHED_FIFO).
+    Realtime,
+    /// SCHED_OTHER at nice -10.
+    Niced,
+    /// Ordinary priority.
+    Normal,
+}
+
+impl ReaderPriority {
+    /// The name in the end line and summary.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReaderPriority::Realtime => "realtime",
+            ReaderPriority::Niced => "nice",
+            ReaderPriority::Normal => "normal",
+        }
+    }
+}
+
+/// The reader thread's priority, published by the thread once it has tried.
+#[derive(Debug, Clone, Default)]
+pub struct ReaderMode(Arc<std::sync::atomic::AtomicU8>);
+
+impl ReaderMode {
+    fn set(&self, p: ReaderPriority) {
+        let v = match p {
+            ReaderPriority::Realtime => 1,
+            ReaderPriority::Niced => 2,
+            ReaderPriority::Normal => 3,
+        };
+        self.0.store(v, Ordering::Release);
+    }
+
+    /// The priority, once the thread has set it.
+    pub fn get(&self) -> Option<ReaderPriority> {
+        match self.0.load(Ordering::Acquire) {
+            1 => Some(ReaderPriority::Realtime),
+            2 => Some(ReaderPriority::Niced),
+            3 => Some(ReaderPriority::Normal),
+            _ => None,
+        }
+    }
+}
+
 /// Asks the scheduler to run the calling thread ahead of ordinary work, when allowed (root):
 /// the reads race the traced processes' exits. Failure is harmless.
-pub fn raise_priority() {
+pub fn raise_priority() -> ReaderPriority {
     // SAFETY: gettid has no preconditions; setpriority on our own tid with a valid value.
-    unsafe {
+    let r = unsafe {
         let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10)
+    };
+    if r == 0 {
+        ReaderPriority::Niced
+    } else {
+        ReaderPriority::Normal
     }
 }

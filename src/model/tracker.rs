@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::event::{Event, ExecDetails, ExitStatus, Pid};
+use crate::model::event::{Event, ExecDetails, ExitStatus, Pid};
 
 /// Cheap hasher for pids: they are already well spread integers.
 #[derive(Default, Clone, Copy)]
@@ -66,7 +66,8 @@ pub struct TrackerOptions {
 }
 
 /// State of a process that outlived the traced command, as git's `child_ready` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BackgroundState {
     /// Alive when released.
     Ready,
@@ -265,6 +266,24 @@ pub enum Fact {
     },
 }
 
+impl Fact {
+    /// When it happened, as far as the records tell.
+    pub fn ts(&self, t: &Tracker) -> Option<u64> {
+        match *self {
+            Fact::Fork(id) => t.get(id)?.start_ns,
+            Fact::Exec { id, index } => Some(t.get(id)?.execs.get(index)?.ts),
+            Fact::Exit(id) => Some(t.get(id)?.exit?.ts),
+            Fact::Background(id) => Some(t.get(id)?.background?.ts),
+            Fact::Lost { ts, .. } => ts,
+            Fact::Uid { ts, .. }
+            | Fact::Gid { ts, .. }
+            | Fact::Sid { ts, .. }
+            | Fact::Ptrace { ts, .. }
+            | Fact::Comm { ts, .. } => Some(ts),
+        }
+    }
+}
+
 /// What the caller should do after [`Tracker::apply`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Followup {
@@ -279,7 +298,7 @@ pub enum Followup {
 }
 
 /// Counters over the whole run.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TrackerStats {
     /// Process records created.
     pub processes: u64,
@@ -801,6 +820,37 @@ impl Tracker {
                 }
                 Followup::None
             }
+            Event::Root { tgid } => {
+                self.expect_root(tgid);
+                Followup::None
+            }
+            Event::Existing {
+                tgid,
+                ppid,
+                start_ns,
+                ref details,
+            } => {
+                self.add_existing(tgid, ppid, start_ns, details.clone(), facts);
+                Followup::None
+            }
+            Event::Background {
+                ts,
+                tgid,
+                state,
+                report,
+            } => {
+                if let Some(id) = self.lookup(tgid) {
+                    let mut quiet = Vec::new();
+                    self.mark_background(id, ts, state, if report { facts } else { &mut quiet });
+                }
+                Followup::None
+            }
+            Event::Gone { ts, tgid } => {
+                if let Some(id) = self.lookup(tgid) {
+                    self.close_gone(id, ts, facts);
+                }
+                Followup::None
+            }
             Event::Lost { ts, count } => {
                 self.stats.lost += count;
                 facts.push(Fact::Lost { ts, count });
@@ -815,8 +865,8 @@ mod tests {
     //! Recorded captures (tests/fixtures/captures, made with `proctrace run --record`) replayed
     //! into the tracker, plus hand-made sequences for what the kernel rarely does on demand.
     use super::*;
-    use crate::event::{Event, ExitStatus};
-    use crate::replay::parse_capture;
+    use crate::cmd::replay::parse_capture;
+    use crate::model::event::{Event, ExitStatus};
 
     fn capture(name: &str) -> Vec<Event> {
         let path = format!(
@@ -824,7 +874,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(&path).unwrap();
-        parse_capture(text.as_bytes(), &path).unwrap()
+        parse_capture(text.as_bytes(), &path).unwrap().events
     }
 
     /// Replays with the first forked child of the recorder as root, as `run` did.

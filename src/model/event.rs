@@ -133,6 +133,41 @@ pub enum Event {
         /// Fork time estimated from `/proc` start time (tick precision).
         start_ns: Option<u64>,
     },
+    /// The traced command (`run`): the tree to follow starts at this process.
+    Root {
+        /// The command's process.
+        tgid: Pid,
+    },
+    /// A process that existed before tracing began (`watch -p PID` and its descendants, read
+    /// from `/proc`); its parent must come first for the link to be made.
+    Existing {
+        /// The process.
+        tgid: Pid,
+        /// Its parent.
+        ppid: Pid,
+        /// Fork time from `/proc` start time (tick precision).
+        start_ns: Option<u64>,
+        /// What it runs.
+        details: Option<ExecDetails>,
+    },
+    /// The process outlived the traced command (`run` decides this after the command exits).
+    Background {
+        /// When it was released or given up on.
+        ts: u64,
+        /// The process.
+        tgid: Pid,
+        /// Ready, timeout or error.
+        state: crate::model::tracker::BackgroundState,
+        /// Report it now (`false`: only mark it, so its exit says it outlived the command).
+        report: bool,
+    },
+    /// The process was found gone with no exit event (a probe after the command ended).
+    Gone {
+        /// When it was found gone.
+        ts: u64,
+        /// The process.
+        tgid: Pid,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -154,15 +189,21 @@ impl Event {
             | Event::Gid { ts, .. }
             | Event::Sid { ts, .. }
             | Event::Ptrace { ts, .. }
-            | Event::Comm { ts, .. } => Some(ts),
+            | Event::Comm { ts, .. }
+            | Event::Background { ts, .. }
+            | Event::Gone { ts, .. } => Some(ts),
             Event::Lost { ts, .. } => ts,
-            Event::ExecDetails { .. } | Event::Ancestry { .. } => None,
+            Event::ExecDetails { .. }
+            | Event::Ancestry { .. }
+            | Event::Root { .. }
+            | Event::Existing { .. } => None,
         }
     }
 }
 
 /// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ExitStatus {
     /// Exited with this code.
     Code(i32),

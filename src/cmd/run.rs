@@ -5,17 +5,16 @@
 //! to that moment is in; then decide which descendants outlived it.
 
 use std::cell::Cell;
-use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::event::{ExitStatus, Pid};
-use crate::procfs::{self, Clocks};
-use crate::session::{Pumped, Session};
-use crate::sink::{Header, Mode};
+use crate::capture::procfs::{self, Clocks};
+use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::engine::{Pumped, Session};
+use crate::model::event::{Event, ExitStatus, Pid};
+use crate::model::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
+use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
-use crate::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
 use crate::{Outputs, ProctraceError, exit_codes};
 
 /// Settings of `run`.
@@ -29,12 +28,12 @@ pub struct RunConfig {
     pub wait_bg: Option<Duration>,
     /// Exit non-zero when background children are left.
     pub fail_on_leak: bool,
-    /// Connector options.
-    pub connector: cnproc::Options,
+    /// Which backend.
+    pub backend: BackendChoice,
+    /// Capture settings.
+    pub capture: CaptureOptions,
     /// Record events for replay.
     pub record: Option<String>,
-    /// Read argv/exe/cwd from `/proc` after each exec.
-    pub enrich: bool,
 }
 
 /// How a probe of a leftover process went.
@@ -76,71 +75,52 @@ pub fn probe(pid: Pid, start_ns: Option<u64>, clocks: &Clocks) -> Probe {
 pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
-    let conn = cnproc::Connector::open(&cfg.connector).map_err(ProctraceError::Connector)?;
+    let backend = Backend::open(cfg.backend, &cfg.capture)?;
     supervise::become_subreaper();
     let sinks = cfg.outputs.open_sinks()?;
     let tracker = Tracker::new(TrackerOptions {
         scope: Scope::Tree,
         retain_exited: true,
-        want_details: cfg.enrich,
+        want_details: cfg.capture.enrich,
     });
-    let mut s = Session::open(
-        conn,
-        &cfg.connector,
-        tracker,
-        sinks,
-        cfg.enrich,
-        cfg.record.as_deref(),
-        cfg.outputs.redact,
-    )?;
+    let mut s = Session::new(backend, tracker, sinks);
+    if let Some(path) = cfg.record.as_deref() {
+        s.engine
+            .record_to(path, cfg.outputs.redact)
+            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
+    }
     let target = SignalTarget::default();
     supervise::spawn_signal_thread(target.clone(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
+    let mode = Mode::Run {
+        argv: cfg.argv.clone(),
+    };
     s.start(&Header {
-        mode: Mode::Run {
-            argv: cfg.argv.clone(),
-        },
+        mode: mode.clone(),
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
+        tool: Tool::this_process(),
+        backend: Some(s.backend.kind().as_str().to_string()),
     });
 
-    let mut command = Command::new(&cfg.argv[0]);
-    command.args(&cfg.argv[1..]);
-    // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            supervise::unblock_stop_signals();
-            Ok(())
-        });
-    }
-    let child = match command.spawn() {
-        Ok(c) => c,
+    let cmd_pid = match s.backend.spawn(&cfg.argv) {
+        Ok(pid) => pid,
         Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
             s.stop();
-            let sum = s.summary(None, 0);
-            s.sinks.finish(&sum, &s.tracker);
-            eprintln!("proctrace: cannot run '{}': {e}", cfg.argv[0]);
-            return Ok(code);
+            let sum = s.summary(None, 0, None);
+            s.engine.finish(&sum);
+            eprintln!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
+            return Ok(e.code);
         }
     };
-    let cmd_pid = child.id() as Pid;
-    s.tracker.expect_root(cmd_pid);
+    s.feed(&Event::Root { tgid: cmd_pid });
     target.pid.store(cmd_pid, Ordering::Release);
-    let reaper_stop = Arc::new(AtomicBool::new(false));
-    supervise::spawn_reaper(s.notifier(), Arc::clone(&reaper_stop))
-        .map_err(|e| ProctraceError::Io("starting reaper".into(), e))?;
-    drop(child); // reaped by the reaper thread, not by std
 
     // Follow the tree until the command itself is reaped.
     let mut raw_status = None;
     while raw_status.is_none() {
         match s.pump(Duration::from_millis(500)) {
-            Pumped::ChildExited { pid, status } if pid == cmd_pid => raw_status = Some(status),
+            Pumped::CommandExited(status) => raw_status = Some(status),
             Pumped::Ended => break,
             _ => {}
         }
@@ -158,14 +138,19 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     s.barrier(Duration::from_secs(2));
 
     // Whatever in the tree is still alive outlived the command.
-    let mut leftovers: Vec<ProcId> = s.tracker.live();
+    let mut leftovers: Vec<ProcId> = s.tracker().live();
     if let Some(wait) = cfg.wait_bg {
         if !leftovers.is_empty() {
             // Mark them now so their exits say they outlived the command; like git's
             // start_bg_command, one that exits while waited on gets a plain exit, no background fact.
-            for &id in &leftovers {
-                s.tracker
-                    .mark_background(id, procfs::mono_now(), BackgroundState::Ready, &mut Vec::new());
+            let now = procfs::mono_now();
+            for pid in pids(&s, &leftovers) {
+                s.feed(&Event::Background {
+                    ts: now,
+                    tgid: pid,
+                    state: BackgroundState::Ready,
+                    report: false,
+                });
             }
             let interrupted = Cell::new(false);
             s.pump_until(
@@ -178,17 +163,17 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
                 },
             );
             s.barrier(Duration::from_secs(1));
-            leftovers = s.tracker.live();
+            leftovers = s.tracker().live();
         }
     }
     let mut background = 0u64;
-    let mut facts = Vec::new();
     let mut gone = Vec::new();
     for &id in &leftovers {
-        let Some(r) = s.tracker.get(id) else { continue };
-        let state = match probe(r.pid, r.start_ns, &clocks) {
+        let Some(r) = s.tracker().get(id) else { continue };
+        let (pid, start) = (r.pid, r.start_ns);
+        let state = match probe(pid, start, &clocks) {
             Probe::Gone => {
-                gone.push(id);
+                gone.push(pid);
                 continue;
             }
             Probe::Alive if cfg.wait_bg.is_some() => BackgroundState::Timeout,
@@ -196,32 +181,26 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             Probe::Error => BackgroundState::Error,
         };
         background += 1;
-        s.tracker
-            .mark_background(id, procfs::mono_now(), state, &mut facts);
+        s.feed(&Event::Background {
+            ts: procfs::mono_now(),
+            tgid: pid,
+            state,
+            report: true,
+        });
     }
-    s.dispatch(std::mem::take(&mut facts));
     if !gone.is_empty() {
         // They ended between the barrier and the probe: their EXIT is on its way.
         s.barrier(Duration::from_secs(1));
         let now = procfs::mono_now();
-        for id in gone {
-            s.tracker.close_gone(id, now, &mut facts);
+        for pid in gone {
+            s.feed(&Event::Gone { ts: now, tgid: pid });
         }
-        s.dispatch(std::mem::take(&mut facts));
     }
 
-    reaper_stop.store(true, Ordering::Release);
     s.stop();
-    let mut sum = s.summary(status, background);
-    sum.root = Some(cmd_pid);
-    s.sinks.finish(&sum, &s.tracker);
-    cfg.outputs.print_tree(
-        &s.tracker,
-        &Mode::Run {
-            argv: cfg.argv.clone(),
-        },
-        &sum,
-    );
+    let sum = s.summary(status, background, Some(cmd_pid));
+    s.engine.finish(&sum);
+    cfg.outputs.print_tree(s.tracker(), &mode, &sum);
     report_problems(&s);
 
     let code = match status {
@@ -234,9 +213,15 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     Ok(code)
 }
 
+fn pids(s: &Session, ids: &[ProcId]) -> Vec<Pid> {
+    ids.iter()
+        .filter_map(|&id| s.tracker().get(id).map(|r| r.pid))
+        .collect()
+}
+
 /// Tells the user about failed outputs and a failed capture.
 pub fn report_problems(s: &Session) {
-    for (name, e) in s.sinks.failures() {
+    for (name, e) in s.engine.sinks.failures() {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("proctrace: stopped writing {name}: {e}");
         }

@@ -1,0 +1,827 @@
+//! The ptrace backend: the command's own tree, from event stops only.
+//!
+//! For where the connector is refused (containers, user namespaces, old kernels without
+//! CAP_NET_ADMIN). One thread (`pt-ptrace`) is the tracer: it forks the command, seizes it
+//! (`PTRACE_SEIZE` with fork/vfork/clone/exec tracing, so every descendant is attached
+//! automatically), waits for stops and answers them. There are no syscall stops, so a traced
+//! process stops about five times per fork+exec+exit, not once per system call. What it yields is
+//! the same [`Event`] the connector yields; the model cannot tell them apart. Measured behaviour
+//! this code relies on is in `shared/design/ptrace-facts.md`:
+//!
+//! - argv is read at the exec stop, when `/proc/PID/cmdline` already holds the new argv and the
+//!   process cannot exit: it is always complete (A1).
+//! - Stops arrive out of order under concurrency: a new task's first stop (or more) can come
+//!   before its parent's fork/clone event (A3). Such a task is held at its first stop until the
+//!   parent's event names it, so the model always sees fork → exec → exit.
+//! - Group-stops (SIGSTOP, SIGTSTP, job control) are answered with `PTRACE_LISTEN`, so the process
+//!   stays stopped as it would untraced; signal-delivery stops are re-injected untouched (A0).
+//! - A non-leader exec reports the exec under the leader's pid with the old thread id in the
+//!   event message; that thread never exits on its own (A3).
+//! - No `PTRACE_O_EXITKILL`: if proctrace dies, the kernel detaches every tracee and they run on
+//!   (A5), as with the connector, rather than killing the build.
+//!
+//! Timestamps are CLOCK_MONOTONIC read when the tracer collects the stop (not when it happened):
+//! precise to the tracer's wakeup latency, typically tens of microseconds, more under load.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::OwnedFd;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
+use crate::capture::procfs;
+use crate::model::event::{Event, ExecDetails, Pid};
+use crate::sink::CaptureSummary;
+
+/// Longest a batch waits before it goes to the model thread (one wakeup per burst).
+const BATCH_PAUSE: Duration = Duration::from_millis(2);
+/// Batch size that is sent at once.
+const BATCH_MAX: usize = 512;
+
+enum Request {
+    Spawn(Vec<String>, Sender<Result<Pid, SpawnError>>),
+    Marker(u32),
+    Stop,
+}
+
+/// The running tracer thread.
+pub struct PtraceBackend {
+    /// Events and notices.
+    pub rx: Receiver<CaptureMsg>,
+    tx: Sender<CaptureMsg>,
+    requests: Sender<Request>,
+    recycle: Sender<Vec<Event>>,
+    wake: std::sync::Arc<OwnedFd>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PtraceBackend {
+    /// Starts the tracer thread. SIGCHLD must be blocked in every thread (see
+    /// [`crate::supervise::block_stop_signals`]): the tracer takes it through a signalfd.
+    pub fn start(opts: &CaptureOptions) -> Result<PtraceBackend, crate::ProctraceError> {
+        let io = |what: &str, e: std::io::Error| crate::ProctraceError::Io(what.into(), e);
+        let wake = std::sync::Arc::new(sys::eventfd().map_err(|e| io("ptrace backend: eventfd", e))?);
+        let sigfd = sys::sigchld_fd().map_err(|e| io("ptrace backend: signalfd", e))?;
+        let (tx, rx) = mpsc::channel();
+        let (requests, req_rx) = mpsc::channel();
+        let (recycle, recycled) = mpsc::channel();
+        let tracer = Tracer {
+            tx: tx.clone(),
+            requests: req_rx,
+            recycled,
+            wake: std::sync::Arc::clone(&wake),
+            sigfd,
+            enrich: opts.enrich,
+            tasks: HashMap::new(),
+            expected: HashSet::new(),
+            held: HashMap::new(),
+            root: None,
+            batch: Vec::with_capacity(BATCH_MAX),
+            notices: Vec::new(),
+            stops: 0,
+            warned: HashSet::new(),
+            unprivileged: !sys::has_cap_sys_ptrace(),
+            my_pid: std::process::id() as Pid,
+        };
+        let thread = std::thread::Builder::new()
+            .name("pt-ptrace".into())
+            .spawn(move || tracer.run())
+            .map_err(|e| io("starting the ptrace thread", e))?;
+        Ok(PtraceBackend {
+            rx,
+            tx,
+            requests,
+            recycle,
+            wake,
+            thread: Some(thread),
+        })
+    }
+
+    fn ask(&self, r: Request) -> bool {
+        let ok = self.requests.send(r).is_ok();
+        sys::eventfd_write(&self.wake);
+        ok
+    }
+
+    /// Forks, seizes and execs the command on the tracer thread; returns once it has exec'd
+    /// (its fork and exec are queued by then) or failed to.
+    pub fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+        let (reply, answer) = mpsc::channel();
+        let gone = || SpawnError {
+            code: crate::exit_codes::INTERNAL,
+            error: std::io::Error::other("the ptrace thread is gone"),
+        };
+        if !self.ask(Request::Spawn(argv.to_vec(), reply)) {
+            return Err(gone());
+        }
+        answer.recv().unwrap_or_else(|_| Err(gone()))
+    }
+
+    /// See [`super::Backend::request_marker`].
+    pub fn request_marker(&self, n: u32) {
+        self.ask(Request::Marker(n));
+    }
+
+    /// See [`super::Backend::request_stop`].
+    pub fn request_stop(&mut self) {
+        self.ask(Request::Stop);
+    }
+
+    /// A sender for notices from other threads.
+    pub fn sender(&self) -> Sender<CaptureMsg> {
+        self.tx.clone()
+    }
+
+    /// Gives a processed batch back for reuse.
+    pub fn recycle(&self, batch: Vec<Event>) {
+        let _ = self.recycle.send(batch);
+    }
+}
+
+impl Drop for PtraceBackend {
+    fn drop(&mut self) {
+        self.ask(Request::Stop);
+        // The tracer thread's exit detaches every tracee still attached (they run on).
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What the tracer knows of one task.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    tgid: Pid,
+    /// Parent process at fork.
+    ppid: Pid,
+}
+
+/// A task seen at its first stop before its parent's fork/clone event: held stopped.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    ts: u64,
+    /// Killed while held (SIGKILL ends even a ptrace-stop): its wait status and time.
+    exit: Option<(u64, i32)>,
+}
+
+struct Tracer {
+    tx: Sender<CaptureMsg>,
+    requests: Receiver<Request>,
+    recycled: Receiver<Vec<Event>>,
+    wake: std::sync::Arc<OwnedFd>,
+    sigfd: OwnedFd,
+    enrich: bool,
+    tasks: HashMap<Pid, Task>,
+    /// Named by a parent's event, first stop not seen yet.
+    expected: HashSet<Pid>,
+    held: HashMap<Pid, Held>,
+    root: Option<Pid>,
+    batch: Vec<Event>,
+    notices: Vec<Notice>,
+    stops: u64,
+    warned: HashSet<String>,
+    unprivileged: bool,
+    my_pid: Pid,
+}
+
+impl Tracer {
+    fn run(mut self) {
+        let mut markers: Vec<u32> = Vec::new();
+        let mut since: Option<Instant> = None;
+        loop {
+            let timeout = match since {
+                Some(t) => BATCH_PAUSE.saturating_sub(t.elapsed()),
+                // A safety net: collect stops now and then even if a SIGCHLD went astray.
+                None => Duration::from_millis(100),
+            };
+            sys::poll2(&self.sigfd, &self.wake, timeout);
+            sys::drain_fd(&self.sigfd);
+            sys::drain_fd(&self.wake);
+            let mut stopping = false;
+            while let Ok(r) = self.requests.try_recv() {
+                match r {
+                    Request::Spawn(argv, reply) => {
+                        let r = self.spawn(&argv);
+                        // The command's fork and exec go out before the caller learns its pid.
+                        self.send_batch();
+                        let _ = reply.send(r);
+                    }
+                    Request::Marker(n) => markers.push(n),
+                    Request::Stop => stopping = true,
+                }
+            }
+            self.collect();
+            let due = since.is_some_and(|t| t.elapsed() >= BATCH_PAUSE);
+            if stopping
+                || due
+                || !markers.is_empty()
+                || !self.notices.is_empty()
+                || self.batch.len() >= BATCH_MAX
+            {
+                self.send_batch();
+                since = None;
+            } else if !self.batch.is_empty() && since.is_none() {
+                since = Some(Instant::now());
+            }
+            for n in std::mem::take(&mut self.notices) {
+                let _ = self.tx.send(CaptureMsg::Notice(n));
+            }
+            for n in markers.drain(..) {
+                let _ = self.tx.send(CaptureMsg::Notice(Notice::Marker(n)));
+            }
+            if stopping {
+                self.release_held();
+                self.send_batch();
+                let _ = self.tx.send(CaptureMsg::Done(CaptureSummary {
+                    events: self.stops,
+                    ..CaptureSummary::default()
+                }));
+                // Returning detaches every remaining tracee; they run on untraced.
+                return;
+            }
+        }
+    }
+
+    fn send_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut next = self.recycled.try_recv().unwrap_or_default();
+        next.clear();
+        let batch = std::mem::replace(&mut self.batch, next);
+        let _ = self.tx.send(CaptureMsg::Events(batch));
+    }
+
+    /// Collects every stop that is waiting, answering each.
+    fn collect(&mut self) {
+        while let Some((pid, status)) = sys::wait_any() {
+            self.on_stop(pid, status);
+        }
+    }
+
+    fn tgid_of(&self, tid: Pid) -> Pid {
+        self.tasks.get(&tid).map_or(tid, |t| t.tgid)
+    }
+
+    fn on_stop(&mut self, pid: Pid, status: i32) {
+        self.stops += 1;
+        let ts = procfs::mono_now();
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            self.on_exit(pid, status, ts);
+            return;
+        }
+        if !libc::WIFSTOPPED(status) {
+            return;
+        }
+        let sig = libc::WSTOPSIG(status);
+        let event = (status >> 16) & 0xffff;
+        match event {
+            0 => sys::resume(pid, sig), // signal-delivery stop: pass the signal on untouched
+            libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                if let Some(new) = sys::event_msg(pid) {
+                    self.on_new_task(pid, new as Pid, event, ts);
+                }
+                sys::resume(pid, 0);
+            }
+            libc::PTRACE_EVENT_EXEC => {
+                let former = sys::event_msg(pid).map_or(pid, |m| m as Pid);
+                self.on_exec(pid, former, ts);
+                sys::resume(pid, 0);
+            }
+            libc::PTRACE_EVENT_STOP => {
+                let first = !self.tasks.contains_key(&pid) || self.expected.remove(&pid);
+                if !self.tasks.contains_key(&pid) && !self.held.contains_key(&pid) {
+                    // Its parent's event has not come yet: keep it here until it does.
+                    self.held.insert(pid, Held { ts, exit: None });
+                } else if first || sig == libc::SIGTRAP {
+                    sys::resume(pid, 0);
+                } else {
+                    // Group-stop: stay stopped as untraced, but keep reporting (SIGCONT).
+                    sys::listen(pid);
+                }
+            }
+            _ => sys::resume(pid, 0),
+        }
+    }
+
+    fn on_new_task(&mut self, parent: Pid, new: Pid, event: i32, ts: u64) {
+        let parent_tgid = self.tgid_of(parent);
+        let thread = event == libc::PTRACE_EVENT_CLONE && sys::is_thread_of(parent_tgid, new);
+        let child_tgid = if thread { parent_tgid } else { new };
+        let ppid = if thread {
+            self.tasks.get(&parent).map_or(0, |t| t.ppid)
+        } else {
+            parent_tgid
+        };
+        self.tasks.insert(
+            new,
+            Task {
+                tgid: child_tgid,
+                ppid,
+            },
+        );
+        let held = self.held.remove(&new);
+        self.batch.push(Event::Fork {
+            ts: held.map_or(ts, |h| h.ts.min(ts)),
+            parent_tgid: if thread { ppid } else { parent_tgid },
+            child_pid: new,
+            child_tgid,
+        });
+        match held {
+            Some(Held {
+                exit: Some((xts, st)),
+                ..
+            }) => self.on_exit(new, st, xts),
+            Some(_) => sys::resume(new, 0),
+            None => {
+                self.expected.insert(new);
+            }
+        }
+    }
+
+    fn on_exec(&mut self, pid: Pid, former: Pid, ts: u64) {
+        if former != pid {
+            // A non-leader exec: the thread took over the leader's pid and never exits itself.
+            self.tasks.remove(&former);
+            self.expected.remove(&former);
+        }
+        self.batch.push(Event::Exec { ts, tgid: pid });
+        if !self.enrich {
+            return;
+        }
+        let details = procfs::exec_details(pid);
+        self.warn_about(pid, &details);
+        self.batch.push(Event::ExecDetails { tgid: pid, details });
+    }
+
+    fn on_exit(&mut self, pid: Pid, status: i32, ts: u64) {
+        if let Some(h) = self.held.get_mut(&pid) {
+            h.exit = Some((ts, status));
+            return;
+        }
+        self.expected.remove(&pid);
+        let task = self.tasks.remove(&pid);
+        self.batch.push(Event::Exit {
+            ts,
+            pid,
+            tgid: task.map_or(pid, |t| t.tgid),
+            status: status as u32,
+            parent_tgid: task.map_or(0, |t| t.ppid),
+        });
+        if Some(pid) == self.root {
+            self.notices.push(Notice::CommandExited(status));
+        }
+    }
+
+    /// Tasks still held when tracing stops (their parent's event never came: the parent was
+    /// killed in between): taken in with the parent `/proc` names, and let go.
+    fn release_held(&mut self) {
+        let held: Vec<(Pid, Held)> = self.held.drain().collect();
+        for (pid, h) in held {
+            let (tgid, ppid) = procfs::tgid_ppid(pid).unwrap_or((pid, 0));
+            self.tasks.insert(pid, Task { tgid, ppid });
+            self.batch.push(Event::Fork {
+                ts: h.ts,
+                parent_tgid: ppid,
+                child_pid: pid,
+                child_tgid: tgid,
+            });
+            match h.exit {
+                Some((xts, st)) => self.on_exit(pid, st, xts),
+                None => sys::resume(pid, 0),
+            }
+        }
+    }
+
+    /// What the user should know about a program run under ptrace: tracers cannot trace, and
+    /// setuid programs lose their privileges when proctrace is unprivileged.
+    fn warn_about(&mut self, pid: Pid, d: &ExecDetails) {
+        let Some(comm) = d.comm.as_deref() else { return };
+        if matches!(
+            comm,
+            "strace" | "ltrace" | "gdb" | "proctrace" | "rr" | "lldb" | "perf-trace"
+        ) && self.warned.insert(format!("tracer:{comm}"))
+        {
+            eprintln!(
+                "proctrace: {comm} (pid {pid}) runs under the ptrace backend and cannot ptrace (a process has one tracer); use --backend connector to trace it"
+            );
+        }
+        if self.unprivileged {
+            if let Some(exe) = d.exe.as_deref() {
+                if sys::is_setid(pid) && self.warned.insert(format!("setid:{exe}")) {
+                    eprintln!(
+                        "proctrace: {exe} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Forks the command, seizes it, lets it exec, and waits for the outcome.
+    fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+        let prepared = sys::Prepared::new(argv).map_err(SpawnError::from_io)?;
+        let child = sys::fork_waiting(&prepared).map_err(SpawnError::from_io)?;
+        let pid = child.pid;
+        let fork_ts = procfs::mono_now();
+        if let Err(e) = sys::seize(pid) {
+            child.abandon();
+            return Err(SpawnError {
+                code: crate::exit_codes::UNAVAILABLE,
+                error: std::io::Error::new(e.kind(), explain_seize(&e)),
+            });
+        }
+        let err_pipe = child.release();
+        self.tasks.insert(
+            pid,
+            Task {
+                tgid: pid,
+                ppid: self.my_pid,
+            },
+        );
+        // The first stop of the command is its exec (success) or its exit (it could not exec).
+        loop {
+            let Some(status) = sys::wait_for(pid) else {
+                return Err(SpawnError::from_io(std::io::Error::other("the command vanished")));
+            };
+            let ts = procfs::mono_now();
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                self.tasks.remove(&pid);
+                let errno = sys::read_errno(&err_pipe);
+                let error = match errno {
+                    Some(n) => std::io::Error::from_raw_os_error(n),
+                    None => std::io::Error::other("it ended before it could exec"),
+                };
+                let code = if libc::WIFEXITED(status) {
+                    libc::WEXITSTATUS(status)
+                } else {
+                    128 + libc::WTERMSIG(status)
+                };
+                return Err(SpawnError { code, error });
+            }
+            if (status >> 16) == libc::PTRACE_EVENT_EXEC {
+                self.batch.push(Event::Fork {
+                    ts: fork_ts,
+                    parent_tgid: self.my_pid,
+                    child_pid: pid,
+                    child_tgid: pid,
+                });
+                self.root = Some(pid);
+                self.stops += 1;
+                self.on_exec(pid, pid, ts);
+                sys::resume(pid, 0);
+                return Ok(pid);
+            }
+            // A signal before the exec (e.g. a terminal's SIGINT): pass it on.
+            let sig = if (status >> 16) == 0 {
+                libc::WSTOPSIG(status)
+            } else {
+                0
+            };
+            sys::resume(pid, sig);
+        }
+    }
+}
+
+fn explain_seize(e: &std::io::Error) -> String {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    let why = match scope {
+        Some(3) => {
+            " (kernel.yama.ptrace_scope is 3: ptrace is disabled on this machine until reboot)".to_string()
+        }
+        Some(2) => {
+            " (kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may attach; run as root)".to_string()
+        }
+        _ if e.raw_os_error() == Some(libc::EPERM) => {
+            " (is proctrace itself being traced, or does a seccomp policy forbid ptrace?)".to_string()
+        }
+        _ => String::new(),
+    };
+    format!("cannot trace it with ptrace: {e}{why}")
+}
+
+/// The system calls, in one place.
+mod sys {
+    use std::ffi::CString;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use crate::model::event::Pid;
+
+    const OPTIONS: libc::c_int = libc::PTRACE_O_TRACEFORK
+        | libc::PTRACE_O_TRACEVFORK
+        | libc::PTRACE_O_TRACECLONE
+        | libc::PTRACE_O_TRACEEXEC;
+
+    fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }
+
+    pub fn eventfd() -> io::Result<OwnedFd> {
+        // SAFETY: eventfd with valid flags; the fd is owned by the result.
+        let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fd is a new descriptor nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    pub fn eventfd_write(fd: &OwnedFd) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to an eventfd.
+        unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// A signalfd for SIGCHLD (blocked in every thread, so only this fd sees it).
+    pub fn sigchld_fd() -> io::Result<OwnedFd> {
+        // SAFETY: the set is initialised by sigemptyset before use.
+        let fd = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGCHLD);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
+        };
+        let fd = check(fd)?;
+        // SAFETY: fd is a new descriptor nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    pub fn poll2(a: &OwnedFd, b: &OwnedFd, timeout: std::time::Duration) {
+        let mut fds = [
+            libc::pollfd {
+                fd: a.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: b.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: fds is a valid array of two pollfd.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    }
+
+    /// Reads a non-blocking fd until it is empty.
+    pub fn drain_fd(fd: &OwnedFd) {
+        let mut buf = [0u8; 1024];
+        loop {
+            // SAFETY: reads into a valid buffer of its length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return;
+            }
+        }
+    }
+
+    /// One waiting stop or exit of any tracee or child, without blocking.
+    pub fn wait_any() -> Option<(Pid, i32)> {
+        let mut status = 0;
+        loop {
+            // SAFETY: waitpid with a valid out pointer.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) };
+            if pid > 0 {
+                return Some((pid, status));
+            }
+            if pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return None;
+        }
+    }
+
+    /// The next stop or exit of `pid`, blocking.
+    pub fn wait_for(pid: Pid) -> Option<i32> {
+        let mut status = 0;
+        loop {
+            // SAFETY: waitpid with a valid out pointer.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+            if r == pid {
+                return Some(status);
+            }
+            if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return None;
+        }
+    }
+
+    /// Restarts a stopped tracee, delivering `sig` (0: none). A tracee that died meanwhile
+    /// (ESRCH) is reported by wait later.
+    pub fn resume(pid: Pid, sig: libc::c_int) {
+        // SAFETY: PTRACE_CONT on a pid with a signal number as data.
+        unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0usize, sig as usize) };
+    }
+
+    /// Lets a group-stopped tracee stay stopped while we keep getting its notifications.
+    pub fn listen(pid: Pid) {
+        // SAFETY: PTRACE_LISTEN on a pid in group-stop.
+        unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid, 0usize, 0usize) };
+    }
+
+    pub fn event_msg(pid: Pid) -> Option<u64> {
+        let mut msg: libc::c_ulong = 0;
+        // SAFETY: PTRACE_GETEVENTMSG writes one unsigned long to the given address.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETEVENTMSG,
+                pid,
+                0usize,
+                &mut msg as *mut libc::c_ulong,
+            )
+        };
+        (r == 0).then_some(msg as u64)
+    }
+
+    pub fn seize(pid: Pid) -> io::Result<()> {
+        // SAFETY: PTRACE_SEIZE of our own child with option flags as data.
+        let r = unsafe { libc::ptrace(libc::PTRACE_SEIZE, pid, 0usize, OPTIONS as usize) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether task `tid` is a thread of process `tgid` (not a process of its own).
+    pub fn is_thread_of(tgid: Pid, tid: Pid) -> bool {
+        let path = format!("/proc/{tgid}/task/{tid}\0");
+        // SAFETY: path is NUL-terminated.
+        unsafe { libc::access(path.as_ptr().cast(), libc::F_OK) == 0 }
+    }
+
+    /// The running executable of `pid` is setuid/setgid or carries file capabilities.
+    pub fn is_setid(pid: Pid) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let path = format!("/proc/{pid}/exe");
+        let mode = std::fs::metadata(&path).map_or(0, |m| m.permissions().mode());
+        if mode & 0o6000 != 0 {
+            return true;
+        }
+        let Ok(c) = CString::new(path) else { return false };
+        // SAFETY: c is NUL-terminated; a null buffer of size 0 asks only for the size.
+        let n = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                c"security.capability".as_ptr(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        n > 0
+    }
+
+    /// Whether proctrace has CAP_SYS_PTRACE (then setuid programs keep their privileges).
+    pub fn has_cap_sys_ptrace() -> bool {
+        let Ok(s) = std::fs::read_to_string("/proc/self/status") else {
+            return false;
+        };
+        s.lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|caps| caps & (1 << 19) != 0)
+    }
+
+    /// Everything the child needs, built before fork (the child may only make async-signal-safe
+    /// calls).
+    pub struct Prepared {
+        candidates: Vec<CString>,
+        argv: Vec<CString>,
+        envp: Vec<CString>,
+    }
+
+    impl Prepared {
+        pub fn new(argv: &[String]) -> io::Result<Prepared> {
+            let bad = || io::Error::new(io::ErrorKind::InvalidInput, "an argument contains a NUL byte");
+            let cargv: Vec<CString> = argv
+                .iter()
+                .map(|a| CString::new(a.as_bytes()).map_err(|_| bad()))
+                .collect::<Result<_, _>>()?;
+            let Some(prog) = argv.first() else {
+                return Err(io::ErrorKind::NotFound.into());
+            };
+            // execvp's search, done here: a name with a slash is a path; else each PATH entry.
+            let mut candidates = Vec::new();
+            if prog.contains('/') {
+                candidates.push(CString::new(prog.as_bytes()).map_err(|_| bad())?);
+            } else {
+                let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+                for dir in path.split(':') {
+                    let dir = if dir.is_empty() { "." } else { dir };
+                    candidates.push(CString::new(format!("{dir}/{prog}")).map_err(|_| bad())?);
+                }
+            }
+            let envp = std::env::vars_os()
+                .filter_map(|(k, v)| {
+                    let mut kv = k.into_encoded_bytes();
+                    kv.push(b'=');
+                    kv.extend(v.into_encoded_bytes());
+                    CString::new(kv).ok()
+                })
+                .collect();
+            Ok(Prepared {
+                candidates,
+                argv: cargv,
+                envp,
+            })
+        }
+    }
+
+    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into fds.
+        check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+        // SAFETY: both are new descriptors nobody else owns.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    }
+
+    /// A forked child waiting for [`Child::release`] before it execs.
+    pub struct Child {
+        pub pid: Pid,
+        go: Option<OwnedFd>,
+        err: OwnedFd,
+    }
+
+    impl Child {
+        /// Lets the child exec; returns the pipe that carries its errno if exec fails.
+        pub fn release(mut self) -> OwnedFd {
+            self.go = None; // closing the write end wakes the child
+            self.err
+        }
+
+        /// Kills the child and reaps it.
+        pub fn abandon(self) {
+            // SAFETY: kill and waitpid on our own child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                let mut st = 0;
+                libc::waitpid(self.pid, &mut st, libc::__WALL);
+            }
+        }
+    }
+
+    /// Forks a child that blocks until released, then restores the default signal mask and
+    /// SIGPIPE disposition and execs the first candidate that works.
+    pub fn fork_waiting(p: &Prepared) -> io::Result<Child> {
+        let (go_r, go_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = p.envp.iter().map(|a| a.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        let cands: Vec<*const libc::c_char> = p.candidates.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: fork in a threaded process; the child below only makes async-signal-safe calls
+        // (close, read, sigprocmask, signal, execve, write, _exit) on memory prepared before.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; every pointer refers to memory that lives in this copy.
+            unsafe {
+                libc::close(go_w.as_raw_fd());
+                let mut b = 0u8;
+                while libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1) < 0 {}
+                let mut empty: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut empty);
+                libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                let mut errno = libc::ENOENT;
+                for &c in &cands {
+                    libc::execve(c, argv.as_ptr(), envp.as_ptr());
+                    let e = *libc::__errno_location();
+                    if e == libc::EACCES || errno != libc::EACCES {
+                        errno = e;
+                    }
+                    if !matches!(e, libc::ENOENT | libc::ENOTDIR | libc::EACCES) {
+                        break;
+                    }
+                }
+                libc::write(err_w.as_raw_fd(), (&errno as *const i32).cast(), 4);
+                libc::_exit(if errno == libc::ENOENT { 127 } else { 126 });
+            }
+        }
+        drop(go_r);
+        drop(err_w);
+        Ok(Child {
+            pid,
+            go: Some(go_w),
+            err: err_r,
+        })
+    }
+
+    /// The errno a failed child wrote, if any.
+    pub fn read_errno(fd: &OwnedFd) -> Option<i32> {
+        let mut e = 0i32;
+        // SAFETY: reads at most 4 bytes into a valid i32.
+        let n = unsafe { libc::read(fd.as_raw_fd(), (&mut e as *mut i32).cast(), 4) };
+        (n == 4).then_some(e)
+    }
+}

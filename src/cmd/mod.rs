@@ -1,0 +1,5 @@
+//! One module per command: each wires a backend (or a saved capture) to the engine and the outputs.
+
+pub mod replay;
+pub mod run;
+pub mod watch;

@@ -1,0 +1,146 @@
+//! `proctrace replay CAPTURE`: feed a recorded event stream through the tracker and sinks, with
+//! no kernel and no clock. What tests and bug reports use.
+
+use std::io::BufRead;
+
+use crate::capture::Details;
+use crate::engine::{CaptureLine, Engine};
+use crate::model::event::Event;
+use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+use crate::sink::{Fanout, Header, Mode, Summary};
+
+/// Error reading a capture.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A line is not an event.
+    #[error("{path}:{line}: not a proctrace event: {msg}")]
+    Parse {
+        /// File.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What the parser said.
+        msg: String,
+    },
+}
+
+/// A saved capture: the header, the events, and the summary of the run that made it (older
+/// captures have only events).
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    /// The recorded header.
+    pub header: Option<Header>,
+    /// The events in order.
+    pub events: Vec<Event>,
+    /// The recorded summary.
+    pub summary: Option<Summary>,
+}
+
+/// Reads a capture file (one JSON object per line). A truncated last line (the recorder was
+/// killed mid-write) is ignored; any other bad line is an error naming its line.
+pub fn read_capture(path: &str) -> Result<Capture, ReplayError> {
+    let f = std::fs::File::open(path).map_err(|source| ReplayError::Io {
+        path: path.into(),
+        source,
+    })?;
+    parse_capture(std::io::BufReader::new(f), path)
+}
+
+/// Parses capture text; `path` names it in errors.
+pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Capture, ReplayError> {
+    let mut cap = Capture::default();
+    let mut lines = r.lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let line = line.map_err(|source| ReplayError::Io {
+            path: path.into(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = if line.starts_with(r#"{"e":"header""#) || line.starts_with(r#"{"e":"summary""#) {
+            serde_json::from_str::<CaptureLine>(&line).map(|l| match l {
+                CaptureLine::Header { header } => cap.header = Some(header),
+                CaptureLine::Summary { summary } => cap.summary = Some(summary),
+            })
+        } else {
+            serde_json::from_str::<Event>(&line).map(|e| cap.events.push(e))
+        };
+        match parsed {
+            Ok(()) => {}
+            Err(e) if lines.peek().is_none() && e.is_eof() => break,
+            Err(e) => {
+                return Err(ReplayError::Parse {
+                    path: path.into(),
+                    line: i + 1,
+                    msg: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(cap)
+}
+
+/// Replays a capture through the same engine a live run uses. The tree to follow comes from the
+/// capture (its `run` root) or `root`; with neither, everything is followed (as in `watch`).
+/// The sinks get the recorded header (or `fallback` for a capture without one) and, at the end,
+/// the recorded summary with the counters recomputed. Returns the engine and that summary.
+pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header) -> (Engine, Summary) {
+    let header = cap.header.clone().unwrap_or(fallback);
+    let tree = root.is_some()
+        || matches!(header.mode, Mode::Run { .. } | Mode::Watch { root: Some(_) })
+        || cap.events.iter().any(|e| matches!(e, Event::Root { .. }));
+    let t = Tracker::new(TrackerOptions {
+        scope: if tree { Scope::Tree } else { Scope::All },
+        retain_exited: true,
+        want_details: true,
+    });
+    let mut engine = Engine::new(t, sinks, Details::InStream);
+    engine.start(&header);
+    if let Some(r) = root {
+        engine.feed(&Event::Root { tgid: r });
+    }
+    for ev in &cap.events {
+        engine.feed(ev);
+    }
+    engine.settle();
+    let stats = engine.tracker.stats();
+    let sum = match &cap.summary {
+        Some(s) => Summary { stats, ..s.clone() },
+        None => {
+            let t = &engine.tracker;
+            let root = root.or_else(|| {
+                cap.events.iter().find_map(|e| match e {
+                    Event::Root { tgid } => Some(*tgid),
+                    _ => None,
+                })
+            });
+            let status = root
+                .and_then(|_| t.roots().first().copied())
+                .and_then(|id| t.get(id))
+                .and_then(|r| r.exit)
+                .and_then(|x| x.status);
+            Summary {
+                ts: cap.events.iter().rev().find_map(|e| e.ts()).unwrap_or(header.ts),
+                status,
+                stats,
+                capture: Default::default(),
+                background: t.live_count() as u64,
+                root,
+                tracer_cpu_ns: None,
+                backend: header.backend.clone(),
+                argv_reader: None,
+            }
+        }
+    };
+    engine.finish(&sum);
+    (engine, sum)
+}

@@ -1,0 +1,452 @@
+//! The one path from events to outputs, shared by live capture and replay.
+//!
+//! [`Engine::feed`] takes one event: the tracker applies it, its follow-ups are resolved (exec
+//! details from `/proc` or from the stream, ancestry after a loss), it is recorded when asked, and
+//! the facts go to the sinks. [`Session`] wraps an engine around a live [`Backend`]: it pumps the
+//! backend's queue, handles markers and notices, and paces output flushes. Replay feeds a saved
+//! capture through the same [`Engine`], so a replay equals the live run.
+
+use std::io::Write;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use crate::capture::enrich::ExecNotice;
+use crate::capture::{Backend, CaptureMsg, Details, Marker, Notice, procfs};
+use crate::model::event::{Event, ExitStatus, Pid};
+use crate::model::tracker::{Fact, Followup, Tracker};
+use crate::sink::{CaptureSummary, Fanout, Header, Summary};
+
+/// One line of a capture file (`--record`): a header, events, and the summary at the end.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "e", rename_all = "snake_case")]
+pub enum CaptureLine {
+    /// The session's header (first line).
+    Header {
+        /// The header.
+        header: Header,
+    },
+    /// The session's summary (last line).
+    Summary {
+        /// The summary.
+        summary: Summary,
+    },
+}
+
+/// Events → tracker → sinks, with follow-ups resolved and an optional recording.
+pub struct Engine {
+    /// The model.
+    pub tracker: Tracker,
+    /// Outputs.
+    pub sinks: Fanout,
+    facts: Vec<Fact>,
+    details: Details,
+    pending: Option<Pid>,
+    record: Option<std::io::BufWriter<std::fs::File>>,
+    record_redact: bool,
+    clocks: std::sync::OnceLock<procfs::Clocks>,
+}
+
+impl Engine {
+    /// An engine whose exec details come from `details`.
+    pub fn new(tracker: Tracker, sinks: Fanout, details: Details) -> Engine {
+        Engine {
+            tracker,
+            sinks,
+            facts: Vec::with_capacity(256),
+            details,
+            pending: None,
+            record: None,
+            record_redact: true,
+            clocks: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Also writes the header, every event (enrichment included) and the summary to `path`, one
+    /// JSON object a line, for `proctrace replay`. URL credentials are redacted unless `!redact`.
+    pub fn record_to(&mut self, path: &str, redact: bool) -> std::io::Result<()> {
+        self.record = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
+        self.record_redact = redact;
+        Ok(())
+    }
+
+    /// Emits the header to the sinks (and the recording).
+    pub fn start(&mut self, h: &Header) {
+        if let Some(rec) = self.record.as_mut() {
+            let mut header = h.clone();
+            if self.record_redact {
+                redact_all(&mut header.tool.argv);
+                if let crate::sink::Mode::Run { argv } = &mut header.mode {
+                    redact_all(argv);
+                }
+            }
+            let _ = serde_json::to_writer(&mut *rec, &CaptureLine::Header { header });
+            let _ = rec.write_all(b"\n");
+        }
+        self.sinks.start(h);
+    }
+
+    /// Takes one event through the model to the sinks.
+    pub fn feed(&mut self, ev: &Event) {
+        if !matches!(ev, Event::ExecDetails { .. }) {
+            self.settle_pending();
+        }
+        let mut followup = self.tracker.apply(ev, &mut self.facts);
+        if let Followup::ResolveAncestry(pid) = followup {
+            // Live, `/proc` tells; a replayed capture already holds what the live run found.
+            if let Details::Proc(_) = self.details {
+                for anc in self.ancestry(pid) {
+                    self.record_event(&anc);
+                    self.tracker.apply(&anc, &mut self.facts);
+                }
+            }
+            followup = self.tracker.apply(ev, &mut self.facts);
+        }
+        self.record_event(ev);
+        if let Followup::ReadExecDetails(pid) = followup {
+            match &mut self.details {
+                Details::InStream => self.pending = Some(pid),
+                Details::Proc(enricher) => {
+                    let found = match (enricher.as_mut(), ev.ts()) {
+                        (Some(e), Some(ts)) => e.take(ExecNotice { tgid: pid, ts }),
+                        _ => None,
+                    };
+                    let details = found.unwrap_or_else(|| procfs::exec_details(pid));
+                    if self.record.is_some() {
+                        self.record_event(&Event::ExecDetails {
+                            tgid: pid,
+                            details: details.clone(),
+                        });
+                    }
+                    self.tracker.apply_exec_details(pid, details, &mut self.facts);
+                }
+            }
+        }
+        self.emit();
+    }
+
+    /// An exec whose details were to follow in the stream, and did not: it has none.
+    fn settle_pending(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.tracker
+                .apply_exec_details(p, Default::default(), &mut self.facts);
+        }
+    }
+
+    fn emit(&mut self) {
+        for f in self.facts.drain(..) {
+            self.sinks.fact(&f, &self.tracker);
+        }
+    }
+
+    /// After a batch: frees exited records the sinks are done with.
+    pub fn after_batch(&mut self) {
+        self.tracker.sweep();
+    }
+
+    /// Writes buffered output out.
+    pub fn flush(&mut self) {
+        self.sinks.flush();
+        if let Some(rec) = self.record.as_mut() {
+            let _ = rec.flush();
+        }
+    }
+
+    /// Settles an exec whose details never came (the end of the stream).
+    pub fn settle(&mut self) {
+        self.settle_pending();
+        self.emit();
+    }
+
+    /// Ends the session: the summary to the sinks and the recording.
+    pub fn finish(&mut self, sum: &Summary) {
+        self.settle();
+        if let Some(rec) = self.record.as_mut() {
+            let _ = serde_json::to_writer(&mut *rec, &CaptureLine::Summary { summary: sum.clone() });
+            let _ = rec.write_all(b"\n");
+        }
+        self.sinks.finish(sum, &self.tracker);
+        self.flush();
+    }
+
+    fn record_event(&mut self, ev: &Event) {
+        let Some(rec) = self.record.as_mut() else { return };
+        // A capture is an output too: URL credentials stay out of it unless asked for.
+        if let (true, Event::ExecDetails { tgid, details }) = (self.record_redact, ev) {
+            if let Some(argv) = &details.argv {
+                let redacted: Vec<_> = argv.iter().map(|a| crate::redact::redact_arg(a)).collect();
+                if redacted.iter().any(|a| matches!(a, std::borrow::Cow::Owned(_))) {
+                    let mut d = details.clone();
+                    d.argv = Some(redacted.into_iter().map(|a| a.into_owned()).collect());
+                    let _ = serde_json::to_writer(
+                        &mut *rec,
+                        &Event::ExecDetails {
+                            tgid: *tgid,
+                            details: d,
+                        },
+                    );
+                    let _ = rec.write_all(b"\n");
+                    return;
+                }
+            }
+        }
+        let _ = serde_json::to_writer(&mut *rec, ev);
+        let _ = rec.write_all(b"\n");
+    }
+
+    /// `/proc` ancestry of `pid` up to the first process the tracker follows, oldest first; empty
+    /// when it does not descend from one (or is gone).
+    fn ancestry(&self, pid: Pid) -> Vec<Event> {
+        let clocks = self.clocks.get_or_init(procfs::Clocks::sample);
+        let mut chain = Vec::new();
+        let mut cur = pid;
+        for _ in 0..64 {
+            let Some(st) = procfs::stat(cur) else {
+                return Vec::new();
+            };
+            chain.push(Event::Ancestry {
+                tgid: cur,
+                ppid: st.ppid,
+                start_ns: Some(clocks.starttime_to_mono(st.starttime)),
+            });
+            if self.tracker.lookup(st.ppid).is_some() {
+                chain.reverse();
+                return chain;
+            }
+            if st.ppid <= 1 {
+                break;
+            }
+            cur = st.ppid;
+        }
+        Vec::new()
+    }
+}
+
+fn redact_all(argv: &mut [String]) {
+    for a in argv {
+        if let std::borrow::Cow::Owned(r) = crate::redact::redact_arg(a) {
+            *a = r;
+        }
+    }
+}
+
+/// What a call to [`Session::pump`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pumped {
+    /// Processed a batch of events (or a marker).
+    Events,
+    /// The traced command was reaped with this wait status.
+    CommandExited(i32),
+    /// A signal asked us to stop.
+    Interrupted(i32),
+    /// Nothing within the timeout.
+    Idle,
+    /// The backend stopped (after [`Session::stop`]) or failed.
+    Ended,
+}
+
+/// Longest time a line waits in memory before it is written.
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
+
+/// A live tracing session: a backend feeding an engine.
+pub struct Session {
+    /// The engine (tracker and sinks).
+    pub engine: Engine,
+    /// The backend.
+    pub backend: Backend,
+    barrier: Option<(Marker, bool)>,
+    markers: u32,
+    capture: Option<CaptureSummary>,
+    failure: Option<String>,
+    flush_due: Option<Instant>,
+}
+
+impl Session {
+    /// Wires a running backend to a tracker and sinks.
+    pub fn new(mut backend: Backend, tracker: Tracker, sinks: Fanout) -> Session {
+        let details = backend.take_details();
+        Session {
+            engine: Engine::new(tracker, sinks, details),
+            backend,
+            barrier: None,
+            markers: 0,
+            capture: None,
+            failure: None,
+            flush_due: None,
+        }
+    }
+
+    /// The model.
+    pub fn tracker(&self) -> &Tracker {
+        &self.engine.tracker
+    }
+
+    /// Emits the header to the sinks.
+    pub fn start(&mut self, h: &Header) {
+        self.engine.start(h);
+        self.flush_outputs();
+    }
+
+    /// Events made by the command logic itself (root, background marks) go in through here.
+    pub fn feed(&mut self, ev: &Event) {
+        self.engine.feed(ev);
+        self.engine.after_batch();
+        self.flush_outputs();
+    }
+
+    /// Handles one message from the backend, waiting up to `timeout` for it.
+    pub fn pump(&mut self, timeout: Duration) -> Pumped {
+        let wait = match self.flush_due {
+            Some(due) => timeout.min(due.saturating_duration_since(Instant::now())),
+            None => timeout,
+        };
+        let msg = match self.backend.rx().recv_timeout(wait) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                if self.flush_due.is_some_and(|d| Instant::now() >= d) {
+                    self.flush_outputs();
+                }
+                return Pumped::Idle;
+            }
+            Err(RecvTimeoutError::Disconnected) => return Pumped::Ended,
+        };
+        match msg {
+            CaptureMsg::Events(batch) => {
+                self.process(&batch);
+                self.backend.recycle(batch);
+                Pumped::Events
+            }
+            CaptureMsg::Notice(Notice::CommandExited(status)) => Pumped::CommandExited(status),
+            CaptureMsg::Notice(Notice::Interrupted(sig)) => Pumped::Interrupted(sig),
+            CaptureMsg::Notice(Notice::Marker(n)) => {
+                if let Some((Marker::Notice(want), seen)) = self.barrier.as_mut() {
+                    if *want == n {
+                        *seen = true;
+                    }
+                }
+                Pumped::Events
+            }
+            CaptureMsg::Done(mut c) => {
+                c.receive_buffer = self.backend.receive_buffer();
+                self.capture = Some(c);
+                Pumped::Ended
+            }
+            CaptureMsg::Failed(e) => {
+                self.failure = Some(e);
+                Pumped::Ended
+            }
+        }
+    }
+
+    fn process(&mut self, batch: &[Event]) {
+        for ev in batch {
+            if let (Some((Marker::Rename(r), seen)), Event::Comm { pid, comm, .. }) =
+                (self.barrier.as_mut(), ev)
+            {
+                if *pid == r.tid && *comm == r.name {
+                    *seen = true;
+                    continue;
+                }
+            }
+            self.engine.feed(ev);
+        }
+        // Output is written in batches at most FLUSH_EVERY apart: one write per event storm
+        // instead of one per wakeup. Lines stay whole either way.
+        let now = Instant::now();
+        match self.flush_due {
+            Some(due) if now >= due => self.flush_outputs(),
+            Some(_) => {}
+            None => self.flush_due = Some(now + FLUSH_EVERY),
+        }
+        self.engine.after_batch();
+    }
+
+    fn flush_outputs(&mut self) {
+        self.flush_due = None;
+        self.engine.flush();
+    }
+
+    /// Makes the backend mark this moment and processes events until the mark comes through:
+    /// everything generated before the call has then been seen. False when it did not arrive in
+    /// time.
+    pub fn barrier(&mut self, timeout: Duration) -> bool {
+        self.markers += 1;
+        let marker = self.backend.request_marker(self.markers);
+        self.barrier = Some((marker, false));
+        let deadline = Instant::now() + timeout;
+        let seen = loop {
+            if self.barrier.as_ref().is_some_and(|b| b.1) {
+                break true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.pump(left) == Pumped::Ended {
+                break false;
+            }
+        };
+        if let Some((Marker::Rename(r), _)) = self.barrier.take() {
+            r.restore();
+        }
+        seen
+    }
+
+    /// Processes until `done` holds or `timeout` passes; other notices are returned to the caller
+    /// through `on_notice`.
+    pub fn pump_until(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&Tracker) -> bool,
+        mut on_notice: impl FnMut(Pumped),
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.engine.tracker) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match self.pump(left.min(Duration::from_millis(200))) {
+                Pumped::Events | Pumped::Idle => {}
+                Pumped::Ended => return done(&self.engine.tracker),
+                other => on_notice(other),
+            }
+        }
+    }
+
+    /// Stops the backend, processing everything it still had (including final loss accounting).
+    pub fn stop(&mut self) {
+        self.backend.request_stop();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.pump(Duration::from_millis(200)) == Pumped::Ended {
+                break;
+            }
+        }
+        self.flush_outputs();
+    }
+
+    /// Why the backend failed, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// The summary for sinks (capture counters are complete after [`stop`](Self::stop)).
+    pub fn summary(&self, status: Option<ExitStatus>, background: u64, root: Option<Pid>) -> Summary {
+        Summary {
+            ts: procfs::mono_now(),
+            status,
+            stats: self.engine.tracker.stats(),
+            capture: self.capture.unwrap_or_default(),
+            background,
+            root,
+            tracer_cpu_ns: Some(procfs::self_cpu_ns()),
+            backend: Some(self.backend.kind().as_str().to_string()),
+            argv_reader: Some(self.backend.argv_reader().to_string()),
+        }
+    }
+
+    /// A sender for other threads (the signal thread) to wake the model loop.
+    pub fn notifier(&self) -> std::sync::mpsc::Sender<CaptureMsg> {
+        self.backend.sender()
+    }
+}
