@@ -34,6 +34,34 @@ pub fn tmp(name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
+/// Defines a test module whose body runs once per backend: `fn connector` and `fn ptrace`.
+
+macro_rules! both_backends {
+    ($(#[$m:meta])* fn $name:ident($b:ident: &str) $body:block) => {
+        $(#[$m])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body($b: &str) $body
+            #[test]
+            fn connector() {
+                body("connector")
+            }
+            #[test]
+            fn ptrace() {
+                body("ptrace")
+            }
+        }
+    };
+}
+
+/// `proctrace run --backend B -o FILE [extra] -- argv`.
+pub fn run_on(backend: &str, extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>) {
+    let mut all = vec!["--backend", backend];
+    all.extend_from_slice(extra);
+    run(&all, argv)
+}
+
 /// `proctrace run -o FILE [extra] -- argv`; returns the process output and the parsed lines.
 pub fn run(extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>) {
     let out_file = tmp("out.jsonl");

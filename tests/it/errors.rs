@@ -7,7 +7,16 @@ use crate::common::*;
 fn connector_refused_in_a_private_network_namespace() {
     let marker = tmp("must-not-exist");
     let out = Command::new("unshare")
-        .args(["--net", PROCTRACE, "run", "--backend", "connector", "--", "touch", &marker])
+        .args([
+            "--net",
+            PROCTRACE,
+            "run",
+            "--backend",
+            "connector",
+            "--",
+            "touch",
+            &marker,
+        ])
         .output()
         .expect("unshare (util-linux)");
     assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));

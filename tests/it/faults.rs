@@ -62,13 +62,13 @@ fn forced_overflow_is_reported_and_matches_the_kernels_drop_counter() {
     assert!(stderr(&out).contains("events LOST"), "{}", stderr(&out));
 }
 
-#[test]
-fn interrupting_the_tracer_forwards_flushes_and_summarises() {
+both_backends! {
+fn interrupting_the_tracer_forwards_flushes_and_summarises(backend: &str) {
     let out_file = tmp("interrupted.jsonl");
     let marker = tmp("up");
     let script = format!("trap 'exit 42' TERM; /bin/true; touch {marker}; while :; do sleep 0.02; done");
     let child = Command::new(PROCTRACE)
-        .args(["run", "-o", &out_file, "--", "sh", "-c", &script])
+        .args(["run", "--backend", backend, "-o", &out_file, "--", "sh", "-c", &script])
         .env("NO_COLOR", "1")
         .stderr(Stdio::piped())
         .spawn()
@@ -95,9 +95,10 @@ fn interrupting_the_tracer_forwards_flushes_and_summarises() {
         stderr(&out)
     );
 }
+}
 
-#[test]
-fn a_full_filesystem_stops_the_output_not_the_command() {
+both_backends! {
+fn a_full_filesystem_stops_the_output_not_the_command(backend: &str) {
     let dir = tmp("smallfs");
     std::fs::create_dir_all(&dir).unwrap();
     let st = Command::new("mount")
@@ -110,6 +111,8 @@ fn a_full_filesystem_stops_the_output_not_the_command() {
     let out = Command::new(PROCTRACE)
         .args([
             "run",
+            "--backend",
+            backend,
             "--tree",
             "none",
             "-o",
@@ -139,6 +142,7 @@ fn a_full_filesystem_stops_the_output_not_the_command() {
     for l in text.lines() {
         serde_json::from_str::<serde_json::Value>(l).unwrap();
     }
+}
 }
 
 /// strace's view: per pid, the exit statuses of each process instance, in order.

@@ -1,6 +1,7 @@
 //! proctrace end to end: the real binary, the real kernel connector, real processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 mod errors;
 mod faults;

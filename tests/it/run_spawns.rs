@@ -1,11 +1,11 @@
 //! 1000 quick spawns: every one is accounted for — captured or counted as lost.
 use crate::common::*;
 
-#[test]
-fn a_thousand_true_spawns_are_all_accounted_for() {
+both_backends! {
+fn a_thousand_true_spawns_are_all_accounted_for(backend: &str) {
     let sh = shapes();
     let n = 1000;
-    let (out, lines) = run(&["--tree", "none"], &[sh, "spawn", &n.to_string(), "/bin/true"]);
+    let (out, lines) = run_on(backend, &["--tree", "none"], &[sh, "spawn", &n.to_string(), "/bin/true"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let ps = processes(&lines);
     let root = find(&ps, &[sh, "spawn"]);
@@ -41,9 +41,13 @@ fn a_thousand_true_spawns_are_all_accounted_for() {
             "forks {forks} exits {exits} lost {lost}"
         );
     }
+    if backend == "ptrace" {
+        assert_eq!(with_argv as u64, n, "ptrace reads argv at the exec stop: always");
+    }
     // Not a threshold: reported so the rate is visible in test logs (cargo test -- --nocapture).
     eprintln!(
-        "argv capture rate for {n} /bin/true spawns: {with_argv}/{n} ({:.1}%), lost {lost}",
+        "{backend}: argv capture rate for {n} /bin/true spawns: {with_argv}/{n} ({:.1}%), lost {lost}",
         100.0 * with_argv as f64 / n as f64
     );
+}
 }

@@ -7,8 +7,8 @@ use trace2::reader::{ReadOptions, read_path};
 
 use crate::common::*;
 
-#[test]
-fn observed_tree_as_trace2_sessions() {
+both_backends! {
+fn observed_tree_as_trace2_sessions(backend: &str) {
     let sh = shapes();
     let ev = tmp("t2.json");
     let perf = tmp("t2.perf");
@@ -16,7 +16,8 @@ fn observed_tree_as_trace2_sessions() {
     let script = format!(
         "sleep 0.2 | tr a b; sh -c 'sleep 0.2; exit 3'; {sh} double-fork 3; {sh} fork-no-exec; exit 0"
     );
-    let (out, lines) = run(
+    let (out, lines) = run_on(
+        backend,
         &[
             "--trace2-event",
             &ev,
@@ -115,12 +116,14 @@ fn observed_tree_as_trace2_sessions() {
             .status();
     }
 }
+}
 
-#[test]
-fn a_directory_target_gets_one_file_per_process() {
+both_backends! {
+fn a_directory_target_gets_one_file_per_process(backend: &str) {
     let dir = tmp("t2dir");
     std::fs::create_dir_all(&dir).unwrap();
-    let (out, lines) = run(
+    let (out, lines) = run_on(
+        backend,
         &["--trace2-event", &dir],
         &["sh", "-c", "/bin/true; sh -c 'exit 2'; exit 0"],
     );
@@ -134,6 +137,7 @@ fn a_directory_target_gets_one_file_per_process() {
             .iter()
             .any(|r| matches!(r.event.kind, EventKind::Exit { code: 2 }))
     );
+}
 }
 
 #[test]
