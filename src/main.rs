@@ -39,12 +39,29 @@ enum TreeArg {
 
 #[derive(clap::Args, Debug)]
 struct Common {
-    /// Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<String>,
+    #[command(flatten)]
+    out: OutputArgs,
     /// Kernel receive buffer to request, e.g. 64M (absorbs bursts; 832 bytes per queued event).
     #[arg(long, value_name = "BYTES", default_value = "32M", value_parser = parse_size)]
     buffer: usize,
+    /// Do not read argv, exe and cwd from /proc after each exec: lowest overhead, no argv.
+    #[arg(long)]
+    no_enrich: bool,
+    /// Do not run the connector's /proc reader thread at real-time priority (it is when allowed:
+    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO).
+    #[arg(long)]
+    no_realtime: bool,
+    /// Record every event (with /proc details) to FILE for `proctrace replay`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<String>,
+}
+
+/// Where the results go: the same on every command.
+#[derive(clap::Args, Debug)]
+struct OutputArgs {
+    /// Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
     /// Show credentials in URLs (https://user:secret@host) instead of redacting them.
     #[arg(long)]
     no_redact: bool,
@@ -64,16 +81,6 @@ struct Common {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
-    /// Do not read argv, exe and cwd from /proc after each exec: lowest overhead, no argv.
-    #[arg(long)]
-    no_enrich: bool,
-    /// Do not run the connector's /proc reader thread at real-time priority (it is when allowed:
-    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO).
-    #[arg(long)]
-    no_realtime: bool,
-    /// Record every event (with /proc details) to FILE for `proctrace replay`.
-    #[arg(long, value_name = "FILE")]
-    record: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,15 +126,15 @@ enum Cmd {
     Replay {
         /// The capture file.
         capture: String,
-        /// Follow only this process's tree (as `run` would).
+        /// Follow only this process's tree (for captures made by `watch`; a `run` capture
+        /// names its command).
         #[arg(long, value_name = "PID")]
         root: Option<i32>,
-        /// Write JSON Lines to FILE (`-` for stdout).
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<String>,
-        /// Show credentials in URLs.
-        #[arg(long)]
-        no_redact: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+        /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
+        #[arg(long, value_enum, default_value = "auto")]
+        tree: TreeArg,
     },
 }
 
@@ -150,7 +157,15 @@ fn secs(v: f64, what: &str) -> Result<Duration, ProctraceError> {
         .map_err(|_| ProctraceError::Usage(format!("{what}: '{v}' is not a duration in seconds")))
 }
 
-fn outputs(c: &Common, human_stdout: bool, tree: TreeMode) -> Outputs {
+fn tree_mode(t: TreeArg) -> TreeMode {
+    match t {
+        TreeArg::Auto => TreeMode::Auto,
+        TreeArg::Full => TreeMode::Full,
+        TreeArg::None => TreeMode::None,
+    }
+}
+
+fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
     Outputs {
         jsonl: c.output.clone(),
         human_stdout,
@@ -191,14 +206,9 @@ fn main() {
             tree,
             argv,
         } => (|| {
-            let tree = match tree {
-                TreeArg::Auto => TreeMode::Auto,
-                TreeArg::Full => TreeMode::Full,
-                TreeArg::None => TreeMode::None,
-            };
             run(RunConfig {
                 argv,
-                outputs: outputs(&common, false, tree),
+                outputs: outputs(&common.out, false, tree_mode(tree)),
                 wait_bg: wait_bg.map(|v| secs(v, "--wait-bg")).transpose()?,
                 fail_on_leak,
                 backend: match backend {
@@ -217,7 +227,7 @@ fn main() {
         } => (|| {
             watch(WatchConfig {
                 root: pid,
-                outputs: outputs(&common, common.output.is_none(), TreeMode::None),
+                outputs: outputs(&common.out, common.out.output.is_none(), TreeMode::None),
                 duration: duration.map(|v| secs(v, "--duration")).transpose()?,
                 capture: capture(&common),
                 record: common.record.clone(),
@@ -226,19 +236,11 @@ fn main() {
         Cmd::Replay {
             capture,
             root,
-            output,
-            no_redact,
+            out,
+            tree,
         } => (|| {
             let cap = replay::read_capture(&capture)?;
-            let out = Outputs {
-                jsonl: output,
-                human_stdout: false,
-                tree: TreeMode::Full,
-                color_allowed: true,
-                redact: !no_redact,
-                trace2: Vec::new(),
-                trace2_brief: false,
-            };
+            let out = outputs(&out, false, tree_mode(tree));
             let sinks = out.open_sinks()?;
             let fallback = Header {
                 mode: Mode::Replay {

@@ -64,6 +64,12 @@ pub fn run_on(backend: &str, extra: &[&str], argv: &[&str]) -> (Output, Vec<Valu
 
 /// `proctrace run -o FILE [extra] -- argv`; returns the process output and the parsed lines.
 pub fn run(extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>) {
+    let (out, lines, _) = run_file(extra, argv);
+    (out, lines)
+}
+
+/// [`run`], also returning the JSON Lines file's path.
+pub fn run_file(extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>, String) {
     let out_file = tmp("out.jsonl");
     let out = Command::new(PROCTRACE)
         .arg("run")
@@ -76,7 +82,7 @@ pub fn run(extra: &[&str], argv: &[&str]) -> (Output, Vec<Value>) {
         .output()
         .unwrap();
     let lines = read_lines(&out_file);
-    (out, lines)
+    (out, lines, out_file)
 }
 
 /// Parses a JSON Lines file; every line must parse.

@@ -5,6 +5,7 @@
 mod common;
 mod errors;
 mod faults;
+mod ptrace;
 mod replay;
 mod run_shapes;
 mod run_spawns;

@@ -1,34 +1,42 @@
-//! A recorded run replays to the same lines, with no kernel involved.
+//! A recorded run replays to the same bytes, with no kernel involved.
 use std::process::Command;
 
 use crate::common::*;
 
-#[test]
-fn record_then_replay_gives_the_same_facts() {
+both_backends! {
+/// The JSON Lines, the git Trace2 event stream and the tree of a replay equal the live run's byte
+/// for byte: the capture carries the header (tool, clock offset, backend), the run's decisions
+/// (root, background children) and its summary.
+fn replay_equals_the_live_run_byte_for_byte(backend: &str) {
     let cap = tmp("cap.jsonl");
-    let (out, live) = run(
-        &["--record", &cap],
-        &["sh", "-c", "/bin/true; sh -c 'sleep 0.2; exit 3'; exit 2"],
+    let live_t2 = tmp("live.t2.json");
+    let (out, live, live_file) = run_file(
+        &["--backend", backend, "--record", &cap, "--trace2-event", &live_t2],
+        &["sh", "-c", "/bin/true; ls / >/dev/null; sh -c 'sleep 0.2; exit 3'; (sleep 0.3 &); exit 2"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let root = live.iter().find(|l| l["event"] == "fork").unwrap()["pid"]
-        .as_i64()
-        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(live.last().unwrap()["background"], 1);
+    let live_file = std::fs::read_to_string(live_file).unwrap();
     let replayed_file = tmp("replayed.jsonl");
-    let out = Command::new(PROCTRACE)
-        .args(["replay", &cap, "--root", &root.to_string(), "-o", &replayed_file])
+    let replayed_t2 = tmp("replayed.t2.json");
+    let rep = Command::new(PROCTRACE)
+        .args(["replay", &cap, "-o", &replayed_file, "--trace2-event", &replayed_t2])
+        .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let replayed = read_lines(&replayed_file);
-    let body = |v: &[serde_json::Value]| -> Vec<String> {
-        v.iter()
-            .filter(|l| !matches!(l["event"].as_str(), Some("start" | "end" | "background")))
-            .map(|l| l.to_string())
-            .collect()
-    };
-    assert_eq!(body(&live), body(&replayed));
-    assert!(stderr(&out).contains("sh -c 'sleep 0.2; exit 3'"));
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    assert_eq!(
+        std::fs::read_to_string(&replayed_file).unwrap(),
+        live_file,
+        "JSON Lines differ"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&replayed_t2).unwrap(),
+        std::fs::read_to_string(&live_t2).unwrap(),
+        "trace2 streams differ"
+    );
+    assert_eq!(stderr(&rep), stderr(&out), "the tree differs");
+}
 }
 
 #[test]

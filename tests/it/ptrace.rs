@@ -1,0 +1,460 @@
+//! The ptrace backend where it is needed and where it is hard: sandboxes that refuse the
+//! connector, job control, signals, concurrency, tracers inside the tree, and strace as ground
+//! truth.
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A world-writable scratch dir (for runs as nobody), with a copy of the binary nobody can run.
+fn nobody_dir() -> (String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = format!("/tmp/proctrace-nobody-{}-{}", std::process::id(), rand_suffix());
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bin = format!("{dir}/proctrace");
+    std::fs::copy(PROCTRACE, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, bin)
+}
+
+fn rand_suffix() -> u32 {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Checks a run of `sh -c "ls / >/dev/null; /bin/echo hi; exit 3"`: every process, every argv.
+fn assert_complete_small_run(lines: &[Value]) {
+    assert_eq!(lines[0]["backend"], "ptrace", "{:?}", lines[0]);
+    let end = lines.last().unwrap();
+    assert_eq!(end["code"], 3);
+    assert_eq!(end["backend"], "ptrace");
+    assert_eq!(end["argv_reader"], "exec-stop");
+    assert_eq!(end["execs"], 3);
+    assert_eq!(end["execs_with_argv"], 3);
+    let ps = processes(lines);
+    let root = find(&ps, &["sh", "-c"]);
+    assert_eq!(find(&ps, &["ls", "/"]).ppid, root.pid);
+    assert_eq!(find(&ps, &["/bin/echo", "hi"]).exits[0]["code"], 0);
+}
+
+const SMALL: &str = "ls / >/dev/null; /bin/echo hi; exit 3";
+
+#[test]
+fn auto_picks_ptrace_in_a_private_network_namespace() {
+    let out_file = tmp("netns.jsonl");
+    let out = Command::new("unshare")
+        .args([
+            "--net", PROCTRACE, "run", "-o", &out_file, "--", "sh", "-c", SMALL,
+        ])
+        .output()
+        .expect("unshare (util-linux)");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("tracing with ptrace"),
+        "one line says so: {}",
+        stderr(&out)
+    );
+    assert_complete_small_run(&read_lines(&out_file));
+}
+
+#[test]
+fn auto_picks_ptrace_in_a_user_namespace() {
+    let out_file = tmp("userns.jsonl");
+    let out = Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--net",
+            PROCTRACE,
+            "run",
+            "-o",
+            &out_file,
+            "--",
+            "sh",
+            "-c",
+            SMALL,
+        ])
+        .output()
+        .expect("unshare (util-linux)");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_complete_small_run(&read_lines(&out_file));
+}
+
+#[test]
+fn unprivileged_as_nobody_in_a_sandbox() {
+    let (dir, bin) = nobody_dir();
+    let out_file = format!("{dir}/out.jsonl");
+    // nobody in its own user and network namespace: the connector is refused, ptrace works.
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "unshare",
+            "--user",
+            "--net",
+        ])
+        .args([bin.as_str(), "run", "-o", &out_file, "--", "sh", "-c", SMALL])
+        .current_dir("/")
+        .output()
+        .expect("setpriv (util-linux)");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_complete_small_run(&read_lines(&out_file));
+    // And nobody asking for ptrace outright.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([
+            bin.as_str(),
+            "run",
+            "--backend",
+            "ptrace",
+            "-o",
+            &out_file,
+            "--",
+            "sh",
+            "-c",
+            SMALL,
+        ])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_complete_small_run(&read_lines(&out_file));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_setuid_program_traced_unprivileged_gets_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, bin) = nobody_dir();
+    let suid = format!("{dir}/suid_id");
+    std::fs::copy("/usr/bin/id", &suid).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([
+            bin.as_str(),
+            "run",
+            "--backend",
+            "ptrace",
+            "--tree",
+            "none",
+            "--",
+            &suid,
+            "-u",
+        ])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // As under strace: the exec succeeds without the privilege, and we say so.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65534");
+    assert!(stderr(&out).contains("setuid"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tracer_inside_the_tree_is_explained_not_hung() {
+    let start = Instant::now();
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--backend", "ptrace", "--tree", "none", "--"])
+        .args(["strace", "-qq", "-o", "/dev/null", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert_ne!(out.status.code(), Some(0), "strace cannot ptrace under ptrace");
+    assert!(stderr(&out).contains("--backend connector"), "{}", stderr(&out));
+}
+
+#[test]
+fn job_control_stops_and_continues_without_hanging() {
+    // A stopped background job really stops (T, or t while we listen) and resumes on SIGCONT.
+    let script = "sleep 0.5 & p=$!; kill -STOP $p; sleep 0.2; \
+                  s=$(sed 's/.*) //' /proc/$p/stat | cut -c1); kill -CONT $p; wait $p; echo $s";
+    let start = Instant::now();
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--backend",
+            "ptrace",
+            "--tree",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10), "no hang");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(state == "T" || state == "t", "stopped while stopped: {state}");
+}
+
+#[test]
+fn signals_reach_the_tracee_untouched() {
+    let (out, lines) = run_on(
+        "ptrace",
+        &[],
+        &["sh", "-c", "trap 'exit 7' USR1; kill -USR1 $$; sleep 5"],
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert_eq!(lines.last().unwrap()["code"], 7);
+    let sh = shapes();
+    let (out, lines) = run_on("ptrace", &[], &[sh, "segv"]);
+    assert_eq!(out.status.code(), Some(139), "{}", stderr(&out));
+    let exit = lines.iter().find(|l| l["event"] == "exit").unwrap();
+    assert_eq!(exit["signal"], 11);
+}
+
+#[test]
+fn concurrent_spawners_and_threads_are_all_linked() {
+    // Stops arrive out of order here: children and threads stop before their parent's event.
+    let sh = shapes();
+    let script = format!(
+        "for i in 1 2 3 4; do {sh} spawn 150 /bin/true & done; \
+         {sh} threads-then-leader & {sh} leader-exits-first & {sh} thread-exec /bin/true & wait"
+    );
+    let (out, lines) = run_on("ptrace", &["--tree", "none"], &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ps = processes(&lines);
+    let spawners: Vec<i64> = ps
+        .values()
+        .filter(|p| {
+            p.execs
+                .iter()
+                .flatten()
+                .any(|a| a.get(1).is_some_and(|m| m == "spawn"))
+        })
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(spawners.len(), 4);
+    let kids = lines
+        .iter()
+        .filter(|l| {
+            l["event"] == "exec"
+                && l["argv"] == serde_json::json!(["/bin/true"])
+                && spawners.contains(&l["ppid"].as_i64().unwrap())
+        })
+        .count();
+    assert_eq!(kids, 600, "every child exec'd under its spawner, with argv");
+    let end = lines.last().unwrap();
+    assert_eq!(end["execs"], end["execs_with_argv"]);
+    assert_eq!(end["processes"], end["exits"], "every process ended: {end}");
+    // Threads are never processes.
+    let te = find(&ps, &[sh, "thread-exec"]);
+    assert_eq!(te.execs.len(), 2);
+    assert!(ps.values().all(|p| p.ppid != te.pid));
+    let lef = find(&ps, &[sh, "leader-exits-first"]);
+    assert_eq!(lef.exits[0]["code"], 3, "the status of the last thread");
+}
+
+/// One process as a canonical string: what it ran (argv of its last exec, or `fork`), how it
+/// ended, and its children, sorted. Two runs of a deterministic workload give the same string.
+fn canon(
+    pid: i64,
+    argv: &HashMap<i64, String>,
+    status: &HashMap<i64, String>,
+    kids: &HashMap<i64, Vec<i64>>,
+) -> String {
+    let mut c: Vec<String> = kids
+        .get(&pid)
+        .map(|k| k.iter().map(|&k| canon(k, argv, status, kids)).collect())
+        .unwrap_or_default();
+    c.sort();
+    format!(
+        "{}[{}]({})",
+        argv.get(&pid).map_or("fork", String::as_str),
+        status.get(&pid).map_or("?", String::as_str),
+        c.join(",")
+    )
+}
+
+/// strace's argument list `["a", "b"]` back to words (the workload uses no escapes).
+fn strace_argv(s: &str) -> Option<String> {
+    let start = s.find('[')?;
+    let end = start + s[start..].find(']')?;
+    Some(
+        s[start + 1..end]
+            .split(", ")
+            .map(|w| w.trim_matches('"'))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// The canonical tree strace saw (`-f -e trace=execve,clone,clone3,fork,vfork`).
+fn strace_tree(path: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut argv, mut status, mut kids) = (HashMap::new(), HashMap::new(), HashMap::<i64, Vec<i64>>::new());
+    let mut threads = HashSet::new();
+    let mut pending_exec: HashMap<i64, String> = HashMap::new();
+    let mut pending_thread: HashMap<i64, bool> = HashMap::new();
+    let mut resumed = HashSet::new();
+    let mut root = None;
+    for line in text.lines() {
+        let Some((pid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let Ok(pid) = pid.trim().parse::<i64>() else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        root.get_or_insert(pid);
+        if rest.starts_with("execve(") {
+            if rest.ends_with("<unfinished ...>") {
+                if let Some(a) = strace_argv(rest) {
+                    pending_exec.insert(pid, a);
+                }
+            } else if rest.ends_with("= 0") {
+                if let Some(a) = strace_argv(rest) {
+                    argv.insert(pid, a);
+                }
+            }
+        } else if rest.starts_with("<... execve resumed>") {
+            match pending_exec.remove(&pid) {
+                Some(a) if rest.ends_with("= 0") => {
+                    argv.insert(pid, a);
+                }
+                Some(_) => {}
+                // A non-leader exec: resumed under the leader's pid; the thread says so below.
+                None => {
+                    resumed.insert(pid);
+                }
+            }
+        } else if let Some(thread) = rest
+            .strip_prefix("+++ superseded by execve in pid ")
+            .and_then(|r| r.strip_suffix(" +++"))
+            .and_then(|r| r.parse::<i64>().ok())
+        {
+            // `LEADER +++ superseded by execve in pid THREAD`: the thread's exec took over.
+            if let Some(a) = pending_exec.remove(&thread) {
+                if resumed.remove(&pid) {
+                    argv.insert(pid, a);
+                } else {
+                    pending_exec.insert(pid, a);
+                }
+            }
+            threads.insert(thread);
+        } else if ["clone", "fork", "vfork"].iter().any(|c| rest.starts_with(c))
+            || ["<... clone", "<... fork", "<... vfork"]
+                .iter()
+                .any(|c| rest.starts_with(c))
+        {
+            if rest.ends_with("<unfinished ...>") {
+                pending_thread.insert(pid, rest.contains("CLONE_THREAD"));
+                continue;
+            }
+            let thread = if rest.starts_with("<...") {
+                pending_thread.remove(&pid).unwrap_or(false)
+            } else {
+                rest.contains("CLONE_THREAD")
+            };
+            if let Some(child) = rest
+                .rsplit("= ")
+                .next()
+                .and_then(|c| c.trim().parse::<i64>().ok())
+            {
+                if thread {
+                    threads.insert(child);
+                } else {
+                    kids.entry(pid).or_default().push(child);
+                }
+            }
+        } else if let Some(code) = rest
+            .strip_prefix("+++ exited with ")
+            .and_then(|r| r.strip_suffix(" +++"))
+        {
+            if !threads.contains(&pid) {
+                status.insert(pid, format!("code {code}"));
+            }
+        } else if let Some(sig) = rest
+            .strip_prefix("+++ killed by ")
+            .and_then(|r| r.split(' ').next())
+        {
+            if !threads.contains(&pid) {
+                status.insert(pid, sig.to_string());
+            }
+        }
+    }
+    canon(root.unwrap(), &argv, &status, &kids)
+}
+
+/// The canonical tree in proctrace's JSON Lines.
+fn proctrace_tree(lines: &[Value]) -> String {
+    let (mut argv, mut status, mut kids) = (HashMap::new(), HashMap::new(), HashMap::<i64, Vec<i64>>::new());
+    let mut root = None;
+    for l in lines {
+        let Some(pid) = l["pid"].as_i64() else { continue };
+        match l["event"].as_str().unwrap() {
+            "fork" => {
+                if root.is_none() {
+                    root = Some(pid);
+                } else {
+                    kids.entry(l["ppid"].as_i64().unwrap()).or_default().push(pid);
+                }
+            }
+            "exec" => {
+                let a: Vec<&str> = l["argv"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|w| w.as_str().unwrap())
+                    .collect();
+                argv.insert(pid, a.join(" "));
+            }
+            "exit" => {
+                let s = match (l["code"].as_i64(), l["signal"].as_i64()) {
+                    (Some(c), _) => format!("code {c}"),
+                    (_, Some(s)) => signame(s),
+                    _ => "unknown".into(),
+                };
+                status.insert(pid, s);
+            }
+            _ => {}
+        }
+    }
+    canon(root.unwrap(), &argv, &status, &kids)
+}
+
+#[test]
+fn the_tree_agrees_with_strace() {
+    // A deterministic workload with every spawn style: fork (shapes), vfork (dash), posix_spawn
+    // (Python's subprocess), threads, a non-leader exec, a signal death, a fork without exec.
+    let sh = shapes();
+    let py = tmp("spawn.py");
+    std::fs::write(&py, "import subprocess\nfor i in range(3):\n    subprocess.run(['/bin/true', str(i)])\n").unwrap();
+    let script = format!(
+        "for i in 1 2 3; do /bin/true $i; done; {sh} spawn 20 /bin/echo x >/dev/null; python3 {py}; \
+         {sh} threads-then-leader; {sh} leader-exits-first; {sh} thread-exec /bin/true; \
+         sh -c 'kill -TERM $$'; {sh} fork-no-exec; exit 4"
+    );
+    let strace_out = tmp("truth.strace");
+    let st = Command::new("strace")
+        .args([
+            "-f",
+            "-q",
+            "-s",
+            "4096",
+            "-e",
+            "trace=execve,clone,clone3,fork,vfork",
+        ])
+        .args(["-o", &strace_out, "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(4));
+    let truth = strace_tree(&strace_out);
+    let (out, lines) = run_on("ptrace", &["--tree", "none"], &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(proctrace_tree(&lines), truth);
+    let counts: BTreeMap<&str, usize> = lines.iter().fold(BTreeMap::new(), |mut m, l| {
+        *m.entry(l["event"].as_str().unwrap()).or_default() += 1;
+        m
+    });
+    assert!(counts["exec"] > 30, "{counts:?}");
+}
