@@ -35,7 +35,6 @@ pub fn tmp(name: &str) -> String {
 }
 
 /// Defines a test module whose body runs once per backend: `fn connector` and `fn ptrace`.
-
 macro_rules! both_backends {
     ($(#[$m:meta])* fn $name:ident($b:ident: &str) $body:block) => {
         $(#[$m])*
