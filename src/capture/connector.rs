@@ -106,7 +106,7 @@ impl Capture {
         let handle = std::thread::Builder::new()
             .name("pt-drain".into())
             .spawn(move || {
-                let _ = enrich::raise_priority();
+                enrich::raise_priority();
                 let mut items: Vec<Received> = Vec::with_capacity(4096);
                 let mut last_busy: Option<std::time::Instant> = None;
                 loop {
@@ -199,7 +199,7 @@ pub struct ConnectorBackend {
     pub enricher: Option<Enricher>,
     /// Receive buffer the kernel granted, bytes.
     pub receive_buffer: u64,
-    reader_mode: Option<enrich::ReaderMode>,
+    argv_reader: &'static str,
     reaper_stop: Arc<AtomicBool>,
 }
 
@@ -212,27 +212,27 @@ impl ConnectorBackend {
         // The enricher subscribes before the command exists, so it sees every exec the main
         // socket will.
         let enricher = match opts.enrich {
-            true => Some(enrich::start(&opts.connector)?),
+            true => Some(enrich::start(enrich::EnrichOptions {
+                connector: opts.connector.clone(),
+                realtime: opts.realtime,
+            })?),
             false => None,
         };
-        let reader_mode = enricher.as_ref().map(|e| e.mode.clone());
+        let argv_reader = enricher.as_ref().map_or("off", |e| e.reader_priority().as_str());
         let capture =
             Capture::start(conn).map_err(|e| crate::ProctraceError::Io("starting capture".into(), e))?;
         Ok(ConnectorBackend {
             capture,
             enricher,
             receive_buffer,
-            reader_mode,
+            argv_reader,
             reaper_stop: Arc::new(AtomicBool::new(false)),
         })
     }
 
     /// See [`super::Backend::argv_reader`].
     pub fn argv_reader(&self) -> &'static str {
-        match &self.reader_mode {
-            None => "off",
-            Some(m) => m.get().map_or("starting", |p| p.as_str()),
-        }
+        self.argv_reader
     }
 
     /// Spawns the command with a clean signal mask and starts reaping: the command's status comes

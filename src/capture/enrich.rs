@@ -8,10 +8,22 @@
 //! result by (tgid, exec timestamp) — the same event seen on two sockets. If the enricher's socket
 //! ever overflows, only enrichment suffers; the main stream and its loss accounting are untouched.
 //! Execs outside the model's scope are read too: the price of not waiting for the model.
+//!
+//! Woken at once is not yet running at once. A SCHED_OTHER reader waits its turn behind the
+//! processes it races: after vfork/posix_spawn the parent and the exec'd child take the CPUs,
+//! and `/bin/true` has exited before the reader runs (argv was read for ~40% of such execs at
+//! nice -10). So the reader thread, and nothing else in proctrace, asks for SCHED_FIFO, with
+//! SCHED_RESET_ON_FORK so that nothing it could ever fork inherits it (the traced command is
+//! spawned from the main thread, which stays SCHED_OTHER). A real-time thread must not be able to
+//! starve the machine, so it bounds itself: it re-checks after at most one batch of reads, and
+//! when its own CPU time in a 100 ms window exceeds a budget it drops to SCHED_OTHER (nice −10)
+//! until the window ends. Where real time is not allowed (no privilege, RLIMIT_RTPRIO 0, a cpu
+//! cgroup without real-time runtime) it falls back to nice −10, then to normal priority;
+//! [`ReaderPriority`] says which it got.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -33,60 +45,110 @@ pub struct ExecNotice {
 /// (timestamps are not ordered across CPUs, by up to ~0.1 ms).
 const REORDER_SLACK_NS: u64 = 5_000_000;
 
+/// How the argv reader thread ended up scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderPriority {
+    /// SCHED_FIFO (with SCHED_RESET_ON_FORK), within its own CPU budget.
+    Realtime,
+    /// SCHED_OTHER at nice −10.
+    Niced,
+    /// Ordinary priority: neither was allowed.
+    Normal,
+}
+
+impl ReaderPriority {
+    /// `realtime`, `nice` or `normal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReaderPriority::Realtime => "realtime",
+            ReaderPriority::Niced => "nice",
+            ReaderPriority::Normal => "normal",
+        }
+    }
+}
+
+/// How to start the enricher. `From<&cnproc::Options>` gives the defaults (real time on).
+#[derive(Debug, Clone)]
+pub struct EnrichOptions {
+    /// The connector options the main socket uses; the enricher's socket takes its own event
+    /// mask and buffer size from them.
+    pub connector: Options,
+    /// Try SCHED_FIFO for the reader thread (default true); off, it stays at nice −10.
+    pub realtime: bool,
+}
+
+impl From<&Options> for EnrichOptions {
+    fn from(o: &Options) -> Self {
+        EnrichOptions {
+            connector: o.clone(),
+            realtime: true,
+        }
+    }
+}
+
 /// The model thread's side of the enricher.
 pub struct Enricher {
-    /// How the reader thread runs.
-    pub mode: ReaderMode,
     results: Receiver<(ExecNotice, ExecDetails)>,
     early: VecDeque<(ExecNotice, ExecDetails)>,
     stop: Arc<AtomicBool>,
     waker: cnproc::Waker,
     thread: Option<std::thread::JoinHandle<()>>,
+    priority: ReaderPriority,
+    demotions: Arc<AtomicU64>,
 }
 
-/// Subscribes an EXEC-only socket and starts the enricher thread on it.
-pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
+/// Subscribes an EXEC-only socket and starts the enricher thread on it. Returns once the thread
+/// has set its scheduling, so everything spawned afterwards meets a reader already in place.
+pub fn start(opts: impl Into<EnrichOptions>) -> Result<Enricher, cnproc::OpenError> {
+    let EnrichOptions {
+        connector: base,
+        realtime,
+    } = opts.into();
     let opts = Options {
         event_mask: Some(abi::what::EXEC),
         // Execs are a fraction of all events; a smaller buffer absorbs their bursts.
         recv_buffer: (base.recv_buffer / 4).max(1 << 20),
-        ..base.clone()
+        ..base
     };
     let mut conn = Connector::open(&opts)?;
     let waker = conn.waker();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
+    let demotions = Arc::new(AtomicU64::new(0));
+    let demotions2 = Arc::clone(&demotions);
     let (rtx, rrx) = mpsc::channel();
-    let mode = ReaderMode::default();
-    let mode2 = mode.clone();
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let thread = std::thread::Builder::new()
         .name("pt-enrich".into())
         .spawn(move || {
-            mode2.set(raise_priority());
+            let mut sched = Sched::enter(realtime, demotions2);
+            let _ = ready_tx.send(sched.priority);
             let mut items: Vec<Received> = Vec::with_capacity(256);
             while !stop2.load(Ordering::Acquire) {
                 items.clear();
-                if conn.recv(&mut items, 500).is_err() {
+                if conn.recv(&mut items, sched.wait_ms()).is_err() {
                     return;
                 }
-                for it in &items {
-                    if let Received::Event(ev) = it {
-                        if let EventKind::Exec { tgid, .. } = ev.kind {
-                            let d = procfs::exec_details(tgid);
-                            if rtx
-                                .send((
-                                    ExecNotice {
-                                        tgid,
-                                        ts: ev.timestamp_ns,
-                                    },
-                                    d,
-                                ))
-                                .is_err()
-                            {
-                                return;
-                            }
-                        }
+                let execs = items.iter().filter_map(|it| match it {
+                    Received::Event(ev) => match ev.kind {
+                        EventKind::Exec { tgid, .. } => Some((tgid, ev.timestamp_ns)),
+                        _ => None,
+                    },
+                    Received::Loss(_) => None,
+                });
+                for (i, (tgid, ts)) in execs.enumerate() {
+                    // Bounded work between checks: one recvmmsg batch's worth of reads. The
+                    // first check of a wakeup also re-promotes after a demotion.
+                    if i % READS_PER_CHECK == 0 {
+                        sched.check();
                     }
+                    let d = procfs::exec_details(tgid);
+                    if rtx.send((ExecNotice { tgid, ts }, d)).is_err() {
+                        return;
+                    }
+                }
+                if items.is_empty() {
+                    sched.check(); // a timeout: maybe the end of a demotion
                 }
             }
         })
@@ -94,17 +156,30 @@ pub fn start(base: &Options) -> Result<Enricher, cnproc::OpenError> {
             call: "spawn enricher",
             source: e,
         })?;
+    let priority = ready_rx.recv().unwrap_or(ReaderPriority::Normal);
     Ok(Enricher {
-        mode,
         results: rrx,
         early: VecDeque::new(),
         stop,
         waker,
         thread: Some(thread),
+        priority,
+        demotions,
     })
 }
 
 impl Enricher {
+    /// How the reader thread is scheduled (for the end line and summary).
+    pub fn reader_priority(&self) -> ReaderPriority {
+        self.priority
+    }
+
+    /// How many times the real-time reader went over its CPU budget and ran at SCHED_OTHER for
+    /// the rest of a window.
+    pub fn demotions(&self) -> u64 {
+        self.demotions.load(Ordering::Relaxed)
+    }
+
     /// The details read for this exec; `None` if the enricher did not see it (the caller then
     /// reads `/proc` itself). Results for execs the model never asks about are skipped.
     pub fn take(&mut self, want: ExecNotice) -> Option<ExecDetails> {
@@ -159,64 +234,286 @@ impl Drop for Enricher {
     }
 }
 
-/// How the reader thread got to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReaderPriority {
-    /// Real-time (SCHED_FIFO).
-    Realtime,
-    /// SCHED_OTHER at nice -10.
-    Niced,
-    /// Ordinary priority.
-    Normal,
-}
-
-impl ReaderPriority {
-    /// The name in the end line and summary.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ReaderPriority::Realtime => "realtime",
-            ReaderPriority::Niced => "nice",
-            ReaderPriority::Normal => "normal",
-        }
-    }
-}
-
-/// The reader thread's priority, published by the thread once it has tried.
-#[derive(Debug, Clone, Default)]
-pub struct ReaderMode(Arc<std::sync::atomic::AtomicU8>);
-
-impl ReaderMode {
-    fn set(&self, p: ReaderPriority) {
-        let v = match p {
-            ReaderPriority::Realtime => 1,
-            ReaderPriority::Niced => 2,
-            ReaderPriority::Normal => 3,
-        };
-        self.0.store(v, Ordering::Release);
-    }
-
-    /// The priority, once the thread has set it.
-    pub fn get(&self) -> Option<ReaderPriority> {
-        match self.0.load(Ordering::Acquire) {
-            1 => Some(ReaderPriority::Realtime),
-            2 => Some(ReaderPriority::Niced),
-            3 => Some(ReaderPriority::Normal),
-            _ => None,
-        }
-    }
-}
-
 /// Asks the scheduler to run the calling thread ahead of ordinary work, when allowed (root):
 /// the reads race the traced processes' exits. Failure is harmless.
-pub fn raise_priority() -> ReaderPriority {
-    // SAFETY: gettid has no preconditions; setpriority on our own tid with a valid value.
-    let r = unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10)
-    };
-    if r == 0 {
-        ReaderPriority::Niced
-    } else {
-        ReaderPriority::Normal
+pub fn raise_priority() {
+    sys::set_nice(-10);
+}
+
+/// SCHED_FIFO priority of the reader. Any real-time priority already runs ahead of every
+/// SCHED_OTHER task, which is all the reader needs to win its race; within 1–99 it only orders
+/// real-time threads among themselves. 10 is low on purpose: the kernel's threaded interrupt
+/// handlers (50) and its own real-time threads, and anything that chose a higher priority for
+/// latency-critical work, still preempt it. (Measured here: facts B1.)
+const RT_PRIORITY: i32 = 10;
+
+/// The reader's CPU budget while real-time: at most `BUDGET_NS` of its own CPU time per
+/// `WINDOW_NS` of wall time, else SCHED_OTHER (nice −10) for the rest of the window. A read
+/// costs tens of µs and a spawn of even `/bin/true` some 500 µs, so real workloads stay far below
+/// it (a few % per spawner); a pathological exec storm costs others at most 30% of one CPU to
+/// real time (the kernel's own RT throttling, left alone, allows 95%).
+const WINDOW_NS: u64 = 100_000_000;
+const BUDGET_NS: u64 = 30_000_000;
+
+/// Reads between budget checks: one recvmmsg batch.
+const READS_PER_CHECK: usize = 64;
+
+/// What the budget says to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Stay,
+    Demote,
+    Promote,
+}
+
+/// The CPU budget of a real-time reader, per fixed window (pure: the caller reads the clocks).
+#[derive(Debug)]
+struct Budget {
+    window_start: u64,
+    cpu_at_start: u64,
+    over: bool,
+}
+
+impl Budget {
+    fn new(now: u64, cpu: u64) -> Budget {
+        Budget {
+            window_start: now,
+            cpu_at_start: cpu,
+            over: false,
+        }
+    }
+
+    /// `now`: monotonic ns; `cpu`: the thread's CPU time, ns (read only when `needs_cpu`).
+    fn check(&mut self, now: u64, cpu: impl FnOnce() -> u64) -> Verdict {
+        if now.saturating_sub(self.window_start) >= WINDOW_NS {
+            self.window_start = now;
+            self.cpu_at_start = cpu();
+            if self.over {
+                self.over = false;
+                return Verdict::Promote;
+            }
+            return Verdict::Stay;
+        }
+        if !self.over && cpu().saturating_sub(self.cpu_at_start) > BUDGET_NS {
+            self.over = true;
+            return Verdict::Demote;
+        }
+        Verdict::Stay
+    }
+
+    /// Time left in this window, ns.
+    fn left(&self, now: u64) -> u64 {
+        (self.window_start + WINDOW_NS).saturating_sub(now)
+    }
+}
+
+/// The reader thread's scheduling, kept within its budget.
+struct Sched {
+    priority: ReaderPriority,
+    rt_prio: i32,
+    budget: Budget,
+    demoted: bool,
+    demotions: Arc<AtomicU64>,
+}
+
+impl Sched {
+    /// Sets the calling thread's scheduling: SCHED_FIFO if `realtime` and allowed, else nice
+    /// −10 if allowed, else unchanged.
+    fn enter(realtime: bool, demotions: Arc<AtomicU64>) -> Sched {
+        // Nice first: it is also what a demoted real-time thread runs at.
+        let niced = sys::set_nice(-10);
+        let mut rt_prio = 0;
+        if realtime {
+            // An unprivileged process may have a small RLIMIT_RTPRIO: use what it allows.
+            for prio in [RT_PRIORITY, sys::rtprio_limit().min(RT_PRIORITY as u64) as i32] {
+                if prio >= 1 && sys::set_fifo(prio) {
+                    rt_prio = prio;
+                    break;
+                }
+            }
+        }
+        let priority = match (rt_prio > 0, niced) {
+            (true, _) => ReaderPriority::Realtime,
+            (false, true) => ReaderPriority::Niced,
+            (false, false) => ReaderPriority::Normal,
+        };
+        Sched {
+            priority,
+            rt_prio,
+            budget: Budget::new(procfs::mono_now(), thread_cpu_ns()),
+            demoted: false,
+            demotions,
+        }
+    }
+
+    /// Applies the budget's verdict (real time only).
+    fn check(&mut self) {
+        if self.priority != ReaderPriority::Realtime {
+            return;
+        }
+        match self.budget.check(procfs::mono_now(), thread_cpu_ns) {
+            Verdict::Stay => {}
+            Verdict::Demote => {
+                self.demotions.fetch_add(1, Ordering::Relaxed);
+                if sys::set_other() {
+                    self.demoted = true;
+                } else {
+                    // Cannot step down: stop competing instead, until the window ends.
+                    let left = self.budget.left(procfs::mono_now());
+                    std::thread::sleep(Duration::from_nanos(left));
+                }
+            }
+            Verdict::Promote => {
+                if self.demoted && sys::set_fifo(self.rt_prio) {
+                    self.demoted = false;
+                }
+            }
+        }
+    }
+
+    /// How long to wait for events: while demoted, no longer than the window (so the next
+    /// wakeup promotes it back).
+    fn wait_ms(&self) -> i32 {
+        if self.demoted {
+            let left = self.budget.left(procfs::mono_now());
+            (left / 1_000_000 + 1).min(500) as i32
+        } else {
+            500
+        }
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    procfs::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).max(0) as u64
+}
+
+/// The scheduling system calls: the only `unsafe` here. All act on the calling thread.
+mod sys {
+    /// nice for this thread only (a tid is a valid PRIO_PROCESS target on Linux).
+    pub fn set_nice(nice: i32) -> bool {
+        // SAFETY: gettid has no preconditions; setpriority on our own tid with a valid value.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0
+        }
+    }
+
+    fn set_policy(policy: libc::c_int, prio: i32) -> bool {
+        let param = libc::sched_param { sched_priority: prio };
+        // SAFETY: pthread_self is always valid for the calling thread; `param` is a live
+        // sched_param. glibc passes SCHED_RESET_ON_FORK through to the kernel.
+        unsafe {
+            libc::pthread_setschedparam(libc::pthread_self(), policy | libc::SCHED_RESET_ON_FORK, &param) == 0
+        }
+    }
+
+    /// SCHED_FIFO at `prio`, reset to SCHED_OTHER (and nice ≥ 0) in any child.
+    pub fn set_fifo(prio: i32) -> bool {
+        set_policy(libc::SCHED_FIFO, prio)
+    }
+
+    /// Back to SCHED_OTHER; the nice value set earlier applies again.
+    pub fn set_other() -> bool {
+        set_policy(libc::SCHED_OTHER, 0)
+    }
+
+    /// The soft RLIMIT_RTPRIO (0 when unknown).
+    pub fn rtprio_limit() -> u64 {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `r` is a live rlimit to write into.
+        match unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r) } {
+            0 => r.rlim_cur,
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn budget_demotes_over_budget_and_promotes_next_window() {
+        let mut b = Budget::new(1_000 * MS, 5 * MS);
+        assert_eq!(b.check(1_010 * MS, || 20 * MS), Verdict::Stay);
+        assert_eq!(b.check(1_050 * MS, || 5 * MS + BUDGET_NS + 1), Verdict::Demote);
+        // Demoted: nothing more until the window ends, and the CPU clock is not even read.
+        assert_eq!(b.check(1_060 * MS, || unreachable!()), Verdict::Stay);
+        assert_eq!(b.left(1_060 * MS), 40 * MS);
+        assert_eq!(b.check(1_100 * MS, || 80 * MS), Verdict::Promote);
+        // The new window counts from its own start.
+        assert_eq!(b.check(1_150 * MS, || 80 * MS + BUDGET_NS), Verdict::Stay);
+        assert_eq!(b.check(1_250 * MS, || 200 * MS), Verdict::Stay);
+    }
+
+    fn policy() -> i32 {
+        // SAFETY: sched_getscheduler(0) queries the calling thread.
+        unsafe { libc::sched_getscheduler(0) }
+    }
+
+    fn nice() -> i32 {
+        // SAFETY: as in sys::set_nice.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[test]
+    fn realtime_reader_steps_down_over_budget_and_back() {
+        // On a thread of its own: the scheduling changes must not outlive the test.
+        std::thread::spawn(|| {
+            let demotions = Arc::new(AtomicU64::new(0));
+            let mut s = Sched::enter(true, Arc::clone(&demotions));
+            if s.priority != ReaderPriority::Realtime {
+                eprintln!("real time not allowed here ({}): skipped", s.priority.as_str());
+                return;
+            }
+            assert_eq!(policy(), libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK);
+            // A child forked from the reader itself starts as SCHED_OTHER.
+            // SAFETY: the child only calls async-signal-safe functions before _exit.
+            let child = unsafe { libc::fork() };
+            if child == 0 {
+                // SAFETY: as above.
+                unsafe { libc::_exit(libc::sched_getscheduler(0) & 0xff) };
+            }
+            let mut status = -1;
+            // SAFETY: `status` is a live int; `child` is our child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            assert_eq!(status, 0, "the child's policy (exit code) is SCHED_OTHER");
+            // Burn more than the budget, then check: SCHED_OTHER at nice −10 for the rest of
+            // the window.
+            let t0 = thread_cpu_ns();
+            while thread_cpu_ns() - t0 < BUDGET_NS + 2 * MS {
+                std::hint::spin_loop();
+            }
+            s.check();
+            assert_eq!(demotions.load(Ordering::Relaxed), 1);
+            assert_eq!(policy(), libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK);
+            assert_eq!(nice(), -10);
+            assert!(s.wait_ms() <= 101);
+            std::thread::sleep(Duration::from_nanos(WINDOW_NS));
+            s.check();
+            assert_eq!(policy(), libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK);
+            assert_eq!(s.wait_ms(), 500);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn realtime_off_means_nice() {
+        std::thread::spawn(|| {
+            let s = Sched::enter(false, Arc::new(AtomicU64::new(0)));
+            assert_ne!(s.priority, ReaderPriority::Realtime);
+            assert_eq!(policy(), libc::SCHED_OTHER);
+            if s.priority == ReaderPriority::Niced {
+                assert_eq!(nice(), -10);
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

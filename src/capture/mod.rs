@@ -159,7 +159,8 @@ impl Backend {
     pub fn argv_reader(&self) -> &'static str {
         match self {
             Backend::Connector(c) => c.argv_reader(),
-            Backend::Ptrace(_) => "exec-stop",
+            Backend::Ptrace(p) if p.enrich => "exec-stop",
+            Backend::Ptrace(_) => "off",
         }
     }
 

@@ -1,11 +1,10 @@
 //! Reading `/proc` for what the connector does not carry: argv, exe, cwd, uid, start time.
 //!
-//! Runs right after an exec arrives, on the model thread — never on the thread that drains the
-//! socket. A process that is already gone is a normal outcome: its fields come back `None`, and
+//! Runs right after an exec arrives, on the enricher thread (or, for an exec it missed, the model
+//! thread) — never on the thread that drains the socket. A process that is already gone is a normal outcome: its fields come back `None`, and
 //! the caller keeps the kernel's comm rather than guessing.
 
 use std::fs;
-use std::io::Read;
 
 use crate::model::event::{ExecDetails, Pid};
 
@@ -13,24 +12,25 @@ use crate::model::event::{ExecDetails, Pid};
 pub fn exec_details(pid: Pid) -> ExecDetails {
     // Cheapest first and fewest: every read here competes with the process we are reading
     // (cmdline needs its memory map), so no /proc/PID/status: the owner of /proc/PID is the
-    // process's effective uid, and comm is read only when argv could not be.
-    let mut path = ProcPath::new(pid);
-    let argv = read_small(path.file("cmdline")).and_then(|b| split_cmdline(&b));
-    let exe = fs::read_link(path.file("exe"))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
-    let cwd = fs::read_link(path.file("cwd"))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
-    let uid = {
-        use std::os::unix::fs::MetadataExt;
-        fs::metadata(path.file("")).ok().map(|m| m.uid())
+    // process's effective uid, and comm is read only when argv could not be. `/proc/PID` is
+    // looked up once and everything else relative to it (one path component each, and all from
+    // the same process even if the pid were reused meanwhile). Buffers are on the stack: the
+    // only allocations are the strings handed back.
+    let Some(dir) = sys::ProcDir::open(pid) else {
+        return ExecDetails::default();
     };
+    let mut buf = [0u8; 4096];
+    let mut spill = Vec::new();
+    // cmdline first: it is the piece that races the process's exit.
+    let argv = dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline);
+    let exe = dir.readlink(c"exe", &mut buf).map(lossy);
+    let cwd = dir.readlink(c"cwd", &mut buf).map(lossy);
+    let uid = dir.owner();
     let comm = match &argv {
         Some(a) => a.first().map(|a0| comm_from_argv0(a0, exe.as_deref())),
-        None => {
-            read_small(path.file("comm")).map(|b| String::from_utf8_lossy(b.trim_ascii_end()).into_owned())
-        }
+        None => dir
+            .read(c"comm", &mut buf, &mut spill)
+            .map(|b| lossy(b.trim_ascii_end())),
     };
     ExecDetails {
         argv,
@@ -38,6 +38,120 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
         cwd,
         uid,
         comm,
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The system calls behind [`exec_details`]: the only `unsafe` for them.
+mod sys {
+    use std::ffi::CStr;
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use crate::model::event::Pid;
+
+    /// `/proc/<pid>` held open as a directory (`O_PATH`: a handle for lookups, nothing read).
+    pub struct ProcDir(OwnedFd);
+
+    impl ProcDir {
+        /// `None` when the process is gone (or `pid` is not a pid).
+        pub fn open(pid: Pid) -> Option<ProcDir> {
+            if pid <= 0 {
+                return None;
+            }
+            // "/proc/" + at most 10 digits + NUL, built without allocating.
+            let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0\0";
+            let mut digits = [0u8; 10];
+            let mut n = pid as u32;
+            let mut len = 0;
+            loop {
+                digits[len] = b'0' + (n % 10) as u8;
+                len += 1;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            for (i, d) in digits[..len].iter().rev().enumerate() {
+                path[6 + i] = *d;
+            }
+            // SAFETY: `path` is NUL-terminated (its last byte is never written) and outlives
+            // the call.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr().cast(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: `fd` was just returned by open and belongs to nothing else.
+            Some(ProcDir(unsafe { OwnedFd::from_raw_fd(fd) }))
+        }
+
+        /// All of file `name` in this directory: in `buf` when it fits, else in `spill`. `None`
+        /// when it cannot be opened or read.
+        pub fn read<'a>(&self, name: &CStr, buf: &'a mut [u8], spill: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+            // SAFETY: `name` is NUL-terminated and the directory descriptor is open.
+            let fd = unsafe {
+                libc::openat(
+                    self.0.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+                )
+            };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: `fd` was just returned by openat and belongs to nothing else.
+            let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            let n = f.read(buf).ok()?;
+            if n < buf.len() {
+                // These /proc files hand over all that exists of what is asked for: a short
+                // read is the end, and another read() to see 0 would only cost a system call.
+                return Some(&buf[..n]);
+            }
+            spill.clear();
+            spill.extend_from_slice(buf);
+            loop {
+                match f.read(buf).ok()? {
+                    0 => return Some(spill),
+                    k => spill.extend_from_slice(&buf[..k]),
+                }
+            }
+        }
+
+        /// Target of symlink `name` in this directory (`exe`, `cwd`). The kernel fails these
+        /// with ENAMETOOLONG beyond PATH_MAX − 1 bytes, so a 4 KiB `buf` holds any of them.
+        pub fn readlink<'a>(&self, name: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+            // SAFETY: `name` is NUL-terminated; readlinkat writes at most `buf.len()` bytes into
+            // `buf`, which is live and exclusively borrowed.
+            let n = unsafe {
+                libc::readlinkat(
+                    self.0.as_raw_fd(),
+                    name.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            if n < 0 || n as usize >= buf.len() {
+                return None; // gone (or, not possible for /proc, truncated)
+            }
+            Some(&buf[..n as usize])
+        }
+
+        /// Owner of the directory: the process's effective uid (root when it is not dumpable).
+        pub fn owner(&self) -> Option<u32> {
+            // SAFETY: all-zero is a valid `stat` (plain integers).
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: `st` is a live `stat` to write into; fstat accepts O_PATH descriptors.
+            let rc = unsafe { libc::fstat(self.0.as_raw_fd(), &mut st) };
+            (rc == 0).then_some(st.st_uid)
+        }
     }
 }
 
@@ -55,35 +169,6 @@ fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
         end -= 1;
     }
     base[..end].to_string()
-}
-
-/// `/proc/<pid>/<file>` without allocating a new string per file.
-struct ProcPath {
-    buf: String,
-    base: usize,
-}
-
-impl ProcPath {
-    fn new(pid: Pid) -> Self {
-        let mut buf = String::with_capacity(32);
-        buf.push_str("/proc/");
-        buf.push_str(&pid.to_string());
-        buf.push('/');
-        let base = buf.len();
-        ProcPath { buf, base }
-    }
-    fn file(&mut self, name: &str) -> &str {
-        self.buf.truncate(self.base);
-        self.buf.push_str(name);
-        &self.buf
-    }
-}
-
-fn read_small(path: &str) -> Option<Vec<u8>> {
-    let mut f = fs::File::open(path).ok()?;
-    let mut b = Vec::with_capacity(512);
-    f.read_to_end(&mut b).ok()?;
-    Some(b)
 }
 
 /// NUL-separated argv. Empty (a zombie, or a kernel thread) means unavailable.
@@ -269,6 +354,62 @@ mod tests {
         let (n, u) = parse_status(b"Name:\tbash\nUmask:\t0022\nState:\tS\nUid:\t1000\t1000\t1000\t1000\n");
         assert_eq!(n.as_deref(), Some("bash"));
         assert_eq!(u, Some(1000));
+    }
+
+    #[test]
+    fn long_argv_gone_and_zombie() {
+        use std::process::{Command, Stdio};
+        // Longer than the stack buffer: `cat` waits on stdin before touching its file argument.
+        let long = "x".repeat(10_000);
+        let mut cat = Command::new("cat")
+            .args(["-", &long])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = cat.id() as Pid;
+        let mut d = exec_details(pid);
+        for _ in 0..200 {
+            if d.argv.as_ref().is_some_and(|a| a.len() == 3) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            d = exec_details(pid);
+        }
+        assert_eq!(d.argv, Some(vec!["cat".to_string(), "-".to_string(), long]));
+        assert_eq!(d.comm.as_deref(), Some("cat"));
+        assert!(d.exe.is_some_and(|e| e.ends_with("/cat")));
+        assert_eq!(
+            d.cwd,
+            std::env::current_dir()
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        );
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(d.uid, Some(unsafe { libc::geteuid() }));
+        drop(cat.stdin.take());
+        cat.wait().unwrap();
+        // Reaped: nothing at all, and no error.
+        assert_eq!(exec_details(pid), ExecDetails::default());
+
+        // A zombie: no argv, exe or cwd; its owner and comm are still there.
+        let z = Command::new("true").spawn().unwrap();
+        let zpid = z.id() as Pid;
+        for _ in 0..400 {
+            if stat(zpid).is_some_and(|s| s.state == 'Z') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let d = exec_details(zpid);
+        assert_eq!((d.argv, d.exe, d.cwd), (None, None, None));
+        assert_eq!(d.comm.as_deref(), Some("true"));
+        assert!(d.uid.is_some());
+        let mut z = z;
+        z.wait().unwrap();
+        assert_eq!(exec_details(0), ExecDetails::default());
+        assert_eq!(exec_details(-1), ExecDetails::default());
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct PtraceBackend {
     recycle: Sender<Vec<Event>>,
     wake: std::sync::Arc<OwnedFd>,
     thread: Option<JoinHandle<()>>,
+    /// Reads exec details at each exec stop.
+    pub enrich: bool,
 }
 
 impl PtraceBackend {
@@ -95,6 +97,7 @@ impl PtraceBackend {
             recycle,
             wake,
             thread: Some(thread),
+            enrich: opts.enrich,
         })
     }
 

@@ -7,6 +7,7 @@ mod errors;
 mod faults;
 mod ptrace;
 mod replay;
+mod run_realtime;
 mod run_shapes;
 mod run_spawns;
 mod run_status;

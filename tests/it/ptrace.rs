@@ -428,7 +428,11 @@ fn the_tree_agrees_with_strace() {
     // (Python's subprocess), threads, a non-leader exec, a signal death, a fork without exec.
     let sh = shapes();
     let py = tmp("spawn.py");
-    std::fs::write(&py, "import subprocess\nfor i in range(3):\n    subprocess.run(['/bin/true', str(i)])\n").unwrap();
+    std::fs::write(
+        &py,
+        "import subprocess\nfor i in range(3):\n    subprocess.run(['/bin/true', str(i)])\n",
+    )
+    .unwrap();
     let script = format!(
         "for i in 1 2 3; do /bin/true $i; done; {sh} spawn 20 /bin/echo x >/dev/null; python3 {py}; \
          {sh} threads-then-leader; {sh} leader-exits-first; {sh} thread-exec /bin/true; \
