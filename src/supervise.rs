@@ -14,6 +14,16 @@ use crate::capture::{CaptureMsg, Notice};
 /// The signals proctrace forwards.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// Blocked in every thread: the forwarded signals (taken by the signal thread) and SIGCHLD (taken
+/// by the ptrace backend through a signalfd).
+const BLOCKED: [i32; 5] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGCHLD,
+];
+
 fn sigset(sigs: &[i32]) -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the set; sigaddset with valid signal numbers.
     unsafe {
@@ -29,13 +39,7 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
 /// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes through a signalfd)
 /// in the calling thread and every thread it starts afterwards. Call before any thread exists.
 pub fn block_stop_signals() {
-    let set = sigset(&[
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGCHLD,
-    ]);
+    let set = sigset(&BLOCKED);
     // SAFETY: set is initialised; the old mask is not needed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
@@ -43,13 +47,7 @@ pub fn block_stop_signals() {
 /// Undoes [`block_stop_signals`]; called in the command's process between fork and exec, since
 /// std hands the child the parent's mask. Async-signal-safe.
 pub fn unblock_stop_signals() {
-    let set = sigset(&[
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGCHLD,
-    ]);
+    let set = sigset(&BLOCKED);
     // SAFETY: set is initialised; sigprocmask is async-signal-safe.
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
@@ -57,10 +55,48 @@ pub fn unblock_stop_signals() {
 /// Where stop signals go.
 #[derive(Clone, Default)]
 pub struct SignalTarget {
-    /// Pid of the command (0 while there is none).
-    pub pid: Arc<AtomicI32>,
+    /// The command's pid (0 before it exists, -1 once it is gone) and a signal that arrived
+    /// before it existed, to be passed on as soon as it does.
+    state: Arc<std::sync::Mutex<(i32, i32)>>,
     /// Signals forwarded so far.
     pub forwarded: Arc<AtomicI32>,
+}
+
+impl SignalTarget {
+    /// The command exists: signals go to it from now on, including one that came early (the
+    /// command could have been told "ready" and signalled before its pid was known here).
+    pub fn set(&self, pid: i32) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 = pid;
+        if st.1 != 0 {
+            // SAFETY: kill with a positive pid and a valid signal.
+            unsafe { libc::kill(pid, st.1) };
+            self.forwarded.fetch_add(1, Ordering::Relaxed);
+            st.1 = 0;
+        }
+    }
+
+    /// The command is gone: signals are only reported from now on.
+    pub fn clear(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = -1;
+    }
+
+    fn forward(&self, sig: i32, from_terminal: bool, my_pgrp: i32) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match st.0 {
+            0 => st.1 = sig,
+            pid if pid > 0 => {
+                // SAFETY: getpgid on any pid is safe; failure returns -1.
+                let child_pgrp = unsafe { libc::getpgid(pid) };
+                if !(from_terminal && child_pgrp == my_pgrp) {
+                    // SAFETY: kill with a positive pid and a valid signal.
+                    unsafe { libc::kill(pid, sig) };
+                    self.forwarded.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Starts the thread that takes stop signals: forwarded to the command while it runs, and
@@ -80,17 +116,7 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                 if sig < 0 {
                     continue;
                 }
-                let pid = target.pid.load(Ordering::Acquire);
-                if pid > 0 {
-                    // SAFETY: getpgid on any pid is safe; failure returns -1.
-                    let child_pgrp = unsafe { libc::getpgid(pid) };
-                    let from_terminal = info.si_code == libc::SI_KERNEL;
-                    if !(from_terminal && child_pgrp == my_pgrp) {
-                        // SAFETY: kill with a positive pid and a valid signal.
-                        unsafe { libc::kill(pid, sig) };
-                        target.forwarded.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+                target.forward(sig, info.si_code == libc::SI_KERNEL, my_pgrp);
                 if notify.send(CaptureMsg::Notice(Notice::Interrupted(sig))).is_err() {
                     return;
                 }

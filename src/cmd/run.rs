@@ -5,7 +5,6 @@
 //! to that moment is in; then decide which descendants outlived it.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::capture::procfs::{self, Clocks};
@@ -114,7 +113,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         }
     };
     s.feed(&Event::Root { tgid: cmd_pid });
-    target.pid.store(cmd_pid, Ordering::Release);
+    target.set(cmd_pid);
 
     // Follow the tree until the command itself is reaped.
     let mut raw_status = None;
@@ -125,7 +124,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             _ => {}
         }
     }
-    target.pid.store(0, Ordering::Release);
+    target.clear();
     let status = raw_status.map(|st| ExitStatus::from_wait(st as u32));
     // The EXIT event can trail the reap by a little: wait for it, then a barrier for the rest.
     let root_done = |t: &Tracker| {
