@@ -462,3 +462,65 @@ fn the_tree_agrees_with_strace() {
     });
     assert!(counts["exec"] > 30, "{counts:?}");
 }
+
+#[test]
+fn a_make_build_in_a_container_like_sandbox_is_complete() {
+    // The "done means": `unshare --net proctrace run -- make -j2` in a small C project
+    // gives the whole tree, every argv, and make's status.
+    let dir = tmp("cproject");
+    let dir = std::path::Path::new(&dir).with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut objs = Vec::new();
+    for i in 0..4 {
+        std::fs::write(
+            dir.join(format!("f{i}.c")),
+            format!("int f{i}(int x) {{ return x + {i}; }}\n"),
+        )
+        .unwrap();
+        objs.push(format!("f{i}.o"));
+    }
+    std::fs::write(
+        dir.join("main.c"),
+        "int f0(int);int f1(int);int f2(int);int f3(int);\nint main(void){return f0(0)+f1(0)+f2(0)+f3(0)-6;}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Makefile"),
+        format!(
+            "prog: main.o {objs}\n\tcc -o $@ $^\n%.o: %.c\n\tcc -O1 -c -o $@ $<\ncheck: prog\n\t./prog\n",
+            objs = objs.join(" ")
+        ),
+    )
+    .unwrap();
+    let out_file = tmp("make.jsonl");
+    let out = Command::new("unshare")
+        .args([
+            "--net", PROCTRACE, "run", "-o", &out_file, "--", "make", "-s", "-j2", "check",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    let end = lines.last().unwrap();
+    assert_eq!(end["backend"], "ptrace");
+    assert_eq!(end["execs"], end["execs_with_argv"], "every argv: {end}");
+    assert_eq!(end["processes"], end["exits"]);
+    let ps = processes(&lines);
+    let compiles = ps
+        .values()
+        .filter(|p| {
+            p.execs
+                .iter()
+                .flatten()
+                .any(|a| a.first().is_some_and(|c| c == "cc") && a.iter().any(|w| w == "-c"))
+        })
+        .count();
+    assert_eq!(compiles, 5, "one cc -c per source file");
+    assert!(
+        ps.values()
+            .any(|p| p.execs.iter().flatten().any(|a| a == &["./prog"]))
+    );
+    let err = stderr(&out);
+    assert!(err.contains("make -s -j2 check"), "the tree: {err}");
+}
