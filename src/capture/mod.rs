@@ -136,9 +136,7 @@ impl Backend {
             BackendChoice::Auto => match connector::ConnectorBackend::open(opts) {
                 Ok(b) => Ok(Backend::Connector(b)),
                 Err(crate::ProctraceError::Connector(e)) => {
-                    eprintln!(
-                        "proctrace: the process events connector is not available here ({e}); tracing with ptrace"
-                    );
+                    eprintln!("proctrace: {e}; tracing with ptrace instead");
                     Ok(Backend::Ptrace(ptrace::PtraceBackend::start(opts)?))
                 }
                 Err(other) => Err(other),
