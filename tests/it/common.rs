@@ -1,5 +1,5 @@
 //! Helpers: the fixture program, running proctrace, reading its JSON Lines.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -167,4 +167,135 @@ pub fn wait_for_file(path: &str) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     panic!("{path} never appeared");
+}
+
+/// What `strace -f -e trace=execve,clone,clone3,fork,vfork -o FILE` saw (without
+/// `-e signal=none`, which hides "killed by"): per process, its successful execs' argv (words
+/// joined by spaces), its child processes, and how it ended.
+#[derive(Debug, Default)]
+pub struct StraceLog {
+    /// The first process (the traced command; not the smallest pid: pids wrap).
+    pub first: i64,
+    /// Successful execs per pid, in order.
+    pub argv: HashMap<i64, Vec<String>>,
+    /// Child processes per pid (threads left out).
+    pub children: HashMap<i64, Vec<i64>>,
+    /// `code N` or the signal name, per pid (threads left out); instances of a reused pid
+    /// overwrite each other.
+    pub status: HashMap<i64, String>,
+    /// Every status per pid in order (for pid reuse).
+    pub statuses: BTreeMap<i64, Vec<String>>,
+}
+
+/// strace's argument list `["a", "b"]` back to words (the workloads use no escapes).
+fn strace_words(s: &str) -> Option<String> {
+    let start = s.find('[')?;
+    let end = start + s[start..].find(']')?;
+    Some(
+        s[start + 1..end]
+            .split(", ")
+            .map(|w| w.trim_matches('"'))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+impl StraceLog {
+    /// Parses the file. Handles calls strace splits (`<unfinished ...>` / `<... resumed>`) and
+    /// exec from a non-leader thread (`LEADER +++ superseded by execve in pid THREAD +++`).
+    pub fn read(path: &str) -> StraceLog {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut log = StraceLog::default();
+        let mut threads = HashSet::new();
+        let mut pending_exec: HashMap<i64, String> = HashMap::new();
+        let mut pending_thread: HashMap<i64, bool> = HashMap::new();
+        let mut resumed = HashSet::new();
+        let mut first = None;
+        for line in text.lines() {
+            let Some((pid, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            let Ok(pid) = pid.trim().parse::<i64>() else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            if first.is_none() {
+                first = Some(pid);
+                log.statuses.entry(pid).or_default();
+            }
+            let is_clone = ["clone", "fork", "vfork"].iter().any(|c| rest.starts_with(c));
+            let clone_resumed = ["<... clone", "<... fork", "<... vfork"]
+                .iter()
+                .any(|c| rest.starts_with(c));
+            if rest.starts_with("execve(") {
+                match strace_words(rest) {
+                    Some(a) if rest.ends_with("<unfinished ...>") => {
+                        pending_exec.insert(pid, a);
+                    }
+                    Some(a) if rest.ends_with("= 0") => log.argv.entry(pid).or_default().push(a),
+                    _ => {}
+                }
+            } else if rest.starts_with("<... execve resumed>") {
+                match pending_exec.remove(&pid) {
+                    Some(a) if rest.ends_with("= 0") => log.argv.entry(pid).or_default().push(a),
+                    Some(_) => {}
+                    None => {
+                        resumed.insert(pid);
+                    }
+                }
+            } else if let Some(thread) = rest
+                .strip_prefix("+++ superseded by execve in pid ")
+                .and_then(|r| r.strip_suffix(" +++"))
+                .and_then(|r| r.parse::<i64>().ok())
+            {
+                if let Some(a) = pending_exec.remove(&thread) {
+                    if resumed.remove(&pid) {
+                        log.argv.entry(pid).or_default().push(a);
+                    } else {
+                        pending_exec.insert(pid, a);
+                    }
+                }
+                threads.insert(thread);
+            } else if is_clone && rest.ends_with("<unfinished ...>") {
+                pending_thread.insert(pid, rest.contains("CLONE_THREAD"));
+            } else if is_clone || clone_resumed {
+                let thread = if clone_resumed {
+                    pending_thread.remove(&pid).unwrap_or(false)
+                } else {
+                    rest.contains("CLONE_THREAD")
+                };
+                if let Some(child) = rest
+                    .rsplit("= ")
+                    .next()
+                    .and_then(|c| c.trim().parse::<i64>().ok())
+                {
+                    if thread {
+                        threads.insert(child);
+                    } else {
+                        threads.remove(&child);
+                        log.children.entry(pid).or_default().push(child);
+                        log.statuses.entry(child).or_default();
+                    }
+                }
+            } else if let Some(code) = rest
+                .strip_prefix("+++ exited with ")
+                .and_then(|r| r.strip_suffix(" +++"))
+            {
+                if !threads.contains(&pid) {
+                    log.status.insert(pid, format!("code {code}"));
+                    log.statuses.entry(pid).or_default().push(format!("code {code}"));
+                }
+            } else if let Some(sig) = rest
+                .strip_prefix("+++ killed by ")
+                .and_then(|r| r.split(' ').next())
+            {
+                if !threads.contains(&pid) {
+                    log.status.insert(pid, sig.to_string());
+                    log.statuses.entry(pid).or_default().push(sig.to_string());
+                }
+            }
+        }
+        log.first = first.unwrap_or(-1);
+        log
+    }
 }

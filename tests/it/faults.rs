@@ -145,70 +145,6 @@ fn a_full_filesystem_stops_the_output_not_the_command(backend: &str) {
 }
 }
 
-/// strace's view: per pid, the exit statuses of each process instance, in order.
-fn strace_processes(path: &str) -> (i64, BTreeMap<i64, Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut threads = HashSet::new();
-    let mut unfinished: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
-    let mut procs: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    let mut first = None;
-    for line in text.lines() {
-        let Some((pid, rest)) = line.split_once(' ') else {
-            continue;
-        };
-        let Ok(pid) = pid.trim().parse::<i64>() else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        if first.is_none() {
-            procs.entry(pid).or_default();
-            first = Some(pid);
-        }
-        // Under load strace splits a call: "clone3({..CLONE_THREAD..} <unfinished ...>", later
-        // "<... clone3 resumed> ...) = 123". Keep the first half's flags per pid.
-        let is_clone = ["clone", "fork", "vfork"].iter().any(|c| rest.starts_with(c));
-        let resumed = ["<... clone", "<... fork", "<... vfork"]
-            .iter()
-            .any(|c| rest.starts_with(c));
-        if is_clone && rest.ends_with("<unfinished ...>") {
-            unfinished.insert(pid, rest.contains("CLONE_THREAD"));
-        } else if is_clone || resumed {
-            let thread = if resumed {
-                unfinished.remove(&pid).unwrap_or(false)
-            } else {
-                rest.contains("CLONE_THREAD")
-            };
-            if let Some(child) = rest
-                .rsplit("= ")
-                .next()
-                .and_then(|c| c.trim().parse::<i64>().ok())
-            {
-                if thread {
-                    threads.insert(child);
-                } else {
-                    threads.remove(&child);
-                    procs.entry(child).or_default();
-                }
-            }
-        } else if let Some(code) = rest
-            .strip_prefix("+++ exited with ")
-            .and_then(|r| r.strip_suffix(" +++"))
-        {
-            if !threads.contains(&pid) {
-                procs.entry(pid).or_default().push(format!("code {code}"));
-            }
-        } else if let Some(sig) = rest
-            .strip_prefix("+++ killed by ")
-            .and_then(|r| r.split(' ').next())
-        {
-            if !threads.contains(&pid) {
-                procs.entry(pid).or_default().push(sig.to_string());
-            }
-        }
-    }
-    (first.unwrap_or(-1), procs)
-}
-
 #[test]
 fn pid_reuse_and_thread_exits_match_strace() {
     let sh = shapes();
@@ -223,10 +159,10 @@ fn pid_reuse_and_thread_exits_match_strace() {
             "strace",
             "-f",
             "-q",
+            "-s",
+            "4096",
             "-e",
-            "trace=clone,clone3,fork,vfork",
-            "-e",
-            "signal=none",
+            "trace=execve,clone,clone3,fork,vfork",
             "-o",
             &strace_out,
             "sh",
@@ -236,7 +172,8 @@ fn pid_reuse_and_thread_exits_match_strace() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The tracee is the first process in strace's output (not the smallest pid: pids wrap).
-    let (tracee, truth) = strace_processes(&strace_out);
+    let log = StraceLog::read(&strace_out);
+    let (tracee, truth) = (log.first, log.statuses.clone());
     // proctrace's view of the same subtree: instances per pid with their status, in order.
     let mut mine: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut in_tree: HashSet<i64> = HashSet::from([tracee]);
@@ -269,4 +206,28 @@ fn pid_reuse_and_thread_exits_match_strace() {
     assert_eq!(mine.len(), truth.len(), "same processes: {mine:?} vs {truth:?}");
     // The reused pids appear as two instances with different statuses.
     assert!(mine.values().filter(|v| v.len() == 2).count() >= 2, "{mine:?}");
+    // argv: every exec strace saw is there, and every argv read is the one strace saw.
+    let mut execs = 0;
+    for l in lines.iter().filter(|l| l["event"] == "exec") {
+        let pid = l["pid"].as_i64().unwrap();
+        if !in_tree.contains(&pid) {
+            continue;
+        }
+        execs += 1;
+        if let Some(a) = l["argv"].as_array() {
+            let words: Vec<&str> = a.iter().map(|w| w.as_str().unwrap()).collect();
+            let seen = log.argv.get(&pid).map(Vec::as_slice).unwrap_or_default();
+            assert!(
+                seen.contains(&words.join(" ")),
+                "pid {pid}: {words:?} not in {seen:?}"
+            );
+        }
+    }
+    let strace_execs: usize = log
+        .argv
+        .iter()
+        .filter(|(p, _)| in_tree.contains(p))
+        .map(|(_, a)| a.len())
+        .sum();
+    assert_eq!(execs, strace_execs, "as many execs as strace saw");
 }

@@ -1,7 +1,7 @@
 //! The ptrace backend where it is needed and where it is hard: sandboxes that refuse the
 //! connector, job control, signals, concurrency, tracers inside the tree, and strace as ground
 //! truth.
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -275,114 +275,15 @@ fn canon(
     )
 }
 
-/// strace's argument list `["a", "b"]` back to words (the workload uses no escapes).
-fn strace_argv(s: &str) -> Option<String> {
-    let start = s.find('[')?;
-    let end = start + s[start..].find(']')?;
-    Some(
-        s[start + 1..end]
-            .split(", ")
-            .map(|w| w.trim_matches('"'))
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
-}
-
-/// The canonical tree strace saw (`-f -e trace=execve,clone,clone3,fork,vfork`).
+/// The canonical tree strace saw.
 fn strace_tree(path: &str) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    let (mut argv, mut status, mut kids) = (HashMap::new(), HashMap::new(), HashMap::<i64, Vec<i64>>::new());
-    let mut threads = HashSet::new();
-    let mut pending_exec: HashMap<i64, String> = HashMap::new();
-    let mut pending_thread: HashMap<i64, bool> = HashMap::new();
-    let mut resumed = HashSet::new();
-    let mut root = None;
-    for line in text.lines() {
-        let Some((pid, rest)) = line.split_once(' ') else {
-            continue;
-        };
-        let Ok(pid) = pid.trim().parse::<i64>() else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        root.get_or_insert(pid);
-        if rest.starts_with("execve(") {
-            if rest.ends_with("<unfinished ...>") {
-                if let Some(a) = strace_argv(rest) {
-                    pending_exec.insert(pid, a);
-                }
-            } else if rest.ends_with("= 0") {
-                if let Some(a) = strace_argv(rest) {
-                    argv.insert(pid, a);
-                }
-            }
-        } else if rest.starts_with("<... execve resumed>") {
-            match pending_exec.remove(&pid) {
-                Some(a) if rest.ends_with("= 0") => {
-                    argv.insert(pid, a);
-                }
-                Some(_) => {}
-                // A non-leader exec: resumed under the leader's pid; the thread says so below.
-                None => {
-                    resumed.insert(pid);
-                }
-            }
-        } else if let Some(thread) = rest
-            .strip_prefix("+++ superseded by execve in pid ")
-            .and_then(|r| r.strip_suffix(" +++"))
-            .and_then(|r| r.parse::<i64>().ok())
-        {
-            // `LEADER +++ superseded by execve in pid THREAD`: the thread's exec took over.
-            if let Some(a) = pending_exec.remove(&thread) {
-                if resumed.remove(&pid) {
-                    argv.insert(pid, a);
-                } else {
-                    pending_exec.insert(pid, a);
-                }
-            }
-            threads.insert(thread);
-        } else if ["clone", "fork", "vfork"].iter().any(|c| rest.starts_with(c))
-            || ["<... clone", "<... fork", "<... vfork"]
-                .iter()
-                .any(|c| rest.starts_with(c))
-        {
-            if rest.ends_with("<unfinished ...>") {
-                pending_thread.insert(pid, rest.contains("CLONE_THREAD"));
-                continue;
-            }
-            let thread = if rest.starts_with("<...") {
-                pending_thread.remove(&pid).unwrap_or(false)
-            } else {
-                rest.contains("CLONE_THREAD")
-            };
-            if let Some(child) = rest
-                .rsplit("= ")
-                .next()
-                .and_then(|c| c.trim().parse::<i64>().ok())
-            {
-                if thread {
-                    threads.insert(child);
-                } else {
-                    kids.entry(pid).or_default().push(child);
-                }
-            }
-        } else if let Some(code) = rest
-            .strip_prefix("+++ exited with ")
-            .and_then(|r| r.strip_suffix(" +++"))
-        {
-            if !threads.contains(&pid) {
-                status.insert(pid, format!("code {code}"));
-            }
-        } else if let Some(sig) = rest
-            .strip_prefix("+++ killed by ")
-            .and_then(|r| r.split(' ').next())
-        {
-            if !threads.contains(&pid) {
-                status.insert(pid, sig.to_string());
-            }
-        }
-    }
-    canon(root.unwrap(), &argv, &status, &kids)
+    let log = StraceLog::read(path);
+    let argv = log
+        .argv
+        .iter()
+        .filter_map(|(p, a)| Some((*p, a.last()?.clone())))
+        .collect();
+    canon(log.first, &argv, &log.status, &log.children)
 }
 
 /// The canonical tree in proctrace's JSON Lines.
