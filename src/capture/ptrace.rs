@@ -76,7 +76,6 @@ impl PtraceBackend {
             sigfd,
             enrich: opts.enrich,
             tasks: HashMap::new(),
-            expected: HashSet::new(),
             held: HashMap::new(),
             root: None,
             batch: Vec::with_capacity(BATCH_MAX),
@@ -166,6 +165,19 @@ struct Held {
     ts: u64,
     /// Killed while held (SIGKILL ends even a ptrace-stop): its wait status and time.
     exit: Option<(u64, i32)>,
+    /// The signal of the stop it is held in (SIGTRAP for a new task's first stop).
+    stop_sig: i32,
+}
+
+/// Restarts a task from a `PTRACE_EVENT_STOP`: a group-stop (a stop signal) stays stopped, as it
+/// would untraced, while we keep getting its notifications; anything else (a new task's first
+/// stop) runs on.
+fn restart_after_stop(pid: Pid, sig: i32) {
+    if matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+        sys::listen(pid);
+    } else {
+        sys::resume(pid, 0);
+    }
 }
 
 struct Tracer {
@@ -176,8 +188,6 @@ struct Tracer {
     sigfd: OwnedFd,
     enrich: bool,
     tasks: HashMap<Pid, Task>,
-    /// Named by a parent's event, first stop not seen yet.
-    expected: HashSet<Pid>,
     held: HashMap<Pid, Held>,
     root: Option<Pid>,
     batch: Vec<Event>,
@@ -293,15 +303,15 @@ impl Tracer {
                 sys::resume(pid, 0);
             }
             libc::PTRACE_EVENT_STOP => {
-                let first = !self.tasks.contains_key(&pid) || self.expected.remove(&pid);
-                if !self.tasks.contains_key(&pid) && !self.held.contains_key(&pid) {
+                if !self.tasks.contains_key(&pid) {
                     // Its parent's event has not come yet: keep it here until it does.
-                    self.held.insert(pid, Held { ts, exit: None });
-                } else if first || sig == libc::SIGTRAP {
-                    sys::resume(pid, 0);
+                    self.held.entry(pid).or_insert(Held {
+                        ts,
+                        exit: None,
+                        stop_sig: sig,
+                    });
                 } else {
-                    // Group-stop: stay stopped as untraced, but keep reporting (SIGCONT).
-                    sys::listen(pid);
+                    restart_after_stop(pid, sig);
                 }
             }
             _ => sys::resume(pid, 0),
@@ -336,10 +346,8 @@ impl Tracer {
                 exit: Some((xts, st)),
                 ..
             }) => self.on_exit(new, st, xts),
-            Some(_) => sys::resume(new, 0),
-            None => {
-                self.expected.insert(new);
-            }
+            Some(h) => restart_after_stop(new, h.stop_sig),
+            None => {}
         }
     }
 
@@ -347,7 +355,6 @@ impl Tracer {
         if former != pid {
             // A non-leader exec: the thread took over the leader's pid and never exits itself.
             self.tasks.remove(&former);
-            self.expected.remove(&former);
         }
         self.batch.push(Event::Exec { ts, tgid: pid });
         if !self.enrich {
@@ -363,7 +370,6 @@ impl Tracer {
             h.exit = Some((ts, status));
             return;
         }
-        self.expected.remove(&pid);
         let task = self.tasks.remove(&pid);
         self.batch.push(Event::Exit {
             ts,
@@ -392,7 +398,7 @@ impl Tracer {
             });
             match h.exit {
                 Some((xts, st)) => self.on_exit(pid, st, xts),
-                None => sys::resume(pid, 0),
+                None => restart_after_stop(pid, h.stop_sig),
             }
         }
     }
