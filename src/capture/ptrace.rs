@@ -214,11 +214,9 @@ impl Tracer {
         let mut markers: Vec<u32> = Vec::new();
         let mut since: Option<Instant> = None;
         loop {
-            let timeout = match since {
-                Some(t) => BATCH_PAUSE.saturating_sub(t.elapsed()),
-                // A safety net: collect stops now and then even if a SIGCHLD went astray.
-                None => Duration::from_millis(100),
-            };
+            // With events waiting to go out, wake in time to send them; otherwise only for a stop,
+            // an exit or a request (no timer to arm and cancel on every wait).
+            let timeout = since.map(|t| BATCH_PAUSE.saturating_sub(t.elapsed()));
             // One system call per wakeup: SIGCHLD stays blocked and pending until taken here.
             sys::wait_sigchld(timeout);
             let mut stopping = false;
@@ -565,15 +563,23 @@ mod sys {
         unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     }
 
-    /// Waits up to `timeout` for SIGCHLD and takes it.
-    pub fn wait_sigchld(timeout: std::time::Duration) {
+    /// Waits for SIGCHLD (up to `timeout`, if given) and takes it.
+    pub fn wait_sigchld(timeout: Option<std::time::Duration>) {
         let set = sigchld_set();
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: valid set and timespec; the siginfo is not needed.
-        unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+        match timeout {
+            Some(t) => {
+                let ts = libc::timespec {
+                    tv_sec: t.as_secs() as libc::time_t,
+                    tv_nsec: t.subsec_nanos() as libc::c_long,
+                };
+                // SAFETY: valid set and timespec; the siginfo is not needed.
+                unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+            }
+            // SAFETY: valid set; the siginfo is not needed.
+            None => unsafe {
+                libc::sigwaitinfo(&set, std::ptr::null_mut());
+            },
+        }
     }
 
     /// Wakes the tracer thread `tid` of this process.
