@@ -8,6 +8,8 @@ use std::io;
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{Fact, Tracker, TrackerStats};
 
+#[cfg(test)]
+mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
