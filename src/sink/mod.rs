@@ -13,6 +13,7 @@ mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
+pub mod text;
 pub mod trace2;
 pub mod tree;
 
