@@ -279,3 +279,44 @@ fn every_capture_has_golden_files() {
         assert_eq!(names("golden"), golden, "stale or missing golden files");
     }
 }
+
+/// A header recorded before `host` and `utc_offset` existed still reads; its trace2 output then
+/// says `Localhost` and UTC rather than anything about the machine replaying it.
+#[test]
+fn older_headers_replay_without_host_or_zone() {
+    let text = concat!(
+        r#"{"e":"header","header":{"mode":{"run":{"argv":["true"]}},"ts":1000000000,"#,
+        r#""real_minus_mono":0,"tool":{"pid":7,"argv":["proctrace"],"version":"0.1.0","#,
+        r#""parent_sid":null},"backend":"connector"}}"#,
+        "\n"
+    );
+    let cap = parse_capture(text.as_bytes(), "old").unwrap();
+    let h = cap.header.clone().unwrap();
+    assert_eq!((h.tool.host.as_deref(), h.tool.utc_offset), (None, None));
+    let scratch = std::env::temp_dir().join(format!("proctrace-golden-old-{}", std::process::id()));
+    let _ = std::fs::remove_file(&scratch);
+    let targets = [
+        Trace2Target {
+            kind: trace2::TargetKind::Normal,
+            value: scratch.to_string_lossy().into_owned(),
+        },
+        Trace2Target {
+            kind: trace2::TargetKind::Event,
+            value: scratch.to_string_lossy().into_owned(),
+        },
+    ];
+    let mut sinks = Fanout::new();
+    sinks.add(
+        "trace2",
+        Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
+    );
+    let _ = replay(&cap, None, sinks, h);
+    let out = std::fs::read_to_string(&scratch).unwrap();
+    let _ = std::fs::remove_file(&scratch);
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("00:00:01.000000 "), "{first}");
+    assert!(
+        out.contains(r#""sid":"19700101T000001.000000Z-Localhost-P00000007""#),
+        "{out}"
+    );
+}
