@@ -7,9 +7,10 @@ use proctrace::capture::{BackendChoice, CaptureOptions};
 use proctrace::cmd::replay;
 use proctrace::cmd::run::{RunConfig, run};
 use proctrace::cmd::watch::{WatchConfig, watch};
+use proctrace::output::{Outputs, TreeMode};
 use proctrace::sink::trace2::Trace2Target;
 use proctrace::sink::{Header, Mode, Tool};
-use proctrace::{Outputs, ProctraceError, TreeMode, exit_codes};
+use proctrace::{ProctraceError, exit_codes};
 use trace2::TargetKind;
 
 /// Every process a command starts — or the whole system — with the kernel's timestamps.

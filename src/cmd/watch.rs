@@ -8,9 +8,10 @@ use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
 use crate::model::event::{Event, Pid};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+use crate::output::Outputs;
 use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
-use crate::{Outputs, ProctraceError, exit_codes};
+use crate::{ProctraceError, exit_codes};
 
 /// Settings of `watch`.
 #[derive(Debug, Clone)]

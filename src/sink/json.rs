@@ -1,26 +1,11 @@
-//! Minimal JSON writing for line-oriented sinks: no allocation, valid output for any string.
+//! Minimal JSON writing for line-oriented sinks: no allocation, valid output for any string, one
+//! string escaping for JSON Lines and trace2.
 
-/// Appends `s` as a JSON string literal.
-pub fn string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    for &b in s.as_bytes() {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..=0x1f | 0x7f => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 15) as usize]);
-            }
-            _ => out.push(b),
-        }
-    }
-    out.push(b'"');
-}
+/// Appends `s` as a JSON string literal, escaped exactly as git's json-writer (and so the trace2
+/// event target) does: `"`, `\` and the control characters below 0x20, with the short forms
+/// `\n \r \t \f \b`; everything else (DEL and non-ASCII included) as is. That is all
+/// RFC 8259 requires, so every line stays valid JSON for any string.
+pub use trace2::quote::json_string as string;
 
 /// Appends an integer.
 pub fn int(out: &mut Vec<u8>, v: i64) {
@@ -41,6 +26,14 @@ mod tests {
         let mut o = Vec::new();
         super::string(&mut o, "a\"b\\c\nd\u{1}é");
         assert_eq!(String::from_utf8(o).unwrap(), "\"a\\\"b\\\\c\\nd\\u0001é\"");
+        // Every character up to U+07FF (all ASCII controls, DEL, two-byte UTF-8) round-trips.
+        let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        let mut o = Vec::new();
+        super::string(&mut o, &all);
+        assert_eq!(serde_json::from_slice::<String>(&o).unwrap(), all);
+        let mut o = Vec::new();
+        super::string(&mut o, "\x08\x0c\x7f");
+        assert_eq!(o, b"\"\\b\\f\x7f\"");
         let mut o = Vec::new();
         super::seconds(&mut o, 12_000_000_345);
         assert_eq!(o, b"12.000000345");

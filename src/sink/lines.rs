@@ -2,9 +2,9 @@
 
 use std::io;
 
+use super::text::{Paint, exit_text, fmt_duration, quote_argv};
 use super::{Header, LineWriter, Sink, Summary};
 use crate::model::tracker::{Fact, Tracker};
-use crate::sink::tree::{Paint, exit_text, fmt_duration, quote_argv};
 
 /// The line sink.
 pub struct HumanLines {
@@ -42,7 +42,7 @@ impl Sink for HumanLines {
         let p = self.paint;
         match *fact {
             Fact::Lost { ts, count } => {
-                let _ = write!(s, "{} {}", rel(ts), p.magenta(&format!("LOST {count} events")));
+                let _ = write!(s, "{} {}", rel(ts), p.loss(&format!("LOST {count} events")));
             }
             Fact::Fork(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
@@ -76,7 +76,7 @@ impl Sink for HumanLines {
                     s,
                     "{} {}",
                     rel(Some(bg.ts)),
-                    p.yellow(&format!("background {:>7} {}", r.pid, bg.state.as_str()))
+                    p.background(&format!("background {:>7} {}", r.pid, bg.state.as_str()))
                 );
             }
             Fact::Uid { id, ts, ruid, euid } => {
@@ -132,47 +132,5 @@ impl Sink for HumanLines {
 
     fn finish(&mut self, _s: &Summary, _t: &Tracker) -> io::Result<()> {
         self.w.flush()
-    }
-}
-
-/// `SIGTERM` for 15, `signal 64` when unnamed.
-pub fn signal_name(sig: i32) -> String {
-    const NAMES: [&str; 32] = [
-        "",
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    match NAMES.get(sig as usize) {
-        Some(n) if sig > 0 => (*n).to_string(),
-        _ => format!("signal {sig}"),
     }
 }

@@ -8,9 +8,12 @@ use std::io;
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{Fact, Tracker, TrackerStats};
 
+#[cfg(test)]
+mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
+pub mod text;
 pub mod trace2;
 pub mod tree;
 
@@ -46,6 +49,13 @@ pub struct Tool {
     pub version: String,
     /// `GIT_TRACE2_PARENT_SID` it was started with: its trace2 session nests under it.
     pub parent_sid: Option<String>,
+    /// The host name, hashed into trace2 SIDs as git does (`None`: git's `Localhost`).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The local time zone at start, seconds east of UTC: trace2's normal and perf targets print
+    /// local time (`None`: UTC).
+    #[serde(default)]
+    pub utc_offset: Option<i64>,
 }
 
 impl Tool {
@@ -58,6 +68,8 @@ impl Tool {
             parent_sid: std::env::var("GIT_TRACE2_PARENT_SID")
                 .ok()
                 .filter(|s| !s.is_empty()),
+            host: ::trace2::hostname().map(|h| String::from_utf8_lossy(&h).into_owned()),
+            utc_offset: Some(::trace2::Timestamp::now().local_utc_offset()),
         }
     }
 }

@@ -18,6 +18,11 @@
 //!
 //! Times are the kernel's: `time` is the event's wall time, `t_abs` seconds since that process
 //! forked. Events carry no `file`/`line` (there is no source location to name).
+//!
+//! Everything else comes from the [`Header`]: proctrace's pid, argv, version, parent SID, the
+//! host name hashed into SIDs and the time zone of the normal and perf time column. This sink
+//! never reads the clock, the environment or the process itself, so a replayed capture gives
+//! the same bytes as the live run.
 
 use std::collections::HashMap;
 use std::io;
@@ -79,6 +84,8 @@ pub struct Trace2Sink {
     me: Option<Session>,
     observed: HashMap<ProcId, Observed>,
     exe: String,
+    /// The host name hashed into SIDs (from the header).
+    host: Option<String>,
     /// The latest time seen: stands in for facts that carry none.
     now: u64,
     buf: Vec<u8>,
@@ -134,6 +141,7 @@ impl Trace2Sink {
             me: None,
             observed: HashMap::new(),
             exe: String::new(),
+            host: None,
             now: 0,
             buf: Vec::with_capacity(512),
             failed: None,
@@ -142,6 +150,10 @@ impl Trace2Sink {
 
     fn wall(&self, ts: u64) -> Timestamp {
         wall(self.real_minus_mono, ts)
+    }
+
+    fn host(&self) -> Option<&[u8]> {
+        self.host.as_deref().map(str::as_bytes)
     }
 
     fn argv<'a>(&self, argv: &'a [String]) -> Vec<Str<'a>> {
@@ -291,7 +303,7 @@ impl Trace2Sink {
                     Some(p) => self.observed.get(&p).map(|o| o.session.sid.clone()),
                     None => self.me.as_ref().map(|s| s.sid.clone()),
                 };
-                let comp = Sid::new_component(r.pid as u32, self.wall(start));
+                let comp = Sid::component_with_host(r.pid as u32, self.wall(start), self.host());
                 let sid = Sid::nested(parent_sid.as_deref(), &comp).as_str().to_string();
                 let child_id = match self.parent_session_mut(parent) {
                     Some(s) => {
@@ -440,7 +452,9 @@ impl Sink for Trace2Sink {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.real_minus_mono = h.real_minus_mono;
         self.now = h.ts;
-        let comp = Sid::new_component(h.tool.pid, self.wall(h.ts));
+        self.host = h.tool.host.clone();
+        self.opts.utc_offset = Some(h.tool.utc_offset.unwrap_or(0));
+        let comp = Sid::component_with_host(h.tool.pid, self.wall(h.ts), self.host());
         let sid = Sid::nested(h.tool.parent_sid.as_deref(), &comp)
             .as_str()
             .to_string();

@@ -6,52 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::lines::signal_name;
+use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
 use super::{Mode, Summary};
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
-
-/// ANSI colouring that can be switched off.
-#[derive(Debug, Clone, Copy)]
-pub struct Paint {
-    /// Emit escape codes.
-    pub on: bool,
-}
-
-impl Paint {
-    fn wrap(&self, code: &str, s: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-    /// Failure.
-    pub fn red(&self, s: &str) -> String {
-        self.wrap("31", s)
-    }
-    /// Success.
-    pub fn green(&self, s: &str) -> String {
-        self.wrap("32", s)
-    }
-    /// Background.
-    pub fn yellow(&self, s: &str) -> String {
-        self.wrap("33", s)
-    }
-    /// Loss.
-    pub fn magenta(&self, s: &str) -> String {
-        self.wrap("1;35", s)
-    }
-    /// Secondary.
-    pub fn dim(&self, s: &str) -> String {
-        self.wrap("2", s)
-    }
-    /// Emphasis.
-    pub fn bold(&self, s: &str) -> String {
-        self.wrap("1", s)
-    }
-}
 
 /// How to render.
 #[derive(Debug, Clone, Copy)]
@@ -64,45 +22,6 @@ pub struct TreeOptions {
     pub max_lines: usize,
     /// Width for argv before truncation.
     pub width: usize,
-}
-
-/// Shell-like quoting of argv for display, redacted when asked.
-pub fn quote_argv(argv: &[String], redact: bool) -> String {
-    let mut s = String::new();
-    for (i, a) in argv.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        let a = if redact {
-            redact_arg(a)
-        } else {
-            std::borrow::Cow::Borrowed(a.as_str())
-        };
-        let plain = !a.is_empty()
-            && a.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"+,-./:=@_^%".contains(&b));
-        if plain {
-            s.push_str(&a);
-        } else {
-            s.push('\'');
-            s.push_str(&a.replace('\'', "'\\''"));
-            s.push('\'');
-        }
-    }
-    s
-}
-
-/// `1.23s`, `45.6ms`, `789µs`.
-pub fn fmt_duration(ns: u64) -> String {
-    if ns >= 60_000_000_000 {
-        format!("{}m{:02}s", ns / 60_000_000_000, (ns / 1_000_000_000) % 60)
-    } else if ns >= 1_000_000_000 {
-        format!("{:.2}s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.1}ms", ns as f64 / 1e6)
-    } else {
-        format!("{}µs", ns / 1000)
-    }
 }
 
 fn describe(r: &ProcessRecord, redact: bool) -> String {
@@ -119,30 +38,16 @@ fn describe(r: &ProcessRecord, redact: bool) -> String {
     }
 }
 
-/// `exit 0` (green), `exit 3` / `killed by SIGTERM (core dumped)` (red), `exit lost` (magenta).
-pub fn exit_text(status: Option<ExitStatus>, p: Paint) -> String {
-    match status {
-        Some(ExitStatus::Code(0)) => p.green("exit 0"),
-        Some(ExitStatus::Code(c)) => p.red(&format!("exit {c}")),
-        Some(ExitStatus::Signal { signal, core }) => p.red(&format!(
-            "killed by {}{}",
-            signal_name(signal),
-            if core { " (core dumped)" } else { "" }
-        )),
-        None => p.magenta("exit lost"),
-    }
-}
-
 fn status(r: &ProcessRecord, p: Paint) -> String {
     if let Some(x) = r.exit {
         let s = exit_text(x.status, p);
         if r.background.is_some() {
-            return format!("{s} {}", p.yellow("(outlived the command)"));
+            return format!("{s} {}", p.background("(outlived the command)"));
         }
         return s;
     }
     match r.background {
-        Some(bg) => p.yellow(&format!(
+        Some(bg) => p.background(&format!(
             "background: {}",
             match bg.state {
                 BackgroundState::Ready => "still running (ready)",
@@ -150,7 +55,7 @@ fn status(r: &ProcessRecord, p: Paint) -> String {
                 BackgroundState::Error => "could not be probed (error)",
             }
         )),
-        None => p.yellow("running"),
+        None => p.background("running"),
     }
 }
 
@@ -190,7 +95,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
                 o.width.saturating_sub(head.chars().count() + 30),
             );
             let plain = format!("{head}{} {desc}", r.pid);
-            let shown = format!("{}{} {desc}", p.dim(&head), p.bold(&r.pid.to_string()));
+            let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
             let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
             rows.push((plain.chars().count(), shown, dur, status(r, p)));
             lines += 1;
@@ -218,26 +123,26 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             out,
             "{shown}{:pad$}  {}  {st}",
             "",
-            p.dim(&format!("{dur:>durw$}"))
+            p.secondary(&format!("{dur:>durw$}"))
         );
     }
     if hidden > 0 {
         let _ = writeln!(
             out,
             "{}",
-            p.dim(&format!("… {hidden} more processes (see --tree full or -o FILE)"))
+            p.secondary(&format!("… {hidden} more processes (see --tree full or -o FILE)"))
         );
     }
     // Summary line.
     let what = match mode {
         Mode::Run { argv } => format!(
             "{} {}",
-            p.bold("proctrace:"),
+            p.emphasis("proctrace:"),
             truncate(&quote_argv(argv, o.redact), 60)
         ),
-        Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.bold("proctrace:")),
-        Mode::Watch { root: None } => format!("{} watch", p.bold("proctrace:")),
-        Mode::Replay { path } => format!("{} replay {path}", p.bold("proctrace:")),
+        Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
+        Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),
+        Mode::Replay { path } => format!("{} replay {path}", p.emphasis("proctrace:")),
     };
     let mut parts = vec![format!(
         "{} process{}",
@@ -246,9 +151,9 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     )];
     if let Some(s) = sum.status {
         parts.push(match s {
-            ExitStatus::Code(0) => p.green("exit 0"),
-            ExitStatus::Code(c) => p.red(&format!("exit {c}")),
-            ExitStatus::Signal { signal, .. } => p.red(&format!("killed by {}", signal_name(signal))),
+            ExitStatus::Code(0) => p.success("exit 0"),
+            ExitStatus::Code(c) => p.failure(&format!("exit {c}")),
+            ExitStatus::Signal { signal, .. } => p.failure(&format!("killed by {}", signal_name(signal))),
         });
     }
     if sum.stats.execs > 0 {
@@ -258,14 +163,14 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         ));
     }
     if sum.background > 0 {
-        parts.push(p.yellow(&format!(
+        parts.push(p.background(&format!(
             "{} background child{} left running",
             sum.background,
             if sum.background == 1 { "" } else { "ren" }
         )));
     }
     if sum.stats.lost > 0 {
-        parts.push(p.magenta(&format!(
+        parts.push(p.loss(&format!(
             "{} events LOST: the tree may be incomplete",
             sum.stats.lost
         )));
@@ -273,7 +178,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         parts.push("0 events lost".to_string());
     }
     if sum.capture.rejected > 0 {
-        parts.push(p.magenta(&format!(
+        parts.push(p.loss(&format!(
             "{} forged or malformed datagrams rejected",
             sum.capture.rejected
         )));

@@ -183,6 +183,7 @@ impl Config {
         FormatOptions {
             brief: self.brief[Self::index(kind)],
             event_nesting: self.event_nesting,
+            utc_offset: None,
         }
     }
 

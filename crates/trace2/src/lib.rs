@@ -88,7 +88,7 @@ pub use config::{Config, atoi, parse_maybe_bool};
 pub use event::{EVENT_FORMAT_VERSION, Event, EventKind, ReadyState, Str};
 pub use format::{FormatOptions, Target, TargetKind, format_event};
 pub use sid::{Sid, sha1};
-pub use sys::strerror;
+pub use sys::{hostname, strerror};
 pub use time::Timestamp;
 
 /// The README's examples, compiled and run as doc tests.

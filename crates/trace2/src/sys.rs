@@ -77,8 +77,9 @@ pub(crate) fn fd_is_open(fd: RawFd) -> bool {
     unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
 }
 
-/// The host name, or `None` if `gethostname` fails.
-pub(crate) fn hostname() -> Option<Vec<u8>> {
+/// The host name (what git hashes into a SID), or `None` if `gethostname`
+/// fails.
+pub fn hostname() -> Option<Vec<u8>> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is writable for its full length; gethostname
     // writes at most that many bytes.

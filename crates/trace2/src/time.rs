@@ -104,8 +104,19 @@ impl Timestamp {
     /// Appends `HH:MM:SS.uuuuuu` in the local time zone, the normal and perf
     /// targets' time column.
     pub fn write_local_time(&self, out: &mut Vec<u8>) {
-        let off = crate::sys::utc_offset_seconds(self.secs);
-        let c = Civil::utc(self.secs.saturating_add(off));
+        self.write_time_at_offset(self.local_utc_offset(), out);
+    }
+
+    /// The local time zone's offset from UTC at this instant, in seconds
+    /// east of UTC (0 if the C library cannot tell).
+    pub fn local_utc_offset(&self) -> i64 {
+        crate::sys::utc_offset_seconds(self.secs)
+    }
+
+    /// Appends `HH:MM:SS.uuuuuu` at `utc_offset` seconds east of UTC: the
+    /// normal and perf time column for a fixed zone.
+    pub fn write_time_at_offset(&self, utc_offset: i64, out: &mut Vec<u8>) {
+        let c = Civil::utc(self.secs.saturating_add(utc_offset));
         push_num(out, c.hour, 2);
         out.push(b':');
         push_num(out, c.min, 2);
@@ -270,6 +281,9 @@ mod tests {
         let mut v = Vec::new();
         t.write_sid_utc(&mut v);
         assert_eq!(String::from_utf8(v).unwrap(), "20270115T080000.000042Z");
+        let mut v = Vec::new();
+        t.write_time_at_offset(-5 * 3600 - 1800, &mut v);
+        assert_eq!(String::from_utf8(v).unwrap(), "02:30:00.000042");
     }
 
     #[test]

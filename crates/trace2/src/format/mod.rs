@@ -27,6 +27,10 @@ pub struct FormatOptions {
     /// Event target only: region and data events deeper than this are not
     /// written (git's default is 2).
     pub event_nesting: u32,
+    /// Normal and perf only: the time column's zone, seconds east of UTC.
+    /// `None` (git's behaviour) reads the local time zone for every event;
+    /// a fixed offset makes the output independent of the environment.
+    pub utc_offset: Option<i64>,
 }
 
 impl Default for FormatOptions {
@@ -34,6 +38,7 @@ impl Default for FormatOptions {
         FormatOptions {
             brief: false,
             event_nesting: 2,
+            utc_offset: None,
         }
     }
 }
@@ -92,6 +97,16 @@ pub fn format_event(target: TargetKind, ev: &Event<'_>, opts: &FormatOptions, ou
 pub(crate) fn push_f6(out: &mut Vec<u8>, v: f64) {
     use std::io::Write;
     let _ = write!(out, "{v:.6}");
+}
+
+/// The normal and perf time column: `HH:MM:SS.uuuuuu` in the zone `opts` names
+/// (the local one by default), now if the event has no time.
+pub(crate) fn push_time(ev: &Event<'_>, opts: &FormatOptions, out: &mut Vec<u8>) {
+    let t = ev.time.unwrap_or_else(crate::Timestamp::now);
+    match opts.utc_offset {
+        Some(off) => t.write_time_at_offset(off, out),
+        None => t.write_local_time(out),
+    }
 }
 
 /// Any integer in decimal.

@@ -2,10 +2,9 @@
 //! human-readable payload. No escaping (an LF in an argument splits the line,
 //! as in git).
 
-use super::{FormatOptions, Target, push_f6, push_int};
+use super::{FormatOptions, Target, push_f6, push_int, push_time};
 use crate::event::{Event, EventKind};
 use crate::quote::{sq_argv, sq_pretty};
-use crate::time::Timestamp;
 
 /// git's `GIT_TRACE2` layout.
 #[derive(Debug, Clone, Copy, Default)]
@@ -18,7 +17,7 @@ fn prefix(ev: &Event<'_>, opts: &FormatOptions, out: &mut Vec<u8>) {
         return;
     }
     let start = out.len();
-    ev.time.unwrap_or_else(Timestamp::now).write_local_time(out);
+    push_time(ev, opts, out);
     out.push(b' ');
     if let Some(f) = ev.file.as_deref().filter(|f| !f.is_empty()) {
         out.extend_from_slice(f.as_bytes());

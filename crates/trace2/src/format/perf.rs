@@ -3,10 +3,9 @@
 
 use std::io::Write;
 
-use super::{FormatOptions, Target, push_int, push_padded};
+use super::{FormatOptions, Target, push_int, push_padded, push_time};
 use crate::event::{Event, EventKind};
 use crate::quote::{sq_argv, sq_pretty};
-use crate::time::Timestamp;
 
 /// git's `GIT_TRACE2_PERF` layout.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,7 +25,7 @@ struct Columns<'c> {
 
 fn prefix(ev: &Event<'_>, opts: &FormatOptions, cols: &Columns<'_>, out: &mut Vec<u8>) {
     if !opts.brief {
-        ev.time.unwrap_or_else(Timestamp::now).write_local_time(out);
+        push_time(ev, opts, out);
         out.push(b' ');
         let end = out.len() + FL_WIDTH;
         if let Some(f) = ev.file.as_deref().filter(|f| !f.is_empty()) {

@@ -82,7 +82,8 @@ fn perf(e: &Event<'_>, brief: bool) -> String {
         e,
         &FormatOptions {
             brief,
-            event_nesting: 2
+            event_nesting: 2,
+            ..FormatOptions::default()
         },
         &mut v
     ));
@@ -157,7 +158,8 @@ fn event_nesting_filter_and_brief_time() {
         &e,
         &FormatOptions {
             brief: true,
-            event_nesting: 3
+            event_nesting: 3,
+            ..FormatOptions::default()
         },
         &mut v
     ));
@@ -170,7 +172,8 @@ fn event_nesting_filter_and_brief_time() {
         &ev(EventKind::Atexit { code: 0 }),
         &FormatOptions {
             brief: true,
-            event_nesting: 2
+            event_nesting: 2,
+            ..FormatOptions::default()
         },
         &mut v
     ));

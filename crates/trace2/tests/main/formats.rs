@@ -172,6 +172,7 @@ fn check(brief: bool) {
     let opts = FormatOptions {
         brief,
         event_nesting: 100,
+        ..FormatOptions::default()
     };
     let mut seen = std::collections::BTreeSet::new();
     for name in &names {

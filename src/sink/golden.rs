@@ -1,0 +1,322 @@
+//! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
+//! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
+//! git Trace2 event, perf and normal) and the tree, and the bytes must equal
+//! `tests/fixtures/golden/<capture>.<format>`.
+//!
+//! An output that changes on purpose is regenerated with
+//!
+//! ```text
+//! UPDATE_GOLDEN=1 cargo test -p proctrace --lib golden
+//! ```
+//!
+//! which writes the files instead of comparing them; read `git diff tests/fixtures/golden`
+//! before committing it. A new capture needs its name in [`CAPTURES`].
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::cmd::replay::{Capture, parse_capture, replay};
+use crate::model::event::Event;
+use crate::sink::trace2::{Trace2Sink, Trace2Target};
+use crate::sink::tree::{TreeOptions, render};
+use crate::sink::{Fanout, Header, LineDest, Mode, Tool, jsonl::JsonLines, lines::HumanLines};
+
+/// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
+const CAPTURES: [&str; 5] = [
+    "exec-twice",
+    "leader-exits-first",
+    "reuse-pid",
+    "thread-exec",
+    "threads-then-leader",
+];
+
+/// Every output, by the extension of its golden file.
+const FORMATS: [&str; 6] = [
+    "jsonl",
+    "lines",
+    "tree",
+    "trace2-event",
+    "trace2-perf",
+    "trace2-normal",
+];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The recorder's first forked process (pid == tgid) is the command, as in the tracker tests:
+/// these captures predate the header.
+fn root_of(events: &[Event]) -> i32 {
+    events
+        .iter()
+        .find_map(|e| match *e {
+            Event::Fork {
+                child_pid,
+                child_tgid,
+                ..
+            } if child_pid == child_tgid => Some(child_pid),
+            _ => None,
+        })
+        .expect("a capture of `run` forks its command")
+}
+
+/// A header that says the same on every machine, every day: nothing from this process.
+fn fixed_header(name: &str, cap: &Capture, root: i32) -> Header {
+    let argv = cap
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::ExecDetails { tgid, details } if *tgid == root => details.argv.clone(),
+            _ => None,
+        })
+        .unwrap_or_else(|| vec!["/tmp/shapes".to_string(), name.to_string()]);
+    let mut tool_argv: Vec<String> = ["proctrace", "run", "--record", "capture.jsonl", "--"]
+        .map(String::from)
+        .into();
+    tool_argv.extend(argv.iter().cloned());
+    Header {
+        mode: Mode::Run { argv },
+        ts: cap.events.iter().find_map(|e| e.ts()).unwrap_or(0),
+        // 2024-06-01T12:00:00Z at monotonic 0.
+        real_minus_mono: 1_717_243_200_000_000_000,
+        tool: Tool {
+            pid: 4242,
+            argv: tool_argv,
+            version: "0.0.0-golden".to_string(),
+            parent_sid: Some("20240601T115959.000000Z-Hdeadbeef-P00000001".to_string()),
+            host: Some("golden-host".to_string()),
+            utc_offset: Some(2 * 3600),
+        },
+        backend: Some("connector".to_string()),
+    }
+}
+
+/// A writer the test keeps a handle on.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+/// Replays `name` into every output; returns `(format, bytes)` in [`FORMATS`] order.
+fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let path = fixtures().join(format!("captures/{name}.jsonl"));
+    let text = std::fs::read(&path).unwrap();
+    let cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
+    assert!(cap.header.is_none(), "{name}: the fixed header would not be used");
+    let root = root_of(&cap.events);
+    let header = fixed_header(name, &cap, root);
+
+    let scratch = std::env::temp_dir().join(format!("proctrace-golden-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let t2_kinds = [
+        ("trace2-event", trace2::TargetKind::Event),
+        ("trace2-perf", trace2::TargetKind::Perf),
+        ("trace2-normal", trace2::TargetKind::Normal),
+    ];
+    let t2_files: Vec<PathBuf> = t2_kinds.iter().map(|(f, _)| scratch.join(f)).collect();
+    for f in &t2_files {
+        let _ = std::fs::remove_file(f);
+    }
+    let targets: Vec<Trace2Target> = t2_kinds
+        .iter()
+        .zip(&t2_files)
+        .map(|((_, kind), f)| Trace2Target {
+            kind: *kind,
+            value: f.to_string_lossy().into_owned(),
+        })
+        .collect();
+
+    let (jsonl, lines) = (Shared::default(), Shared::default());
+    let mut sinks = Fanout::new();
+    sinks.add(
+        "jsonl",
+        Box::new(JsonLines::new(LineDest::Stream(Box::new(jsonl.clone())), true)),
+    );
+    sinks.add(
+        "lines",
+        Box::new(HumanLines::new(
+            LineDest::Stream(Box::new(lines.clone())),
+            false,
+            true,
+        )),
+    );
+    sinks.add(
+        "trace2",
+        Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
+    );
+
+    let (engine, sum) = replay(&cap, Some(root), sinks, header.clone());
+    let failures: Vec<String> = engine
+        .sinks
+        .failures()
+        .iter()
+        .map(|(n, e)| format!("{n}: {e}"))
+        .collect();
+    assert!(failures.is_empty(), "{name}: sinks failed: {failures:?}");
+    let tree = render(
+        &engine.tracker,
+        &header.mode,
+        &sum,
+        TreeOptions {
+            color: false,
+            redact: true,
+            max_lines: usize::MAX,
+            width: 100,
+        },
+    );
+
+    let mut out = vec![
+        ("jsonl", jsonl.take()),
+        ("lines", lines.take()),
+        ("tree", tree.into_bytes()),
+    ];
+    for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
+        out.push((*fmt, std::fs::read(f).unwrap()));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    out
+}
+
+/// Compares with (or, under `UPDATE_GOLDEN=1`, writes) the golden files of `name`.
+fn check(name: &str) {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let dir = fixtures().join("golden");
+    let mut wrong = Vec::new();
+    let outputs = render_all(name);
+    assert_eq!(outputs.iter().map(|o| o.0).collect::<Vec<_>>(), FORMATS);
+    for (fmt, got) in outputs {
+        assert!(!got.is_empty(), "{name}.{fmt}: no output");
+        let file = dir.join(format!("{name}.{fmt}"));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&file, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read(&file).unwrap_or_default();
+        if want != got {
+            let (want, got) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(&got));
+            let at = want
+                .lines()
+                .zip(got.lines())
+                .position(|(w, g)| w != g)
+                .unwrap_or(want.lines().count().min(got.lines().count()));
+            wrong.push(format!(
+                "{}: first difference at line {}\n  golden: {:?}\n  now:    {:?}",
+                file.display(),
+                at + 1,
+                want.lines().nth(at).unwrap_or("<end>"),
+                got.lines().nth(at).unwrap_or("<end>"),
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "output differs from the golden files (UPDATE_GOLDEN=1 regenerates them):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn exec_twice() {
+    check("exec-twice");
+}
+
+#[test]
+fn leader_exits_first() {
+    check("leader-exits-first");
+}
+
+#[test]
+fn reuse_pid() {
+    check("reuse-pid");
+}
+
+#[test]
+fn thread_exec() {
+    check("thread-exec");
+}
+
+#[test]
+fn threads_then_leader() {
+    check("threads-then-leader");
+}
+
+/// Every capture is covered, and every golden file belongs to a capture and a format.
+#[test]
+fn every_capture_has_golden_files() {
+    let names = |dir: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(fixtures().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut captures: Vec<String> = CAPTURES.iter().map(|c| format!("{c}.jsonl")).collect();
+    captures.sort();
+    assert_eq!(names("captures"), captures, "add new captures to CAPTURES");
+    if std::env::var_os("UPDATE_GOLDEN").is_none() {
+        let mut golden: Vec<String> = CAPTURES
+            .iter()
+            .flat_map(|c| FORMATS.map(|f| format!("{c}.{f}")))
+            .collect();
+        golden.sort();
+        assert_eq!(names("golden"), golden, "stale or missing golden files");
+    }
+}
+
+/// A header recorded before `host` and `utc_offset` existed still reads; its trace2 output then
+/// says `Localhost` and UTC rather than anything about the machine replaying it.
+#[test]
+fn older_headers_replay_without_host_or_zone() {
+    let text = concat!(
+        r#"{"e":"header","header":{"mode":{"run":{"argv":["true"]}},"ts":1000000000,"#,
+        r#""real_minus_mono":0,"tool":{"pid":7,"argv":["proctrace"],"version":"0.1.0","#,
+        r#""parent_sid":null},"backend":"connector"}}"#,
+        "\n"
+    );
+    let cap = parse_capture(text.as_bytes(), "old").unwrap();
+    let h = cap.header.clone().unwrap();
+    assert_eq!((h.tool.host.as_deref(), h.tool.utc_offset), (None, None));
+    let scratch = std::env::temp_dir().join(format!("proctrace-golden-old-{}", std::process::id()));
+    let _ = std::fs::remove_file(&scratch);
+    let targets = [
+        Trace2Target {
+            kind: trace2::TargetKind::Normal,
+            value: scratch.to_string_lossy().into_owned(),
+        },
+        Trace2Target {
+            kind: trace2::TargetKind::Event,
+            value: scratch.to_string_lossy().into_owned(),
+        },
+    ];
+    let mut sinks = Fanout::new();
+    sinks.add(
+        "trace2",
+        Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
+    );
+    let _ = replay(&cap, None, sinks, h);
+    let out = std::fs::read_to_string(&scratch).unwrap();
+    let _ = std::fs::remove_file(&scratch);
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("00:00:01.000000 "), "{first}");
+    assert!(
+        out.contains(r#""sid":"19700101T000001.000000Z-Localhost-P00000007""#),
+        "{out}"
+    );
+}

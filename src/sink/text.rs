@@ -1,0 +1,191 @@
+//! Text for people, shared by the human lines and the tree: argv quoted the way git's trace2
+//! quotes it, durations, exit statuses, signal names, and the styles that mark them.
+//!
+//! Pure functions of their arguments. Whether colour is wanted is decided by the wiring
+//! ([`crate::output`]) and comes in as [`Paint::on`]; nothing here looks at a terminal or the
+//! environment, and nothing here writes.
+
+use anstyle::{AnsiColor, Style};
+
+use crate::model::event::ExitStatus;
+use crate::redact::redact_arg;
+
+/// Styles by meaning, as ANSI escapes (via `anstyle`) or not at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    /// Emit escape codes.
+    pub on: bool,
+}
+
+const FAILURE: Style = AnsiColor::Red.on_default();
+const SUCCESS: Style = AnsiColor::Green.on_default();
+const BACKGROUND: Style = AnsiColor::Yellow.on_default();
+const LOSS: Style = AnsiColor::Magenta.on_default().bold();
+const SECONDARY: Style = Style::new().dimmed();
+const EMPHASIS: Style = Style::new().bold();
+
+impl Paint {
+    fn paint(&self, style: Style, s: &str) -> String {
+        if self.on {
+            format!("{style}{s}{style:#}")
+        } else {
+            s.to_string()
+        }
+    }
+    /// A failure (non-zero exit, killed).
+    pub fn failure(&self, s: &str) -> String {
+        self.paint(FAILURE, s)
+    }
+    /// Success.
+    pub fn success(&self, s: &str) -> String {
+        self.paint(SUCCESS, s)
+    }
+    /// A process left running.
+    pub fn background(&self, s: &str) -> String {
+        self.paint(BACKGROUND, s)
+    }
+    /// Lost events, rejected datagrams: the output may be incomplete.
+    pub fn loss(&self, s: &str) -> String {
+        self.paint(LOSS, s)
+    }
+    /// Secondary text (tree lines, durations).
+    pub fn secondary(&self, s: &str) -> String {
+        self.paint(SECONDARY, s)
+    }
+    /// Emphasis (pids, the summary's name).
+    pub fn emphasis(&self, s: &str) -> String {
+        self.paint(EMPHASIS, s)
+    }
+}
+
+/// argv as a shell (and git's trace2 `normal` target) would take it back, URL credentials
+/// redacted when asked: git's `sq_quote_argv_pretty`.
+pub fn quote_argv(argv: &[String], redact: bool) -> String {
+    let mut out = Vec::with_capacity(argv.iter().map(|a| a.len() + 1).sum());
+    if redact {
+        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a)).collect();
+        trace2::quote::sq_argv(&mut out, &redacted);
+    } else {
+        trace2::quote::sq_argv(&mut out, argv);
+    }
+    // Quoting only adds ASCII to UTF-8 input.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `1.23s`, `45.6ms`, `789µs`, `2m05s`.
+pub fn fmt_duration(ns: u64) -> String {
+    if ns >= 60_000_000_000 {
+        format!("{}m{:02}s", ns / 60_000_000_000, (ns / 1_000_000_000) % 60)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.2}s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.1}ms", ns as f64 / 1e6)
+    } else {
+        format!("{}µs", ns / 1000)
+    }
+}
+
+/// `exit 0` (success), `exit 3` / `killed by SIGTERM (core dumped)` (failure), `exit lost` (loss).
+pub fn exit_text(status: Option<ExitStatus>, p: Paint) -> String {
+    match status {
+        Some(ExitStatus::Code(0)) => p.success("exit 0"),
+        Some(ExitStatus::Code(c)) => p.failure(&format!("exit {c}")),
+        Some(ExitStatus::Signal { signal, core }) => p.failure(&format!(
+            "killed by {}{}",
+            signal_name(signal),
+            if core { " (core dumped)" } else { "" }
+        )),
+        None => p.loss("exit lost"),
+    }
+}
+
+/// `SIGTERM` for 15, `signal 64` when unnamed.
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 32] = [
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match NAMES.get(sig as usize) {
+        Some(n) if sig > 0 => (*n).to_string(),
+        _ => format!("signal {sig}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_is_quoted_like_git_and_redacted() {
+        let argv: Vec<String> = ["sh", "-c", "echo it's", "", "a!b", "50%", "https://u:pw@h/x"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            quote_argv(&argv, true),
+            r"sh -c 'echo it'\''s' '' 'a'\!'b' '50%' 'https://u:<REDACTED>@h/x'"
+        );
+        assert!(quote_argv(&argv, false).ends_with(" https://u:pw@h/x"));
+    }
+
+    #[test]
+    fn durations_and_statuses() {
+        assert_eq!(fmt_duration(789_000), "789µs");
+        assert_eq!(fmt_duration(45_600_000), "45.6ms");
+        assert_eq!(fmt_duration(1_234_000_000), "1.23s");
+        assert_eq!(fmt_duration(125_000_000_000), "2m05s");
+        let plain = Paint { on: false };
+        assert_eq!(exit_text(Some(ExitStatus::Code(3)), plain), "exit 3");
+        assert_eq!(
+            exit_text(
+                Some(ExitStatus::Signal {
+                    signal: 11,
+                    core: true
+                }),
+                plain
+            ),
+            "killed by SIGSEGV (core dumped)"
+        );
+        assert_eq!(exit_text(None, plain), "exit lost");
+        assert_eq!(signal_name(64), "signal 64");
+        assert_eq!(signal_name(0), "signal 0");
+    }
+
+    #[test]
+    fn styles_are_ansi_escapes_only_when_on() {
+        let on = Paint { on: true };
+        assert_eq!(on.failure("x"), "\x1b[31mx\x1b[0m");
+        assert_eq!(on.loss("x"), "\x1b[1m\x1b[35mx\x1b[0m");
+        assert_eq!(on.secondary("x"), "\x1b[2mx\x1b[0m");
+        assert_eq!(Paint { on: false }.loss("x"), "x");
+    }
+}
