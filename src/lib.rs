@@ -21,7 +21,6 @@ pub mod sink;
 pub mod supervise;
 
 // `cmd::run` names these at the crate root.
-pub use output::{Outputs, TreeMode};
 
 /// proctrace's own exit codes (otherwise it exits with the traced command's status).
 pub mod exit_codes {

@@ -12,9 +12,10 @@ use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
 use crate::model::event::{Event, ExitStatus, Pid};
 use crate::model::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
+use crate::output::Outputs;
 use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
-use crate::{Outputs, ProctraceError, exit_codes};
+use crate::{ProctraceError, exit_codes};
 
 /// Settings of `run`.
 #[derive(Debug, Clone)]

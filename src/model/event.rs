@@ -19,7 +19,7 @@ pub struct ExecDetails {
     pub cwd: Option<String>,
     /// Effective uid: the owner of `/proc/PID` (root for a process that is not dumpable).
     pub uid: Option<u32>,
-    /// The process's short name (`comm`): the base name of argv[0] when argv was read (what the
+    /// The process's short name (`comm`): the base name of `argv[0]` when argv was read (what the
     /// kernel sets on exec), else read from `/proc/PID/comm`.
     pub comm: Option<String>,
 }
