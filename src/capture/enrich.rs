@@ -267,10 +267,15 @@ enum Verdict {
 }
 
 /// The CPU budget of a real-time reader, per fixed window (pure: the caller reads the clocks).
+/// The thread's CPU clock is a system call, the monotonic clock is not; since CPU time grows no
+/// faster than wall time, the CPU clock is read only once enough wall time has passed for the
+/// budget to be possibly used up: a few times per window, not once per wakeup.
 #[derive(Debug)]
 struct Budget {
     window_start: u64,
     cpu_at_start: u64,
+    /// No need to read the CPU clock before this (monotonic ns).
+    next_cpu_check: u64,
     over: bool,
 }
 
@@ -279,25 +284,27 @@ impl Budget {
         Budget {
             window_start: now,
             cpu_at_start: cpu,
+            next_cpu_check: now + BUDGET_NS,
             over: false,
         }
     }
 
-    /// `now`: monotonic ns; `cpu`: the thread's CPU time, ns (read only when `needs_cpu`).
+    /// `now`: monotonic ns; `cpu`: reads the thread's CPU time, ns (called only when needed).
     fn check(&mut self, now: u64, cpu: impl FnOnce() -> u64) -> Verdict {
         if now.saturating_sub(self.window_start) >= WINDOW_NS {
-            self.window_start = now;
-            self.cpu_at_start = cpu();
-            if self.over {
-                self.over = false;
-                return Verdict::Promote;
-            }
+            let was_over = self.over;
+            *self = Budget::new(now, cpu());
+            return if was_over { Verdict::Promote } else { Verdict::Stay };
+        }
+        if self.over || now < self.next_cpu_check {
             return Verdict::Stay;
         }
-        if !self.over && cpu().saturating_sub(self.cpu_at_start) > BUDGET_NS {
+        let used = cpu().saturating_sub(self.cpu_at_start);
+        if used > BUDGET_NS {
             self.over = true;
             return Verdict::Demote;
         }
+        self.next_cpu_check = now + (BUDGET_NS - used);
         Verdict::Stay
     }
 
@@ -440,15 +447,21 @@ mod tests {
     #[test]
     fn budget_demotes_over_budget_and_promotes_next_window() {
         let mut b = Budget::new(1_000 * MS, 5 * MS);
-        assert_eq!(b.check(1_010 * MS, || 20 * MS), Verdict::Stay);
+        // Before BUDGET_NS of wall time the budget cannot be used up: no CPU clock read.
+        assert_eq!(b.check(1_010 * MS, || unreachable!()), Verdict::Stay);
+        assert_eq!(b.check(1_029 * MS, || unreachable!()), Verdict::Stay);
+        // 30 ms in, 10 ms used: the next read is due 20 ms later.
+        assert_eq!(b.check(1_030 * MS, || 15 * MS), Verdict::Stay);
+        assert_eq!(b.check(1_049 * MS, || unreachable!()), Verdict::Stay);
         assert_eq!(b.check(1_050 * MS, || 5 * MS + BUDGET_NS + 1), Verdict::Demote);
-        // Demoted: nothing more until the window ends, and the CPU clock is not even read.
+        // Demoted: nothing more until the window ends, and the CPU clock is not read.
         assert_eq!(b.check(1_060 * MS, || unreachable!()), Verdict::Stay);
         assert_eq!(b.left(1_060 * MS), 40 * MS);
         assert_eq!(b.check(1_100 * MS, || 80 * MS), Verdict::Promote);
         // The new window counts from its own start.
-        assert_eq!(b.check(1_150 * MS, || 80 * MS + BUDGET_NS), Verdict::Stay);
-        assert_eq!(b.check(1_250 * MS, || 200 * MS), Verdict::Stay);
+        assert_eq!(b.check(1_130 * MS, || 80 * MS + BUDGET_NS), Verdict::Stay);
+        assert_eq!(b.check(1_200 * MS, || 200 * MS), Verdict::Stay);
+        assert_eq!(b.check(1_230 * MS, || 200 * MS + BUDGET_NS + 1), Verdict::Demote);
     }
 
     fn policy() -> i32 {
