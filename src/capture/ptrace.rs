@@ -42,6 +42,11 @@ use crate::sink::CaptureSummary;
 const BATCH_PAUSE: Duration = Duration::from_millis(2);
 /// Batch size that is sent at once.
 const BATCH_MAX: usize = 512;
+/// Stops answered before the tracer looks at requests and sends what it has.
+const COLLECT_MAX: usize = 256;
+/// How long a new task waits at its first stop for its parent's fork/clone event before it is
+/// taken in with the parent `/proc` names (its parent was killed in between).
+const HOLD_MAX: Duration = Duration::from_millis(50);
 
 enum Request {
     Spawn(Vec<String>, Sender<Result<Pid, SpawnError>>),
@@ -180,6 +185,8 @@ struct Held {
     exit: Option<(u64, i32)>,
     /// The signal of the stop it is held in (SIGTRAP for a new task's first stop).
     stop_sig: i32,
+    /// When it was first held.
+    since: Instant,
 }
 
 /// Restarts a task from a `PTRACE_EVENT_STOP`: a group-stop (a stop signal) stays stopped, as it
@@ -213,10 +220,18 @@ impl Tracer {
     fn run(mut self) {
         let mut markers: Vec<u32> = Vec::new();
         let mut since: Option<Instant> = None;
+        let mut more = false;
         loop {
-            // With events waiting to go out, wake in time to send them; otherwise only for a stop,
+            // With events waiting to go out, wake in time to send them; with tasks held, in time
+            // to let them go; with stops left uncollected, not at all. Otherwise only for a stop,
             // an exit or a request (no timer to arm and cancel on every wait).
-            let timeout = since.map(|t| BATCH_PAUSE.saturating_sub(t.elapsed()));
+            let mut timeout = since.map(|t| BATCH_PAUSE.saturating_sub(t.elapsed()));
+            if !self.held.is_empty() {
+                timeout = Some(timeout.map_or(HOLD_MAX, |t| t.min(HOLD_MAX)));
+            }
+            if more {
+                timeout = Some(Duration::ZERO);
+            }
             // One system call per wakeup: SIGCHLD stays blocked and pending until taken here.
             sys::wait_sigchld(timeout);
             let mut stopping = false;
@@ -232,7 +247,10 @@ impl Tracer {
                     Request::Stop => stopping = true,
                 }
             }
-            self.collect();
+            more = self.collect();
+            if !self.held.is_empty() {
+                self.release_held(|h| h.since.elapsed() >= HOLD_MAX);
+            }
             let due = since.is_some_and(|t| t.elapsed() >= BATCH_PAUSE);
             if stopping
                 || due
@@ -252,7 +270,7 @@ impl Tracer {
                 let _ = self.tx.send(CaptureMsg::Notice(Notice::Marker(n)));
             }
             if stopping {
-                self.release_held();
+                self.release_held(|_| true);
                 self.send_batch();
                 let _ = self.tx.send(CaptureMsg::Done(CaptureSummary {
                     events: self.stops,
@@ -274,11 +292,16 @@ impl Tracer {
         let _ = self.tx.send(CaptureMsg::Events(batch));
     }
 
-    /// Collects every stop that is waiting, answering each.
-    fn collect(&mut self) {
-        while let Some((pid, status)) = sys::wait_any() {
+    /// Collects the stops that are waiting, answering each; true when it stopped at
+    /// [`COLLECT_MAX`] with more perhaps waiting (their SIGCHLD may already be taken).
+    fn collect(&mut self) -> bool {
+        for _ in 0..COLLECT_MAX {
+            let Some((pid, status)) = sys::wait_any() else {
+                return false;
+            };
             self.on_stop(pid, status);
         }
+        true
     }
 
     fn tgid_of(&self, tid: Pid) -> Pid {
@@ -317,6 +340,7 @@ impl Tracer {
                         ts,
                         exit: None,
                         stop_sig: sig,
+                        since: Instant::now(),
                     });
                 } else {
                     restart_after_stop(pid, sig);
@@ -327,6 +351,10 @@ impl Tracer {
     }
 
     fn on_new_task(&mut self, parent: Pid, new: Pid, event: i32, ts: u64) {
+        if self.tasks.contains_key(&new) {
+            // Let go from its first stop already, after waiting too long for this event.
+            return;
+        }
         let parent_tgid = self.tgid_of(parent);
         let thread = event == libc::PTRACE_EVENT_CLONE && sys::is_thread_of(parent_tgid, new);
         let child_tgid = if thread { parent_tgid } else { new };
@@ -391,11 +419,17 @@ impl Tracer {
         }
     }
 
-    /// Tasks still held when tracing stops (their parent's event never came: the parent was
-    /// killed in between): taken in with the parent `/proc` names, and let go.
-    fn release_held(&mut self) {
-        let held: Vec<(Pid, Held)> = self.held.drain().collect();
-        for (pid, h) in held {
+    /// Held tasks whose parent's event has not come (the parent was killed in between; or
+    /// tracing stops): taken in with the parent `/proc` names, and let go.
+    fn release_held(&mut self, which: impl Fn(&Held) -> bool) {
+        let due: Vec<Pid> = self
+            .held
+            .iter()
+            .filter(|(_, h)| which(h))
+            .map(|(&p, _)| p)
+            .collect();
+        for pid in due {
+            let Some(h) = self.held.remove(&pid) else { continue };
             let (tgid, ppid) = procfs::tgid_ppid(pid).unwrap_or((pid, 0));
             self.tasks.insert(pid, Task { tgid, ppid });
             self.batch.push(Event::Fork {
