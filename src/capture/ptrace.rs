@@ -4,7 +4,7 @@
 //! CAP_NET_ADMIN). One thread (`pt-ptrace`) is the tracer: it forks the command, seizes it
 //! (`PTRACE_SEIZE` with fork/vfork/clone/exec tracing, so every descendant is attached
 //! automatically), waits for stops and answers them. There are no syscall stops, so a traced
-//! process stops about five times per fork+exec+exit, not once per system call. What it yields is
+//! process stops about six times per fork+exec+exit, not once per system call. What it yields is
 //! the same [`Event`] the connector yields; the model cannot tell them apart. Measured behaviour
 //! this code relies on is in `shared/design/ptrace-facts.md`:
 //!
