@@ -15,7 +15,7 @@ use crate::capture::{CaptureMsg, Notice};
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// Blocked in every thread: the forwarded signals (taken by the signal thread) and SIGCHLD (taken
-/// by the ptrace backend through a signalfd).
+/// by the ptrace backend with sigtimedwait).
 const BLOCKED: [i32; 5] = [
     libc::SIGINT,
     libc::SIGTERM,
@@ -36,7 +36,7 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes through a signalfd)
+/// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes with sigtimedwait)
 /// in the calling thread and every thread it starts afterwards. Call before any thread exists.
 pub fn block_stop_signals() {
     let set = sigset(&BLOCKED);

@@ -70,7 +70,7 @@ pub struct PtraceBackend {
 
 impl PtraceBackend {
     /// Starts the tracer thread. SIGCHLD must be blocked in every thread (see
-    /// [`crate::supervise::block_stop_signals`]): the tracer takes it through a signalfd.
+    /// [`crate::supervise::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
     pub fn start(opts: &CaptureOptions) -> Result<PtraceBackend, crate::ProctraceError> {
         let io = |what: &str, e: std::io::Error| crate::ProctraceError::Io(what.into(), e);
         let (tx, rx) = mpsc::channel();
