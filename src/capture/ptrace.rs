@@ -692,10 +692,16 @@ mod sys {
     }
 
     /// Whether task `tid` is a thread of process `tgid` (not a process of its own).
+    /// (Once per clone event: the path is built on the stack, not allocated.)
     pub fn is_thread_of(tgid: Pid, tid: Pid) -> bool {
-        let path = format!("/proc/{tgid}/task/{tid}\0");
-        // SAFETY: path is NUL-terminated.
-        unsafe { libc::access(path.as_ptr().cast(), libc::F_OK) == 0 }
+        use std::io::Write;
+        let mut buf = [0u8; 64];
+        let mut w = &mut buf[..];
+        if write!(w, "/proc/{tgid}/task/{tid}\0").is_err() {
+            return false;
+        }
+        // SAFETY: buf holds a NUL-terminated path (written above; the rest is zero).
+        unsafe { libc::access(buf.as_ptr().cast(), libc::F_OK) == 0 }
     }
 
     /// The running executable of `pid` is setuid/setgid or carries file capabilities.

@@ -44,6 +44,27 @@ pub struct Capture {
     pub summary: Option<Summary>,
 }
 
+impl Capture {
+    /// The traced command's pid: named by a `Root` event; in captures made before it existed, the
+    /// recorder's first forked process (pid == tgid).
+    pub fn command_pid(&self) -> Option<i32> {
+        let named = self.events.iter().find_map(|e| match *e {
+            Event::Root { tgid } => Some(tgid),
+            _ => None,
+        });
+        named.or_else(|| {
+            self.events.iter().find_map(|e| match *e {
+                Event::Fork {
+                    child_pid,
+                    child_tgid,
+                    ..
+                } if child_pid == child_tgid => Some(child_pid),
+                _ => None,
+            })
+        })
+    }
+}
+
 /// Reads a capture file (one JSON object per line). A truncated last line (the recorder was
 /// killed mid-write) is ignored; any other bad line is an error naming its line.
 pub fn read_capture(path: &str) -> Result<Capture, ReplayError> {
@@ -118,8 +139,8 @@ pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header)
         None => {
             let t = &engine.tracker;
             let root = root.or_else(|| {
-                cap.events.iter().find_map(|e| match e {
-                    Event::Root { tgid } => Some(*tgid),
+                cap.events.iter().find_map(|e| match *e {
+                    Event::Root { tgid } => Some(tgid),
                     _ => None,
                 })
             });

@@ -383,13 +383,7 @@ impl Tracker {
                 details: Some(d),
             });
         }
-        let id = self.insert(rec);
-        match parent {
-            Some(p) => {
-                self.link_child(p, id);
-            }
-            None => self.roots.push(id),
-        }
+        let id = self.insert_linked(rec, parent);
         facts.push(Fact::Fork(id));
         if self.get(id).is_some_and(|r| !r.execs.is_empty()) {
             facts.push(Fact::Exec { id, index: 0 });
@@ -510,6 +504,16 @@ impl Tracker {
         s.rec.as_mut().map(f)
     }
 
+    /// Inserts a record under its tracked parent, or as a new root.
+    fn insert_linked(&mut self, rec: ProcessRecord, parent: Option<ProcId>) -> ProcId {
+        let id = self.insert(rec);
+        match parent {
+            Some(p) => self.link_child(p, id),
+            None => self.roots.push(id),
+        }
+        id
+    }
+
     /// Records `child` under `parent`. Only when exited records are kept: a long-lived parent in
     /// `watch` (systemd, a CI agent) would otherwise grow its list by one entry per child forever.
     fn link_child(&mut self, parent: ProcId, child: ProcId) {
@@ -534,13 +538,7 @@ impl Tracker {
             return None;
         }
         let parent = self.live.get(&ppid).copied();
-        let id = self.insert(ProcessRecord::new(pid, ppid, parent, None, true));
-        match parent {
-            Some(p) => {
-                self.link_child(p, id);
-            }
-            None => self.roots.push(id),
-        }
+        let id = self.insert_linked(ProcessRecord::new(pid, ppid, parent, None, true), parent);
         facts.push(Fact::Fork(id));
         Some(id)
     }
@@ -664,13 +662,7 @@ impl Tracker {
                 let parent = if is_root { None } else { parent };
                 let mut rec = ProcessRecord::new(child_tgid, parent_tgid, parent, Some(ts), false);
                 rec.comm = inherited;
-                let id = self.insert(rec);
-                match parent {
-                    Some(p) => {
-                        self.link_child(p, id);
-                    }
-                    None => self.roots.push(id),
-                }
+                let id = self.insert_linked(rec, parent);
                 facts.push(Fact::Fork(id));
                 Followup::None
             }
@@ -879,18 +871,12 @@ mod tests {
 
     /// Replays with the first forked child of the recorder as root, as `run` did.
     fn replay_run(events: &[Event]) -> (Tracker, Vec<Fact>) {
-        // The recorder's pid is the parent of the first process fork (pid == tgid).
-        let root = events
-            .iter()
-            .find_map(|e| match *e {
-                Event::Fork {
-                    child_pid,
-                    child_tgid,
-                    ..
-                } if child_pid == child_tgid => Some(child_pid),
-                _ => None,
-            })
-            .unwrap();
+        let root = crate::cmd::replay::Capture {
+            events: events.to_vec(),
+            ..Default::default()
+        }
+        .command_pid()
+        .unwrap();
         let mut t = tracker(Scope::Tree, true, true);
         t.expect_root(root);
         let mut facts = Vec::new();

@@ -46,28 +46,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The command: named by a `Root` event in newer captures; in older ones the recorder's first
-/// forked process (pid == tgid), as in the tracker tests.
-fn root_of(events: &[Event]) -> i32 {
-    if let Some(root) = events.iter().find_map(|e| match *e {
-        Event::Root { tgid } => Some(tgid),
-        _ => None,
-    }) {
-        return root;
-    }
-    events
-        .iter()
-        .find_map(|e| match *e {
-            Event::Fork {
-                child_pid,
-                child_tgid,
-                ..
-            } if child_pid == child_tgid => Some(child_pid),
-            _ => None,
-        })
-        .expect("a capture of `run` forks its command")
-}
-
 /// A header that says the same on every machine, every day: nothing from this process.
 fn fixed_header(name: &str, cap: &Capture, root: i32) -> Header {
     let argv = cap
@@ -126,7 +104,7 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
     let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
     // A recorded header names the recording machine and moment: the fixed one stands in.
     cap.header = None;
-    let root = root_of(&cap.events);
+    let root = cap.command_pid().expect("a capture of `run` forks its command");
     let header = fixed_header(name, &cap, root);
 
     let scratch = std::env::temp_dir().join(format!("proctrace-golden-{}-{name}", std::process::id()));

@@ -169,7 +169,18 @@ pub fn wait_for_file(path: &str) {
     panic!("{path} never appeared");
 }
 
-/// What `strace -f -e trace=execve,clone,clone3,fork,vfork -o FILE` saw (without
+/// The strace options whose output [`StraceLog`] reads (then `-o FILE CMD...`). Not
+/// `-e signal=none`: it hides "killed by".
+pub const STRACE_ARGS: [&str; 6] = [
+    "-f",
+    "-q",
+    "-s",
+    "4096",
+    "-e",
+    "trace=execve,clone,clone3,fork,vfork",
+];
+
+/// What `strace STRACE_ARGS -o FILE` saw (without
 /// `-e signal=none`, which hides "killed by"): per process, its successful execs' argv (words
 /// joined by spaces), its child processes, and how it ended.
 #[derive(Debug, Default)]

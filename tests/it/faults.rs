@@ -153,23 +153,10 @@ fn pid_reuse_and_thread_exits_match_strace() {
         "{sh} reuse-pid >/dev/null; {sh} threads-then-leader; {sh} leader-exits-first; \
          {sh} thread-exec /bin/true; {sh} spawn 200 /bin/true; {sh} fork-no-exec; {sh} reuse-pid >/dev/null; exit 0"
     );
-    let (out, lines) = run(
-        &["--tree", "none"],
-        &[
-            "strace",
-            "-f",
-            "-q",
-            "-s",
-            "4096",
-            "-e",
-            "trace=execve,clone,clone3,fork,vfork",
-            "-o",
-            &strace_out,
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let mut argv = vec!["strace"];
+    argv.extend(STRACE_ARGS);
+    argv.extend(["-o", &strace_out, "sh", "-c", &script]);
+    let (out, lines) = run(&["--tree", "none"], &argv);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The tracee is the first process in strace's output (not the smallest pid: pids wrap).
     let log = StraceLog::read(&strace_out);

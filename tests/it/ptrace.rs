@@ -341,14 +341,7 @@ fn the_tree_agrees_with_strace() {
     );
     let strace_out = tmp("truth.strace");
     let st = Command::new("strace")
-        .args([
-            "-f",
-            "-q",
-            "-s",
-            "4096",
-            "-e",
-            "trace=execve,clone,clone3,fork,vfork",
-        ])
+        .args(STRACE_ARGS)
         .args(["-o", &strace_out, "sh", "-c", &script])
         .status()
         .unwrap();
