@@ -17,6 +17,7 @@ pub mod engine;
 pub mod model;
 pub mod output;
 pub mod redact;
+pub mod report;
 pub mod sink;
 pub mod supervise;
 

@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 
 use crate::ProctraceError;
 use crate::model::tracker::Tracker;
-use crate::sink::tree::{TreeOptions, render};
+use crate::report::tree::{TreeOptions, render};
 use crate::sink::{self, Fanout, Mode, Summary};
 
 /// How much of the tree to print at the end.

@@ -18,14 +18,15 @@ use std::sync::{Arc, Mutex};
 
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::Event;
+use crate::report::tree::{TreeOptions, render};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
-use crate::sink::tree::{TreeOptions, render};
 use crate::sink::{Fanout, Header, LineDest, Mode, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
-const CAPTURES: [&str; 6] = [
+const CAPTURES: [&str; 7] = [
     "exec-twice",
     "leader-exits-first",
+    "make-j2",
     "reuse-pid",
     "rich-run",
     "thread-exec",
@@ -225,6 +226,11 @@ fn exec_twice() {
 #[test]
 fn leader_exits_first() {
     check("leader-exits-first");
+}
+
+#[test]
+fn make_j2() {
+    check("make-j2");
 }
 
 #[test]

@@ -15,7 +15,6 @@ pub mod jsonl;
 pub mod lines;
 pub mod text;
 pub mod trace2;
-pub mod tree;
 
 /// How the session was asked for.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
-use super::{Mode, Summary};
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
+use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use crate::sink::{Mode, Summary};
 
 /// How to render.
 #[derive(Debug, Clone, Copy)]
