@@ -82,6 +82,10 @@ struct OutputArgs {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
+    /// Write a timeline in the Chrome Trace Event Format to FILE (`-` for stdout): open it in
+    /// ui.perfetto.dev or chrome://tracing. One slice per process on lanes, a `running` counter.
+    #[arg(long, value_name = "FILE")]
+    chrome: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -182,6 +186,7 @@ fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
         .filter_map(|(kind, v)| v.clone().map(|value| Trace2Target { kind, value }))
         .collect(),
         trace2_brief: c.trace2_brief,
+        chrome: c.chrome.clone(),
     }
 }
 

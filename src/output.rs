@@ -40,6 +40,8 @@ pub struct Outputs {
     pub trace2: Vec<sink::trace2::Trace2Target>,
     /// Trace2 brief mode.
     pub trace2_brief: bool,
+    /// Chrome Trace Event Format timeline (Perfetto, chrome://tracing): a path, or `-` for stdout.
+    pub chrome: Option<String>,
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -49,22 +51,33 @@ fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
+/// A file (created or truncated) or, for `-`, stdout.
+fn dest(path: &str) -> Result<sink::LineDest, ProctraceError> {
+    Ok(if path == "-" {
+        sink::LineDest::Stream(Box::new(std::io::stdout()))
+    } else {
+        sink::LineDest::File(
+            std::fs::File::create(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?,
+        )
+    })
+}
+
 impl Outputs {
     /// Opens every destination. Fails before anything runs when one cannot be opened.
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {
         let mut f = Fanout::new();
         if let Some(path) = &self.jsonl {
-            let out = if path == "-" {
-                sink::LineDest::Stream(Box::new(std::io::stdout()))
-            } else {
-                sink::LineDest::File(
-                    std::fs::File::create(path)
-                        .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?,
-                )
-            };
+            let out = dest(path)?;
             f.add(
                 format!("JSON Lines to {path}"),
                 Box::new(sink::jsonl::JsonLines::new(out, self.redact)),
+            );
+        }
+        if let Some(path) = &self.chrome {
+            f.add(
+                format!("Chrome trace to {path}"),
+                Box::new(sink::chrome::ChromeTrace::new(dest(path)?, self.redact)),
             );
         }
         if !self.trace2.is_empty() {

@@ -1,6 +1,6 @@
 //! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
 //! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
-//! git Trace2 event, perf and normal) and the tree, and the bytes must equal
+//! git Trace2 event, perf and normal, the Chrome trace) and the tree, and the bytes must equal
 //! `tests/fixtures/golden/<capture>.<format>`.
 //!
 //! An output that changes on purpose is regenerated with
@@ -18,9 +18,12 @@ use std::sync::{Arc, Mutex};
 
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::Event;
+use crate::model::tracker::Tracker;
 use crate::report::tree::{TreeOptions, render};
+use crate::sink::chrome::ChromeTrace;
+use crate::sink::chrome_check::{Expect, validate};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
-use crate::sink::{Fanout, Header, LineDest, Mode, Tool, jsonl::JsonLines, lines::HumanLines};
+use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
 const CAPTURES: [&str; 7] = [
@@ -34,13 +37,14 @@ const CAPTURES: [&str; 7] = [
 ];
 
 /// Every output, by the extension of its golden file.
-const FORMATS: [&str; 6] = [
+const FORMATS: [&str; 7] = [
     "jsonl",
     "lines",
     "tree",
     "trace2-event",
     "trace2-perf",
     "trace2-normal",
+    "chrome",
 ];
 
 fn fixtures() -> PathBuf {
@@ -100,6 +104,36 @@ impl Shared {
 
 /// Replays `name` into every output; returns `(format, bytes)` in [`FORMATS`] order.
 fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
+    render_all_with(name).0
+}
+
+/// What a Chrome trace of `t` must show: every record, from the session start.
+fn expected_slices(t: &Tracker, header: &Header, sum: &Summary) -> Vec<Expect> {
+    let mut out = Vec::new();
+    let mut todo: Vec<_> = t.roots().to_vec();
+    while let Some(id) = todo.pop() {
+        let Some(r) = t.get(id) else { continue };
+        todo.extend(r.children.iter().copied());
+        let s = r.start_ns.unwrap_or(header.ts).max(header.ts);
+        let (e, status) = match r.exit {
+            Some(x) => (
+                x.ts,
+                crate::sink::text::exit_text(x.status, crate::sink::text::Paint { on: false }),
+            ),
+            None => (sum.ts, "running".to_string()),
+        };
+        out.push(Expect {
+            pid: r.pid as i64,
+            start_ns: s - header.ts,
+            dur_ns: e.max(s) - s,
+            status,
+        });
+    }
+    out
+}
+
+/// [`render_all`], also returning what the Chrome trace must show.
+fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, Vec<Expect>) {
     let path = fixtures().join(format!("captures/{name}.jsonl"));
     let text = std::fs::read(&path).unwrap();
     let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
@@ -128,7 +162,7 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
         })
         .collect();
 
-    let (jsonl, lines) = (Shared::default(), Shared::default());
+    let (jsonl, lines, chrome) = (Shared::default(), Shared::default(), Shared::default());
     let mut sinks = Fanout::new();
     sinks.add(
         "jsonl",
@@ -147,7 +181,13 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
         Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
     );
 
+    sinks.add(
+        "chrome",
+        Box::new(ChromeTrace::new(LineDest::Stream(Box::new(chrome.clone())), true)),
+    );
+
     let (engine, sum) = replay(&cap, Some(root), sinks, header.clone());
+    let expected = expected_slices(&engine.tracker, &header, &sum);
     let failures: Vec<String> = engine
         .sinks
         .failures()
@@ -175,8 +215,9 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
     for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
         out.push((*fmt, std::fs::read(f).unwrap()));
     }
+    out.push(("chrome", chrome.take()));
     let _ = std::fs::remove_dir_all(&scratch);
-    out
+    (out, expected)
 }
 
 /// Compares with (or, under `UPDATE_GOLDEN=1`, writes) the golden files of `name`.
@@ -251,6 +292,19 @@ fn thread_exec() {
 #[test]
 fn threads_then_leader() {
     check("threads-then-leader");
+}
+
+/// Every capture's Chrome trace follows the format's rules and shows every process once, with
+/// its duration and status.
+#[test]
+fn chrome_traces_are_valid() {
+    for name in CAPTURES {
+        let (outputs, expected) = render_all_with(name);
+        let chrome = &outputs.iter().find(|o| o.0 == "chrome").unwrap().1;
+        let text = String::from_utf8(chrome.clone()).unwrap();
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(got.slices > 0 && got.counters > 0, "{name}: {got:?}");
+    }
 }
 
 /// Every capture is covered, and every golden file belongs to a capture and a format.

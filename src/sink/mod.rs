@@ -8,6 +8,9 @@ use std::io;
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{Fact, Tracker, TrackerStats};
 
+pub mod chrome;
+#[cfg(test)]
+pub(crate) mod chrome_check;
 #[cfg(test)]
 mod golden;
 pub mod json;

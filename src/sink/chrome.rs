@@ -1,0 +1,584 @@
+//! A timeline for Perfetto (ui.perfetto.dev) and chrome://tracing: the Chrome Trace Event Format,
+//! written as it happens.
+//!
+//! # Format
+//!
+//! The *JSON Array Format*: `[`, then one event object per line, each followed by a comma, and at
+//! the end a last event without one and `]`. Both viewers accept the array without its closing
+//! `]` (and with the trailing comma), so a tracer that is killed still leaves a file that loads.
+//! Times are microseconds from the session's start (the header's monotonic `ts`), written as
+//! decimals that keep the kernel's nanoseconds (`1234.567`); Perfetto rounds them back to the
+//! same nanoseconds.
+//!
+//! # Layout: lanes packed at exit, nested by parentage where it fits
+//!
+//! The whole session is one Chrome process (`pid` = proctrace's pid, named after the command).
+//! Each of its threads (`tid` 1, 2, …, named `lane N`) is a *lane*. A process becomes one `X`
+//! (complete) slice when it exits — only then is its interval known — on a lane where every slice
+//! already written that overlaps it lies inside it. Chrome and Perfetto draw the slices of one
+//! thread as a flame chart and require them to nest properly; this placement guarantees that, and
+//! it makes a parent swallow the children written before it: `sh → cc → cc1` stack on one lane
+//! like the call stack of a build job, while jobs that run at the same time sit on parallel lanes
+//! (as ninjatracing draws a ninja log). The lane of the process's earliest-starting child is
+//! preferred, else the lowest lane that fits, else a new one.
+//!
+//! Per lane the sink keeps only the *maximal* intervals written (a parent's interval replaces its
+//! children's), sorted and disjoint, so a placement is two binary searches. Intervals that no
+//! process still running started inside are merged (see [`Lane::compact`]); the merged region is a
+//! superset of what it replaces, so the test stays exact for every process that can still exit,
+//! and conservative (a fresh lane) for one whose start turns out to lie in the past. Memory is
+//! O(live processes + lanes), never O(events).
+//!
+//! # Events
+//!
+//! - `M` metadata: `process_name` (with the command, wall-clock start and backend in its args,
+//!   which viewers ignore but keep), `thread_name` and `thread_sort_index` per lane.
+//! - `X` per process: name = program (base name of `argv[0]` of its last exec, else its `comm`,
+//!   `[fork of …]` when it never exec'd); `cat` = `process` plus `failed`, `signal`, `lost`,
+//!   `background`, `running`; `cname` (`terrible` for failures, `grey` for still running,
+//!   `yellow` for background, `bad` for a lost exit) — Perfetto ignores `cname`, hence also:
+//! - `i` instants: a failure at its exit on its lane, a background process when the command
+//!   exited (process scope), lost events (global scope, with the count).
+//! - `C` counter `running`: processes alive at each moment (one value per timestamp).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::ops::Bound::Excluded;
+
+use super::json;
+use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use super::{Header, LineWriter, Mode, Sink, Summary};
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
+
+/// A maximal interval on a lane, ns, and whose children it holds: the parent of the process
+/// whose slice it is (`None`: a parent no longer running, or a merge of several; nothing may
+/// swallow it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    s: u64,
+    e: u64,
+    parent: Option<ProcId>,
+}
+
+/// One lane: the maximal slices written on it, sorted, each ending at or before the next starts.
+#[derive(Debug, Default)]
+struct Lane {
+    ivs: Vec<Span>,
+    /// Compact when `ivs` grows past this.
+    compact_at: usize,
+}
+
+impl Lane {
+    /// Can the slice `[s, e]` of process `me` go here: is every interval it overlaps inside it,
+    /// and a child's (a descendant's, swallowed by that child)? Only its own children may end up
+    /// drawn under a process.
+    fn fits(&self, s: u64, e: u64, me: ProcId) -> bool {
+        let i = self.ivs.partition_point(|iv| iv.e <= s);
+        let j = self.ivs.partition_point(|iv| iv.s < e);
+        // `i..j` overlap `[s, e]` (strictly); the list is sorted by start and by end, so the
+        // first and last decide whether all of them are inside.
+        i >= j
+            || (self.ivs[i].s >= s
+                && self.ivs[j - 1].e <= e
+                && self.ivs[i..j].iter().all(|iv| iv.parent == Some(me)))
+    }
+
+    /// Adds `[s, e]` (which [`fits`](Self::fits)), replacing the intervals it contains.
+    fn insert(&mut self, span: Span) {
+        let a = self.ivs.partition_point(|iv| iv.s < span.s);
+        let b = self.ivs.partition_point(|iv| iv.e <= span.e).max(a);
+        self.ivs.splice(a..b, [span]);
+    }
+
+    /// Merges neighbouring intervals between which no live process started. A later slice
+    /// starts at a live process's start (or now, after everything written), so it never begins
+    /// inside a merged region, and a merged region covers everything it replaced, so a slice that
+    /// fits it fits the originals. Intervals whose parent is gone can never be swallowed and merge
+    /// freely; others merge with their siblings, and with anything when that is not enough
+    /// (memory stays bounded; only the nesting under a long-lived parent may suffer).
+    fn compact(&mut self, live_starts: &BTreeMap<u64, u32>, live: &HashMap<ProcId, Live>) {
+        for iv in &mut self.ivs {
+            if iv.parent.is_some_and(|p| !live.contains_key(&p)) {
+                iv.parent = None;
+            }
+        }
+        let merge = |ivs: &[Span], any: bool| -> Vec<Span> {
+            let mut out: Vec<Span> = Vec::with_capacity(ivs.len());
+            for &iv in ivs {
+                match out.last_mut() {
+                    Some(m)
+                        if (any || m.parent == iv.parent)
+                            && live_starts
+                                .range((Excluded(m.s), Excluded(iv.e)))
+                                .next()
+                                .is_none() =>
+                    {
+                        m.e = m.e.max(iv.e);
+                        if m.parent != iv.parent {
+                            m.parent = None;
+                        }
+                    }
+                    _ => out.push(iv),
+                }
+            }
+            out
+        };
+        self.ivs = merge(&self.ivs, false);
+        if self.ivs.len() * 2 > self.compact_at {
+            self.ivs = merge(&self.ivs, true);
+        }
+        self.compact_at = (self.ivs.len() * 2).max(16);
+    }
+}
+
+/// What the sink keeps about a process until it exits.
+#[derive(Debug)]
+struct Live {
+    /// Slice start, ns (clamped to the session start).
+    start: u64,
+    /// Earliest-starting child already written: `(start, lane)`.
+    child: Option<(u64, usize)>,
+}
+
+/// The Chrome trace sink.
+pub struct ChromeTrace {
+    w: LineWriter,
+    redact: bool,
+    t0: u64,
+    pid: u32,
+    live: HashMap<ProcId, Live>,
+    /// Starts of live processes (a multiset), for [`Lane::compact`].
+    starts: BTreeMap<u64, u32>,
+    lanes: Vec<Lane>,
+    running: i64,
+    /// The counter's pending moment: written once a later moment (or the end) comes.
+    counter_at: Option<u64>,
+    /// Latest timestamp seen, for lost events without one.
+    last_ts: u64,
+    peak_intervals: usize,
+}
+
+impl ChromeTrace {
+    /// Writes to `out`; `redact` hides URL credentials in argv.
+    pub fn new(out: super::LineDest, redact: bool) -> Self {
+        ChromeTrace {
+            w: LineWriter::new(out),
+            redact,
+            t0: 0,
+            pid: 0,
+            live: HashMap::new(),
+            starts: BTreeMap::new(),
+            lanes: Vec::new(),
+            running: 0,
+            counter_at: None,
+            last_ts: 0,
+            peak_intervals: 0,
+        }
+    }
+
+    /// Most lane intervals held at once (the sink's memory besides live processes).
+    pub fn peak_intervals(&self) -> usize {
+        self.peak_intervals
+    }
+
+    /// Lanes used so far.
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Starts an event line: `{"ph":"P","pid":N,"tid":T`.
+    fn head(&mut self, ph: &str, tid: usize) -> &mut Vec<u8> {
+        let pid = self.pid;
+        let b = self.w.buf();
+        b.extend_from_slice(b"{\"ph\":\"");
+        b.extend_from_slice(ph.as_bytes());
+        b.extend_from_slice(b"\",\"pid\":");
+        json::int(b, pid as i64);
+        b.extend_from_slice(b",\"tid\":");
+        json::int(b, tid as i64);
+        b
+    }
+
+    /// Ends an event line with a comma (more follow).
+    fn next(&mut self) -> io::Result<()> {
+        self.w.buf().extend_from_slice(b"},\n");
+        self.w.line_done()
+    }
+
+    fn meta(&mut self, tid: usize, name: &str, key: &str, value: MetaValue<'_>) -> io::Result<()> {
+        let b = self.head("M", tid);
+        b.extend_from_slice(b",\"name\":");
+        json::string(b, name);
+        b.extend_from_slice(b",\"args\":{");
+        json::string(b, key);
+        b.push(b':');
+        match value {
+            MetaValue::Str(s) => json::string(b, s),
+            MetaValue::Int(i) => json::int(b, i),
+        }
+        b.push(b'}');
+        self.next()
+    }
+
+    /// Moves the `running` counter by `delta` at `ts`; one value per moment.
+    fn count(&mut self, ts: u64, delta: i64) -> io::Result<()> {
+        let ts = ts.max(self.counter_at.unwrap_or(0));
+        if let Some(at) = self.counter_at.filter(|&at| at != ts) {
+            self.write_counter(at)?;
+            self.next()?;
+        }
+        self.running += delta;
+        self.counter_at = Some(ts);
+        Ok(())
+    }
+
+    fn write_counter(&mut self, at: u64) -> io::Result<()> {
+        let running = self.running;
+        let t0 = self.t0;
+        let b = self.head("C", 0);
+        b.extend_from_slice(b",\"ts\":");
+        us(b, at.saturating_sub(t0));
+        b.extend_from_slice(b",\"name\":\"running\",\"args\":{\"processes\":");
+        json::int(b, running);
+        b.push(b'}');
+        Ok(())
+    }
+
+    /// A lane for the slice of `me`: the first of `prefer` that fits, else the lowest that fits,
+    /// else a new one.
+    fn place(&mut self, me: ProcId, span: Span, prefer: [Option<usize>; 2]) -> io::Result<usize> {
+        let (s, e) = (span.s, span.e);
+        let lanes = &self.lanes;
+        let lane = match prefer.into_iter().flatten().find(|&l| lanes[l].fits(s, e, me)) {
+            Some(l) => l,
+            None => match self.lanes.iter().position(|l| l.fits(s, e, me)) {
+                Some(l) => l,
+                None => {
+                    self.lanes.push(Lane {
+                        ivs: Vec::new(),
+                        compact_at: 16,
+                    });
+                    let n = self.lanes.len();
+                    self.meta(n, "thread_name", "name", MetaValue::Str(&format!("lane {n}")))?;
+                    self.meta(n, "thread_sort_index", "sort_index", MetaValue::Int(n as i64))?;
+                    n - 1
+                }
+            },
+        };
+        let l = &mut self.lanes[lane];
+        l.insert(span);
+        if l.ivs.len() > l.compact_at {
+            l.compact(&self.starts, &self.live);
+        }
+        let total: usize = self.lanes.iter().map(|l| l.ivs.len()).sum();
+        self.peak_intervals = self.peak_intervals.max(total);
+        Ok(lane)
+    }
+
+    fn forget_start(&mut self, s: u64) {
+        if let Some(n) = self.starts.get_mut(&s) {
+            *n -= 1;
+            if *n == 0 {
+                self.starts.remove(&s);
+            }
+        }
+    }
+
+    /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
+    fn slice(&mut self, id: ProcId, r: &ProcessRecord, end: u64, running: bool) -> io::Result<()> {
+        let live = self.live.remove(&id);
+        let (s, own) = match &live {
+            Some(l) => (l.start, l.child.map(|c| c.1)),
+            None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None),
+        };
+        // Its children's lane, else its siblings' (where the parent will likely go).
+        let sibling = r
+            .parent
+            .and_then(|p| self.live.get(&p))
+            .and_then(|p| p.child.map(|c| c.1));
+        if live.is_some() {
+            self.forget_start(s);
+        }
+        let e = end.max(s);
+        let span = Span {
+            s,
+            e,
+            parent: r.parent,
+        };
+        let lane = self.place(id, span, [own, sibling])?;
+        if let Some(p) = r.parent.and_then(|p| self.live.get_mut(&p)) {
+            if p.child.is_none_or(|c| s < c.0) {
+                p.child = Some((s, lane));
+            }
+        }
+
+        let status = r.exit.and_then(|x| x.status);
+        let failed = !running && status.is_some_and(|st| !st.success());
+        let lost = !running && r.exit.is_some_and(|x| x.status.is_none());
+        let name = program(r);
+        let redact = self.redact;
+        let t0 = self.t0;
+        let b = self.head("X", lane + 1);
+        b.extend_from_slice(b",\"ts\":");
+        us(b, s - t0);
+        b.extend_from_slice(b",\"dur\":");
+        us(b, e - s);
+        b.extend_from_slice(b",\"name\":");
+        json::string(b, &name);
+        b.extend_from_slice(b",\"cat\":\"process");
+        match status {
+            _ if running => b.extend_from_slice(b",running"),
+            Some(ExitStatus::Signal { .. }) => b.extend_from_slice(b",signal"),
+            Some(ExitStatus::Code(c)) if c != 0 => b.extend_from_slice(b",failed"),
+            None => b.extend_from_slice(b",lost"),
+            _ => {}
+        }
+        if r.background.is_some() {
+            b.extend_from_slice(b",background");
+        }
+        b.push(b'"');
+        let cname = if running {
+            Some("grey")
+        } else if failed {
+            Some("terrible")
+        } else if lost {
+            Some("bad")
+        } else if r.background.is_some() {
+            Some("yellow")
+        } else {
+            None
+        };
+        if let Some(c) = cname {
+            b.extend_from_slice(b",\"cname\":\"");
+            b.extend_from_slice(c.as_bytes());
+            b.push(b'"');
+        }
+        b.extend_from_slice(b",\"args\":{\"pid\":");
+        json::int(b, r.pid as i64);
+        b.extend_from_slice(b",\"ppid\":");
+        json::int(b, r.ppid as i64);
+        if let Some(argv) = r.argv() {
+            b.extend_from_slice(b",\"cmd\":");
+            json::string(b, &quote_argv(argv, redact));
+        }
+        b.extend_from_slice(b",\"status\":");
+        if running {
+            json::string(b, "running");
+        } else {
+            json::string(b, &exit_text(status, Paint { on: false }));
+            match status {
+                Some(ExitStatus::Code(c)) => {
+                    b.extend_from_slice(b",\"code\":");
+                    json::int(b, c as i64);
+                }
+                Some(ExitStatus::Signal { signal, core }) => {
+                    b.extend_from_slice(b",\"signal\":");
+                    json::string(b, &signal_name(signal));
+                    if core {
+                        b.extend_from_slice(b",\"core\":true");
+                    }
+                }
+                None => {}
+            }
+        }
+        b.extend_from_slice(b",\"duration\":");
+        json::string(b, &fmt_duration(e - s));
+        if let Some(d) = r.execs.last().and_then(|x| x.details.as_ref()) {
+            if let Some(cwd) = &d.cwd {
+                b.extend_from_slice(b",\"cwd\":");
+                json::string(b, cwd);
+            }
+            if let Some(exe) = &d.exe {
+                b.extend_from_slice(b",\"exe\":");
+                json::string(b, exe);
+            }
+        }
+        b.extend_from_slice(b",\"execs\":");
+        json::int(b, r.execs.len() as i64);
+        if let Some(bg) = r.background {
+            b.extend_from_slice(b",\"background\":");
+            json::string(b, bg.state.as_str());
+        }
+        if r.start_ns.is_none_or(|st| st < t0) {
+            b.extend_from_slice(b",\"started_before_trace\":true");
+        }
+        b.push(b'}');
+        self.next()?;
+
+        if failed {
+            let b = self.head("i", lane + 1);
+            b.extend_from_slice(b",\"ts\":");
+            us(b, e - t0);
+            b.extend_from_slice(b",\"s\":\"t\",\"name\":");
+            json::string(
+                b,
+                &format!("{name} failed: {}", exit_text(status, Paint { on: false })),
+            );
+            b.extend_from_slice(b",\"cat\":\"failure\",\"args\":{\"pid\":");
+            json::int(b, r.pid as i64);
+            b.push(b'}');
+            self.next()?;
+        }
+        if !running {
+            self.count(e, -1)?;
+        }
+        Ok(())
+    }
+}
+
+enum MetaValue<'a> {
+    Str(&'a str),
+    Int(i64),
+}
+
+/// Appends nanoseconds as microseconds with three decimals, exactly.
+fn us(b: &mut Vec<u8>, ns: u64) {
+    use std::io::Write;
+    let _ = write!(b, "{}.{:03}", ns / 1000, ns % 1000);
+}
+
+/// The slice's title: the program's name.
+fn program(r: &ProcessRecord) -> String {
+    let comm = r.comm.as_deref();
+    if r.execs.is_empty() {
+        return match comm {
+            Some(c) => format!("[fork of {c}]"),
+            None => "[fork]".to_string(),
+        };
+    }
+    let argv0 = r
+        .argv()
+        .and_then(|a| a.first())
+        .map(|a| a.rsplit('/').next().unwrap_or(a));
+    match (argv0, comm) {
+        (Some(a), _) if !a.is_empty() => a.to_string(),
+        (_, Some(c)) => c.to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+impl Sink for ChromeTrace {
+    fn start(&mut self, h: &Header) -> io::Result<()> {
+        self.t0 = h.ts;
+        self.last_ts = h.ts;
+        self.pid = h.tool.pid;
+        self.w.buf().extend_from_slice(b"[\n");
+        let label = match &h.mode {
+            Mode::Run { argv } => quote_argv(argv, self.redact),
+            Mode::Watch { root: Some(p) } => format!("watch -p {p}"),
+            Mode::Watch { root: None } => "watch".to_string(),
+            Mode::Replay { path } => format!("replay {path}"),
+        };
+        let redact = self.redact;
+        let b = self.head("M", 0);
+        b.extend_from_slice(b",\"name\":\"process_name\",\"args\":{\"name\":");
+        json::string(b, &label);
+        if let Mode::Run { argv } = &h.mode {
+            b.extend_from_slice(b",\"argv\":[");
+            for (i, a) in argv.iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                if redact {
+                    json::string(b, &crate::redact::redact_arg(a));
+                } else {
+                    json::string(b, a);
+                }
+            }
+            b.push(b']');
+        }
+        let wall = (h.ts as i128 + h.real_minus_mono as i128) / 1000;
+        b.extend_from_slice(b",\"wall_start\":\"");
+        ::trace2::Timestamp::from_micros(wall).write_utc_extended(b);
+        b.extend_from_slice(b"\",\"monotonic_start_ns\":");
+        json::int(b, h.ts as i64);
+        b.extend_from_slice(b",\"tool\":");
+        json::string(b, &format!("proctrace {}", h.tool.version));
+        if let Some(be) = &h.backend {
+            b.extend_from_slice(b",\"backend\":");
+            json::string(b, be);
+        }
+        b.push(b'}');
+        self.next()?;
+        self.meta(0, "thread_name", "name", MetaValue::Str("processes running"))
+    }
+
+    fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
+        match *fact {
+            Fact::Fork(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let start = r.start_ns.unwrap_or(self.t0).max(self.t0);
+                self.last_ts = self.last_ts.max(start);
+                self.live.insert(id, Live { start, child: None });
+                *self.starts.entry(start).or_default() += 1;
+                self.count(start, 1)
+            }
+            Fact::Exit(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(x) = r.exit else { return Ok(()) };
+                self.last_ts = self.last_ts.max(x.ts);
+                self.slice(id, r, x.ts, false)
+            }
+            Fact::Background(id) => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(bg) = r.background else { return Ok(()) };
+                let name = program(r);
+                let t0 = self.t0;
+                let b = self.head("i", 0);
+                b.extend_from_slice(b",\"ts\":");
+                us(b, bg.ts.saturating_sub(t0));
+                b.extend_from_slice(b",\"s\":\"p\",\"name\":");
+                json::string(b, &format!("background: {name}"));
+                b.extend_from_slice(b",\"cat\":\"background\",\"args\":{\"pid\":");
+                json::int(b, r.pid as i64);
+                b.extend_from_slice(b",\"state\":");
+                json::string(b, bg.state.as_str());
+                b.push(b'}');
+                self.next()
+            }
+            Fact::Lost { ts, count } => {
+                let at = ts.unwrap_or(self.last_ts).saturating_sub(self.t0);
+                let b = self.head("i", 0);
+                b.extend_from_slice(b",\"ts\":");
+                us(b, at);
+                b.extend_from_slice(b",\"s\":\"g\",\"name\":");
+                json::string(b, &format!("lost {count} events"));
+                b.extend_from_slice(b",\"cat\":\"lost\",\"args\":{\"count\":");
+                json::int(b, count as i64);
+                b.push(b'}');
+                self.next()
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
+    fn finish(&mut self, sum: &Summary, t: &Tracker) -> io::Result<()> {
+        let end = sum.ts.max(self.last_ts);
+        // Latest start first: children before the parents that contain them.
+        let mut left: Vec<(u64, ProcId)> = self.live.iter().map(|(id, l)| (l.start, *id)).collect();
+        left.sort_by(|a, b| b.cmp(a));
+        for (_, id) in left {
+            match t.get(id) {
+                Some(r) => self.slice(id, r, end, true)?,
+                None => {
+                    if let Some(l) = self.live.remove(&id) {
+                        self.forget_start(l.start);
+                    }
+                }
+            }
+        }
+        // Everything ends: the counter drops to zero, and that is the last event.
+        let n = self.running;
+        self.count(end, -n)?;
+        if let Some(at) = self.counter_at {
+            self.write_counter(at)?;
+        }
+        self.w.buf().extend_from_slice(b"}\n]\n");
+        self.w.flush()
+    }
+}

@@ -1,0 +1,203 @@
+//! A checker for `--chrome` output, shared by the unit tests (goldens) and the end-to-end tests
+//! (included there with `#[path]`): parses the trace as JSON and checks the rules of the Chrome
+//! Trace Event Format that Perfetto and chrome://tracing rely on, and that every process has its
+//! slice. Only `std` and `serde_json`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+/// A process the trace must show.
+#[derive(Debug, Clone)]
+pub struct Expect {
+    /// Its pid.
+    pub pid: i64,
+    /// Start, ns after the session start (clamped to it).
+    pub start_ns: u64,
+    /// End − start, ns (to the session end for one still running).
+    pub dur_ns: u64,
+    /// The slice's `status` arg: `exit 0`, `exit 3`, `killed by SIGKILL`, `exit lost`, `running`.
+    pub status: String,
+}
+
+/// What a valid trace held.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// `X` slices.
+    pub slices: usize,
+    /// Lanes (tids with slices).
+    pub lanes: usize,
+    /// Instant events by `cat`.
+    pub instants: BTreeMap<String, usize>,
+    /// Counter events.
+    pub counters: usize,
+    /// Highest counter value.
+    pub peak_running: i64,
+}
+
+/// µs (a JSON number) to ns, rounded as Perfetto does (`llround(v * 1000)`).
+fn ns(v: &Value) -> Option<i64> {
+    v.as_f64().map(|f| (f * 1000.0).round() as i64)
+}
+
+/// Checks `text` and that it shows exactly the processes in `expected`.
+pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
+    let all: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let events = all.as_array().ok_or("not a JSON array")?;
+    let mut out = Checked::default();
+    let mut named_pids = HashSet::new();
+    let mut named_tids = HashSet::new();
+    let mut used_tids = HashSet::new();
+    // (tid) -> [(start, end)]
+    let mut by_tid: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    // (pid, start) -> (dur, status), from the slices
+    let mut slices: HashMap<(i64, i64), Vec<(i64, String)>> = HashMap::new();
+    let mut counter: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut all_spans = Vec::new();
+    for (n, ev) in events.iter().enumerate() {
+        let at = || format!("event {n}: {ev}");
+        let ph = ev["ph"].as_str().ok_or_else(|| format!("{}: no ph", at()))?;
+        let pid = ev["pid"]
+            .as_i64()
+            .ok_or_else(|| format!("{}: pid not an integer", at()))?;
+        let tid = ev["tid"]
+            .as_i64()
+            .ok_or_else(|| format!("{}: tid not an integer", at()))?;
+        if ph == "M" {
+            match ev["name"].as_str() {
+                Some("process_name") => {
+                    named_pids.insert(pid);
+                }
+                Some("thread_name") => {
+                    named_tids.insert((pid, tid));
+                }
+                Some("thread_sort_index") => {}
+                other => return Err(format!("{}: unknown metadata {other:?}", at())),
+            }
+            ev["args"]
+                .as_object()
+                .ok_or_else(|| format!("{}: no args", at()))?;
+            continue;
+        }
+        let ts = ns(&ev["ts"]).ok_or_else(|| format!("{}: ts not a number", at()))?;
+        if ts < 0 {
+            return Err(format!("{}: negative ts", at()));
+        }
+        if ev["name"].as_str().is_none() {
+            return Err(format!("{}: no name", at()));
+        }
+        used_tids.insert((pid, tid));
+        match ph {
+            "X" => {
+                let dur = ns(&ev["dur"]).ok_or_else(|| format!("{}: dur not a number", at()))?;
+                if dur < 0 {
+                    return Err(format!("{}: negative dur", at()));
+                }
+                let args = &ev["args"];
+                let p = args["pid"]
+                    .as_i64()
+                    .ok_or_else(|| format!("{}: no args.pid", at()))?;
+                args["ppid"]
+                    .as_i64()
+                    .ok_or_else(|| format!("{}: no args.ppid", at()))?;
+                let status = args["status"]
+                    .as_str()
+                    .ok_or_else(|| format!("{}: no args.status", at()))?;
+                if status.starts_with("exit ") && status != "exit lost" {
+                    let code = args["code"]
+                        .as_i64()
+                        .ok_or_else(|| format!("{}: no args.code", at()))?;
+                    if status != format!("exit {code}") {
+                        return Err(format!("{}: status and code disagree", at()));
+                    }
+                }
+                if status.starts_with("killed by ") && args["signal"].as_str().is_none() {
+                    return Err(format!("{}: no args.signal", at()));
+                }
+                let failed = status != "exit 0" && status != "running" && status != "exit lost";
+                if failed && ev["cname"].as_str() != Some("terrible") {
+                    return Err(format!("{}: a failure not coloured", at()));
+                }
+                by_tid.entry(tid).or_default().push((ts, ts + dur));
+                slices.entry((p, ts)).or_default().push((dur, status.to_string()));
+                all_spans.push((ts, ts + dur));
+                out.slices += 1;
+            }
+            "i" => {
+                let s = ev["s"].as_str().unwrap_or("t");
+                if !["t", "p", "g"].contains(&s) {
+                    return Err(format!("{}: bad instant scope", at()));
+                }
+                let cat = ev["cat"].as_str().unwrap_or("").to_string();
+                *out.instants.entry(cat).or_default() += 1;
+            }
+            "C" => {
+                let v = ev["args"]["processes"]
+                    .as_i64()
+                    .ok_or_else(|| format!("{}: counter without processes", at()))?;
+                if v < 0 {
+                    return Err(format!("{}: negative counter", at()));
+                }
+                counter.insert(ts, v);
+                out.counters += 1;
+                out.peak_running = out.peak_running.max(v);
+            }
+            other => return Err(format!("{}: unexpected phase {other}", at())),
+        }
+    }
+    for (pid, tid) in &used_tids {
+        if !named_pids.contains(pid) {
+            return Err(format!("pid {pid} has no process_name"));
+        }
+        if *tid != 0 && !named_tids.contains(&(*pid, *tid)) {
+            return Err(format!("lane {tid} has no thread_name"));
+        }
+    }
+    // Slices on one lane nest: sorted by start (longest first), each one ends before the
+    // enclosing one does, or starts after it ended.
+    for (tid, spans) in &mut by_tid {
+        spans.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut stack: Vec<(i64, i64)> = Vec::new();
+        for &(s, e) in spans.iter() {
+            while stack.last().is_some_and(|top| top.1 <= s) {
+                stack.pop();
+            }
+            if let Some(top) = stack.last() {
+                if e > top.1 {
+                    return Err(format!(
+                        "lane {tid}: slice {s}..{e} ns overlaps {}..{} without nesting",
+                        top.0, top.1
+                    ));
+                }
+            }
+            stack.push((s, e));
+        }
+    }
+    out.lanes = by_tid.len();
+    // The counter says how many slices cover each moment it names.
+    let mut starts: Vec<i64> = all_spans.iter().map(|s| s.0).collect();
+    let mut ends: Vec<i64> = all_spans.iter().map(|s| s.1).collect();
+    starts.sort_unstable();
+    ends.sort_unstable();
+    for (&t, &v) in &counter {
+        let covering = starts.partition_point(|&s| s <= t) as i64 - ends.partition_point(|&e| e <= t) as i64;
+        if covering != v {
+            return Err(format!("counter at {t} ns says {v}, {covering} slices cover it"));
+        }
+    }
+    // Exactly the expected processes, each once, with its duration and status.
+    if out.slices != expected.len() {
+        return Err(format!("{} slices for {} processes", out.slices, expected.len()));
+    }
+    for x in expected {
+        let got = slices
+            .get(&(x.pid, x.start_ns as i64))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        match got {
+            [(dur, status)] if *dur == x.dur_ns as i64 && *status == x.status => {}
+            _ => return Err(format!("process {x:?}: slices {got:?}")),
+        }
+    }
+    Ok(out)
+}
