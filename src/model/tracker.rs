@@ -44,6 +44,14 @@ pub struct ProcId {
     generation: u32,
 }
 
+#[cfg(test)]
+impl ProcId {
+    /// A handle for tests of code that only compares handles.
+    pub(crate) fn test(idx: u32) -> ProcId {
+        ProcId { idx, generation: 0 }
+    }
+}
+
 /// Which processes the tracker follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -132,6 +132,24 @@ impl Lane {
     }
 }
 
+/// Among the lanes that `ok`, the one whose last slice before `at` ended latest (the lowest on a
+/// tie): a slice goes where a job just finished, as a `make -j` slot is reused, rather than onto
+/// a lane that only looks free because the job running on it has not been written yet.
+fn best_fit(lanes: &[Lane], at: u64, ok: impl Fn(&Lane) -> bool) -> Option<usize> {
+    let mut best: Option<(u64, usize)> = None;
+    for (i, l) in lanes.iter().enumerate() {
+        if !ok(l) {
+            continue;
+        }
+        let k = l.ivs.partition_point(|iv| iv.e <= at);
+        let end = if k == 0 { 0 } else { l.ivs[k - 1].e + 1 };
+        if best.is_none_or(|b| end > b.0) {
+            best = Some((end, i));
+        }
+    }
+    best.map(|b| b.1)
+}
+
 /// What the sink keeps about a process until it exits.
 #[derive(Debug)]
 struct Live {
@@ -245,14 +263,31 @@ impl ChromeTrace {
         Ok(())
     }
 
-    /// A lane for the slice of `me`: the first of `prefer` that fits, else the lowest that fits,
-    /// else a new one.
-    fn place(&mut self, me: ProcId, span: Span, prefer: [Option<usize>; 2]) -> io::Result<usize> {
+    /// A lane for the slice of `me`: the first of `prefer` that fits, else the lowest that fits
+    /// and leaves room for the parent (`room`: its id and start) to go on it later, else the
+    /// lowest that fits, else a new one.
+    fn place(
+        &mut self,
+        me: ProcId,
+        span: Span,
+        prefer: [Option<usize>; 2],
+        room: Option<(ProcId, u64)>,
+    ) -> io::Result<usize> {
         let (s, e) = (span.s, span.e);
         let lanes = &self.lanes;
-        let lane = match prefer.into_iter().flatten().find(|&l| lanes[l].fits(s, e, me)) {
+        let found = prefer
+            .into_iter()
+            .flatten()
+            .find(|&l| lanes[l].fits(s, e, me))
+            .or_else(|| {
+                let (p, ps) = room?;
+                let ps = ps.min(s);
+                best_fit(lanes, ps, |l| l.fits(s, e, me) && l.fits(ps, e, p))
+            })
+            .or_else(|| best_fit(lanes, s, |l| l.fits(s, e, me)));
+        let lane = match found {
             Some(l) => l,
-            None => match self.lanes.iter().position(|l| l.fits(s, e, me)) {
+            None => match None::<usize> {
                 Some(l) => l,
                 None => {
                     self.lanes.push(Lane {
@@ -293,10 +328,10 @@ impl ChromeTrace {
             None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None),
         };
         // Its children's lane, else its siblings' (where the parent will likely go).
-        let sibling = r
-            .parent
-            .and_then(|p| self.live.get(&p))
-            .and_then(|p| p.child.map(|c| c.1));
+        let parent = r.parent.and_then(|p| Some((p, self.live.get(&p)?)));
+        let sibling = parent.and_then(|(_, p)| p.child.map(|c| c.1));
+        // Where the parent could follow: no slice but its children's since it started.
+        let room = parent.map(|(id, p)| (id, p.start));
         if live.is_some() {
             self.forget_start(s);
         }
@@ -306,7 +341,7 @@ impl ChromeTrace {
             e,
             parent: r.parent,
         };
-        let lane = self.place(id, span, [own, sibling])?;
+        let lane = self.place(id, span, [own, sibling], room)?;
         if let Some(p) = r.parent.and_then(|p| self.live.get_mut(&p)) {
             if p.child.is_none_or(|c| s < c.0) {
                 p.child = Some((s, lane));
@@ -580,5 +615,245 @@ impl Sink for ChromeTrace {
         }
         self.w.buf().extend_from_slice(b"}\n]\n");
         self.w.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::model::event::Event;
+    use crate::model::tracker::{Scope, TrackerOptions};
+    use crate::sink::chrome_check::{Expect, validate};
+    use crate::sink::{LineDest, Tool};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn header() -> Header {
+        Header {
+            mode: Mode::Run {
+                argv: vec!["make".into(), "-j".into()],
+            },
+            ts: 1_000,
+            real_minus_mono: 0,
+            tool: Tool {
+                pid: 7,
+                argv: vec!["proctrace".into()],
+                version: "0".into(),
+                parent_sid: None,
+                host: None,
+                utc_offset: None,
+            },
+            backend: None,
+        }
+    }
+
+    fn fork(ts: u64, parent: i32, child: i32) -> Event {
+        Event::Fork {
+            ts,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        }
+    }
+
+    fn exit(ts: u64, pid: i32, code: u32) -> Event {
+        Event::Exit {
+            ts,
+            pid,
+            tgid: pid,
+            status: code << 8,
+            parent_tgid: 0,
+        }
+    }
+
+    /// A build: `root` (pid 100) runs `jobs` jobs, each `sh` → `cc`, `par` at a time (as
+    /// `make -j` does: a job starts when a slot frees) with varied lengths; every 97th fails.
+    /// Events in time order.
+    fn build(jobs: i32, par: usize) -> Vec<Event> {
+        let mut evs: Vec<(u64, u32, Event)> = vec![(1_000, 0, fork(1_000, 1, 100))];
+        let mut slots = vec![2_000u64; par];
+        for i in 0..jobs {
+            let (sh, cc) = (1_000 + 2 * i, 1_001 + 2 * i);
+            let slot = i as usize % par;
+            let t = slots[slot] + 100;
+            let d = 10_000 + (i as u64 * 7_919) % 20_000;
+            let code = u32::from(i % 97 == 5);
+            evs.push((t, 0, fork(t, 100, sh)));
+            evs.push((t + 500, 0, fork(t + 500, sh, cc)));
+            evs.push((t + d - 500, 1, exit(t + d - 500, cc, code)));
+            evs.push((t + d, 1, exit(t + d, sh, code)));
+            slots[slot] = t + d;
+        }
+        let last = slots.iter().max().copied().unwrap_or(0);
+        evs.push((last + 1_000, 1, exit(last + 1_000, 100, 0)));
+        evs.sort_by_key(|e| (e.0, e.1));
+        evs.into_iter().map(|e| e.2).collect()
+    }
+
+    /// Feeds `events` through a tracker into a Chrome sink; returns the sink, its output and
+    /// what the output must show (when records are retained).
+    fn drive(events: &[Event], retain: bool) -> (ChromeTrace, String, Vec<Expect>) {
+        let h = header();
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: retain,
+            want_details: false,
+        });
+        t.expect_root(100);
+        let out = Shared::default();
+        let mut sink = ChromeTrace::new(LineDest::Stream(Box::new(out.clone())), true);
+        sink.start(&h).unwrap();
+        let mut facts = Vec::new();
+        let mut end = h.ts;
+        for ev in events {
+            end = end.max(ev.ts().unwrap_or(0));
+            t.apply(ev, &mut facts);
+            for f in facts.drain(..) {
+                sink.fact(&f, &t).unwrap();
+            }
+            t.sweep();
+        }
+        let sum = Summary {
+            ts: end + 5_000,
+            status: None,
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 0,
+            root: Some(100),
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+        };
+        sink.finish(&sum, &t).unwrap();
+        let mut expected = Vec::new();
+        let mut todo = t.roots().to_vec();
+        while let Some(id) = todo.pop() {
+            let r = t.get(id).unwrap();
+            todo.extend(r.children.iter().copied());
+            let s = r.start_ns.unwrap() - h.ts;
+            let (e, status) = match r.exit {
+                Some(x) => (x.ts - h.ts, exit_text(x.status, Paint { on: false })),
+                None => (sum.ts - h.ts, "running".to_string()),
+            };
+            expected.push(Expect {
+                pid: r.pid as i64,
+                start_ns: s,
+                dur_ns: e - s,
+                status,
+            });
+        }
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        (sink, text, expected)
+    }
+
+    #[test]
+    fn a_parallel_build_is_valid_with_jobs_side_by_side() {
+        let (sink, text, expected) = drive(&build(3_000, 4), true);
+        assert_eq!(expected.len(), 6_001);
+        let got = validate(&text, &expected).unwrap();
+        assert_eq!(got.slices, 6_001);
+        // Four jobs at a time: four lanes, each job's sh → cc nested on one, the root on one.
+        assert_eq!(got.lanes, 4, "{got:?}");
+        assert_eq!(got.peak_running, 9, "{got:?}");
+        assert_eq!(got.instants.get("failure"), Some(&(2 * 31)), "{got:?}");
+        assert_eq!(sink.lanes(), got.lanes);
+    }
+
+    /// The lanes' memory stays bounded however long the run: 100k processes under one root
+    /// that lives throughout (the case where nothing can be forgotten by age alone).
+    #[test]
+    fn lane_state_stays_bounded() {
+        let (sink, text, _) = drive(&build(50_000, 4), false);
+        assert!(sink.peak_intervals() <= 64, "peak {}", sink.peak_intervals());
+        assert_eq!(sink.lanes(), 4);
+        assert_eq!(text.matches("\"ph\":\"X\"").count(), 100_001);
+        // And sequential processes, one at a time.
+        let (sink, _, _) = drive(&build(20_000, 1), false);
+        assert!(sink.peak_intervals() <= 16, "peak {}", sink.peak_intervals());
+        assert!(sink.lanes() <= 2, "lanes {}", sink.lanes());
+    }
+
+    /// A process still running at the end gets a slice to the end, and its children nest in it.
+    #[test]
+    fn running_at_the_end() {
+        let evs = [fork(1_000, 1, 100), fork(2_000, 100, 101), fork(3_000, 101, 102)];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap();
+        assert_eq!((got.slices, got.lanes), (3, 1), "{text}");
+        assert!(text.contains("\"cname\":\"grey\""));
+        assert!(text.ends_with("}\n]\n"));
+    }
+
+    /// Only a process's own descendants are drawn under it: an unrelated process that runs
+    /// inside its interval gets a lane of its own.
+    #[test]
+    fn unrelated_processes_do_not_nest() {
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(2_000, 100, 101), // long sibling
+            fork(3_000, 100, 102), // short sibling inside 101's interval
+            exit(4_000, 102, 0),
+            exit(9_000, 101, 0),
+            exit(10_000, 100, 0),
+        ];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap();
+        assert_eq!(got.lanes, 2, "{text}");
+    }
+
+    #[test]
+    fn lane_fit_and_swallow() {
+        let (a, b) = (ProcId::test(1), ProcId::test(2));
+        let mut l = Lane::default();
+        let span = |s, e, p| Span {
+            s,
+            e,
+            parent: Some(p),
+        };
+        l.insert(span(10, 20, a));
+        l.insert(span(30, 40, a));
+        assert!(l.fits(5, 45, a), "contains both children");
+        assert!(!l.fits(5, 45, b), "not its children");
+        assert!(!l.fits(15, 35, a), "partial overlap");
+        assert!(l.fits(20, 30, b), "touching ends is no overlap");
+        assert!(!l.fits(12, 12, b), "inside a slice");
+        l.insert(span(5, 45, b));
+        assert_eq!(l.ivs, [span(5, 45, b)]);
+        let mut starts = BTreeMap::new();
+        l.insert(span(50, 60, b));
+        l.insert(span(70, 80, b));
+        starts.insert(65, 1);
+        l.compact(&starts, &HashMap::new());
+        // The parent is gone: nothing will swallow them; merged up to the live start at 65.
+        assert_eq!(
+            l.ivs,
+            [
+                Span {
+                    s: 5,
+                    e: 60,
+                    parent: None
+                },
+                Span {
+                    s: 70,
+                    e: 80,
+                    parent: None
+                }
+            ]
+        );
+        assert!(l.fits(60, 70, a) && l.fits(80, 100, a));
+        assert!(!l.fits(55, 100, a) && !l.fits(65, 100, a));
     }
 }
