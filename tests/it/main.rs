@@ -3,6 +3,9 @@
 
 #[macro_use]
 mod common;
+#[path = "../../src/sink/chrome_check.rs"]
+mod chrome_check;
+mod chrome_out;
 mod errors;
 mod faults;
 mod ptrace;

@@ -1,0 +1,112 @@
+//! `--chrome FILE`: a real run's timeline follows the Chrome Trace Event Format, shows every
+//! process the JSON Lines show with the same times and status, and replays to the same bytes.
+use std::collections::HashMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::chrome_check::{Expect, validate};
+use crate::common::*;
+
+/// Seconds with nine decimals (a JSON Lines `ts`) to ns.
+fn ns(v: &Value) -> u64 {
+    (v.as_f64().unwrap() * 1e9).round() as u64
+}
+
+/// What the timeline must show, from the JSON Lines of the same run.
+fn expected(lines: &[Value]) -> Vec<Expect> {
+    let t0 = ns(&lines[0]["ts"]);
+    let end = ns(&lines.last().unwrap()["ts"]);
+    let mut forks: HashMap<i64, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for l in lines {
+        let pid = l["pid"].as_i64().unwrap_or(0);
+        match l["event"].as_str().unwrap() {
+            "fork" => {
+                forks.insert(pid, ns(&l["ts"]).max(t0));
+            }
+            "exit" => {
+                let s = forks.remove(&pid).expect("exit after fork");
+                let status = match (l["code"].as_i64(), l["signal"].as_i64()) {
+                    (Some(c), _) => format!("exit {c}"),
+                    (None, Some(sig)) => format!("killed by {}", signame(sig)),
+                    _ => "exit lost".to_string(),
+                };
+                out.push(Expect {
+                    pid,
+                    start_ns: s - t0,
+                    dur_ns: ns(&l["ts"]) - s,
+                    status,
+                });
+            }
+            _ => {}
+        }
+    }
+    for (pid, s) in forks {
+        out.push(Expect {
+            pid,
+            start_ns: s - t0,
+            dur_ns: end.max(s) - s,
+            status: "running".into(),
+        });
+    }
+    out
+}
+
+both_backends! {
+/// Three jobs side by side and a failing one: a valid trace with a slice per process (times and
+/// status as the JSON Lines say), jobs on parallel lanes, the failure marked; `replay` of the
+/// recorded run writes the same bytes.
+fn a_real_run_and_its_replay(backend: &str) {
+    let chrome = tmp("live.chrome.json");
+    let cap = tmp("cap.jsonl");
+    let (out, lines) = run_on(
+        backend,
+        &["--chrome", &chrome, "--record", &cap],
+        &["sh", "-c", "sleep 0.3 & sleep 0.2 & sh -c 'sleep 0.1; exit 3'; wait; exit 0"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&chrome).unwrap();
+    let want = expected(&lines);
+    assert_eq!(want.len(), 5, "{lines:?}");
+    let got = validate(&text, &want).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(got.slices, 5);
+    assert!(got.lanes >= 3, "three jobs at once need three lanes: {got:?}\n{text}");
+    assert!(got.peak_running >= 4, "{got:?}");
+    assert_eq!(got.instants.get("failure"), Some(&1), "{got:?}");
+    assert!(got.counters >= 2);
+    assert!(text.contains(r#""cmd":"sleep 0.3""#), "{text}");
+
+    let replayed = tmp("replayed.chrome.json");
+    let rep = Command::new(PROCTRACE)
+        .args(["replay", &cap, "--tree", "none", "--chrome", &replayed])
+        .output()
+        .unwrap();
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    assert_eq!(std::fs::read_to_string(&replayed).unwrap(), text, "replay differs");
+}
+}
+
+/// An output that cannot be opened stops the run before the command starts.
+#[test]
+fn an_unwritable_chrome_file_is_an_error_before_running() {
+    let marker = tmp("ran");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--chrome",
+            "/nonexistent/dir/t.json",
+            "--",
+            "touch",
+            &marker,
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("/nonexistent/dir/t.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!std::path::Path::new(&marker).exists(), "the command ran");
+}
