@@ -12,8 +12,9 @@
 //!
 //! # Layout: lanes packed at exit, nested by parentage where it fits
 //!
-//! The whole session is one Chrome process (`pid` = proctrace's pid, named after the command).
-//! Each of its threads (`tid` 1, 2, …, named `lane N`) is a *lane*. A process becomes one `X`
+//! The whole session is one Chrome process (`pid` = proctrace's pid, named after the command;
+//! counters and process-wide instants on its main thread, `tid` = `pid`). Each other thread
+//! (`tid` = `pid` + N, named `lane N`) is a *lane*. A process becomes one `X`
 //! (complete) slice when it exits — only then is its interval known — on a lane where every slice
 //! already written that overlaps it lies inside it. Chrome and Perfetto draw the slices of one
 //! thread as a flame chart and require them to nest properly; this placement guarantees that, and
@@ -205,9 +206,15 @@ impl ChromeTrace {
         self.lanes.len()
     }
 
-    /// Starts an event line: `{"ph":"P","pid":N,"tid":T`.
-    fn head(&mut self, ph: &str, tid: usize) -> &mut Vec<u8> {
+    /// Starts an event line: `{"ph":"P","pid":N,"tid":T` — the session's own thread (`tid` =
+    /// `pid`, as a main thread) for `None`, else that lane's thread (`pid` + 1 + lane: Perfetto
+    /// keys threads by tid alone and keeps 0 for the idle task).
+    fn head(&mut self, ph: &str, lane: Option<usize>) -> &mut Vec<u8> {
         let pid = self.pid;
+        let tid = match lane {
+            None => pid as usize,
+            Some(l) => pid as usize + 1 + l,
+        };
         let b = self.w.buf();
         b.extend_from_slice(b"{\"ph\":\"");
         b.extend_from_slice(ph.as_bytes());
@@ -224,8 +231,8 @@ impl ChromeTrace {
         self.w.line_done()
     }
 
-    fn meta(&mut self, tid: usize, name: &str, key: &str, value: MetaValue<'_>) -> io::Result<()> {
-        let b = self.head("M", tid);
+    fn meta(&mut self, lane: usize, name: &str, key: &str, value: MetaValue<'_>) -> io::Result<()> {
+        let b = self.head("M", Some(lane));
         b.extend_from_slice(b",\"name\":");
         json::string(b, name);
         b.extend_from_slice(b",\"args\":{");
@@ -254,7 +261,7 @@ impl ChromeTrace {
     fn write_counter(&mut self, at: u64) -> io::Result<()> {
         let running = self.running;
         let t0 = self.t0;
-        let b = self.head("C", 0);
+        let b = self.head("C", None);
         b.extend_from_slice(b",\"ts\":");
         us(b, at.saturating_sub(t0));
         b.extend_from_slice(b",\"name\":\"running\",\"args\":{\"processes\":");
@@ -295,8 +302,8 @@ impl ChromeTrace {
                         compact_at: 16,
                     });
                     let n = self.lanes.len();
-                    self.meta(n, "thread_name", "name", MetaValue::Str(&format!("lane {n}")))?;
-                    self.meta(n, "thread_sort_index", "sort_index", MetaValue::Int(n as i64))?;
+                    self.meta(n - 1, "thread_name", "name", MetaValue::Str(&format!("lane {n}")))?;
+                    self.meta(n - 1, "thread_sort_index", "sort_index", MetaValue::Int(n as i64))?;
                     n - 1
                 }
             },
@@ -354,7 +361,7 @@ impl ChromeTrace {
         let name = program(r);
         let redact = self.redact;
         let t0 = self.t0;
-        let b = self.head("X", lane + 1);
+        let b = self.head("X", Some(lane));
         b.extend_from_slice(b",\"ts\":");
         us(b, s - t0);
         b.extend_from_slice(b",\"dur\":");
@@ -442,7 +449,7 @@ impl ChromeTrace {
         self.next()?;
 
         if failed {
-            let b = self.head("i", lane + 1);
+            let b = self.head("i", Some(lane));
             b.extend_from_slice(b",\"ts\":");
             us(b, e - t0);
             b.extend_from_slice(b",\"s\":\"t\",\"name\":");
@@ -506,7 +513,7 @@ impl Sink for ChromeTrace {
             Mode::Replay { path } => format!("replay {path}"),
         };
         let redact = self.redact;
-        let b = self.head("M", 0);
+        let b = self.head("M", None);
         b.extend_from_slice(b",\"name\":\"process_name\",\"args\":{\"name\":");
         json::string(b, &label);
         if let Mode::Run { argv } = &h.mode {
@@ -535,8 +542,7 @@ impl Sink for ChromeTrace {
             json::string(b, be);
         }
         b.push(b'}');
-        self.next()?;
-        self.meta(0, "thread_name", "name", MetaValue::Str("processes running"))
+        self.next()
     }
 
     fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
@@ -560,7 +566,7 @@ impl Sink for ChromeTrace {
                 let Some(bg) = r.background else { return Ok(()) };
                 let name = program(r);
                 let t0 = self.t0;
-                let b = self.head("i", 0);
+                let b = self.head("i", None);
                 b.extend_from_slice(b",\"ts\":");
                 us(b, bg.ts.saturating_sub(t0));
                 b.extend_from_slice(b",\"s\":\"p\",\"name\":");
@@ -574,7 +580,7 @@ impl Sink for ChromeTrace {
             }
             Fact::Lost { ts, count } => {
                 let at = ts.unwrap_or(self.last_ts).saturating_sub(self.t0);
-                let b = self.head("i", 0);
+                let b = self.head("i", None);
                 b.extend_from_slice(b",\"ts\":");
                 us(b, at);
                 b.extend_from_slice(b",\"s\":\"g\",\"name\":");

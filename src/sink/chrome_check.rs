@@ -47,7 +47,9 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
     let mut out = Checked::default();
     let mut named_pids = HashSet::new();
     let mut named_tids = HashSet::new();
+    // Threads that hold slices or thread-scoped instants: each must be named.
     let mut used_tids = HashSet::new();
+    let mut pids = HashSet::new();
     // (tid) -> [(start, end)]
     let mut by_tid: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     // (pid, start) -> (dur, status), from the slices
@@ -86,7 +88,10 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
         if ev["name"].as_str().is_none() {
             return Err(format!("{}: no name", at()));
         }
-        used_tids.insert((pid, tid));
+        pids.insert(pid);
+        if ph == "X" || (ph == "i" && ev["s"].as_str().unwrap_or("t") == "t") {
+            used_tids.insert((pid, tid));
+        }
         match ph {
             "X" => {
                 let dur = ns(&ev["dur"]).ok_or_else(|| format!("{}: dur not a number", at()))?;
@@ -145,12 +150,16 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
             other => return Err(format!("{}: unexpected phase {other}", at())),
         }
     }
-    for (pid, tid) in &used_tids {
+    for pid in &pids {
         if !named_pids.contains(pid) {
             return Err(format!("pid {pid} has no process_name"));
         }
-        if *tid != 0 && !named_tids.contains(&(*pid, *tid)) {
-            return Err(format!("lane {tid} has no thread_name"));
+    }
+    for (pid, tid) in &used_tids {
+        if *tid == 0 || !named_tids.contains(&(*pid, *tid)) {
+            return Err(format!(
+                "lane {tid} has no thread_name (or is tid 0, the idle task's)"
+            ));
         }
     }
     // Slices on one lane nest: sorted by start (longest first), each one ends before the
@@ -200,4 +209,58 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: &str = r#"{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"x"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"lane 1"}},"#;
+
+    fn x(ts: &str, dur: &str, pid: i64) -> String {
+        format!(
+            r#"{{"ph":"X","pid":1,"tid":2,"ts":{ts},"dur":{dur},"name":"p","args":{{"pid":{pid},"ppid":1,"status":"exit 0","code":0}}}}"#
+        )
+    }
+
+    fn expect(pid: i64, start_ns: u64, dur_ns: u64) -> Expect {
+        Expect {
+            pid,
+            start_ns,
+            dur_ns,
+            status: "exit 0".into(),
+        }
+    }
+
+    /// The checker catches what it is there to catch.
+    #[test]
+    fn rejects_broken_traces() {
+        let ok = format!(
+            "[{M}\n{},\n{},\n{}]",
+            x("1.000", "10.000", 10),
+            x("2.000", "3.000", 11),
+            r#"{"ph":"C","pid":1,"tid":1,"ts":3.0,"name":"running","args":{"processes":2}}"#
+        );
+        let want = [expect(10, 1_000, 10_000), expect(11, 2_000, 3_000)];
+        validate(&ok, &want).unwrap();
+        // Partial overlap on one lane.
+        let t = format!(
+            "[{M}\n{},\n{}]",
+            x("1.000", "10.000", 10),
+            x("5.000", "10.000", 11)
+        );
+        let e = validate(&t, &[expect(10, 1_000, 10_000), expect(11, 5_000, 10_000)]).unwrap_err();
+        assert!(e.contains("without nesting"), "{e}");
+        // A counter that does not match the slices.
+        let t = ok.replace(r#""processes":2"#, r#""processes":1"#);
+        assert!(validate(&t, &want).unwrap_err().contains("counter"));
+        // A wrong duration, a missing process, an unnamed lane.
+        assert!(validate(&ok, &[expect(10, 1_000, 9_000), want[1].clone()]).is_err());
+        assert!(validate(&ok, &want[..1]).is_err());
+        let t = ok.replace("thread_name", "thread_sort_index");
+        assert!(validate(&t, &want).unwrap_err().contains("thread_name"));
+        // Not closed: not valid JSON (the viewers would cope; the checker wants the whole file).
+        assert!(validate(&ok[..ok.len() - 1], &want).is_err());
+    }
 }

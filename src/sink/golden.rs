@@ -142,7 +142,10 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, Vec<Expect>) {
     let root = cap.command_pid().expect("a capture of `run` forks its command");
     let header = fixed_header(name, &cap, root);
 
-    let scratch = std::env::temp_dir().join(format!("proctrace-golden-{}-{name}", std::process::id()));
+    // One directory per call: tests replaying the same capture run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = std::env::temp_dir().join(format!("proctrace-golden-{}-{name}-{call}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let t2_kinds = [
         ("trace2-event", trace2::TargetKind::Event),
