@@ -52,6 +52,9 @@ use super::{Header, LineWriter, Mode, Sink, Summary};
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
+/// How long a counter change waits for earlier ones that arrive late, ns.
+const REORDER_NS: u64 = 20_000_000;
+
 /// A maximal interval on a lane, ns, and whose children it holds: the parent of the process
 /// whose slice it is (`None`: a parent no longer running, or a merge of several; nothing may
 /// swallow it).
@@ -170,9 +173,15 @@ pub struct ChromeTrace {
     /// Starts of live processes (a multiset), for [`Lane::compact`].
     starts: BTreeMap<u64, u32>,
     lanes: Vec<Lane>,
+    /// Processes alive (as far as the counter's changes so far say).
     running: i64,
-    /// The counter's pending moment: written once a later moment (or the end) comes.
-    counter_at: Option<u64>,
+    /// The counter's changes not yet written, by moment.
+    changes: BTreeMap<u64, i64>,
+    /// The latest moment a change was made at.
+    horizon: u64,
+    /// The last moment written, and the value written there.
+    written: Option<u64>,
+    written_value: i64,
     /// Latest timestamp seen, for lost events without one.
     last_ts: u64,
     peak_intervals: usize,
@@ -190,7 +199,10 @@ impl ChromeTrace {
             starts: BTreeMap::new(),
             lanes: Vec::new(),
             running: 0,
-            counter_at: None,
+            changes: BTreeMap::new(),
+            horizon: 0,
+            written: None,
+            written_value: 0,
             last_ts: 0,
             peak_intervals: 0,
         }
@@ -246,20 +258,41 @@ impl ChromeTrace {
         self.next()
     }
 
-    /// Moves the `running` counter by `delta` at `ts`; one value per moment.
+    /// Moves the `running` counter by `delta` at `ts`. Changes wait in [`Self::changes`] until
+    /// events are [`REORDER_NS`] past them (events from different CPUs arrive slightly out of
+    /// order), then go out in time order, one value per moment.
     fn count(&mut self, ts: u64, delta: i64) -> io::Result<()> {
-        let ts = ts.max(self.counter_at.unwrap_or(0));
-        if let Some(at) = self.counter_at.filter(|&at| at != ts) {
-            self.write_counter(at)?;
-            self.next()?;
-        }
+        let ts = match self.written {
+            // Too late to place exactly: right after the last value written.
+            Some(w) if ts <= w => w + 1,
+            _ => ts,
+        };
         self.running += delta;
-        self.counter_at = Some(ts);
+        *self.changes.entry(ts).or_default() += delta;
+        self.horizon = self.horizon.max(ts);
+        self.write_counters(self.horizon.saturating_sub(REORDER_NS), false)
+    }
+
+    /// Writes the counter's values before `before`; with `last`, all of them, the very last
+    /// one without its comma (it ends the array).
+    fn write_counters(&mut self, before: u64, last: bool) -> io::Result<()> {
+        while let Some((&at, _)) = self.changes.first_key_value() {
+            if at >= before && !last {
+                break;
+            }
+            let (_, d) = self.changes.pop_first().unwrap_or_default();
+            self.written_value += d;
+            self.written = Some(at);
+            self.write_counter(at)?;
+            if !(last && self.changes.is_empty()) {
+                self.next()?;
+            }
+        }
         Ok(())
     }
 
     fn write_counter(&mut self, at: u64) -> io::Result<()> {
-        let running = self.running;
+        let running = self.written_value;
         let t0 = self.t0;
         let b = self.head("C", None);
         b.extend_from_slice(b",\"ts\":");
@@ -616,9 +649,7 @@ impl Sink for ChromeTrace {
         // Everything ends: the counter drops to zero, and that is the last event.
         let n = self.running;
         self.count(end, -n)?;
-        if let Some(at) = self.counter_at {
-            self.write_counter(at)?;
-        }
+        self.write_counters(u64::MAX, true)?;
         self.w.buf().extend_from_slice(b"}\n]\n");
         self.w.flush()
     }
@@ -801,6 +832,23 @@ mod tests {
         assert_eq!((got.slices, got.lanes), (3, 1), "{text}");
         assert!(text.contains("\"cname\":\"grey\""));
         assert!(text.ends_with("}\n]\n"));
+    }
+
+    /// Events from different CPUs arrive slightly out of order: the counter still says how many
+    /// slices cover each moment.
+    #[test]
+    fn late_events_keep_the_counter_exact() {
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(5_000, 100, 101),
+            exit(6_000, 101, 0),
+            fork(5_500, 100, 102), // reported after 101's exit, though it came before
+            exit(7_000, 102, 0),
+            exit(8_000, 100, 0),
+        ];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.peak_running, 3, "{text}");
     }
 
     /// Only a process's own descendants are drawn under it: an unrelated process that runs
