@@ -161,6 +161,9 @@ struct Live {
     start: u64,
     /// Earliest-starting child already written: `(start, lane)`.
     child: Option<(u64, usize)>,
+    /// In the `running` counter (not when it was seen only after the counter had been written
+    /// past its start).
+    counted: bool,
 }
 
 /// The Chrome trace sink.
@@ -363,9 +366,9 @@ impl ChromeTrace {
     /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
     fn slice(&mut self, id: ProcId, r: &ProcessRecord, end: u64, running: bool) -> io::Result<()> {
         let live = self.live.remove(&id);
-        let (s, own) = match &live {
-            Some(l) => (l.start, l.child.map(|c| c.1)),
-            None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None),
+        let (s, own, counted) = match &live {
+            Some(l) => (l.start, l.child.map(|c| c.1), l.counted),
+            None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None, false),
         };
         // Its children's lane, else its siblings' (where the parent will likely go).
         let parent = r.parent.and_then(|p| Some((p, self.live.get(&p)?)));
@@ -478,6 +481,9 @@ impl ChromeTrace {
         if r.start_ns.is_none_or(|st| st < t0) {
             b.extend_from_slice(b",\"started_before_trace\":true");
         }
+        if !counted {
+            b.extend_from_slice(b",\"counted\":false");
+        }
         b.push(b'}');
         self.next()?;
 
@@ -495,7 +501,7 @@ impl ChromeTrace {
             b.push(b'}');
             self.next()?;
         }
-        if !running {
+        if counted && !running {
             self.count(e, -1)?;
         }
         Ok(())
@@ -584,9 +590,20 @@ impl Sink for ChromeTrace {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let start = r.start_ns.unwrap_or(self.t0).max(self.t0);
                 self.last_ts = self.last_ts.max(start);
-                self.live.insert(id, Live { start, child: None });
+                // Seen only after the counter was written past its start (a process already
+                // running when `watch` began, found at its exit; one recovered after a loss):
+                // the counter cannot go back for it, so it stays out of it.
+                let counted = self.written.is_none_or(|w| start > w);
+                self.live.insert(
+                    id,
+                    Live {
+                        start,
+                        child: None,
+                        counted,
+                    },
+                );
                 *self.starts.entry(start).or_default() += 1;
-                self.count(start, 1)
+                if counted { self.count(start, 1) } else { Ok(()) }
             }
             Fact::Exit(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
@@ -849,6 +866,30 @@ mod tests {
         let (_, text, expected) = drive(&evs, true);
         let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(got.peak_running, 3, "{text}");
+    }
+
+    /// A process seen only after the counter was written past its start (here: one found
+    /// already running, its start from `/proc`) gets its slice but stays out of the counter, and
+    /// says so.
+    #[test]
+    fn a_process_seen_late_is_not_counted() {
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(2_000, 100, 101),
+            exit(30_000_000, 101, 0),
+            Event::Existing {
+                tgid: 200,
+                ppid: 100,
+                start_ns: Some(1_500),
+                details: None,
+            },
+            exit(31_000_000, 200, 0),
+            exit(32_000_000, 100, 0),
+        ];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!((got.slices, got.peak_running), (3, 2), "{text}");
+        assert_eq!(text.matches(r#""counted":false"#).count(), 1, "{text}");
     }
 
     /// Only a process's own descendants are drawn under it: an unrelated process that runs
