@@ -78,6 +78,13 @@ impl Lane {
     /// and a child's (a descendant's, swallowed by that child)? Only its own children may end up
     /// drawn under a process.
     fn fits(&self, s: u64, e: u64, me: ProcId) -> bool {
+        // Never two slices starting at the same moment on one lane: the later one in the file
+        // is the parent (written at its exit, after its children), and both viewers nest slices
+        // with equal starts in file order (Perfetto issue 878, catapult 1284).
+        let k = self.ivs.partition_point(|iv| iv.s < s);
+        if self.ivs.get(k).is_some_and(|iv| iv.s == s) {
+            return false;
+        }
         let i = self.ivs.partition_point(|iv| iv.e <= s);
         let j = self.ivs.partition_point(|iv| iv.s < e);
         // `i..j` overlap `[s, e]` (strictly); the list is sorted by start and by end, so the
@@ -925,6 +932,10 @@ mod tests {
         assert!(!l.fits(15, 35, a), "partial overlap");
         assert!(l.fits(20, 30, b), "touching ends is no overlap");
         assert!(!l.fits(12, 12, b), "inside a slice");
+        assert!(
+            !l.fits(10, 45, a),
+            "a contained slice starting at the same moment"
+        );
         l.insert(span(5, 45, b));
         assert_eq!(l.ivs, [span(5, 45, b)]);
         let mut starts = BTreeMap::new();

@@ -56,6 +56,8 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
     let mut slices: HashMap<(i64, i64), Vec<(i64, String)>> = HashMap::new();
     let mut counter: BTreeMap<i64, i64> = BTreeMap::new();
     let mut all_spans = Vec::new();
+    // (tid, start, dur) of every slice, in file order.
+    let mut x_order: Vec<(i64, i64, i64)> = Vec::new();
     for (n, ev) in events.iter().enumerate() {
         let at = || format!("event {n}: {ev}");
         let ph = ev["ph"].as_str().ok_or_else(|| format!("{}: no ph", at()))?;
@@ -124,6 +126,7 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
                     return Err(format!("{}: a failure not coloured", at()));
                 }
                 by_tid.entry(tid).or_default().push((ts, ts + dur));
+                x_order.push((tid, ts, dur));
                 slices.entry((p, ts)).or_default().push((dur, status.to_string()));
                 // `counted: false`: seen too late for the counter, which says so.
                 if args["counted"].as_bool() != Some(false) {
@@ -163,6 +166,25 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
             return Err(format!(
                 "lane {tid} has no thread_name (or is tid 0, the idle task's)"
             ));
+        }
+    }
+    // Slices on one lane that start together: the viewers nest them in file order, so a
+    // longer one must not come after a shorter one that is still open.
+    x_order.sort_by_key(|x| (x.0, x.1)); // stable: file order within a moment
+    let mut open: Option<(i64, i64, i64)> = None; // (tid, start, shortest open duration)
+    for &(t, st, d) in &x_order {
+        match open {
+            Some((ot, os, od)) if ot == t && os == st => {
+                if d > od {
+                    return Err(format!(
+                        "lane {t}: two slices start at {st} ns, the longer one last"
+                    ));
+                }
+                if d > 0 {
+                    open = Some((t, st, d));
+                }
+            }
+            _ => open = (d > 0).then_some((t, st, d)),
         }
     }
     // Slices on one lane nest: sorted by start (longest first), each one ends before the
@@ -263,6 +285,14 @@ mod tests {
         assert!(validate(&ok, &want[..1]).is_err());
         let t = ok.replace("thread_name", "thread_sort_index");
         assert!(validate(&t, &want).unwrap_err().contains("thread_name"));
+        // Two slices starting together, the longer one later in the file.
+        let t = format!(
+            "[{M}\n{},\n{}]",
+            x("1.000", "3.000", 11),
+            x("1.000", "10.000", 10)
+        );
+        let e = validate(&t, &[expect(10, 1_000, 10_000), expect(11, 1_000, 3_000)]).unwrap_err();
+        assert!(e.contains("the longer one last"), "{e}");
         // Not closed: not valid JSON (the viewers would cope; the checker wants the whole file).
         assert!(validate(&ok[..ok.len() - 1], &want).is_err());
     }
