@@ -16,16 +16,20 @@
 //! counters and process-wide instants on its main thread, `tid` = `pid`). Each other thread
 //! (`tid` = `pid` + N, named `lane N`) is a *lane*. A process becomes one `X`
 //! (complete) slice when it exits — only then is its interval known — on a lane where every slice
-//! already written that overlaps it lies inside it. Chrome and Perfetto draw the slices of one
-//! thread as a flame chart and require them to nest properly; this placement guarantees that, and
-//! it makes a parent swallow the children written before it: `sh → cc → cc1` stack on one lane
-//! like the call stack of a build job, while jobs that run at the same time sit on parallel lanes
-//! (as ninjatracing draws a ninja log). The lane of the process's earliest-starting child is
-//! preferred, else the lowest lane that fits, else a new one.
+//! already written that overlaps it lies inside it and is one of its own children's (so nothing
+//! unrelated is drawn under it), and none starts at the same moment (both viewers nest equal
+//! starts in file order, and a parent is written after its children). Chrome and Perfetto draw
+//! the slices of one thread as a flame chart and require them to nest properly; this placement
+//! guarantees that, and it makes a parent swallow the children written before it: `sh → cc →
+//! cc1` stack on one lane like the call stack of a build job, while jobs that run at the same time
+//! sit on parallel lanes (as ninjatracing draws a ninja log). The lane of the process's
+//! earliest-starting child is preferred, then its siblings' (where the parent will go), then the
+//! lane where a slice most recently ended that still leaves room for the parent (a `make -j` slot
+//! being reused), then any that fits, else a new one.
 //!
 //! Per lane the sink keeps only the *maximal* intervals written (a parent's interval replaces its
 //! children's), sorted and disjoint, so a placement is two binary searches. Intervals that no
-//! process still running started inside are merged (see [`Lane::compact`]); the merged region is a
+//! process still running started inside are merged (see `Lane::compact`); the merged region is a
 //! superset of what it replaces, so the test stays exact for every process that can still exit,
 //! and conservative (a fresh lane) for one whose start turns out to lie in the past. Memory is
 //! O(live processes + lanes), never O(events).
@@ -40,7 +44,14 @@
 //!   `yellow` for background, `bad` for a lost exit) — Perfetto ignores `cname`, hence also:
 //! - `i` instants: a failure at its exit on its lane, a background process when the command
 //!   exited (process scope), lost events (global scope, with the count).
-//! - `C` counter `running`: processes alive at each moment (one value per timestamp).
+//! - `C` counter `running`: processes alive at each moment (one value per timestamp), held back
+//!   20 ms so that events from different CPUs that arrive slightly out of order still
+//!   land at their moment.
+//!
+//! The JSON is written by hand with the [`json`] helpers the JSON Lines sink uses,
+//! not built with serde or a tracing crate: each event is one line appended to the
+//! [`LineWriter`]'s buffer with no intermediate values, and the crates that write this format
+//! (`tracing-chrome` and the like) record a program's own spans, not events handed to them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
