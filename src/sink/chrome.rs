@@ -25,7 +25,8 @@
 //! sit on parallel lanes (as ninjatracing draws a ninja log). The lane of the process's
 //! earliest-starting child is preferred, then its siblings' (where the parent will go), then the
 //! lane where a slice most recently ended that still leaves room for the parent (a `make -j` slot
-//! being reused), then any that fits, else a new one.
+//! being reused), then any that fits, else a new one. A lane is claimed by the parent of its last
+//! slice while that parent runs: only its descendants may join it, so the parent can follow.
 //!
 //! Per lane the sink keeps only the *maximal* intervals written (a parent's interval replaces its
 //! children's), sorted and disjoint, so a placement is two binary searches. Intervals that no
@@ -82,6 +83,10 @@ struct Lane {
     ivs: Vec<Span>,
     /// Compact when `ivs` grows past this.
     compact_at: usize,
+    /// The running process that means to go here when it exits (the parent of the last slice
+    /// written here): other processes keep off unless they descend from it, so a `make -j` job
+    /// keeps its lane from its compiler's exit to its own.
+    claim: Option<ProcId>,
 }
 
 impl Lane {
@@ -206,6 +211,8 @@ pub struct ChromeTrace {
     /// Latest timestamp seen, for lost events without one.
     last_ts: u64,
     peak_intervals: usize,
+    /// Scratch: the ancestors of the process being placed.
+    anc: Vec<ProcId>,
 }
 
 impl ChromeTrace {
@@ -226,6 +233,7 @@ impl ChromeTrace {
             written_value: 0,
             last_ts: 0,
             peak_intervals: 0,
+            anc: Vec::new(),
         }
     }
 
@@ -324,9 +332,11 @@ impl ChromeTrace {
         Ok(())
     }
 
-    /// A lane for the slice of `me`: the first of `prefer` that fits, else the lowest that fits
-    /// and leaves room for the parent (`room`: its id and start) to go on it later, else the
-    /// lowest that fits, else a new one.
+    /// A lane for the slice of `me` (whose ancestors, nearest first, are in `self.anc`): the
+    /// first of `prefer` that is open to it, else the one where a slice most recently ended that
+    /// still leaves room for the parent (`room`: its id and start) to follow, else any open one,
+    /// else a new one. Open: the slice [`fits`](Lane::fits), and the lane is not claimed by a
+    /// running process that is not one of its ancestors (unless it ends before that one began).
     fn place(
         &mut self,
         me: ProcId,
@@ -335,35 +345,43 @@ impl ChromeTrace {
         room: Option<(ProcId, u64)>,
     ) -> io::Result<usize> {
         let (s, e) = (span.s, span.e);
-        let lanes = &self.lanes;
+        let (lanes, live, anc) = (&self.lanes, &self.live, &self.anc);
+        let open = |l: &Lane| {
+            l.fits(s, e, me)
+                && match l.claim {
+                    None => true,
+                    Some(o) if o == me || anc.contains(&o) => true,
+                    Some(o) => live.get(&o).is_none_or(|ol| e <= ol.start),
+                }
+        };
         let found = prefer
             .into_iter()
             .flatten()
-            .find(|&l| lanes[l].fits(s, e, me))
+            .find(|&l| open(&lanes[l]))
             .or_else(|| {
                 let (p, ps) = room?;
                 let ps = ps.min(s);
-                best_fit(lanes, ps, |l| l.fits(s, e, me) && l.fits(ps, e, p))
+                best_fit(lanes, s, |l| open(l) && l.fits(ps, e, p))
             })
-            .or_else(|| best_fit(lanes, s, |l| l.fits(s, e, me)));
+            .or_else(|| best_fit(lanes, s, open));
         let lane = match found {
             Some(l) => l,
-            None => match None::<usize> {
-                Some(l) => l,
-                None => {
-                    self.lanes.push(Lane {
-                        ivs: Vec::new(),
-                        compact_at: 16,
-                    });
-                    let n = self.lanes.len();
-                    self.meta(n - 1, "thread_name", "name", MetaValue::Str(&format!("lane {n}")))?;
-                    self.meta(n - 1, "thread_sort_index", "sort_index", MetaValue::Int(n as i64))?;
-                    n - 1
-                }
-            },
+            None => {
+                self.lanes.push(Lane {
+                    ivs: Vec::new(),
+                    compact_at: 16,
+                    claim: None,
+                });
+                let n = self.lanes.len();
+                self.meta(n - 1, "thread_name", "name", MetaValue::Str(&format!("lane {n}")))?;
+                self.meta(n - 1, "thread_sort_index", "sort_index", MetaValue::Int(n as i64))?;
+                n - 1
+            }
         };
         let l = &mut self.lanes[lane];
         l.insert(span);
+        // The parent means to follow its child here: the lane is its, and its descendants'.
+        l.claim = span.parent.filter(|p| self.live.contains_key(p));
         if l.ivs.len() > l.compact_at {
             l.compact(&self.starts, &self.live);
         }
@@ -382,8 +400,25 @@ impl ChromeTrace {
     }
 
     /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
-    fn slice(&mut self, id: ProcId, r: &ProcessRecord, end: u64, running: bool) -> io::Result<()> {
+    fn slice(
+        &mut self,
+        id: ProcId,
+        r: &ProcessRecord,
+        t: &Tracker,
+        end: u64,
+        running: bool,
+    ) -> io::Result<()> {
         let live = self.live.remove(&id);
+        // Its ancestors, nearest first (a loop guard for a broken chain: a pid-reuse cycle).
+        self.anc.clear();
+        let mut up = r.parent;
+        while let Some(p) = up {
+            if self.anc.len() >= 256 || self.anc.contains(&p) {
+                break;
+            }
+            self.anc.push(p);
+            up = t.get(p).and_then(|pr| pr.parent);
+        }
         let (s, own, counted) = match &live {
             Some(l) => (l.start, l.child.map(|c| c.1), l.counted),
             None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None, false),
@@ -627,7 +662,7 @@ impl Sink for ChromeTrace {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(x) = r.exit else { return Ok(()) };
                 self.last_ts = self.last_ts.max(x.ts);
-                self.slice(id, r, x.ts, false)
+                self.slice(id, r, t, x.ts, false)
             }
             Fact::Background(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
@@ -673,7 +708,7 @@ impl Sink for ChromeTrace {
         left.sort_by(|a, b| b.cmp(a));
         for (_, id) in left {
             match t.get(id) {
-                Some(r) => self.slice(id, r, end, true)?,
+                Some(r) => self.slice(id, r, t, end, true)?,
                 None => {
                     if let Some(l) = self.live.remove(&id) {
                         self.forget_start(l.start);
@@ -775,6 +810,42 @@ mod tests {
         evs.into_iter().map(|e| e.2).collect()
     }
 
+    /// A C build as `make -jPAR` runs it: per job `cc` (a child of make, pid 100) runs `cc1`
+    /// then `as`; before every third job its slot runs a short `mkdir`. Jobs of different
+    /// lengths, so slots drift apart. Events in time order.
+    fn c_build(jobs: i32, par: usize) -> Vec<Event> {
+        let mut evs: Vec<(u64, u32, Event)> = vec![(1_000, 0, fork(1_000, 1, 100))];
+        let mut slots = vec![2_000u64; par];
+        let mut pid = 1_000;
+        let mut next = || {
+            pid += 1;
+            pid
+        };
+        for i in 0..jobs {
+            let slot = i as usize % par;
+            let mut t = slots[slot] + 50;
+            if i % 3 == 0 {
+                let m = next();
+                evs.push((t, 0, fork(t, 100, m)));
+                evs.push((t + 2_000, 1, exit(t + 2_000, m, 0)));
+                t += 2_100;
+            }
+            let (cc, cc1, asm) = (next(), next(), next());
+            let d = 30_000 + (i as u64 * 7_919) % 40_000;
+            evs.push((t, 0, fork(t, 100, cc)));
+            evs.push((t + 500, 0, fork(t + 500, cc, cc1)));
+            evs.push((t + d, 1, exit(t + d, cc1, 0)));
+            evs.push((t + d + 100, 0, fork(t + d + 100, cc, asm)));
+            evs.push((t + d + 4_000, 1, exit(t + d + 4_000, asm, 0)));
+            evs.push((t + d + 4_500, 1, exit(t + d + 4_500, cc, 0)));
+            slots[slot] = t + d + 4_500;
+        }
+        let last = slots.iter().max().copied().unwrap_or(0);
+        evs.push((last + 1_000, 1, exit(last + 1_000, 100, 0)));
+        evs.sort_by_key(|e| (e.0, e.1));
+        evs.into_iter().map(|e| e.2).collect()
+    }
+
     /// Feeds `events` through a tracker into a Chrome sink; returns the sink, its output and
     /// what the output must show (when records are retained).
     fn drive(events: &[Event], retain: bool) -> (ChromeTrace, String, Vec<Expect>) {
@@ -842,6 +913,18 @@ mod tests {
         assert_eq!(got.peak_running, 9, "{got:?}");
         assert_eq!(got.instants.get("failure"), Some(&(2 * 31)), "{got:?}");
         assert_eq!(sink.lanes(), got.lanes);
+    }
+
+    /// A `make -j` build keeps to about one lane per job slot, each job's `cc` → `cc1`, `as`
+    /// nested on one, however long the build.
+    #[test]
+    fn a_c_build_keeps_to_its_slots() {
+        for par in [2, 4, 8] {
+            let (sink, text, expected) = drive(&c_build(2_000, par), true);
+            let got = validate(&text, &expected).unwrap();
+            assert!(sink.lanes() <= par + 1, "-j{par}: {} lanes", sink.lanes());
+            assert_eq!(got.peak_running as usize, 2 * par + 1, "{got:?}");
+        }
     }
 
     /// The lanes' memory stays bounded however long the run: 100k processes under one root
