@@ -110,3 +110,55 @@ fn an_unwritable_chrome_file_is_an_error_before_running() {
     );
     assert!(!std::path::Path::new(&marker).exists(), "the command ran");
 }
+
+/// A killed proctrace leaves whole event lines: the file lacks only its closing `]` (after a
+/// trailing comma), which is how both viewers read an unfinished trace.
+#[test]
+fn a_killed_tracer_leaves_a_loadable_trace() {
+    let sh = shapes();
+    let chrome = tmp("killed.chrome.json");
+    let out_file = tmp("killed.jsonl");
+    let mut child = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "-o",
+            &out_file,
+            "--chrome",
+            &chrome,
+            "--",
+            sh,
+            "spawn",
+            "100000",
+            "/bin/true",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    // The workload was orphaned by the kill: stop it.
+    let lines = read_lines(&out_file);
+    if let Some(root) = lines
+        .iter()
+        .find(|l| l["event"] == "fork")
+        .and_then(|l| l["pid"].as_i64())
+    {
+        unsafe { libc::kill(root as i32, libc::SIGKILL) };
+    }
+    let text = std::fs::read_to_string(&chrome).unwrap();
+    assert!(
+        text.starts_with("[\n") && text.ends_with(",\n"),
+        "{}",
+        &text[text.len().saturating_sub(200)..]
+    );
+    for l in text.lines().skip(1) {
+        let ev: Value = serde_json::from_str(l.strip_suffix(',').unwrap_or(l))
+            .unwrap_or_else(|e| panic!("a torn line: {e}: {l}"));
+        assert!(ev["ph"].is_string(), "{l}");
+    }
+    let closed = format!("{}]", text.trim_end().trim_end_matches(','));
+    let all: Vec<Value> = serde_json::from_str(&closed).unwrap();
+    let slices = all.iter().filter(|e| e["ph"] == "X").count();
+    assert!(slices > 10, "slices were written while it ran: {slices}");
+}
