@@ -352,7 +352,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let ids = all_records(t);
     let mut failures = Vec::new();
     let mut background = Vec::new();
-    let mut slowest: Vec<Step> = Vec::new();
+    let mut candidates: Vec<(u64, u64, i32, ProcId)> = Vec::new();
     let mut programs: Vec<(String, ProgramStat)> = Vec::new();
     let mut prog_index = std::collections::HashMap::new();
     let mut exit_unknown = 0;
@@ -405,16 +405,16 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             .and_then(|p| p.duration_ns())
             .is_some_and(|pd| dur as f64 >= FOLD_SHARE * pd as f64);
         if !folded {
-            slowest.push(step(r, s, dur));
+            candidates.push((dur, s, r.pid, id));
         }
     }
-    slowest.sort_by(|a, b| {
-        b.duration_ns
-            .cmp(&a.duration_ns)
-            .then(a.start_ns.cmp(&b.start_ns))
-            .then(a.pid.cmp(&b.pid))
-    });
-    slowest.truncate(TOP);
+    // Longest first; the argv of only the few kept is copied.
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let slowest: Vec<Step> = candidates
+        .iter()
+        .take(TOP)
+        .filter_map(|&(dur, s, _, id)| Some(step(t.get(id)?, s, dur)))
+        .collect();
     programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
     failures.sort_by_key(|f| (f.start_ns, f.pid));
     background.sort_by_key(|b| (b.start_ns, b.pid));
@@ -542,6 +542,40 @@ fn headline(r: &RunReport, p: Paint) -> String {
         "0 events lost".into()
     });
     parts.join(", ")
+}
+
+/// Most critical-path lines the text and Markdown show (the JSON has the whole path).
+const PATH_LINES: usize = 40;
+
+/// A line of the critical path as shown.
+enum PathRow<'a> {
+    Step(&'a PathStep),
+    /// Steps left out between the shown ones: how many, their summed duration.
+    Gap(usize, u64),
+}
+
+/// The critical path cut to [`PATH_LINES`] for people: when longer, only the command's own
+/// children (depth ≤ 1); when still longer, the first and last 20 of those around a count of
+/// the rest. Returns the rows and how many deeper steps were hidden.
+fn shown_path(r: &RunReport) -> (Vec<PathRow<'_>>, usize) {
+    let all = &r.critical_path;
+    if all.len() <= PATH_LINES {
+        return (all.iter().map(PathRow::Step).collect(), 0);
+    }
+    let top: Vec<&PathStep> = all.iter().filter(|s| s.depth <= 1).collect();
+    let deeper = all.len() - top.len();
+    if top.len() <= PATH_LINES {
+        return (top.into_iter().map(PathRow::Step).collect(), deeper);
+    }
+    let half = PATH_LINES / 2;
+    let hidden = &top[half..top.len() - half];
+    let mut rows: Vec<PathRow<'_>> = top[..half].iter().map(|s| PathRow::Step(s)).collect();
+    rows.push(PathRow::Gap(
+        hidden.len(),
+        hidden.iter().map(|s| s.step.duration_ns).sum(),
+    ));
+    rows.extend(top[top.len() - half..].iter().map(|s| PathRow::Step(s)));
+    (rows, deeper)
 }
 
 /// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
@@ -685,7 +719,19 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             .map(|s| fmt_duration(s.step.duration_ns).len())
             .max()
             .unwrap_or(0);
-        for s in &r.critical_path {
+        let (rows, deeper) = shown_path(r);
+        for row in rows {
+            let s = match row {
+                PathRow::Step(s) => s,
+                PathRow::Gap(n, ns) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}",
+                        p.secondary(&format!("… {n} more steps, {} in all …", fmt_duration(ns)))
+                    );
+                    continue;
+                }
+            };
             let indent = "  ".repeat(s.depth);
             let used = ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4;
             let _ = writeln!(
@@ -696,6 +742,15 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 share(s.step.duration_ns, r.wall_ns),
                 p.emphasis(&s.step.pid.to_string()),
                 cut(&s.step.label, o.width.saturating_sub(used))
+            );
+        }
+        if deeper > 0 {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!(
+                    "({deeper} steps inside these not shown: the whole path is in --summary-json)"
+                ))
             );
         }
     }
@@ -751,7 +806,15 @@ pub fn render_markdown(r: &RunReport) -> String {
         let _ = writeln!(out, "#### Critical path\n");
         let _ = writeln!(out, "| start | duration | share | pid | command |");
         let _ = writeln!(out, "|---:|---:|---:|---:|---|");
-        for s in &r.critical_path {
+        let (rows, deeper) = shown_path(r);
+        for row in rows {
+            let s = match row {
+                PathRow::Step(s) => s,
+                PathRow::Gap(n, ns) => {
+                    let _ = writeln!(out, "| … | {} | | | {n} more steps |", fmt_duration(ns));
+                    continue;
+                }
+            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {}{} |",
@@ -761,6 +824,12 @@ pub fn render_markdown(r: &RunReport) -> String {
                 s.step.pid,
                 "&emsp;".repeat(s.depth),
                 code(&cut(&s.step.label, MD_WIDTH))
+            );
+        }
+        if deeper > 0 {
+            let _ = writeln!(
+                out,
+                "\n{deeper} steps inside these are not shown: the whole path is in `--summary-json`."
             );
         }
         out.push('\n');
@@ -1107,6 +1176,48 @@ mod tests {
         assert_eq!(j["critical_path"][2]["duration_s"], 0.048);
         assert_eq!(j["by_program"]["cc1"]["count"], 1);
         assert_eq!(j["wall_s"], 0.1);
+    }
+
+    #[test]
+    fn a_long_path_is_cut_for_people_but_whole_in_json() {
+        // 100 sequential jobs, each with one grandchild: a path of 201 steps.
+        let mut ev = vec![fork(0, 100, 1)];
+        for j in 0..100u64 {
+            let (c, g) = (2 + 2 * j as i32, 3 + 2 * j as i32);
+            ev.extend([
+                fork(10 * j + 1, 1, c),
+                fork(10 * j + 2, c, g),
+                exit(10 * j + 8, g, 0),
+                exit(10 * j + 9, c, 0),
+            ]);
+        }
+        ev.push(exit(1000, 1, 0));
+        let r = report(&ev);
+        assert_eq!(r.critical_path.len(), 201);
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        let path_lines: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("critical path:"))
+            .skip(1)
+            .collect();
+        assert_eq!(path_lines.len(), PATH_LINES + 2, "{text}");
+        assert!(
+            path_lines[20].contains("… 61 more steps, 488.0ms in all …"),
+            "{text}"
+        );
+        assert!(
+            path_lines[41].contains("(100 steps inside these not shown"),
+            "{text}"
+        );
+        assert!(path_lines[40].contains(" 200 [fork of ?]"), "{text}");
+        let md = render_markdown(&r);
+        assert!(md.contains("| … | 488.0ms | | | 61 more steps |"), "{md}");
     }
 
     #[test]
