@@ -1221,6 +1221,29 @@ mod tests {
     }
 
     #[test]
+    fn colour_only_when_asked() {
+        let r = report(&[fork(0, 100, 1), fork(10, 1, 2), exit(50, 2, 1), exit(100, 1, 0)]);
+        let on = render_text(
+            &r,
+            TextOptions {
+                color: true,
+                width: 100,
+            },
+        );
+        assert!(on.contains("\x1b[31mexit 1\x1b[0m"), "{on:?}");
+        assert!(on.contains("\x1b[31m1 failure\x1b[0m"), "{on:?}");
+        let off = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(!off.contains('\x1b'), "{off:?}");
+        assert!(!render_markdown(&r).contains('\x1b'));
+    }
+
+    #[test]
     fn markdown_survives_pipes_and_backticks() {
         assert_eq!(code("a|b"), r"`a\|b`");
         assert_eq!(code("x `y` z"), "``x `y` z``");
