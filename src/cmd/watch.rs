@@ -46,7 +46,8 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     };
     let tracker = Tracker::new(TrackerOptions {
         scope,
-        retain_exited: false,
+        // Whole-run reports need the exited records; streaming alone keeps memory flat.
+        retain_exited: cfg.outputs.wants_records(),
         want_details: true,
     });
     let mut s = Session::new(backend, tracker, sinks);
@@ -58,13 +59,14 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
-    s.start(&Header {
-        mode: mode.clone(),
+    let header = Header {
+        mode,
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.kind().as_str().to_string()),
-    });
+    };
+    s.start(&header);
 
     if let Some(root) = cfg.root {
         // Seed the subtree as it is now, parents before children.
@@ -103,6 +105,10 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     s.stop();
     let sum = s.summary(None, 0, None);
     s.engine.finish(&sum);
+    if cfg.outputs.summary_text {
+        cfg.outputs.print_summary(s.tracker(), &header, &sum);
+    }
+    cfg.outputs.write_reports(&header, s.tracker(), &sum);
     let st = sum.stats;
     eprintln!(
         "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held",
