@@ -40,6 +40,16 @@ pub struct Outputs {
     pub trace2: Vec<sink::trace2::Trace2Target>,
     /// Trace2 brief mode.
     pub trace2_brief: bool,
+    /// A live status line on stderr (`run`), shown only when stderr is a terminal.
+    pub progress: bool,
+    /// `--quiet`: no status line and no tree or totals on stderr (files are still written;
+    /// errors still print).
+    pub quiet: bool,
+}
+
+/// Can a status line be redrawn in place on stderr?
+fn stderr_is_live_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -83,11 +93,20 @@ impl Outputs {
                 )),
             );
         }
+        if self.progress && !self.quiet && stderr_is_live_terminal() {
+            f.add(
+                "status line",
+                Box::new(sink::progress::Progress::new(self.redact)),
+            );
+        }
         Ok(f)
     }
 
-    /// Prints the tree and summary on stderr.
+    /// Prints the tree and summary on stderr (nothing under `--quiet`).
     pub fn print_tree(&self, t: &Tracker, mode: &Mode, sum: &Summary) {
+        if self.quiet {
+            return;
+        }
         let color = color_for(std::io::stderr().is_terminal(), self.color_allowed);
         let width = std::env::var("COLUMNS")
             .ok()
