@@ -228,6 +228,179 @@ fn name_matches(r: &ProcessRecord, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::event::{Event, ExecDetails};
+    use crate::model::tracker::{Scope, TrackerOptions};
+
+    /// A model fed with events by hand; returns every fact in order.
+    fn feed(t: &mut Tracker, evs: &[Event]) -> Vec<Fact> {
+        let mut facts = Vec::new();
+        for ev in evs {
+            t.apply(ev, &mut facts);
+        }
+        facts
+    }
+
+    fn fork(ts: u64, parent: i32, child: i32) -> Event {
+        Event::Fork {
+            ts,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        }
+    }
+
+    fn exec(t: &mut Tracker, ts: u64, pid: i32, argv: &[&str], uid: u32) -> Vec<Fact> {
+        let mut facts = feed(t, &[Event::Exec { ts, tgid: pid }]);
+        t.apply_exec_details(
+            pid,
+            ExecDetails {
+                argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+                exe: Some(format!("/usr/bin/{}", argv[0].rsplit('/').next().unwrap())),
+                cwd: None,
+                uid: Some(uid),
+                comm: Some(argv[0].rsplit('/').next().unwrap().chars().take(15).collect()),
+            },
+            &mut facts,
+        );
+        facts
+    }
+
+    fn model() -> Tracker {
+        Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: true,
+        })
+    }
+
+    /// Names of the facts that pass, as the JSON Lines would call them, with pids.
+    fn passed(f: &FactFilter, t: &Tracker, facts: &[Fact]) -> Vec<(String, i32)> {
+        facts
+            .iter()
+            .filter(|x| f.pass(x, t))
+            .map(|x| {
+                let pid = match *x {
+                    Fact::Fork(id) | Fact::Exit(id) => t.get(id).unwrap().pid,
+                    Fact::Exec { id, .. } | Fact::Uid { id, .. } => t.get(id).unwrap().pid,
+                    _ => 0,
+                };
+                (FactKind::of(x).as_str().to_string(), pid)
+            })
+            .collect()
+    }
+
+    /// A root shell (uid 0) forks a child that becomes nobody and execs a long-named program,
+    /// events are lost, both exit. Each fact is judged right after the event that made it, as
+    /// the engine does live; returns what passed.
+    fn session(f: &FactFilter) -> Vec<(String, i32)> {
+        let mut t = model();
+        let t = &mut t;
+        let mut out = Vec::new();
+        let facts = feed(t, &[fork(1, 1, 10)]);
+        out.extend(passed(f, t, &facts));
+        let facts = exec(t, 2, 10, &["sh", "-c", "x"], 0);
+        out.extend(passed(f, t, &facts));
+        let facts = feed(t, &[fork(3, 10, 11)]);
+        out.extend(passed(f, t, &facts));
+        let uid = Event::Uid {
+            ts: 4,
+            tgid: 11,
+            ruid: 65534,
+            euid: 65534,
+        };
+        let facts = feed(t, &[uid]);
+        out.extend(passed(f, t, &facts));
+        let facts = exec(t, 5, 11, &["/opt/a-very-long-program-name", "y"], 65534);
+        out.extend(passed(f, t, &facts));
+        out.extend(passed(
+            f,
+            t,
+            &[Fact::Lost {
+                ts: Some(6),
+                count: 2,
+            }],
+        ));
+        for (ts, pid) in [(7, 11), (8, 10)] {
+            let exit = Event::Exit {
+                ts,
+                pid,
+                tgid: pid,
+                status: 0,
+                parent_tgid: 0,
+            };
+            let facts = feed(t, &[exit]);
+            out.extend(passed(f, t, &facts));
+        }
+        out
+    }
+
+    fn strs(v: &[(&str, i32)]) -> Vec<(String, i32)> {
+        v.iter().map(|(k, p)| (k.to_string(), *p)).collect()
+    }
+
+    #[test]
+    fn kinds_keep_only_their_facts() {
+        let f = FactFilter::new(&[FactKind::Exec], vec![], vec![]);
+        assert_eq!(session(&f), strs(&[("exec", 10), ("exec", 11)]));
+        let f = FactFilter::new(&[FactKind::Exec, FactKind::Lost], vec![], vec![]);
+        assert_eq!(session(&f).len(), 3);
+        assert_eq!(session(&FactFilter::default()).len(), 8);
+        assert!(FactFilter::new(&[], vec![], vec![]).is_empty());
+    }
+
+    #[test]
+    fn user_matches_the_process_and_its_uid_change() {
+        let f = FactFilter::new(&[], vec![65534], vec![]);
+        // 11 was forked as root (its parent's uid): its fork is root's, the rest nobody's.
+        assert_eq!(
+            session(&f),
+            strs(&[("uid", 11), ("exec", 11), ("lost", 0), ("exit", 11)])
+        );
+        // 10's own fork: no uid known yet (its parent is not tracked), so it matches no user.
+        let root = FactFilter::new(&[], vec![0], vec![]);
+        assert_eq!(
+            session(&root),
+            strs(&[("exec", 10), ("fork", 11), ("lost", 0), ("exit", 10)])
+        );
+        let either = FactFilter::new(&[FactKind::Fork, FactKind::Exit], vec![0, 65534], vec![]);
+        assert_eq!(
+            session(&either),
+            strs(&[("fork", 11), ("exit", 11), ("exit", 10)])
+        );
+    }
+
+    #[test]
+    fn forked_child_inherits_the_parents_uid_until_told_otherwise() {
+        let mut t = model();
+        let mut facts = feed(&mut t, &[fork(1, 1, 10)]);
+        facts.extend(exec(&mut t, 2, 10, &["sh"], 1000));
+        let child_fork = feed(&mut t, &[fork(3, 10, 11)]);
+        let f = FactFilter::new(&[], vec![1000], vec![]);
+        assert_eq!(passed(&f, &t, &child_fork), strs(&[("fork", 11)]));
+        let f = FactFilter::new(&[], vec![0], vec![]);
+        assert!(passed(&f, &t, &child_fork).is_empty());
+    }
+
+    #[test]
+    fn comm_matches_name_truncated_comm_and_program() {
+        // The full name matches (exe's file name), and so does any longer name whose first 15
+        // bytes are the comm (the kernel keeps no more); a shorter prefix does not.
+        for (name, want) in [
+            ("a-very-long-program-name", strs(&[("exec", 11)])),
+            ("a-very-long-progr", strs(&[("exec", 11)])),
+            ("a-very-long-pr", vec![]),
+            ("b-very-long-program-name", vec![]),
+        ] {
+            let f = FactFilter::new(&[FactKind::Exec], vec![], vec![name.into()]);
+            assert_eq!(session(&f), want, "{name}");
+        }
+        // A forked child carries its parent's name until it execs.
+        let f = FactFilter::new(&[], vec![], vec!["sh".into(), "nothing".into()]);
+        assert_eq!(
+            session(&f),
+            strs(&[("exec", 10), ("fork", 11), ("uid", 11), ("lost", 0), ("exit", 10)])
+        );
+    }
 
     #[test]
     fn names_and_aliases() {

@@ -200,6 +200,44 @@ mod tests {
     }
 
     #[test]
+    fn longest_running_is_the_oldest_live_process_without_live_children() {
+        use crate::model::event::Event;
+        use crate::model::tracker::{Scope, TrackerOptions};
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: false,
+        });
+        let mut f = Vec::new();
+        let fork = |ts, parent, child| Event::Fork {
+            ts,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        };
+        let exit = |ts, pid| Event::Exit {
+            ts,
+            pid,
+            tgid: pid,
+            status: 0,
+            parent_tgid: 0,
+        };
+        assert_eq!(longest_running(&t), None);
+        // make (10) starts cc (11) at 2, then cc (12) at 3; make itself is not the answer.
+        for ev in [fork(1, 1, 10), fork(2, 10, 11), fork(3, 10, 12)] {
+            t.apply(&ev, &mut f);
+        }
+        let pid = |t: &Tracker| longest_running(t).map(|(id, s)| (t.get(id).unwrap().pid, s));
+        assert_eq!(pid(&t), Some((11, 2)));
+        t.apply(&exit(4, 11), &mut f);
+        assert_eq!(pid(&t), Some((12, 3)));
+        t.apply(&exit(5, 12), &mut f);
+        assert_eq!(pid(&t), Some((10, 1)), "with no children left, make is what runs");
+        t.apply(&exit(6, 10), &mut f);
+        assert_eq!(pid(&t), None);
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(short_duration(Duration::from_millis(4200)), "4.2s");
         assert_eq!(short_duration(Duration::from_secs(125)), "2m05s");
