@@ -151,3 +151,30 @@ fn help_has_examples() {
     let out = proctrace(&["--help"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("proctrace completions bash"));
 }
+
+#[test]
+fn quiet_replay_writes_files_and_nothing_on_stderr() {
+    let cap = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/captures/make-j2.jsonl"
+    );
+    let loud = proctrace(&["replay", cap]);
+    assert!(
+        loud.status.success() && stderr(&loud).contains("make -j2"),
+        "{}",
+        stderr(&loud)
+    );
+    let o = tmp("replay.jsonl");
+    let out = proctrace(&["replay", cap, "--quiet", "-o", &o]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "quiet");
+    assert_eq!(read_lines(&o).last().unwrap()["event"], "end");
+    // An error still prints.
+    let out = proctrace(&["replay", "/nonexistent/cap.jsonl", "-q"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("/nonexistent/cap.jsonl"),
+        "{}",
+        stderr(&out)
+    );
+}
