@@ -145,6 +145,7 @@ fn short_duration(d: Duration) -> String {
 impl Sink for Progress {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.start_ts = h.ts;
+        self.bar.set_prefix("0 running · 0 finished · 0 failed");
         self.bar.enable_steady_tick(TICK);
         Ok(())
     }
