@@ -54,11 +54,13 @@ fn counts(status: &str) -> Option<(u64, u64, u64)> {
     ))
 }
 
-#[test]
-fn status_line_shows_and_is_cleared() {
+both_backends! {
+fn status_line_shows_and_is_cleared(backend: &str) {
     let (text, code) = on_pty(&[
         PROCTRACE,
         "run",
+        "--backend",
+        backend,
         "--",
         "sh",
         "-c",
@@ -90,6 +92,7 @@ fn status_line_shows_and_is_cleared() {
         last.contains("sh -c 'sleep 1 & sleep 1; wait; exit 0'") && last.contains("3 processes"),
         "{last:?}"
     );
+}
 }
 
 #[test]
