@@ -2,6 +2,10 @@
 //! is, and they never touch the connector.
 //!
 //! Adding an output format means one new module implementing [`Sink`].
+//!
+//! One sink is not a format: [`progress`], `run`'s live status line on a terminal, which
+//! [`crate::output`] adds only when stderr is one. It shows state (what runs now) rather than
+//! facts, through [`Sink::refresh`].
 
 use std::io;
 
