@@ -48,6 +48,16 @@ pub struct Outputs {
     pub summary_md: Option<String>,
     /// Write the summary as one JSON object to this file (`--summary-json`).
     pub summary_json: Option<String>,
+    /// A live status line on stderr (`run`), shown only when stderr is a terminal.
+    pub progress: bool,
+    /// `--quiet`: no status line and no tree or totals on stderr (files are still written;
+    /// errors still print).
+    pub quiet: bool,
+}
+
+/// Can a status line be redrawn in place on stderr?
+fn stderr_is_live_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -109,12 +119,21 @@ impl Outputs {
                 )),
             );
         }
+        if self.progress && !self.quiet && stderr_is_live_terminal() {
+            f.add(
+                "status line",
+                Box::new(sink::progress::Progress::new(self.redact)),
+            );
+        }
         Ok(f)
     }
 
     /// Prints the tree on stderr, then the text summary (when [`summary_text`](Self::summary_text)),
-    /// then the one-line verdict.
+    /// then the one-line verdict (nothing under `--quiet`).
     pub fn print_tree(&self, t: &Tracker, h: &Header, sum: &Summary) {
+        if self.quiet {
+            return;
+        }
         let (color, width) = stderr_style(self.color_allowed);
         let mode = &h.mode;
         let max_lines = match self.tree {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::capture::procfs::{self, Clocks};
 use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
+use crate::filter::FactFilter;
 use crate::model::event::{Event, Pid};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
 use crate::output::Outputs;
@@ -26,6 +27,8 @@ pub struct WatchConfig {
     pub capture: CaptureOptions,
     /// Record events for replay.
     pub record: Option<String>,
+    /// Which facts reach the outputs.
+    pub filter: FactFilter,
 }
 
 /// Watches until interrupted; returns proctrace's exit code.
@@ -51,6 +54,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         want_details: true,
     });
     let mut s = Session::new(backend, tracker, sinks);
+    s.engine.set_filter(cfg.filter.clone());
     if let Some(path) = cfg.record.as_deref() {
         s.engine
             .record_to(path, cfg.outputs.redact)
@@ -110,8 +114,12 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     }
     cfg.outputs.write_reports(&header, s.tracker(), &sum);
     let st = sum.stats;
+    if cfg.outputs.quiet {
+        crate::cmd::run::report_problems(&s);
+        return Ok(exit_codes::OK);
+    }
     eprintln!(
-        "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held",
+        "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held{}",
         st.processes,
         st.execs,
         st.execs_with_argv,
@@ -123,7 +131,11 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             ""
         },
         sum.capture.rejected,
-        st.peak_held
+        st.peak_held,
+        match sum.filtered {
+            Some(n) => format!("; {n} facts filtered out"),
+            None => String::new(),
+        }
     );
     crate::cmd::run::report_problems(&s);
     Ok(exit_codes::OK)

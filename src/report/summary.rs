@@ -997,6 +997,7 @@ mod tests {
             tracer_cpu_ns: None,
             backend: None,
             argv_reader: None,
+            filtered: None,
         };
         summarize(&h, &t, &sum, true)
     }

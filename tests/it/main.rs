@@ -3,8 +3,10 @@
 
 #[macro_use]
 mod common;
+mod cli;
 mod errors;
 mod faults;
+mod progress;
 mod ptrace;
 mod replay;
 mod run_realtime;
