@@ -82,6 +82,10 @@ struct OutputArgs {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
+    /// Write an SVG picture of the run to FILE at the end: a timeline of the processes (the
+    /// longest 200 when there are more), coloured by outcome, with how many ran at each moment.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -182,6 +186,7 @@ fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
         .filter_map(|(kind, v)| v.clone().map(|value| Trace2Target { kind, value }))
         .collect(),
         trace2_brief: c.trace2_brief,
+        svg: c.svg.clone(),
     }
 }
 
@@ -252,13 +257,18 @@ fn main() {
                 tool: Tool::this_process(),
                 backend: None,
             };
+            let header = cap.header.clone().unwrap_or_else(|| fallback.clone());
             let (engine, sum) = replay::replay(&cap, root, sinks, fallback);
             let mode = cap
                 .header
                 .as_ref()
                 .map_or(Mode::Replay { path: capture }, |h| h.mode.clone());
             out.print_tree(&engine.tracker, &mode, &sum);
-            Ok(exit_codes::OK)
+            if out.write_reports(&header, &engine.tracker, &sum) {
+                Ok(exit_codes::OK)
+            } else {
+                Ok(exit_codes::INTERNAL)
+            }
         })(),
     };
     match result {

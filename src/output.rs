@@ -1,5 +1,5 @@
-//! Wiring from the command line to the outputs: which sinks to open and where, and the tree at
-//! the end.
+//! Wiring from the command line to the outputs: which sinks to open and where, and the tree and
+//! whole-run reports (the SVG picture) at the end.
 //!
 //! The one place that looks at the terminal and the environment for output (isatty, `NO_COLOR`,
 //! `TERM`, `COLUMNS`); it hands the sinks and the tree plain decisions (colour on or off, a width),
@@ -9,8 +9,9 @@ use std::io::IsTerminal;
 
 use crate::ProctraceError;
 use crate::model::tracker::Tracker;
+use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
-use crate::sink::{self, Fanout, Mode, Summary};
+use crate::sink::{self, Fanout, Header, Mode, Summary};
 
 /// How much of the tree to print at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub struct Outputs {
     pub trace2: Vec<sink::trace2::Trace2Target>,
     /// Trace2 brief mode.
     pub trace2_brief: bool,
+    /// SVG picture of the run, written at the end.
+    pub svg: Option<String>,
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -50,8 +53,19 @@ fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
 }
 
 impl Outputs {
-    /// Opens every destination. Fails before anything runs when one cannot be opened.
+    /// Whether a whole-run report is asked for, which needs the records of exited processes
+    /// (`watch` keeps them only then).
+    pub fn wants_records(&self) -> bool {
+        self.svg.is_some()
+    }
+
+    /// Opens every destination. Fails before anything runs when one cannot be opened (a report
+    /// file is created empty now and written at the end).
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {
+        if let Some(path) = &self.svg {
+            std::fs::File::create(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?;
+        }
         let mut f = Fanout::new();
         if let Some(path) = &self.jsonl {
             let out = if path == "-" {
@@ -116,5 +130,28 @@ impl Outputs {
         };
         use std::io::Write;
         let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+
+    /// Writes the whole-run reports (the SVG picture) from the finished records. A report that
+    /// cannot be written is reported on stderr with its path and the reason and does not stop the
+    /// others; returns whether all were written.
+    pub fn write_reports(&self, h: &Header, t: &Tracker, sum: &Summary) -> bool {
+        let mut ok = true;
+        if let Some(path) = &self.svg {
+            let text = svg::render(
+                h,
+                t,
+                sum,
+                SvgOptions {
+                    redact: self.redact,
+                    ..SvgOptions::default()
+                },
+            );
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("proctrace: cannot write SVG to '{path}': {e}");
+                ok = false;
+            }
+        }
+        ok
     }
 }

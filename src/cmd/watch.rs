@@ -46,7 +46,8 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     };
     let tracker = Tracker::new(TrackerOptions {
         scope,
-        retain_exited: false,
+        // Whole-run reports need the exited records; plain streaming keeps memory bounded.
+        retain_exited: cfg.outputs.wants_records(),
         want_details: true,
     });
     let mut s = Session::new(backend, tracker, sinks);
@@ -58,13 +59,14 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
-    s.start(&Header {
+    let header = Header {
         mode: mode.clone(),
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.kind().as_str().to_string()),
-    });
+    };
+    s.start(&header);
 
     if let Some(root) = cfg.root {
         // Seed the subtree as it is now, parents before children.
@@ -119,6 +121,11 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         sum.capture.rejected,
         st.peak_held
     );
+    let reports_ok = cfg.outputs.write_reports(&header, s.tracker(), &sum);
     crate::cmd::run::report_problems(&s);
-    Ok(exit_codes::OK)
+    Ok(if reports_ok {
+        exit_codes::OK
+    } else {
+        exit_codes::INTERNAL
+    })
 }

@@ -5,4 +5,5 @@
 //!
 //! Streaming outputs, written while events arrive, are [`crate::sink`]s instead.
 
+pub mod svg;
 pub mod tree;

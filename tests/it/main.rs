@@ -11,5 +11,6 @@ mod run_realtime;
 mod run_shapes;
 mod run_spawns;
 mod run_status;
+mod svg_out;
 mod trace2_out;
 mod watch;
