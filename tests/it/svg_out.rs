@@ -127,3 +127,34 @@ fn an_unwritable_svg_path_is_an_error_naming_it() {
         "the command must not run"
     );
 }
+
+/// `watch -p PID --svg`: the records of processes that exited during the watch are kept for the
+/// picture (watch otherwise drops them), so every one of them has its bar.
+#[test]
+fn watch_draws_the_processes_that_came_and_went() {
+    let mut target = Command::new("sh")
+        .args(["-c", "sleep 0.5; /bin/sleep 0.2; sh -c 'exit 4'; exit 0"])
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let svg = tmp("watch.svg");
+    let out = Command::new(PROCTRACE)
+        .args(["watch", "-p", &pid.to_string(), "--duration", "10", "--svg", &svg])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    target.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed XML");
+    let b = bars(&doc);
+    let find = |words: &str| {
+        b.values()
+            .find(|bar| bar.3.lines().next().is_some_and(|l| l.starts_with(words)))
+            .unwrap_or_else(|| panic!("no bar for {words:?} in {b:#?}"))
+    };
+    assert_eq!(find("sh -c 'sleep 0.5;").2, "ok");
+    assert_eq!(find("/bin/sleep 0.2").2, "ok");
+    assert_eq!(find("sh -c 'exit 4'").2, "fail");
+    assert!(text.contains(&format!("watch -p {pid}")), "titled by the mode");
+}
