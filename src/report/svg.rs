@@ -944,6 +944,19 @@ mod tests {
         assert!(svg.contains(">100 ms</text>"), "ticks every 100 ms over 0.7 s");
     }
 
+    /// The README's picture is what `proctrace replay tests/fixtures/captures/make-j2.jsonl
+    /// --svg docs/make-j2.svg` draws today.
+    #[test]
+    fn the_readme_picture_is_current() {
+        let (h, t, sum) = replayed("make-j2");
+        let want = render(&h, &t, &sum, SvgOptions::default());
+        let path = format!("{}/docs/make-j2.svg", env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            std::fs::read_to_string(&path).unwrap() == want,
+            "{path} is stale: regenerate it with the command in this test's doc comment"
+        );
+    }
+
     /// A build of thousands of processes through the real tracker: 40 make workers, each
     /// forking 100 compiles; some fail, some are killed, a few never finish, one has an argv
     /// full of XML metacharacters and control characters (a failing one, so it is drawn).
