@@ -82,8 +82,9 @@ struct OutputArgs {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
-    /// Write an SVG picture of the run to FILE at the end: a timeline of the processes (the
-    /// longest 200 when there are more), coloured by outcome, with how many ran at each moment.
+    /// Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured
+    /// by outcome (at most 200 rows: failures first, then the longest), with how many ran at
+    /// each moment.
     #[arg(long, value_name = "FILE")]
     svg: Option<String>,
 }
