@@ -158,3 +158,48 @@ fn watch_draws_the_processes_that_came_and_went() {
     assert_eq!(find("sh -c 'exit 4'").2, "fail");
     assert!(text.contains(&format!("watch -p {pid}")), "titled by the mode");
 }
+
+/// A picture that cannot be written at the end (a full disk: /dev/full) is reported with its
+/// path and reason; the JSON Lines and the tree are complete and `run` keeps CMD's status, while
+/// `replay`, whose only job is its outputs, fails.
+#[test]
+fn a_failed_svg_write_is_reported_and_loses_nothing_else() {
+    let cap = tmp("cap.jsonl");
+    let (out, lines) = run(&["--svg", "/dev/full", "--record", &cap], &["sh", "-c", "exit 5"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot write SVG to '/dev/full': No space left on device"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 process, exit 5"),
+        "the tree's summary line: {err}"
+    );
+    assert_eq!(lines.last().unwrap()["event"], "end", "JSON Lines complete");
+
+    let rep = Command::new(PROCTRACE)
+        .args(["replay", &cap, "--svg", "/dev/full"])
+        .output()
+        .unwrap();
+    assert_eq!(rep.status.code(), Some(125));
+    assert!(
+        stderr(&rep).contains("cannot write SVG to '/dev/full'"),
+        "{}",
+        stderr(&rep)
+    );
+}
+
+/// A command that cannot be started still gets its (empty) picture, not a zero-byte file.
+#[test]
+fn a_command_that_cannot_start_still_gets_a_picture() {
+    let svg = tmp("none.svg");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--svg", &svg, "--", "/nonexistent/cmd"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    roxmltree::Document::parse(&text).expect("well-formed XML");
+    assert!(text.contains("/nonexistent/cmd"), "titled by the command");
+}
