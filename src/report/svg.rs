@@ -357,19 +357,23 @@ fn short(r: &ProcessRecord, redact: bool) -> String {
 fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
     let mut s = describe(r, redact);
     let _ = write!(s, "\npid {}, parent {}", r.pid, r.ppid);
-    let _ = write!(s, "\nstarted +{}", fmt_duration(row.start - t0));
+    match r.start_ns {
+        Some(st) if st >= t0 => {
+            let _ = write!(s, "\nstarted +{}", fmt_duration(st - t0));
+        }
+        Some(st) => {
+            let _ = write!(s, "\nstarted {} before tracing began", fmt_duration(t0 - st));
+        }
+        None => s.push_str("\nrunning when tracing began"),
+    }
     let plain = Paint { on: false };
+    let ran = run_text(r, row);
     match r.exit {
         Some(x) => {
-            let _ = write!(
-                s,
-                ", ran {}, {}",
-                fmt_duration(row.end - row.start),
-                exit_text(x.status, plain)
-            );
+            let _ = write!(s, ", ran {ran}, {}", exit_text(x.status, plain));
         }
         None => {
-            let _ = write!(s, ", still running after {}", fmt_duration(row.end - row.start));
+            let _ = write!(s, ", still running after {ran}");
         }
     }
     if r.background.is_some() {
@@ -387,6 +391,15 @@ fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
         let _ = write!(s, "\ncwd {cwd}");
     }
     s
+}
+
+/// How long the process ran: from its fork, even one before the picture begins; `≥` the part
+/// drawn when the fork time is unknown.
+fn run_text(r: &ProcessRecord, row: &Row) -> String {
+    match r.start_ns {
+        Some(st) => fmt_duration(row.end.saturating_sub(st)),
+        None => format!("≥ {}", fmt_duration(row.end - row.start)),
+    }
 }
 
 fn f1(v: f64) -> String {
@@ -710,7 +723,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             );
         }
         let dur = if r.exit.is_some() {
-            fmt_duration(row.end - row.start)
+            run_text(r, row)
         } else {
             "running".to_string()
         };
@@ -1128,6 +1141,73 @@ mod tests {
         // Promoted to the next decimal unit once the run reaches it.
         assert_eq!(case(3_700_000).0, "0.5 ms");
         assert_eq!(case(1_500_000_000).0, "0.2 s");
+    }
+
+    /// `watch -p` of processes already running: the bars begin at the picture's left edge, the
+    /// hover and the duration say how long they really ran, or that the fork time is unknown.
+    #[test]
+    fn processes_older_than_the_trace_start_at_the_edge() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        let t0 = 10_000_000_000u64;
+        let mut facts = Vec::new();
+        let details = |argv: &[&str]| {
+            Some(ExecDetails {
+                argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+                ..Default::default()
+            })
+        };
+        for e in [
+            Event::Existing {
+                tgid: 50,
+                ppid: 1,
+                start_ns: Some(t0 - 2_000_000_000),
+                details: details(&["server"]),
+            },
+            Event::Existing {
+                tgid: 51,
+                ppid: 50,
+                start_ns: None,
+                details: details(&["worker"]),
+            },
+            Event::Exit {
+                ts: t0 + 1_000_000_000,
+                pid: 50,
+                tgid: 50,
+                status: 0,
+                parent_tgid: 1,
+            },
+        ] {
+            t.apply(&e, &mut facts);
+        }
+        let mut h = header(t0, &[]);
+        h.mode = Mode::Watch { root: Some(50) };
+        let sum = Summary {
+            ts: t0 + 1_500_000_000,
+            status: None,
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 0,
+            root: None,
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+        };
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert_eq!(check(&svg, &h, &t, &sum, 200), 2);
+        assert!(
+            svg.contains("started 2.00s before tracing began, ran 3.00s, exit 0"),
+            "{svg}"
+        );
+        assert!(svg.contains(">3.00s</text>"), "the whole run as its duration");
+        assert!(
+            svg.contains("running when tracing began, still running after ≥ 1.50s"),
+            "{svg}"
+        );
+        assert!(svg.contains("watch -p 50"));
     }
 
     #[test]
