@@ -277,7 +277,7 @@ fn tick_step(span_ns: u64, px_per_tick: f64) -> (u64, u64, &'static str) {
         .iter()
         .copied()
         .find(|&c| c as f64 >= target)
-        .unwrap_or_else(|| (target / 86_400e9).ceil() as u64 * 86_400_000_000_000);
+        .unwrap_or_else(|| ((target / 86_400e9).ceil() as u64).saturating_mul(86_400_000_000_000));
     let (mut unit, mut name) = match step {
         s if s >= 3_600_000_000_000 => (3_600_000_000_000, "h"),
         s if s >= 60_000_000_000 => (60_000_000_000, "min"),
@@ -409,7 +409,7 @@ fn f1(v: f64) -> String {
 /// Renders the picture.
 pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     let t0 = h.ts;
-    let mut t1 = sum.ts.max(t0 + 1);
+    let mut t1 = sum.ts.max(t0.saturating_add(1));
     // The picture ends at the summary or the last exit, whichever is later.
     let mut stack: Vec<ProcId> = t.roots().to_vec();
     while let Some(id) = stack.pop() {
