@@ -489,7 +489,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     let _ = writeln!(
         s,
         r#"<text class="title" x="{MARGIN}" y="24">{}</text>"#,
-        xml_escape(&elide(&what, 128))
+        xml_escape(&elide(&what, 96))
     );
     let n = rows.len();
     let mut sub = format!(
@@ -528,11 +528,19 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             xml_escape(&exit_text(Some(st), Paint { on: false }))
         );
     }
-    let _ = write!(sub, "started {}", xml_escape(&wall_clock(h, t0)));
-    if let Some(b) = &h.backend {
-        let _ = write!(sub, " · {}", xml_escape(b));
-    }
+    let sub = sub.trim_end_matches(" · ");
     let _ = writeln!(s, r#"<text class="sub" x="{MARGIN}" y="44">{sub}</text>"#);
+    // When and how, on the title line's right.
+    let mut when = format!("started {}", wall_clock(h, t0));
+    if let Some(b) = &h.backend {
+        let _ = write!(when, " · {b}");
+    }
+    let _ = writeln!(
+        s,
+        r#"<text class="sub" x="{}" y="24" text-anchor="end">{}</text>"#,
+        WIDTH - MARGIN,
+        xml_escape(&when)
+    );
 
     // Legend: the outcomes that occur, always "exit 0" first.
     let mut lx = MARGIN;
