@@ -82,6 +82,13 @@ struct OutputArgs {
     /// Trace2 brief mode (no file/line; event target: time only on version and atexit).
     #[arg(long)]
     trace2_brief: bool,
+    /// Append the end-of-run summary (critical path, slowest, by program, failures, leaks) as
+    /// Markdown to FILE, e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long, value_name = "FILE")]
+    summary_md: Option<String>,
+    /// Write the end-of-run summary as one JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<String>,
     /// Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured
     /// by outcome (at most 200 rows: failures first, then the longest), with how many ran at
     /// each moment.
@@ -127,6 +134,10 @@ enum Cmd {
         /// Stop after SECS seconds.
         #[arg(long, value_name = "SECS")]
         duration: Option<f64>,
+        /// At the end, print the summary (slowest, by program, failures; with -p the critical
+        /// path) on stderr. Keeps exited processes in memory until then.
+        #[arg(long)]
+        summary: bool,
     },
     /// Replay a capture recorded with --record through the model and outputs.
     Replay {
@@ -171,7 +182,7 @@ fn tree_mode(t: TreeArg) -> TreeMode {
     }
 }
 
-fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
+fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode, summary_text: bool) -> Outputs {
     Outputs {
         jsonl: c.output.clone(),
         human_stdout,
@@ -187,6 +198,9 @@ fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
         .filter_map(|(kind, v)| v.clone().map(|value| Trace2Target { kind, value }))
         .collect(),
         trace2_brief: c.trace2_brief,
+        summary_text,
+        summary_md: c.summary_md.clone(),
+        summary_json: c.summary_json.clone(),
         svg: c.svg.clone(),
     }
 }
@@ -215,7 +229,7 @@ fn main() {
         } => (|| {
             run(RunConfig {
                 argv,
-                outputs: outputs(&common.out, false, tree_mode(tree)),
+                outputs: outputs(&common.out, false, tree_mode(tree), true),
                 wait_bg: wait_bg.map(|v| secs(v, "--wait-bg")).transpose()?,
                 fail_on_leak,
                 backend: match backend {
@@ -231,10 +245,11 @@ fn main() {
             common,
             pid,
             duration,
+            summary,
         } => (|| {
             watch(WatchConfig {
                 root: pid,
-                outputs: outputs(&common.out, common.out.output.is_none(), TreeMode::None),
+                outputs: outputs(&common.out, common.out.output.is_none(), TreeMode::None, summary),
                 duration: duration.map(|v| secs(v, "--duration")).transpose()?,
                 capture: capture(&common),
                 record: common.record.clone(),
@@ -247,7 +262,7 @@ fn main() {
             tree,
         } => (|| {
             let cap = replay::read_capture(&capture)?;
-            let out = outputs(&out, false, tree_mode(tree));
+            let out = outputs(&out, false, tree_mode(tree), true);
             let sinks = out.open_sinks()?;
             let fallback = Header {
                 mode: Mode::Replay {
@@ -258,13 +273,10 @@ fn main() {
                 tool: Tool::this_process(),
                 backend: None,
             };
-            let header = cap.header.clone().unwrap_or_else(|| fallback.clone());
-            let (engine, sum) = replay::replay(&cap, root, sinks, fallback);
-            let mode = cap
-                .header
-                .as_ref()
-                .map_or(Mode::Replay { path: capture }, |h| h.mode.clone());
-            out.print_tree(&engine.tracker, &mode, &sum);
+            let header = cap.header.clone().unwrap_or(fallback);
+            let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
+            out.print_tree(&engine.tracker, &header, &sum);
+            // Writing its outputs is all a replay does: one that fails fails it.
             if out.write_reports(&header, &engine.tracker, &sum) {
                 Ok(exit_codes::OK)
             } else {

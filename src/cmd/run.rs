@@ -96,7 +96,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         argv: cfg.argv.clone(),
     };
     let header = Header {
-        mode: mode.clone(),
+        mode,
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
@@ -202,7 +202,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     s.stop();
     let sum = s.summary(status, background, Some(cmd_pid));
     s.engine.finish(&sum);
-    cfg.outputs.print_tree(s.tracker(), &mode, &sum);
+    cfg.outputs.print_tree(s.tracker(), &header, &sum);
     cfg.outputs.write_reports(&header, s.tracker(), &sum);
     report_problems(&s);
 

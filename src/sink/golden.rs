@@ -1,6 +1,7 @@
 //! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
 //! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
-//! git Trace2 event, perf and normal), the tree and the SVG picture, and the bytes must equal
+//! git Trace2 event, perf and normal), the tree, the SVG picture and the summary (text, Markdown,
+//! JSON), and the bytes must equal
 //! `tests/fixtures/golden/<capture>.<format>`.
 //!
 //! An output that changes on purpose is regenerated with
@@ -18,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::Event;
+use crate::report::summary::{self, TextOptions};
 use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
@@ -35,7 +37,7 @@ const CAPTURES: [&str; 7] = [
 ];
 
 /// Every output, by the extension of its golden file.
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 10] = [
     "jsonl",
     "lines",
     "tree",
@@ -43,6 +45,9 @@ const FORMATS: [&str; 7] = [
     "trace2-event",
     "trace2-perf",
     "trace2-normal",
+    "summary",
+    "summary-md",
+    "summary-json",
 ];
 
 fn fixtures() -> PathBuf {
@@ -181,6 +186,20 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
     for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
         out.push((*fmt, std::fs::read(f).unwrap()));
     }
+    let report = summary::summarize(&header, &engine.tracker, &sum, true);
+    out.push((
+        "summary",
+        summary::render_text(
+            &report,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        )
+        .into_bytes(),
+    ));
+    out.push(("summary-md", summary::render_markdown(&report).into_bytes()));
+    out.push(("summary-json", summary::render_json(&report).into_bytes()));
     let _ = std::fs::remove_dir_all(&scratch);
     out
 }

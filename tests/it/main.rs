@@ -11,6 +11,7 @@ mod run_realtime;
 mod run_shapes;
 mod run_spawns;
 mod run_status;
+mod summary;
 mod svg_out;
 mod trace2_out;
 mod watch;
