@@ -64,10 +64,7 @@ impl Outputs {
     /// A whole-run report is asked for (a summary or the SVG picture): the tracker must keep
     /// exited records (`watch` frees them otherwise).
     pub fn wants_records(&self) -> bool {
-        self.summary_text
-            || self.summary_md.is_some()
-            || self.summary_json.is_some()
-            || self.svg.is_some()
+        self.summary_text || self.summary_md.is_some() || self.summary_json.is_some() || self.svg.is_some()
     }
 
     /// Opens every destination. Fails before anything runs when one cannot be opened (a report
