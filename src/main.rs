@@ -141,6 +141,11 @@ struct OutputArgs {
     /// Write the end-of-run summary as one JSON object to FILE.
     #[arg(long, value_name = "FILE")]
     summary_json: Option<String>,
+    /// Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured
+    /// by outcome (at most 200 rows: failures first, then the longest), with how many ran at
+    /// each moment.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<String>,
     /// Nothing on stderr but errors: no status line, no tree, no totals (files are still
     /// written).
     #[arg(short, long)]
@@ -336,6 +341,7 @@ fn outputs(
         summary_json: c.summary_json.clone(),
         progress,
         quiet: c.quiet,
+        svg: c.svg.clone(),
     }
 }
 
@@ -419,8 +425,12 @@ fn main() {
             let header = cap.header.clone().unwrap_or(fallback);
             let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
             out.print_tree(&engine.tracker, &header, &sum);
-            out.write_reports(&header, &engine.tracker, &sum);
-            Ok(exit_codes::OK)
+            // Writing its outputs is all a replay does: one that fails fails it.
+            if out.write_reports(&header, &engine.tracker, &sum) {
+                Ok(exit_codes::OK)
+            } else {
+                Ok(exit_codes::INTERNAL)
+            }
         })(),
         what @ (Cmd::Completions { .. } | Cmd::Man { .. }) => generate(&what),
     };

@@ -1,5 +1,5 @@
-//! Wiring from the command line to the outputs: which sinks to open and where, and the tree at
-//! the end.
+//! Wiring from the command line to the outputs: which sinks to open and where, and the tree and
+//! whole-run reports (the SVG picture) at the end.
 //!
 //! The one place that looks at the terminal and the environment for output (isatty, `NO_COLOR`,
 //! `TERM`, `COLUMNS`); it hands the sinks and the tree plain decisions (colour on or off, a width),
@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 use crate::ProctraceError;
 use crate::model::tracker::Tracker;
 use crate::report::summary::{self, TextOptions};
+use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
 use crate::sink::{self, Fanout, Header, Summary};
 
@@ -48,6 +49,8 @@ pub struct Outputs {
     pub summary_md: Option<String>,
     /// Write the summary as one JSON object to this file (`--summary-json`).
     pub summary_json: Option<String>,
+    /// SVG picture of the run, written at the end.
+    pub svg: Option<String>,
     /// A live status line on stderr (`run`), shown only when stderr is a terminal.
     pub progress: bool,
     /// `--quiet`: no status line and no tree or totals on stderr (files are still written;
@@ -68,13 +71,14 @@ fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
 }
 
 impl Outputs {
-    /// A whole-run report is asked for: the tracker must keep exited records (`watch` frees
-    /// them otherwise).
+    /// A whole-run report is asked for (a summary or the SVG picture): the tracker must keep
+    /// exited records (`watch` frees them otherwise).
     pub fn wants_records(&self) -> bool {
-        self.summary_text || self.summary_md.is_some() || self.summary_json.is_some()
+        self.summary_text || self.summary_md.is_some() || self.summary_json.is_some() || self.svg.is_some()
     }
 
-    /// Opens every destination. Fails before anything runs when one cannot be opened.
+    /// Opens every destination. Fails before anything runs when one cannot be opened (a report
+    /// file is created now and written at the end).
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {
         let mut f = Fanout::new();
         // Whole-run reports are written at the end; find out now that their files can be.
@@ -88,6 +92,10 @@ impl Outputs {
         if let Some(path) = &self.summary_json {
             std::fs::File::create(path)
                 .map_err(|e| ProctraceError::Io(format!("cannot open summary file '{path}'"), e))?;
+        }
+        if let Some(path) = &self.svg {
+            std::fs::File::create(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?;
         }
         if let Some(path) = &self.jsonl {
             let out = if path == "-" {
@@ -181,34 +189,48 @@ impl Outputs {
             std::io::stderr().write_all(summary::render_text(&r, TextOptions { color, width }).as_bytes());
     }
 
-    /// Writes the whole-run report files (`--summary-md`, `--summary-json`). A file that cannot
-    /// be written is reported on stderr with its path; the others are still written, and what
-    /// was captured is unaffected. Returns whether all were written.
+    /// Writes the whole-run report files (`--summary-md`, `--summary-json`, `--svg`). A file that
+    /// cannot be written is reported on stderr with its path and the reason; the others are still
+    /// written, and what was captured is unaffected. Returns whether all were written.
     pub fn write_reports(&self, h: &Header, t: &Tracker, sum: &Summary) -> bool {
-        if self.summary_md.is_none() && self.summary_json.is_none() {
-            return true;
-        }
-        let r = summary::summarize(h, t, sum, self.redact);
         let mut ok = true;
-        if let Some(path) = &self.summary_md {
-            // One write in append mode: summaries of several steps share a file
-            // ($GITHUB_STEP_SUMMARY).
-            let res = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut f| {
-                    use std::io::Write;
-                    f.write_all(summary::render_markdown(&r).as_bytes())
-                });
-            if let Err(e) = res {
-                eprintln!("proctrace: cannot write summary to '{path}': {e}");
-                ok = false;
+        if self.summary_md.is_some() || self.summary_json.is_some() {
+            let r = summary::summarize(h, t, sum, self.redact);
+            if let Some(path) = &self.summary_md {
+                // One write in append mode: summaries of several steps share a file
+                // ($GITHUB_STEP_SUMMARY).
+                let res = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| {
+                        use std::io::Write;
+                        f.write_all(summary::render_markdown(&r).as_bytes())
+                    });
+                if let Err(e) = res {
+                    eprintln!("proctrace: cannot write summary to '{path}': {e}");
+                    ok = false;
+                }
+            }
+            if let Some(path) = &self.summary_json {
+                if let Err(e) = std::fs::write(path, summary::render_json(&r)) {
+                    eprintln!("proctrace: cannot write summary to '{path}': {e}");
+                    ok = false;
+                }
             }
         }
-        if let Some(path) = &self.summary_json {
-            if let Err(e) = std::fs::write(path, summary::render_json(&r)) {
-                eprintln!("proctrace: cannot write summary to '{path}': {e}");
+        if let Some(path) = &self.svg {
+            let text = svg::render(
+                h,
+                t,
+                sum,
+                SvgOptions {
+                    redact: self.redact,
+                    ..SvgOptions::default()
+                },
+            );
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("proctrace: cannot write SVG to '{path}': {e}");
                 ok = false;
             }
         }

@@ -110,6 +110,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
+            cfg.outputs.write_reports(&header, s.tracker(), &sum);
             eprintln!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
             return Ok(e.code);
         }

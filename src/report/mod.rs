@@ -10,4 +10,5 @@
 //! Streaming outputs, written while events arrive, are [`crate::sink`]s instead.
 
 pub mod summary;
+pub mod svg;
 pub mod tree;

@@ -1,7 +1,7 @@
 //! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
 //! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
-//! git Trace2 event, perf and normal), the tree and the summary (text, Markdown, JSON), and the
-//! bytes must equal
+//! git Trace2 event, perf and normal), the tree, the SVG picture and the summary (text, Markdown,
+//! JSON), and the bytes must equal
 //! `tests/fixtures/golden/<capture>.<format>`.
 //!
 //! An output that changes on purpose is regenerated with
@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::Event;
 use crate::report::summary::{self, TextOptions};
+use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
 use crate::sink::{Fanout, Header, LineDest, Mode, Tool, jsonl::JsonLines, lines::HumanLines};
@@ -36,10 +37,11 @@ const CAPTURES: [&str; 7] = [
 ];
 
 /// Every output, by the extension of its golden file.
-const FORMATS: [&str; 9] = [
+const FORMATS: [&str; 10] = [
     "jsonl",
     "lines",
     "tree",
+    "svg",
     "trace2-event",
     "trace2-perf",
     "trace2-normal",
@@ -176,6 +178,10 @@ fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
         ("jsonl", jsonl.take()),
         ("lines", lines.take()),
         ("tree", tree.into_bytes()),
+        (
+            "svg",
+            svg::render(&header, &engine.tracker, &sum, SvgOptions::default()).into_bytes(),
+        ),
     ];
     for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
         out.push((*fmt, std::fs::read(f).unwrap()));

@@ -14,5 +14,6 @@ mod run_shapes;
 mod run_spawns;
 mod run_status;
 mod summary;
+mod svg_out;
 mod trace2_out;
 mod watch;
