@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::capture::enrich::ExecNotice;
 use crate::capture::{Backend, CaptureMsg, Details, Marker, Notice, procfs};
+use crate::filter::FactFilter;
 use crate::model::event::{Event, ExitStatus, Pid};
 use crate::model::tracker::{Fact, Followup, Tracker};
 use crate::sink::{CaptureSummary, Fanout, Header, Summary};
@@ -44,6 +45,8 @@ pub struct Engine {
     record: Option<std::io::BufWriter<std::fs::File>>,
     record_redact: bool,
     clocks: std::sync::OnceLock<procfs::Clocks>,
+    filter: Option<FactFilter>,
+    filtered: u64,
 }
 
 impl Engine {
@@ -58,6 +61,8 @@ impl Engine {
             record: None,
             record_redact: true,
             clocks: std::sync::OnceLock::new(),
+            filter: None,
+            filtered: 0,
         }
     }
 
@@ -67,6 +72,17 @@ impl Engine {
         self.record = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
         self.record_redact = redact;
         Ok(())
+    }
+
+    /// Lets only the facts `filter` passes reach the sinks (the tracker and the recording still
+    /// see every event). An empty filter is no filter.
+    pub fn set_filter(&mut self, filter: FactFilter) {
+        self.filter = (!filter.is_empty()).then_some(filter);
+    }
+
+    /// Facts a filter kept from the sinks; `None` without a filter.
+    pub fn filtered(&self) -> Option<u64> {
+        self.filter.as_ref().map(|_| self.filtered)
     }
 
     /// Emits the header to the sinks (and the recording).
@@ -134,6 +150,13 @@ impl Engine {
 
     fn emit(&mut self) {
         for f in self.facts.drain(..) {
+            if let Some(filter) = &self.filter {
+                if !filter.pass(&f, &self.tracker) {
+                    self.filtered += 1;
+                    self.sinks.filtered(&f, &self.tracker);
+                    continue;
+                }
+            }
             self.sinks.fact(&f, &self.tracker);
         }
     }
@@ -145,6 +168,7 @@ impl Engine {
 
     /// Writes buffered output out.
     pub fn flush(&mut self) {
+        self.sinks.refresh(&self.tracker);
         self.sinks.flush();
         if let Some(rec) = self.record.as_mut() {
             let _ = rec.flush();
@@ -442,6 +466,7 @@ impl Session {
             tracer_cpu_ns: Some(procfs::self_cpu_ns()),
             backend: Some(self.backend.kind().as_str().to_string()),
             argv_reader: Some(self.backend.argv_reader().to_string()),
+            filtered: self.engine.filtered(),
         }
     }
 

@@ -14,6 +14,7 @@
 pub mod capture;
 pub mod cmd;
 pub mod engine;
+pub mod filter;
 pub mod model;
 pub mod output;
 pub mod redact;

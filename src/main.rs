@@ -7,6 +7,7 @@ use proctrace::capture::{BackendChoice, CaptureOptions};
 use proctrace::cmd::replay;
 use proctrace::cmd::run::{RunConfig, run};
 use proctrace::cmd::watch::{WatchConfig, watch};
+use proctrace::filter::{self, FactFilter};
 use proctrace::output::{Outputs, TreeMode};
 use proctrace::sink::trace2::Trace2Target;
 use proctrace::sink::{Header, Mode, Tool};
@@ -15,11 +16,62 @@ use trace2::TargetKind;
 
 /// Every process a command starts — or the whole system — with the kernel's timestamps.
 #[derive(Parser, Debug)]
-#[command(name = "proctrace", version, about, long_about = None)]
+#[command(
+    name = "proctrace",
+    version,
+    propagate_version = true,
+    about,
+    long_about = None,
+    after_long_help = EXAMPLES
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  proctrace run -- make -j2                 trace a build; the tree on stderr at the end
+  proctrace run -o build.jsonl -- make      also every fact as JSON Lines
+  proctrace watch -e exec                   every program started on the system (an execsnoop)
+  proctrace run --record cap.jsonl -- make  record, then: proctrace replay cap.jsonl
+  proctrace completions bash >/etc/bash_completion.d/proctrace
+  proctrace man | man -l -
+
+Run `proctrace help COMMAND` (or COMMAND --help) for each command's options and examples.";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  proctrace run -- make -j2
+      Trace a build: a status line while it runs (on a terminal), the process tree at the end.
+  proctrace run -o build.jsonl --trace2-event t2.json -- make
+      Every fact as JSON Lines, and git Trace2 events, while the tree goes to stderr.
+  proctrace run --wait-bg 5 --fail-on-leak -- ./test.sh
+      Follow what the tests leave running for 5 s; exit 3 if anything is still there.
+  proctrace run --quiet -o out.jsonl -- sh -c 'ls -la'
+      Nothing on stderr but errors; the file is still written.
+  proctrace run -- -cmd-starting-with-dash
+      Options end at the first word that is not one (or at `--`); a mistyped option is an error,
+      never run as the command.";
+
+const WATCH_EXAMPLES: &str = "\
+Examples:
+  proctrace watch -e exec
+      Only program starts, system-wide (an execsnoop).
+  proctrace watch -e exec,exit --user www-data
+      What one user's processes run, and how they end.
+  proctrace watch --comm cron -o cron.jsonl
+      Facts about processes named cron, as JSON Lines.
+  proctrace watch -p 1234 --duration 60
+      One running process and its descendants, for a minute.";
+
+const REPLAY_EXAMPLES: &str = "\
+Examples:
+  proctrace run --record cap.jsonl -- make
+  proctrace replay cap.jsonl --tree full
+      The tree again, from the recording.
+  proctrace replay cap.jsonl -o facts.jsonl --trace2-perf perf.txt --quiet
+      Other outputs from the same recording, byte for byte as the live run wrote them.";
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendArg {
@@ -86,11 +138,44 @@ struct OutputArgs {
     /// ui.perfetto.dev or chrome://tracing. One slice per process on lanes, a `running` counter.
     #[arg(long, value_name = "FILE")]
     chrome: Option<String>,
+    /// Append the end-of-run summary (critical path, slowest, by program, failures, leaks) as
+    /// Markdown to FILE, e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long, value_name = "FILE")]
+    summary_md: Option<String>,
+    /// Write the end-of-run summary as one JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<String>,
+    /// Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured
+    /// by outcome (at most 200 rows: failures first, then the longest), with how many ran at
+    /// each moment.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<String>,
+    /// Nothing on stderr but errors: no status line, no tree, no totals (files are still
+    /// written).
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// What `watch` writes: facts are narrowed before formatting (the model still sees everything).
+#[derive(clap::Args, Debug)]
+struct FilterArgs {
+    /// Only these kinds of facts (comma-separated, repeatable): fork, exec, exit, background,
+    /// lost, uid, gid, setsid, ptrace, comm, or all; forkstat's sid and ptrce work too.
+    #[arg(short, long, value_name = "LIST", value_parser = filter::parse_kind_list)]
+    events: Vec<filter::KindList>,
+    /// Only processes whose real or effective uid is this user (a name or a number; repeatable).
+    #[arg(long, value_name = "USER", value_parser = parse_user)]
+    user: Vec<u32>,
+    /// Only processes with this name: their comm, or the file name of the program they run
+    /// (repeatable).
+    #[arg(long, value_name = "NAME")]
+    comm: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run CMD and trace it and all its descendants; exit with its status.
+    #[command(after_long_help = RUN_EXAMPLES)]
     Run {
         #[command(flatten)]
         common: Common,
@@ -107,27 +192,33 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
-        /// The command and its arguments.
-        #[arg(
-            required = true,
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "CMD"
-        )]
+        /// The command and its arguments. Options end at its first word; a command whose name
+        /// starts with `-` needs `--` before it.
+        // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.
+        // `trailing_var_arg` alone still hands `ls -la` over whole once `ls` is seen.
+        #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
         argv: Vec<String>,
     },
     /// Stream lifecycle facts system-wide (or for one subtree) until interrupted.
+    #[command(after_long_help = WATCH_EXAMPLES)]
     Watch {
         #[command(flatten)]
         common: Common,
+        #[command(flatten)]
+        filter: FilterArgs,
         /// Only this running process and its descendants; stops when they are all gone.
         #[arg(short, long, value_name = "PID")]
         pid: Option<i32>,
         /// Stop after SECS seconds.
         #[arg(long, value_name = "SECS")]
         duration: Option<f64>,
+        /// At the end, print the summary (slowest, by program, failures; with -p the critical
+        /// path) on stderr. Keeps exited processes in memory until then.
+        #[arg(long)]
+        summary: bool,
     },
     /// Replay a capture recorded with --record through the model and outputs.
+    #[command(after_long_help = REPLAY_EXAMPLES)]
     Replay {
         /// The capture file.
         capture: String,
@@ -141,6 +232,63 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
     },
+    /// Print a shell completion script to stdout (e.g. `source <(proctrace completions bash)`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff) to stdout: `proctrace man | man -l -`.
+    Man {
+        /// A command's own page (run, watch, replay, ...) instead of the overview.
+        command: Option<String>,
+    },
+}
+
+fn parse_user(s: &str) -> Result<u32, String> {
+    if let Ok(uid) = s.parse::<u32>() {
+        return Ok(uid);
+    }
+    match nix::unistd::User::from_name(s) {
+        Ok(Some(u)) => Ok(u.uid.as_raw()),
+        Ok(None) => Err(format!("no user '{s}' in the passwd database")),
+        Err(e) => Err(format!("cannot look up user '{s}': {e}")),
+    }
+}
+
+/// Writes a completion script or a man page for this command line to stdout.
+fn generate(what: &Cmd) -> Result<i32, ProctraceError> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    match what {
+        Cmd::Completions { shell } => clap_complete::generate(*shell, &mut cmd, "proctrace", &mut out),
+        Cmd::Man { command } => {
+            let page = match command {
+                None => cmd,
+                Some(name) => {
+                    cmd.build();
+                    // Built, a subcommand is named `proctrace-run` (title) and `proctrace run`
+                    // (synopsis).
+                    cmd.find_subcommand(name)
+                        .cloned()
+                        .ok_or_else(|| {
+                            ProctraceError::Usage(format!("no command '{name}' (try: run, watch, replay)"))
+                        })?
+                        .version(env!("CARGO_PKG_VERSION"))
+                }
+            };
+            clap_mangen::Man::new(page)
+                .render(&mut out)
+                .map_err(|e| ProctraceError::Io("rendering the man page".into(), e))?;
+        }
+        _ => {}
+    }
+    use std::io::Write;
+    match std::io::stdout().write_all(&out) {
+        Ok(()) => Ok(exit_codes::OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(exit_codes::OK),
+        Err(e) => Err(ProctraceError::Io("writing to stdout".into(), e)),
+    }
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -170,7 +318,13 @@ fn tree_mode(t: TreeArg) -> TreeMode {
     }
 }
 
-fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
+fn outputs(
+    c: &OutputArgs,
+    human_stdout: bool,
+    tree: TreeMode,
+    summary_text: bool,
+    progress: bool,
+) -> Outputs {
     Outputs {
         jsonl: c.output.clone(),
         human_stdout,
@@ -187,6 +341,12 @@ fn outputs(c: &OutputArgs, human_stdout: bool, tree: TreeMode) -> Outputs {
         .collect(),
         trace2_brief: c.trace2_brief,
         chrome: c.chrome.clone(),
+        summary_text,
+        summary_md: c.summary_md.clone(),
+        summary_json: c.summary_json.clone(),
+        progress,
+        quiet: c.quiet,
+        svg: c.svg.clone(),
     }
 }
 
@@ -214,7 +374,7 @@ fn main() {
         } => (|| {
             run(RunConfig {
                 argv,
-                outputs: outputs(&common.out, false, tree_mode(tree)),
+                outputs: outputs(&common.out, false, tree_mode(tree), true, true),
                 wait_bg: wait_bg.map(|v| secs(v, "--wait-bg")).transpose()?,
                 fail_on_leak,
                 backend: match backend {
@@ -228,12 +388,22 @@ fn main() {
         })(),
         Cmd::Watch {
             common,
+            filter,
             pid,
             duration,
+            summary,
         } => (|| {
+            let kinds: Vec<_> = filter.events.into_iter().flat_map(|k| k.0).collect();
             watch(WatchConfig {
                 root: pid,
-                outputs: outputs(&common.out, common.out.output.is_none(), TreeMode::None),
+                filter: FactFilter::new(&kinds, filter.user, filter.comm),
+                outputs: outputs(
+                    &common.out,
+                    common.out.output.is_none(),
+                    TreeMode::None,
+                    summary,
+                    false,
+                ),
                 duration: duration.map(|v| secs(v, "--duration")).transpose()?,
                 capture: capture(&common),
                 record: common.record.clone(),
@@ -246,7 +416,7 @@ fn main() {
             tree,
         } => (|| {
             let cap = replay::read_capture(&capture)?;
-            let out = outputs(&out, false, tree_mode(tree));
+            let out = outputs(&out, false, tree_mode(tree), true, false);
             let sinks = out.open_sinks()?;
             let fallback = Header {
                 mode: Mode::Replay {
@@ -257,14 +427,17 @@ fn main() {
                 tool: Tool::this_process(),
                 backend: None,
             };
-            let (engine, sum) = replay::replay(&cap, root, sinks, fallback);
-            let mode = cap
-                .header
-                .as_ref()
-                .map_or(Mode::Replay { path: capture }, |h| h.mode.clone());
-            out.print_tree(&engine.tracker, &mode, &sum);
-            Ok(exit_codes::OK)
+            let header = cap.header.clone().unwrap_or(fallback);
+            let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
+            out.print_tree(&engine.tracker, &header, &sum);
+            // Writing its outputs is all a replay does: one that fails fails it.
+            if out.write_reports(&header, &engine.tracker, &sum) {
+                Ok(exit_codes::OK)
+            } else {
+                Ok(exit_codes::INTERNAL)
+            }
         })(),
+        what @ (Cmd::Completions { .. } | Cmd::Man { .. }) => generate(&what),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,5 +1,5 @@
-//! Wiring from the command line to the outputs: which sinks to open and where, and the tree at
-//! the end.
+//! Wiring from the command line to the outputs: which sinks to open and where, and the tree and
+//! whole-run reports (the SVG picture) at the end.
 //!
 //! The one place that looks at the terminal and the environment for output (isatty, `NO_COLOR`,
 //! `TERM`, `COLUMNS`); it hands the sinks and the tree plain decisions (colour on or off, a width),
@@ -9,8 +9,10 @@ use std::io::IsTerminal;
 
 use crate::ProctraceError;
 use crate::model::tracker::Tracker;
+use crate::report::summary::{self, TextOptions};
+use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
-use crate::sink::{self, Fanout, Mode, Summary};
+use crate::sink::{self, Fanout, Header, Summary};
 
 /// How much of the tree to print at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,25 @@ pub struct Outputs {
     pub trace2_brief: bool,
     /// Chrome Trace Event Format timeline (Perfetto, chrome://tracing): a path, or `-` for stdout.
     pub chrome: Option<String>,
+    /// The text summary (slowest, by program, critical path) on stderr at the end: after the
+    /// tree for `run` and `replay` unless `--tree none`; with `watch --summary`.
+    pub summary_text: bool,
+    /// Append the summary as Markdown to this file (`--summary-md`).
+    pub summary_md: Option<String>,
+    /// Write the summary as one JSON object to this file (`--summary-json`).
+    pub summary_json: Option<String>,
+    /// SVG picture of the run, written at the end.
+    pub svg: Option<String>,
+    /// A live status line on stderr (`run`), shown only when stderr is a terminal.
+    pub progress: bool,
+    /// `--quiet`: no status line and no tree or totals on stderr (files are still written;
+    /// errors still print).
+    pub quiet: bool,
+}
+
+/// Can a status line be redrawn in place on stderr?
+fn stderr_is_live_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
@@ -64,9 +85,32 @@ fn dest(path: &str) -> Result<sink::LineDest, ProctraceError> {
 }
 
 impl Outputs {
-    /// Opens every destination. Fails before anything runs when one cannot be opened.
+    /// A whole-run report is asked for (a summary or the SVG picture): the tracker must keep
+    /// exited records (`watch` frees them otherwise).
+    pub fn wants_records(&self) -> bool {
+        self.summary_text || self.summary_md.is_some() || self.summary_json.is_some() || self.svg.is_some()
+    }
+
+    /// Opens every destination. Fails before anything runs when one cannot be opened (a report
+    /// file is created now and written at the end).
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {
         let mut f = Fanout::new();
+        // Whole-run reports are written at the end; find out now that their files can be.
+        if let Some(path) = &self.summary_md {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open summary file '{path}'"), e))?;
+        }
+        if let Some(path) = &self.summary_json {
+            std::fs::File::create(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open summary file '{path}'"), e))?;
+        }
+        if let Some(path) = &self.svg {
+            std::fs::File::create(path)
+                .map_err(|e| ProctraceError::Io(format!("cannot open output '{path}'"), e))?;
+        }
         if let Some(path) = &self.jsonl {
             let out = dest(path)?;
             f.add(
@@ -96,16 +140,23 @@ impl Outputs {
                 )),
             );
         }
+        if self.progress && !self.quiet && stderr_is_live_terminal() {
+            f.add(
+                "status line",
+                Box::new(sink::progress::Progress::new(self.redact)),
+            );
+        }
         Ok(f)
     }
 
-    /// Prints the tree and summary on stderr.
-    pub fn print_tree(&self, t: &Tracker, mode: &Mode, sum: &Summary) {
-        let color = color_for(std::io::stderr().is_terminal(), self.color_allowed);
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(120usize);
+    /// Prints the tree on stderr, then the text summary (when [`summary_text`](Self::summary_text)),
+    /// then the one-line verdict (nothing under `--quiet`).
+    pub fn print_tree(&self, t: &Tracker, h: &Header, sum: &Summary) {
+        if self.quiet {
+            return;
+        }
+        let (color, width) = stderr_style(self.color_allowed);
+        let mode = &h.mode;
         let max_lines = match self.tree {
             TreeMode::Auto => 200,
             TreeMode::Full => usize::MAX,
@@ -122,12 +173,90 @@ impl Outputs {
                 width,
             },
         );
-        let text = if self.tree == TreeMode::None {
-            text.lines().last().map(|l| format!("{l}\n")).unwrap_or_default()
-        } else {
-            text
-        };
+        // The last line is the verdict; the summary goes between the tree and it.
+        let body = text.trim_end_matches('\n');
+        let (tree, verdict) = body.rsplit_once('\n').unwrap_or(("", body));
+        let mut text = String::new();
+        if self.tree != TreeMode::None {
+            if !tree.is_empty() {
+                text.push_str(tree);
+                text.push('\n');
+            }
+            if self.summary_text {
+                let r = summary::summarize(h, t, sum, self.redact);
+                text.push_str(&summary::render_text(&r, TextOptions { color, width }));
+            }
+        }
+        text.push_str(verdict);
+        text.push('\n');
         use std::io::Write;
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
+
+    /// Prints only the text summary on stderr (`watch --summary`).
+    pub fn print_summary(&self, t: &Tracker, h: &Header, sum: &Summary) {
+        let (color, width) = stderr_style(self.color_allowed);
+        let r = summary::summarize(h, t, sum, self.redact);
+        use std::io::Write;
+        let _ =
+            std::io::stderr().write_all(summary::render_text(&r, TextOptions { color, width }).as_bytes());
+    }
+
+    /// Writes the whole-run report files (`--summary-md`, `--summary-json`, `--svg`). A file that
+    /// cannot be written is reported on stderr with its path and the reason; the others are still
+    /// written, and what was captured is unaffected. Returns whether all were written.
+    pub fn write_reports(&self, h: &Header, t: &Tracker, sum: &Summary) -> bool {
+        let mut ok = true;
+        if self.summary_md.is_some() || self.summary_json.is_some() {
+            let r = summary::summarize(h, t, sum, self.redact);
+            if let Some(path) = &self.summary_md {
+                // One write in append mode: summaries of several steps share a file
+                // ($GITHUB_STEP_SUMMARY).
+                let res = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| {
+                        use std::io::Write;
+                        f.write_all(summary::render_markdown(&r).as_bytes())
+                    });
+                if let Err(e) = res {
+                    eprintln!("proctrace: cannot write summary to '{path}': {e}");
+                    ok = false;
+                }
+            }
+            if let Some(path) = &self.summary_json {
+                if let Err(e) = std::fs::write(path, summary::render_json(&r)) {
+                    eprintln!("proctrace: cannot write summary to '{path}': {e}");
+                    ok = false;
+                }
+            }
+        }
+        if let Some(path) = &self.svg {
+            let text = svg::render(
+                h,
+                t,
+                sum,
+                SvgOptions {
+                    redact: self.redact,
+                    ..SvgOptions::default()
+                },
+            );
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("proctrace: cannot write SVG to '{path}': {e}");
+                ok = false;
+            }
+        }
+        ok
+    }
+}
+
+/// Colour and width for text on stderr.
+fn stderr_style(allowed: bool) -> (bool, usize) {
+    let color = color_for(std::io::stderr().is_terminal(), allowed);
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(120usize);
+    (color, width)
 }

@@ -135,7 +135,11 @@ pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header)
     engine.settle();
     let stats = engine.tracker.stats();
     let sum = match &cap.summary {
-        Some(s) => Summary { stats, ..s.clone() },
+        Some(s) => Summary {
+            stats,
+            filtered: engine.filtered(),
+            ..s.clone()
+        },
         None => {
             let t = &engine.tracker;
             let root = root.or_else(|| {
@@ -159,6 +163,7 @@ pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header)
                 tracer_cpu_ns: None,
                 backend: header.backend.clone(),
                 argv_reader: None,
+                filtered: engine.filtered(),
             }
         }
     };

@@ -95,13 +95,14 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     let mode = Mode::Run {
         argv: cfg.argv.clone(),
     };
-    s.start(&Header {
-        mode: mode.clone(),
+    let header = Header {
+        mode,
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.kind().as_str().to_string()),
-    });
+    };
+    s.start(&header);
 
     let cmd_pid = match s.backend.spawn(&cfg.argv) {
         Ok(pid) => pid,
@@ -109,6 +110,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
+            cfg.outputs.write_reports(&header, s.tracker(), &sum);
             eprintln!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
             return Ok(e.code);
         }
@@ -200,7 +202,8 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     s.stop();
     let sum = s.summary(status, background, Some(cmd_pid));
     s.engine.finish(&sum);
-    cfg.outputs.print_tree(s.tracker(), &mode, &sum);
+    cfg.outputs.print_tree(s.tracker(), &header, &sum);
+    cfg.outputs.write_reports(&header, s.tracker(), &sum);
     report_problems(&s);
 
     let code = match status {

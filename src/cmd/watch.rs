@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::capture::procfs::{self, Clocks};
 use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
+use crate::filter::FactFilter;
 use crate::model::event::{Event, Pid};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
 use crate::output::Outputs;
@@ -26,6 +27,8 @@ pub struct WatchConfig {
     pub capture: CaptureOptions,
     /// Record events for replay.
     pub record: Option<String>,
+    /// Which facts reach the outputs.
+    pub filter: FactFilter,
 }
 
 /// Watches until interrupted; returns proctrace's exit code.
@@ -46,10 +49,12 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     };
     let tracker = Tracker::new(TrackerOptions {
         scope,
-        retain_exited: false,
+        // Whole-run reports need the exited records; streaming alone keeps memory flat.
+        retain_exited: cfg.outputs.wants_records(),
         want_details: true,
     });
     let mut s = Session::new(backend, tracker, sinks);
+    s.engine.set_filter(cfg.filter.clone());
     if let Some(path) = cfg.record.as_deref() {
         s.engine
             .record_to(path, cfg.outputs.redact)
@@ -58,13 +63,14 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
-    s.start(&Header {
-        mode: mode.clone(),
+    let header = Header {
+        mode,
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.kind().as_str().to_string()),
-    });
+    };
+    s.start(&header);
 
     if let Some(root) = cfg.root {
         // Seed the subtree as it is now, parents before children.
@@ -103,9 +109,17 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     s.stop();
     let sum = s.summary(None, 0, None);
     s.engine.finish(&sum);
+    if cfg.outputs.summary_text {
+        cfg.outputs.print_summary(s.tracker(), &header, &sum);
+    }
+    cfg.outputs.write_reports(&header, s.tracker(), &sum);
     let st = sum.stats;
+    if cfg.outputs.quiet {
+        crate::cmd::run::report_problems(&s);
+        return Ok(exit_codes::OK);
+    }
     eprintln!(
-        "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held",
+        "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held{}",
         st.processes,
         st.execs,
         st.execs_with_argv,
@@ -117,7 +131,11 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             ""
         },
         sum.capture.rejected,
-        st.peak_held
+        st.peak_held,
+        match sum.filtered {
+            Some(n) => format!("; {n} facts filtered out"),
+            None => String::new(),
+        }
     );
     crate::cmd::run::report_problems(&s);
     Ok(exit_codes::OK)

@@ -425,6 +425,12 @@ impl Tracker {
         v
     }
 
+    /// Processes believed alive, in no particular order (no allocation, unlike
+    /// [`live`](Self::live)).
+    pub fn live_ids(&self) -> impl Iterator<Item = ProcId> + '_ {
+        self.live.values().copied()
+    }
+
     /// How many processes are believed alive (no allocation, unlike [`live`](Self::live)).
     pub fn live_count(&self) -> usize {
         self.live.len()

@@ -697,6 +697,16 @@ impl Sink for ChromeTrace {
         }
     }
 
+    /// A process is on the timeline when its fork or its exit passes a `watch` filter: the exit
+    /// of one whose fork passed closes its slice even when the filter keeps the exit itself out
+    /// (else it would run to the end, and the counter with it).
+    fn filtered(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
+        match *fact {
+            Fact::Exit(id) if self.live.contains_key(&id) => self.fact(fact, t),
+            _ => Ok(()),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }
@@ -879,6 +889,7 @@ mod tests {
             tracer_cpu_ns: None,
             backend: None,
             argv_reader: None,
+            filtered: None,
         };
         sink.finish(&sum, &t).unwrap();
         let mut expected = Vec::new();

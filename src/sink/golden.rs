@@ -1,6 +1,7 @@
 //! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
 //! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
-//! git Trace2 event, perf and normal, the Chrome trace) and the tree, and the bytes must equal
+//! git Trace2 event, perf and normal, the Chrome trace), the tree, the SVG picture and the summary
+//! (text, Markdown, JSON), and the bytes must equal
 //! `tests/fixtures/golden/<capture>.<format>`.
 //!
 //! An output that changes on purpose is regenerated with
@@ -19,6 +20,8 @@ use std::sync::{Arc, Mutex};
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::Event;
 use crate::model::tracker::Tracker;
+use crate::report::summary::{self, TextOptions};
+use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
 use crate::sink::chrome::ChromeTrace;
 use crate::sink::chrome_check::{Expect, validate};
@@ -37,13 +40,17 @@ const CAPTURES: [&str; 7] = [
 ];
 
 /// Every output, by the extension of its golden file.
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 11] = [
     "jsonl",
     "lines",
     "tree",
+    "svg",
     "trace2-event",
     "trace2-perf",
     "trace2-normal",
+    "summary",
+    "summary-md",
+    "summary-json",
     "chrome",
 ];
 
@@ -214,10 +221,28 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, Vec<Expect>) {
         ("jsonl", jsonl.take()),
         ("lines", lines.take()),
         ("tree", tree.into_bytes()),
+        (
+            "svg",
+            svg::render(&header, &engine.tracker, &sum, SvgOptions::default()).into_bytes(),
+        ),
     ];
     for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
         out.push((*fmt, std::fs::read(f).unwrap()));
     }
+    let report = summary::summarize(&header, &engine.tracker, &sum, true);
+    out.push((
+        "summary",
+        summary::render_text(
+            &report,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        )
+        .into_bytes(),
+    ));
+    out.push(("summary-md", summary::render_markdown(&report).into_bytes()));
+    out.push(("summary-json", summary::render_json(&report).into_bytes()));
     out.push(("chrome", chrome.take()));
     let _ = std::fs::remove_dir_all(&scratch);
     (out, expected)

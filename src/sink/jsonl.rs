@@ -290,6 +290,10 @@ impl Sink for JsonLines {
             b.push(b':');
             json::int(b, v as i64);
         }
+        if let Some(n) = s.filtered {
+            b.extend_from_slice(b",\"filtered\":");
+            json::int(b, n as i64);
+        }
         opt_str(b, "backend", s.backend.as_deref());
         opt_str(b, "argv_reader", s.argv_reader.as_deref());
         if let Some(cpu) = s.tracer_cpu_ns {

@@ -2,6 +2,10 @@
 //! is, and they never touch the connector.
 //!
 //! Adding an output format means one new module implementing [`Sink`].
+//!
+//! One sink is not a format: [`progress`], `run`'s live status line on a terminal, which
+//! [`crate::output`] adds only when stderr is one. It shows state (what runs now) rather than
+//! facts, through [`Sink::refresh`].
 
 use std::io;
 
@@ -16,6 +20,7 @@ mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
+pub mod progress;
 pub mod text;
 pub mod trace2;
 
@@ -130,6 +135,9 @@ pub struct Summary {
     /// How argv was read: `realtime`, `nice`, `normal` (the connector's reader thread),
     /// `exec-stop` (ptrace), `off`.
     pub argv_reader: Option<String>,
+    /// Facts a `watch` filter kept from the outputs (`None`: no filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<u64>,
 }
 
 /// Output for facts.
@@ -140,6 +148,15 @@ pub trait Sink {
     }
     /// One fact; `tracker` resolves the records it names.
     fn fact(&mut self, fact: &Fact, tracker: &Tracker) -> io::Result<()>;
+    /// End of a batch, before [`flush`](Self::flush), with the model as it now stands: for live
+    /// displays ([`progress`]) that show state rather than facts. Must be cheap.
+    fn refresh(&mut self, _tracker: &Tracker) {}
+    /// A fact a `watch` filter kept from the outputs. A sink that keeps state per process (the
+    /// timeline, which opened a slice at a fork that passed) may still have to close what it
+    /// opened; the others ignore it.
+    fn filtered(&mut self, _fact: &Fact, _tracker: &Tracker) -> io::Result<()> {
+        Ok(())
+    }
     /// End of a batch: a good moment to write buffered lines out.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -190,6 +207,16 @@ impl Fanout {
     /// See [`Sink::fact`].
     pub fn fact(&mut self, fact: &Fact, t: &Tracker) {
         self.each(|s| s.fact(fact, t));
+    }
+    /// See [`Sink::refresh`].
+    pub fn refresh(&mut self, t: &Tracker) {
+        for (_, s) in &mut self.sinks {
+            s.refresh(t);
+        }
+    }
+    /// See [`Sink::filtered`].
+    pub fn filtered(&mut self, fact: &Fact, t: &Tracker) {
+        self.each(|s| s.filtered(fact, t));
     }
     /// See [`Sink::flush`].
     pub fn flush(&mut self) {

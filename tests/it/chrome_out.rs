@@ -162,3 +162,53 @@ fn a_killed_tracer_leaves_a_loadable_trace() {
     let slices = all.iter().filter(|e| e["ph"] == "X").count();
     assert!(slices > 10, "slices were written while it ran: {slices}");
 }
+
+/// Under a `watch` filter a process is on the timeline when its fork or its exit passes: with
+/// `--comm sh`, the `sleep`s that sh forks pass at their fork (the parent is sh) but not at their
+/// exit (they are sleep by then), and still get their whole slice, the counter back to 0.
+#[test]
+fn a_watch_filter_keeps_whole_slices() {
+    let mut target = Command::new("sh")
+        .args(["-c", "sleep 0.5; sleep 0.2; sleep 0.2; exit 0"])
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let chrome = tmp("filtered.chrome.json");
+    let out = Command::new(PROCTRACE)
+        .args(["watch", "-p", &pid.to_string(), "--comm", "sh", "-o", "/dev/null"])
+        .args(["--chrome", &chrome, "--duration", "10"])
+        .output()
+        .unwrap();
+    target.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&chrome).unwrap();
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let sleeps: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "sleep" && e["args"]["cmd"] == "sleep 0.2")
+        .collect();
+    assert_eq!(sleeps.len(), 2, "{text}");
+    for s in &sleeps {
+        assert_eq!(s["args"]["status"], "exit 0", "{text}");
+        let dur = s["dur"].as_f64().unwrap();
+        assert!(
+            (150_000.0..2_000_000.0).contains(&dur),
+            "a whole slice: {dur} µs\n{text}"
+        );
+    }
+    let last = all.last().unwrap();
+    assert_eq!(
+        (last["ph"].as_str(), last["args"]["processes"].as_i64()),
+        (Some("C"), Some(0)),
+        "{text}"
+    );
+    let peak = all
+        .iter()
+        .filter_map(|e| e["args"]["processes"].as_i64())
+        .max()
+        .unwrap();
+    assert!(
+        peak <= 2,
+        "the counter counts the shown processes only: {peak}\n{text}"
+    );
+}

@@ -6,13 +6,17 @@ mod common;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;
 mod chrome_out;
+mod cli;
 mod errors;
 mod faults;
+mod progress;
 mod ptrace;
 mod replay;
 mod run_realtime;
 mod run_shapes;
 mod run_spawns;
 mod run_status;
+mod summary;
+mod svg_out;
 mod trace2_out;
 mod watch;

@@ -1,0 +1,1303 @@
+//! The end-of-run summary: where the time went.
+//!
+//! [`summarize`] is a pure function of the session's [`Header`], the finished [`Tracker`] (exited
+//! records retained) and the [`Summary`]; it yields a [`RunReport`] that renders three ways: text
+//! for the terminal ([`render_text`]), Markdown for a CI job summary ([`render_markdown`]) and one
+//! JSON object for dashboards (its `serde::Serialize`).
+//!
+//! # Definitions
+//!
+//! - **Origin and wall time.** When proctrace saw the command (the root) fork and exit — `run`,
+//!   and `replay` of a `run` capture — wall time is the root's lifetime and every offset counts
+//!   from its fork. Otherwise (`watch`) it is the observation window, from the header's start to
+//!   the summary's end.
+//! - **Program**: the base name of `argv[0]` of the process's last exec, else of its executable,
+//!   else its `comm`; a process that never exec'd counts as `COMM (fork)`.
+//! - **Slowest**: the longest processes with a known fork and exit, except the root (it always
+//!   wins), background children (their time is not the command's), and processes that take at
+//!   least 90% of their parent's time: those are folded into the parent, whose command line is
+//!   the one a person wrote and names them (`sh -c CMD` → `CMD`, `cc -c f5.c` → `cc1`,
+//!   `timeout 10 ./t` → `./t`), so one compile is not listed two or three times.
+//! - **Critical path**: the chain of processes whose durations set the wall time. From the root,
+//!   walk backward from its end: take the child that ended last (at or before the end), then the
+//!   child that ended last at or before *that* child's fork, and so on back to the parent's fork;
+//!   descend into each chosen child the same way. Only children with a known fork and a real
+//!   exit count: background children (they outlived the command, so nothing waited for them) and
+//!   processes whose exit was lost never do. The gaps between chosen children are the parent's
+//!   own work. For `make -j2` this names the compiles that gated the link, then the link, not
+//!   merely the link. `watch` without `-p` has no single root and so no critical path.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::redact::redact_arg;
+use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use crate::sink::{Header, Mode, Summary};
+
+/// How many entries the slowest and by-program lists keep, and failures and background children
+/// the text and Markdown show (JSON lists every failure and background child).
+pub const TOP: usize = 10;
+
+/// A process taking at least this share of its parent's time is folded into its parent in the
+/// slowest list.
+const FOLD_SHARE: f64 = 0.9;
+
+/// The whole summary, ready to render or serialize.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The traced command (`run`), redacted as asked.
+    pub command: Option<Vec<String>>,
+    /// Its status.
+    pub status: Option<StatusJson>,
+    /// Wall time (see the module docs), seconds.
+    #[serde(rename = "wall_s", serialize_with = "secs")]
+    pub wall_ns: u64,
+    /// Processes seen.
+    pub processes: u64,
+    /// Execs seen.
+    pub execs: u64,
+    /// Processes that exited non-zero or were killed, in order of fork.
+    pub failures: Vec<Failure>,
+    /// Processes whose exit was lost (closed when their pid was reused): neither ok nor failed.
+    pub exit_unknown: u64,
+    /// Processes that outlived the command (leaks), in order of fork.
+    pub background: Vec<Background>,
+    /// Events lost by the capture.
+    pub lost: u64,
+    /// The longest processes (see the module docs), longest first.
+    pub slowest: Vec<Step>,
+    /// The critical path in order from the root.
+    pub critical_path: Vec<PathStep>,
+    /// Count and total time by program, most total time first.
+    pub by_program: ByProgram,
+}
+
+/// How a process ended, as JSON: `{"code": 3}` or `{"signal": 9, "signal_name": "SIGKILL",
+/// "core": false}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusJson {
+    /// Exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Killing signal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_name: Option<String>,
+    /// A core dump was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<bool>,
+    #[serde(skip)]
+    raw: Option<ExitStatus>,
+}
+
+impl From<ExitStatus> for StatusJson {
+    fn from(s: ExitStatus) -> Self {
+        match s {
+            ExitStatus::Code(c) => StatusJson {
+                code: Some(c),
+                signal: None,
+                signal_name: None,
+                core: None,
+                raw: Some(s),
+            },
+            ExitStatus::Signal { signal, core } => StatusJson {
+                code: None,
+                signal: Some(signal),
+                signal_name: Some(signal_name(signal)),
+                core: Some(core),
+                raw: Some(s),
+            },
+        }
+    }
+}
+
+/// One process in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Process id.
+    pub pid: i32,
+    /// Program (see the module docs).
+    pub program: String,
+    /// argv of the last exec, redacted as asked; `null` when never read.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin (negative for a process older than the trace).
+    #[serde(rename = "start_s", serialize_with = "secs_signed")]
+    pub start_ns: i64,
+    /// Fork to exit, seconds.
+    #[serde(rename = "duration_s", serialize_with = "secs")]
+    pub duration_ns: u64,
+    #[serde(skip)]
+    label: String,
+}
+
+/// One step of the critical path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathStep {
+    /// The process.
+    #[serde(flatten)]
+    pub step: Step,
+    /// 0 for the root, 1 for its children, …
+    pub depth: usize,
+}
+
+/// A failed process.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    /// Process id.
+    pub pid: i32,
+    /// Program.
+    pub program: String,
+    /// argv, redacted as asked.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "opt_secs_signed")]
+    pub start_ns: Option<i64>,
+    /// How it ended.
+    #[serde(flatten)]
+    pub status: StatusJson,
+    #[serde(skip)]
+    label: String,
+}
+
+/// A process that outlived the command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Background {
+    /// Process id.
+    pub pid: i32,
+    /// Program.
+    pub program: String,
+    /// argv, redacted as asked.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "opt_secs_signed")]
+    pub start_ns: Option<i64>,
+    /// `ready` (left running), `timeout` (still running after `--wait-bg`), `error` (could not
+    /// be probed).
+    pub state: &'static str,
+    /// How it ended, when it ended while proctrace still followed it (`--wait-bg`).
+    pub exit: Option<StatusJson>,
+    #[serde(skip)]
+    label: String,
+}
+
+/// Count and total time of one program.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ProgramStat {
+    /// Processes running it.
+    pub count: u64,
+    /// Their summed fork-to-exit time (those with a known exit), seconds.
+    #[serde(rename = "total_s", serialize_with = "secs")]
+    pub total_ns: u64,
+}
+
+/// Programs, most total time first; serialized as a JSON object in that order.
+#[derive(Debug, Clone, Default)]
+pub struct ByProgram(pub Vec<(String, ProgramStat)>);
+
+impl Serialize for ByProgram {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+fn secs<S: Serializer>(ns: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*ns as f64 / 1e9)
+}
+
+fn secs_signed<S: Serializer>(ns: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*ns as f64 / 1e9)
+}
+
+fn opt_secs_signed<S: Serializer>(ns: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match ns {
+        Some(ns) => s.serialize_f64(*ns as f64 / 1e9),
+        None => s.serialize_none(),
+    }
+}
+
+fn basename(s: &str) -> &str {
+    s.rsplit('/').find(|p| !p.is_empty()).unwrap_or(s)
+}
+
+/// The program a process counts under (see the module docs).
+pub fn program(r: &ProcessRecord) -> String {
+    let comm = r.comm.as_deref().unwrap_or("?");
+    let Some(last) = r.execs.last() else {
+        return format!("{comm} (fork)");
+    };
+    let d = last.details.as_ref();
+    if let Some(a0) = d.and_then(|d| d.argv.as_ref()).and_then(|a| a.first()) {
+        if !a0.is_empty() {
+            return basename(a0).to_string();
+        }
+    }
+    if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
+        return basename(exe).to_string();
+    }
+    comm.to_string()
+}
+
+/// Fork and exit of a process that counts on the critical path and among the slowest: both
+/// known, a real exit status, not a background child.
+fn span(r: &ProcessRecord) -> Option<(u64, u64)> {
+    let x = r.exit?;
+    x.status?;
+    if r.background.is_some() {
+        return None;
+    }
+    Some((r.start_ns?, x.ts))
+}
+
+/// Every record reachable from the roots, parents before children.
+fn all_records(t: &Tracker) -> Vec<ProcId> {
+    let mut out = Vec::new();
+    let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
+    while let Some(id) = stack.pop() {
+        let Some(r) = t.get(id) else { continue };
+        out.push(id);
+        stack.extend(r.children.iter().rev().copied());
+    }
+    out
+}
+
+/// The record the critical path starts from: the command (`run`), the `-p` process (`watch`),
+/// or the only root there is.
+fn designated_root(t: &Tracker, h: &Header, sum: &Summary) -> Option<ProcId> {
+    let pid = sum.root.or(match h.mode {
+        Mode::Watch { root } => root,
+        _ => None,
+    });
+    match pid {
+        Some(p) => t
+            .roots()
+            .iter()
+            .copied()
+            .find(|&id| t.get(id).is_some_and(|r| r.pid == p)),
+        None if t.roots().len() == 1 => Some(t.roots()[0]),
+        None => None,
+    }
+}
+
+/// The children of `r` on its critical path, in time order (see the module docs).
+fn chain(t: &Tracker, r: &ProcessRecord, end: u64) -> Vec<ProcId> {
+    let mut kids: Vec<(ProcId, u64, u64)> = r
+        .children
+        .iter()
+        .filter_map(|&c| {
+            let (s, e) = span(t.get(c)?)?;
+            (e <= end).then_some((c, s, e))
+        })
+        .collect();
+    // Latest end first; on a tie the longer one (it set the time), then the lower pid.
+    kids.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
+    let mut cursor = end;
+    let mut out = Vec::new();
+    for (id, s, e) in kids {
+        if e <= cursor {
+            out.push(id);
+            cursor = s;
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Computes the summary. `redact` hides URL credentials in argv.
+pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
+    let root = designated_root(t, h, sum);
+    let root_rec = root.and_then(|id| t.get(id));
+    let (origin, wall_ns) = match root_rec.filter(|r| !r.pre_existing).and_then(|r| {
+        let s = r.start_ns?;
+        Some((s, r.exit?.ts.saturating_sub(s)))
+    }) {
+        Some(x) => x,
+        None => (h.ts, sum.ts.saturating_sub(h.ts)),
+    };
+    let off = |ts: u64| ts as i64 - origin as i64;
+    let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
+        r.argv().map(|a| {
+            if redact {
+                a.iter().map(|s| redact_arg(s).into_owned()).collect()
+            } else {
+                a.to_vec()
+            }
+        })
+    };
+    let label = |r: &ProcessRecord| -> String {
+        match r.argv() {
+            Some(a) => quote_argv(a, redact),
+            None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
+            None => format!("[{}]", r.comm.as_deref().unwrap_or("?")),
+        }
+    };
+    let step = |r: &ProcessRecord, start: u64, dur: u64| Step {
+        pid: r.pid,
+        program: program(r),
+        argv: argv_of(r),
+        start_ns: off(start),
+        duration_ns: dur,
+        label: label(r),
+    };
+
+    let ids = all_records(t);
+    let mut failures = Vec::new();
+    let mut background = Vec::new();
+    let mut candidates: Vec<(u64, u64, i32, ProcId)> = Vec::new();
+    let mut programs: Vec<(String, ProgramStat)> = Vec::new();
+    let mut prog_index = std::collections::HashMap::new();
+    let mut exit_unknown = 0;
+    for &id in &ids {
+        let Some(r) = t.get(id) else { continue };
+        let p = program(r);
+        let i = *prog_index.entry(p.clone()).or_insert_with(|| {
+            programs.push((
+                p.clone(),
+                ProgramStat {
+                    count: 0,
+                    total_ns: 0,
+                },
+            ));
+            programs.len() - 1
+        });
+        programs[i].1.count += 1;
+        programs[i].1.total_ns += r.duration_ns().unwrap_or(0);
+        match r.exit.map(|x| x.status) {
+            Some(None) => exit_unknown += 1,
+            Some(Some(s)) if !s.success() => failures.push(Failure {
+                pid: r.pid,
+                program: p.clone(),
+                argv: argv_of(r),
+                start_ns: r.start_ns.map(off),
+                status: s.into(),
+                label: label(r),
+            }),
+            _ => {}
+        }
+        if let Some(bg) = r.background {
+            background.push(Background {
+                pid: r.pid,
+                program: p.clone(),
+                argv: argv_of(r),
+                start_ns: r.start_ns.map(off),
+                state: bg.state.as_str(),
+                exit: r.exit.and_then(|x| x.status).map(StatusJson::from),
+                label: label(r),
+            });
+        }
+        if Some(id) == root {
+            continue;
+        }
+        let Some((s, e)) = span(r) else { continue };
+        let dur = e - s;
+        let folded = r
+            .parent
+            .and_then(|p| t.get(p))
+            .and_then(|p| p.duration_ns())
+            .is_some_and(|pd| dur as f64 >= FOLD_SHARE * pd as f64);
+        if !folded {
+            candidates.push((dur, s, r.pid, id));
+        }
+    }
+    // Longest first; the argv of only the few kept is copied.
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let slowest: Vec<Step> = candidates
+        .iter()
+        .take(TOP)
+        .filter_map(|&(dur, s, _, id)| Some(step(t.get(id)?, s, dur)))
+        .collect();
+    programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    failures.sort_by_key(|f| (f.start_ns, f.pid));
+    background.sort_by_key(|b| (b.start_ns, b.pid));
+
+    let mut critical_path = Vec::new();
+    if let Some(r) = root_rec {
+        let start = r.start_ns.unwrap_or(h.ts);
+        let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
+        critical_path.push(PathStep {
+            step: step(r, start, end - start),
+            depth: 0,
+        });
+        let mut stack: Vec<(ProcId, usize)> = chain(t, r, end).into_iter().rev().map(|c| (c, 1)).collect();
+        while let Some((id, depth)) = stack.pop() {
+            let Some(c) = t.get(id) else { continue };
+            let Some((s, e)) = span(c) else { continue };
+            critical_path.push(PathStep {
+                step: step(c, s, e - s),
+                depth,
+            });
+            stack.extend(chain(t, c, e).into_iter().rev().map(|k| (k, depth + 1)));
+        }
+    }
+
+    RunReport {
+        command: match &h.mode {
+            Mode::Run { argv } => Some(if redact {
+                argv.iter().map(|s| redact_arg(s).into_owned()).collect()
+            } else {
+                argv.clone()
+            }),
+            _ => None,
+        },
+        status: sum.status.map(StatusJson::from),
+        wall_ns,
+        processes: sum.stats.processes,
+        execs: sum.stats.execs,
+        failures,
+        exit_unknown,
+        background,
+        lost: sum.stats.lost,
+        slowest,
+        critical_path,
+        by_program: ByProgram(programs),
+    }
+}
+
+/// How to render the text.
+#[derive(Debug, Clone, Copy)]
+pub struct TextOptions {
+    /// Colour.
+    pub color: bool,
+    /// Columns for a line; longer commands are cut with `…`.
+    pub width: usize,
+}
+
+fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn share(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".into();
+    }
+    format!("{:.0}%", part as f64 * 100.0 / whole as f64)
+}
+
+fn offset(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", fmt_duration(ns.unsigned_abs()))
+    } else {
+        format!("+{}", fmt_duration(ns as u64))
+    }
+}
+
+fn bg_text(b: &Background, p: Paint) -> String {
+    match &b.exit {
+        Some(s) => format!(
+            "{}, then {}",
+            p.background("outlived the command"),
+            exit_text(s.raw, p)
+        ),
+        None => p.background(match b.state {
+            "timeout" => "still running after --wait-bg",
+            "error" => "could not be probed",
+            _ => "still running",
+        }),
+    }
+}
+
+/// The headline numbers, one line.
+fn headline(r: &RunReport, p: Paint) -> String {
+    let mut parts = vec![
+        format!("wall {}", p.emphasis(&fmt_duration(r.wall_ns))),
+        plural(r.processes, "process", "processes"),
+        plural(r.execs, "exec", "execs"),
+    ];
+    let f = r.failures.len() as u64;
+    parts.push(if f > 0 {
+        p.failure(&plural(f, "failure", "failures"))
+    } else {
+        "0 failures".into()
+    });
+    let b = r.background.len() as u64;
+    parts.push(if b > 0 {
+        p.background(&format!("{b} background"))
+    } else {
+        "0 background".into()
+    });
+    if r.exit_unknown > 0 {
+        parts.push(p.loss(&format!("{} exits unknown", r.exit_unknown)));
+    }
+    parts.push(if r.lost > 0 {
+        p.loss(&plural(r.lost, "event lost", "events lost"))
+    } else {
+        "0 events lost".into()
+    });
+    parts.join(", ")
+}
+
+/// Most critical-path lines the text and Markdown show (the JSON has the whole path).
+const PATH_LINES: usize = 40;
+
+/// A line of the critical path as shown.
+enum PathRow<'a> {
+    Step(&'a PathStep),
+    /// Steps left out between the shown ones: how many, their summed duration.
+    Gap(usize, u64),
+}
+
+/// The critical path cut to [`PATH_LINES`] for people: when longer, only the command's own
+/// children (depth ≤ 1); when still longer, the first and last 20 of those around a count of
+/// the rest. Returns the rows and how many deeper steps were hidden.
+fn shown_path(r: &RunReport) -> (Vec<PathRow<'_>>, usize) {
+    let all = &r.critical_path;
+    if all.len() <= PATH_LINES {
+        return (all.iter().map(PathRow::Step).collect(), 0);
+    }
+    let top: Vec<&PathStep> = all.iter().filter(|s| s.depth <= 1).collect();
+    let deeper = all.len() - top.len();
+    if top.len() <= PATH_LINES {
+        return (top.into_iter().map(PathRow::Step).collect(), deeper);
+    }
+    let half = PATH_LINES / 2;
+    let hidden = &top[half..top.len() - half];
+    let mut rows: Vec<PathRow<'_>> = top[..half].iter().map(|s| PathRow::Step(s)).collect();
+    rows.push(PathRow::Gap(
+        hidden.len(),
+        hidden.iter().map(|s| s.step.duration_ns).sum(),
+    ));
+    rows.extend(top[top.len() - half..].iter().map(|s| PathRow::Step(s)));
+    (rows, deeper)
+}
+
+/// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
+/// the tree when `o.color`.
+pub fn render_text(r: &RunReport, o: TextOptions) -> String {
+    let p = Paint { on: o.color };
+    let mut out = String::new();
+    let _ = writeln!(out, "{} {}", p.emphasis("summary:"), headline(r, p));
+    let pidw = |pids: &mut dyn Iterator<Item = i32>| pids.map(|x| x.to_string().len()).max().unwrap_or(1);
+
+    if !r.failures.is_empty() {
+        let _ = writeln!(out, "{}", p.emphasis("failures:"));
+        let w = pidw(&mut r.failures.iter().take(TOP).map(|f| f.pid));
+        let rows: Vec<(String, &Failure)> = r
+            .failures
+            .iter()
+            .take(TOP)
+            .map(|f| (exit_text(f.status.raw, Paint { on: false }), f))
+            .collect();
+        let sw = rows.iter().map(|(s, _)| s.chars().count()).max().unwrap_or(0);
+        for (plain, f) in rows {
+            let pad = sw - plain.chars().count();
+            let _ = writeln!(
+                out,
+                "  {:>w$}  {}{:pad$}  {}",
+                f.pid,
+                exit_text(f.status.raw, p),
+                "",
+                cut(&f.label, o.width.saturating_sub(w + sw + 6))
+            );
+        }
+        if r.failures.len() > TOP {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more", r.failures.len() - TOP))
+            );
+        }
+    }
+
+    if !r.background.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            p.emphasis("background children (outlived the command):")
+        );
+        let w = pidw(&mut r.background.iter().take(TOP).map(|b| b.pid));
+        for b in r.background.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "  {:>w$}  {}  {}",
+                b.pid,
+                cut(&b.label, o.width.saturating_sub(w + 40)),
+                bg_text(b, p)
+            );
+        }
+        if r.background.len() > TOP {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more", r.background.len() - TOP))
+            );
+        }
+    }
+
+    if !r.slowest.is_empty() {
+        let _ = writeln!(out, "{}", p.emphasis("slowest:"));
+        let dw = r
+            .slowest
+            .iter()
+            .map(|s| fmt_duration(s.duration_ns).len())
+            .max()
+            .unwrap_or(0);
+        let w = pidw(&mut r.slowest.iter().map(|s| s.pid));
+        for s in &r.slowest {
+            let _ = writeln!(
+                out,
+                "  {:>dw$}  {}  {}",
+                fmt_duration(s.duration_ns),
+                p.emphasis(&format!("{:>w$}", s.pid)),
+                cut(&s.label, o.width.saturating_sub(dw + w + 6))
+            );
+        }
+    }
+
+    if !r.by_program.0.is_empty() {
+        let _ = writeln!(out, "{}", p.emphasis("by program (total time):"));
+        let top: Vec<_> = r.by_program.0.iter().take(TOP).collect();
+        let nw = top
+            .iter()
+            .map(|(n, _)| n.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(32);
+        let cw = top
+            .iter()
+            .map(|(_, s)| s.count.to_string().len())
+            .max()
+            .unwrap_or(1);
+        let tw = top
+            .iter()
+            .map(|(_, s)| fmt_duration(s.total_ns).len())
+            .max()
+            .unwrap_or(0);
+        for (name, s) in top {
+            let name = cut(name, nw);
+            let pad = nw - name.chars().count();
+            let _ = writeln!(
+                out,
+                "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
+                "",
+                s.count,
+                fmt_duration(s.total_ns)
+            );
+        }
+        if r.by_program.0.len() > TOP {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more programs", r.by_program.0.len() - TOP))
+            );
+        }
+    }
+
+    if !r.critical_path.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} {}",
+            p.emphasis("critical path:"),
+            p.secondary("(start, duration, share of wall time)")
+        );
+        let ow = r
+            .critical_path
+            .iter()
+            .map(|s| offset(s.step.start_ns).len())
+            .max()
+            .unwrap_or(0);
+        let dw = r
+            .critical_path
+            .iter()
+            .map(|s| fmt_duration(s.step.duration_ns).len())
+            .max()
+            .unwrap_or(0);
+        let (rows, deeper) = shown_path(r);
+        for row in rows {
+            let s = match row {
+                PathRow::Step(s) => s,
+                PathRow::Gap(n, ns) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}",
+                        p.secondary(&format!("… {n} more steps, {} in all …", fmt_duration(ns)))
+                    );
+                    continue;
+                }
+            };
+            let indent = "  ".repeat(s.depth);
+            let used = ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4;
+            let _ = writeln!(
+                out,
+                "  {}  {:>dw$}  {:>4}  {indent}{} {}",
+                p.secondary(&format!("{:>ow$}", offset(s.step.start_ns))),
+                fmt_duration(s.step.duration_ns),
+                share(s.step.duration_ns, r.wall_ns),
+                p.emphasis(&s.step.pid.to_string()),
+                cut(&s.step.label, o.width.saturating_sub(used))
+            );
+        }
+        if deeper > 0 {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!(
+                    "({deeper} steps inside these not shown: the whole path is in --summary-json)"
+                ))
+            );
+        }
+    }
+    out
+}
+
+/// Markdown code span for `s`, safe inside a table cell.
+fn code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+fn md_status(s: &StatusJson) -> String {
+    exit_text(s.raw, Paint { on: false })
+}
+
+/// Commands in Markdown are cut to this many characters (the JSON has them whole).
+const MD_WIDTH: usize = 120;
+
+/// The same summary as Markdown (a heading, the headline, tables), for a CI job summary such as
+/// GitHub Actions' `$GITHUB_STEP_SUMMARY`. Ends with a blank line so appended summaries stay
+/// apart.
+pub fn render_markdown(r: &RunReport) -> String {
+    let mut out = String::new();
+    let title = match &r.command {
+        Some(argv) => format!("proctrace: {}", code(&cut(&quote_argv(argv, false), MD_WIDTH))),
+        None => "proctrace".to_string(),
+    };
+    let _ = writeln!(out, "### {title}\n");
+    let status = match &r.status {
+        Some(s) => format!("**{}** · ", md_status(s)),
+        None => String::new(),
+    };
+    let _ = writeln!(out, "{status}{}\n", headline(r, Paint { on: false }));
+
+    if !r.critical_path.is_empty() {
+        let _ = writeln!(out, "#### Critical path\n");
+        let _ = writeln!(out, "| start | duration | share | pid | command |");
+        let _ = writeln!(out, "|---:|---:|---:|---:|---|");
+        let (rows, deeper) = shown_path(r);
+        for row in rows {
+            let s = match row {
+                PathRow::Step(s) => s,
+                PathRow::Gap(n, ns) => {
+                    let _ = writeln!(out, "| … | {} | | | {n} more steps |", fmt_duration(ns));
+                    continue;
+                }
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {}{} |",
+                offset(s.step.start_ns),
+                fmt_duration(s.step.duration_ns),
+                share(s.step.duration_ns, r.wall_ns),
+                s.step.pid,
+                "&emsp;".repeat(s.depth),
+                code(&cut(&s.step.label, MD_WIDTH))
+            );
+        }
+        if deeper > 0 {
+            let _ = writeln!(
+                out,
+                "\n{deeper} steps inside these are not shown: the whole path is in `--summary-json`."
+            );
+        }
+        out.push('\n');
+    }
+    if !r.slowest.is_empty() {
+        let _ = writeln!(out, "#### Slowest\n");
+        let _ = writeln!(out, "| duration | start | pid | command |");
+        let _ = writeln!(out, "|---:|---:|---:|---|");
+        for s in &r.slowest {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                fmt_duration(s.duration_ns),
+                offset(s.start_ns),
+                s.pid,
+                code(&cut(&s.label, MD_WIDTH))
+            );
+        }
+        out.push('\n');
+    }
+    if !r.by_program.0.is_empty() {
+        let _ = writeln!(out, "#### By program\n");
+        let _ = writeln!(out, "| program | count | total |");
+        let _ = writeln!(out, "|---|---:|---:|");
+        for (name, s) in r.by_program.0.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                code(name),
+                s.count,
+                fmt_duration(s.total_ns)
+            );
+        }
+        if r.by_program.0.len() > TOP {
+            let _ = writeln!(out, "\n… {} more programs", r.by_program.0.len() - TOP);
+        }
+        out.push('\n');
+    }
+    if !r.failures.is_empty() {
+        let _ = writeln!(out, "#### Failures\n");
+        let _ = writeln!(out, "| pid | status | command |");
+        let _ = writeln!(out, "|---:|---|---|");
+        for f in r.failures.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                f.pid,
+                md_status(&f.status),
+                code(&cut(&f.label, MD_WIDTH))
+            );
+        }
+        if r.failures.len() > TOP {
+            let _ = writeln!(out, "\n… {} more", r.failures.len() - TOP);
+        }
+        out.push('\n');
+    }
+    if !r.background.is_empty() {
+        let _ = writeln!(out, "#### Background children (leaks)\n");
+        let _ = writeln!(out, "| pid | state | command |");
+        let _ = writeln!(out, "|---:|---|---|");
+        for b in r.background.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                b.pid,
+                bg_text(b, Paint { on: false }),
+                code(&cut(&b.label, MD_WIDTH))
+            );
+        }
+        if r.background.len() > TOP {
+            let _ = writeln!(out, "\n… {} more", r.background.len() - TOP);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The summary as one JSON object (pretty-printed, ending in a newline).
+pub fn render_json(r: &RunReport) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-made trees, built through the real [`Tracker`] from synthetic events, where the
+    //! answer is known.
+    use super::*;
+    use crate::model::event::{Event, ExecDetails};
+    use crate::model::tracker::{BackgroundState, Scope, TrackerOptions};
+    use crate::sink::Tool;
+
+    const MS: u64 = 1_000_000;
+
+    fn fork(ms: u64, parent: i32, child: i32) -> Event {
+        Event::Fork {
+            ts: ms * MS,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        }
+    }
+    fn exit(ms: u64, pid: i32, code: u32) -> Event {
+        Event::Exit {
+            ts: ms * MS,
+            pid,
+            tgid: pid,
+            status: code << 8,
+            parent_tgid: 0,
+        }
+    }
+    fn exec(ms: u64, pid: i32, argv: &[&str]) -> [Event; 2] {
+        [
+            Event::Exec {
+                ts: ms * MS,
+                tgid: pid,
+            },
+            Event::ExecDetails {
+                tgid: pid,
+                details: ExecDetails {
+                    argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+                    comm: argv.first().map(|a| basename(a).chars().take(15).collect()),
+                    ..Default::default()
+                },
+            },
+        ]
+    }
+
+    /// Feeds `events` to a tracker following root 1 (as `run` does) and summarizes.
+    fn report(events: &[Event]) -> RunReport {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        t.expect_root(1);
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        let h = Header {
+            mode: Mode::Run {
+                argv: vec!["root".into()],
+            },
+            ts: 0,
+            real_minus_mono: 0,
+            tool: Tool {
+                pid: 0,
+                argv: vec![],
+                version: "0".into(),
+                parent_sid: None,
+                host: None,
+                utc_offset: None,
+            },
+            backend: None,
+        };
+        let sum = Summary {
+            ts: events.iter().filter_map(|e| e.ts()).max().unwrap_or(0),
+            status: None,
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 0,
+            root: Some(1),
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+            filtered: None,
+        };
+        summarize(&h, &t, &sum, true)
+    }
+
+    fn path(r: &RunReport) -> Vec<(i32, usize)> {
+        r.critical_path.iter().map(|s| (s.step.pid, s.depth)).collect()
+    }
+
+    #[test]
+    fn a_chain_is_all_on_the_path() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2),
+            fork(20, 2, 3),
+            exit(80, 3, 0),
+            exit(90, 2, 0),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1), (3, 2)]);
+        assert_eq!(r.wall_ns, 100 * MS);
+        let starts: Vec<i64> = r.critical_path.iter().map(|s| s.step.start_ns).collect();
+        assert_eq!(starts, [0, 10 * MS as i64, 20 * MS as i64]);
+        let durs: Vec<u64> = r.critical_path.iter().map(|s| s.step.duration_ns).collect();
+        assert_eq!(durs, [100 * MS, 80 * MS, 60 * MS]);
+    }
+
+    #[test]
+    fn a_fan_out_puts_the_longest_child_on_the_path() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2),
+            fork(10, 1, 3),
+            fork(10, 1, 4),
+            exit(50, 2, 0),
+            exit(90, 3, 0),
+            exit(70, 4, 0),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (3, 1)]);
+        let slowest: Vec<i32> = r.slowest.iter().map(|s| s.pid).collect();
+        assert_eq!(slowest, [3, 4, 2], "longest first, root excluded");
+    }
+
+    #[test]
+    fn a_fan_in_takes_the_later_of_the_parallel_pair_then_the_join() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2), // A
+            fork(10, 1, 3), // B
+            exit(40, 3, 0),
+            exit(60, 2, 0),
+            fork(61, 1, 4), // C, after both
+            exit(90, 4, 0),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1), (4, 1)]);
+    }
+
+    #[test]
+    fn a_background_child_never_counts() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2),
+            fork(20, 1, 3), // left running, then ends long after the command
+            exit(50, 2, 0),
+            exit(100, 1, 0),
+            Event::Background {
+                ts: 101 * MS,
+                tgid: 3,
+                state: BackgroundState::Ready,
+                report: false,
+            },
+            exit(500, 3, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1)]);
+        assert_eq!(r.wall_ns, 100 * MS, "wall time is the command's, not the leak's");
+        assert_eq!(r.background.len(), 1);
+        assert_eq!(r.background[0].pid, 3);
+        assert!(r.slowest.iter().all(|s| s.pid != 3), "{:?}", r.slowest);
+    }
+
+    #[test]
+    fn sequential_children_are_all_on_the_path() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2),
+            exit(30, 2, 0),
+            fork(30, 1, 3),
+            exit(50, 3, 0),
+            fork(55, 1, 4),
+            exit(90, 4, 1),
+            exit(100, 1, 1),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1), (3, 1), (4, 1)]);
+        let f: Vec<(i32, Option<i32>)> = r.failures.iter().map(|f| (f.pid, f.status.code)).collect();
+        assert_eq!(f, [(1, Some(1)), (4, Some(1))]);
+    }
+
+    #[test]
+    fn a_process_with_unknown_exit_never_counts() {
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(10, 1, 2),
+            Event::Lost {
+                ts: Some(20 * MS),
+                count: 1,
+            }, // 2's exit
+            fork(60, 1, 2), // the pid again: the first instance is closed with its exit unknown
+            exit(70, 2, 0),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1)]);
+        assert_eq!(
+            r.critical_path[1].step.start_ns,
+            60 * MS as i64,
+            "the second instance"
+        );
+        assert_eq!(r.exit_unknown, 1);
+        assert_eq!(r.lost, 1);
+        assert_eq!(r.slowest.len(), 1);
+        assert!(r.failures.is_empty(), "an unknown exit is not a failure");
+    }
+
+    #[test]
+    fn gaps_are_the_parents_own_work_and_overlaps_pick_the_gating_child() {
+        // make -j2 in miniature: 2 and 3 start together; 4 starts when 2 ends; the link (5)
+        // starts when the later of 3 and 4 ends. Path: 2 → 4 → 5 (3 finished earlier).
+        let r = report(&[
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(5, 1, 3),
+            exit(40, 2, 0),
+            fork(41, 1, 4),
+            exit(60, 3, 0),
+            exit(80, 4, 0),
+            fork(85, 1, 5),
+            exit(95, 5, 0),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(path(&r), [(1, 0), (2, 1), (4, 1), (5, 1)]);
+    }
+
+    #[test]
+    fn programs_and_folding_of_wrappers() {
+        let mut ev = vec![fork(0, 100, 1)];
+        ev.extend(exec(1, 1, &["make", "-j2"]));
+        ev.push(fork(10, 1, 2));
+        ev.extend(exec(11, 2, &["/usr/bin/cc", "-c", "f.c"]));
+        ev.push(fork(12, 2, 3));
+        ev.extend(exec(13, 3, &["/usr/lib/gcc/cc1", "f.c"]));
+        ev.extend([exit(60, 3, 0), exit(62, 2, 0)]);
+        ev.push(fork(63, 1, 4)); // a fork of make that never execs
+        ev.extend([exit(64, 4, 0), exit(100, 1, 0)]);
+        let r = report(&ev);
+        let progs: Vec<(&str, u64, u64)> = r
+            .by_program
+            .0
+            .iter()
+            .map(|(n, s)| (n.as_str(), s.count, s.total_ns))
+            .collect();
+        assert_eq!(
+            progs,
+            [
+                ("make", 1, 100 * MS),
+                ("cc", 1, 52 * MS),
+                ("cc1", 1, 48 * MS),
+                ("make (fork)", 1, MS)
+            ]
+        );
+        // cc1 takes 48 of cc's 52 ms: folded into `cc -c f.c`, which names the compile.
+        let slowest: Vec<i32> = r.slowest.iter().map(|s| s.pid).collect();
+        assert_eq!(slowest, [2, 4]);
+        assert_eq!(path(&r), [(1, 0), (2, 1), (3, 2), (4, 1)]);
+        let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(j["critical_path"][2]["argv"][0], "/usr/lib/gcc/cc1");
+        assert_eq!(j["critical_path"][2]["start_s"], 0.012);
+        assert_eq!(j["critical_path"][2]["duration_s"], 0.048);
+        assert_eq!(j["by_program"]["cc1"]["count"], 1);
+        assert_eq!(j["wall_s"], 0.1);
+    }
+
+    #[test]
+    fn a_long_path_is_cut_for_people_but_whole_in_json() {
+        // 100 sequential jobs, each with one grandchild: a path of 201 steps.
+        let mut ev = vec![fork(0, 100, 1)];
+        for j in 0..100u64 {
+            let (c, g) = (2 + 2 * j as i32, 3 + 2 * j as i32);
+            ev.extend([
+                fork(10 * j + 1, 1, c),
+                fork(10 * j + 2, c, g),
+                exit(10 * j + 8, g, 0),
+                exit(10 * j + 9, c, 0),
+            ]);
+        }
+        ev.push(exit(1000, 1, 0));
+        let r = report(&ev);
+        assert_eq!(r.critical_path.len(), 201);
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        let path_lines: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("critical path:"))
+            .skip(1)
+            .collect();
+        assert_eq!(path_lines.len(), PATH_LINES + 2, "{text}");
+        assert!(
+            path_lines[20].contains("… 61 more steps, 488.0ms in all …"),
+            "{text}"
+        );
+        assert!(
+            path_lines[41].contains("(100 steps inside these not shown"),
+            "{text}"
+        );
+        assert!(path_lines[40].contains(" 200 [fork of ?]"), "{text}");
+        let md = render_markdown(&r);
+        assert!(md.contains("| … | 488.0ms | | | 61 more steps |"), "{md}");
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let r = report(&[fork(0, 100, 1), fork(10, 1, 2), exit(50, 2, 1), exit(100, 1, 0)]);
+        let on = render_text(
+            &r,
+            TextOptions {
+                color: true,
+                width: 100,
+            },
+        );
+        assert!(on.contains("\x1b[31mexit 1\x1b[0m"), "{on:?}");
+        assert!(on.contains("\x1b[31m1 failure\x1b[0m"), "{on:?}");
+        let off = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(!off.contains('\x1b'), "{off:?}");
+        assert!(!render_markdown(&r).contains('\x1b'));
+    }
+
+    #[test]
+    fn markdown_survives_pipes_and_backticks() {
+        assert_eq!(code("a|b"), r"`a\|b`");
+        assert_eq!(code("x `y` z"), "``x `y` z``");
+        assert_eq!(code("`q"), "`` `q ``");
+    }
+}
+
+#[cfg(test)]
+mod make_j2 {
+    //! The recorded `make -j2` of a 7-file C project: the summary names the slowest compile and
+    //! the jobs that gated the link.
+    use super::*;
+    use crate::cmd::replay::{parse_capture, replay};
+    use crate::sink::Fanout;
+
+    #[test]
+    fn names_the_slowest_compile_and_the_jobs_that_gated_the_link() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/captures/make-j2.jsonl"
+        );
+        let cap = parse_capture(std::fs::read(path).unwrap().as_slice(), path).unwrap();
+        let h = cap.header.clone().unwrap();
+        let (engine, sum) = replay(&cap, None, Fanout::new(), h.clone());
+        let r = summarize(&h, &engine.tracker, &sum, true);
+        let argv = |s: &Step| s.argv.clone().unwrap_or_default().join(" ");
+        assert_eq!(argv(&r.slowest[0]), "cc -O1 -c -o f5.o f5.c");
+        let top: Vec<(String, usize)> = r
+            .critical_path
+            .iter()
+            .filter(|s| s.depth <= 1)
+            .map(|s| (argv(&s.step), s.depth))
+            .collect();
+        let want = [
+            "make -j2",
+            "cc -O1 -c -o main.o main.c",
+            "cc -O1 -c -o f2.o f2.c",
+            "cc -O1 -c -o f4.o f4.c",
+            "cc -O1 -c -o f6.o f6.c",
+            "cc -o app main.o f1.o f2.o f3.o f4.o f5.o f6.o",
+        ];
+        assert_eq!(top.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), want);
+        // Each job starts when the one before it ended (a -j2 slot freed), in time order.
+        for w in r
+            .critical_path
+            .windows(2)
+            .filter(|w| w[0].depth == 1 && w[1].depth == 1)
+        {
+            assert!(w[0].step.start_ns + w[0].step.duration_ns as i64 <= w[1].step.start_ns);
+        }
+        let last = r.critical_path.last().unwrap();
+        assert_eq!((last.step.program.as_str(), last.depth), ("ld", 3));
+        assert_eq!(r.by_program.0[1].0, "cc1");
+        assert_eq!(r.by_program.0[1].1.count, 7);
+    }
+}

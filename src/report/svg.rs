@@ -1,0 +1,1246 @@
+//! The run as one self-contained SVG picture: a Gantt chart of the processes in tree order, a
+//! time axis, and a strip showing how many processes ran at each moment.
+//!
+//! Layout, top to bottom: a title (the command, wall time, counts, start date), a legend, the
+//! concurrency strip (computed from every process, drawn or not), the time axis, one row per
+//! drawn process (label column on the left, indented by depth with a thin tree guide; the bar
+//! from fork to exit on the right, coloured by outcome, the duration after it), and a note
+//! counting the processes folded away. Each bar has a `<title>` (the hover text) with the full
+//! command, pid, parent, start, duration, status and working directory.
+//!
+//! Readability at thousands of processes comes from a row cap ([`SvgOptions::max_rows`]): the
+//! failed, killed and unfinished processes are drawn first, then the longest, each with its
+//! ancestors so the tree stays connected, and the rest are counted in the note. The picture's size is therefore bounded whatever the run's: it is
+//! built as a `String` in memory (a few hundred kilobytes at most), while the work over all
+//! records is linear apart from one sort.
+//!
+//! Hand-written rather than through an SVG crate: the output is a few element kinds with fixed
+//! attributes, and writing them directly keeps the bytes stable for the golden tests and costs
+//! no dependency. A pure function of what it is given (no clock, no environment), like every
+//! report.
+
+use std::fmt::Write as _;
+
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv};
+use crate::sink::{Header, Mode, Summary};
+
+/// How to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct SvgOptions {
+    /// Hide URL credentials in argv.
+    pub redact: bool,
+    /// Most process rows to draw; the shortest of the rest are folded into a count.
+    pub max_rows: usize,
+}
+
+impl Default for SvgOptions {
+    fn default() -> Self {
+        SvgOptions {
+            redact: true,
+            max_rows: 200,
+        }
+    }
+}
+
+/// Picture width, px.
+const WIDTH: f64 = 1280.0;
+/// Left margin, px.
+const MARGIN: f64 = 12.0;
+/// The label column's width, px.
+const LABEL_W: f64 = 392.0;
+/// Where the time axis begins, px.
+pub const PLOT_X: f64 = MARGIN + LABEL_W + 8.0;
+/// The time axis's length, px (room is left on the right for a duration after the last bar).
+pub const PLOT_W: f64 = WIDTH - PLOT_X - 64.0;
+/// Height of one process row, px.
+const ROW_H: f64 = 16.0;
+/// Height of a bar, px.
+const BAR_H: f64 = 11.0;
+/// Narrowest bar, px: a process too short to see still shows.
+pub const MIN_BAR_W: f64 = 1.5;
+/// Concurrency strip height, px.
+const STRIP_H: f64 = 56.0;
+/// Indentation per tree level, px.
+const INDENT: f64 = 10.0;
+/// Deepest indentation drawn (deeper levels line up with it).
+const MAX_INDENT_LEVEL: usize = 14;
+/// Advance of one character of the 11 px monospace font, px (DejaVu Sans Mono: 0.602 em).
+const CHAR_W: f64 = 6.65;
+
+/// How a process ended, as the bar's colour class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// Exit code other than 0.
+    Failed,
+    /// Killed by a signal.
+    Signalled,
+    /// No exit seen: still running at the end, or left in the background.
+    Running,
+    /// The exit was lost (inferred from pid reuse or a probe).
+    Lost,
+}
+
+impl Outcome {
+    /// Of a record.
+    pub fn of(r: &ProcessRecord) -> Outcome {
+        match r.exit {
+            None => Outcome::Running,
+            Some(x) => match x.status {
+                Some(ExitStatus::Code(0)) => Outcome::Ok,
+                Some(ExitStatus::Code(_)) => Outcome::Failed,
+                Some(ExitStatus::Signal { .. }) => Outcome::Signalled,
+                None => Outcome::Lost,
+            },
+        }
+    }
+
+    /// The CSS class of its bars.
+    pub fn class(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "fail",
+            Outcome::Signalled => "sig",
+            Outcome::Running => "run",
+            Outcome::Lost => "lost",
+        }
+    }
+
+    fn legend(self) -> &'static str {
+        match self {
+            Outcome::Ok => "exit 0",
+            Outcome::Failed => "exit ≠ 0",
+            Outcome::Signalled => "killed by a signal",
+            Outcome::Running => "still running / background",
+            Outcome::Lost => "exit lost",
+        }
+    }
+}
+
+const STYLE: &str = "\
+text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:#222}\
+.mono{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:11px}\
+.title{font-size:15px;font-weight:bold}\
+.sub{fill:#555}.dim{fill:#888}.warn{fill:#c0392b;font-weight:bold}.loss{fill:#a4239f;font-weight:bold}\
+.tick{font-size:10px;fill:#666}.dur{font-size:10px;fill:#555}\
+.grid{stroke:#e3e3e3;stroke-width:1}.guide{stroke:#c4c4c4;stroke-width:1;fill:none}\
+.zebra{fill:#f5f6f8}.exec{stroke:#1d1d1d;stroke-width:1}\
+.conc{fill:#8fb3d9;stroke:#4a78a8;stroke-width:1}.maxline{stroke:#4a78a8;stroke-dasharray:3 3}\
+.ok{fill:#59a14f}.fail{fill:#e15759}.sig{fill:#9c5fc7}.run{fill:#edc948}.lost{fill:#a7a7a7}\
+";
+
+/// Escapes text for XML content and attribute values. Control characters, which XML 1.0 cannot
+/// carry at all, become their visible Unicode pictures (U+2400…); the noncharacters U+FFFE and
+/// U+FFFF become U+FFFD.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' => out.push(c),
+            '\u{0}'..='\u{1f}' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}')),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn elide(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max_chars.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// One process in tree order.
+struct Row {
+    id: ProcId,
+    depth: usize,
+    parent: Option<usize>,
+    start: u64,
+    end: u64,
+}
+
+/// Every record, depth first from the roots, children in fork order.
+fn tree_order(t: &Tracker, t0: u64, t1: u64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut stack: Vec<(ProcId, usize, Option<usize>)> =
+        t.roots().iter().rev().map(|&r| (r, 0, None)).collect();
+    while let Some((id, depth, parent)) = stack.pop() {
+        let Some(r) = t.get(id) else { continue };
+        let start = r.start_ns.unwrap_or(t0).clamp(t0, t1);
+        let end = r.exit.map_or(t1, |x| x.ts).clamp(start, t1);
+        let me = rows.len();
+        rows.push(Row {
+            id,
+            depth,
+            parent,
+            start,
+            end,
+        });
+        for &c in r.children.iter().rev() {
+            stack.push((c, depth + 1, Some(me)));
+        }
+    }
+    rows
+}
+
+/// Which rows to draw: all when they fit, else the notable ones (failed, killed, still running,
+/// exit lost) and then the longest, each with its ancestors.
+fn choose(rows: &[Row], notable: &[bool], max_rows: usize) -> Vec<bool> {
+    if rows.len() <= max_rows {
+        return vec![true; rows.len()];
+    }
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| (!notable[i], std::cmp::Reverse(rows[i].end - rows[i].start), i));
+    let mut chosen = vec![false; rows.len()];
+    let mut count = 0;
+    let mut chain = Vec::new();
+    for i in order {
+        if count >= max_rows {
+            break;
+        }
+        chain.clear();
+        let mut at = Some(i);
+        while let Some(j) = at.filter(|&j| !chosen[j]) {
+            chain.push(j);
+            at = rows[j].parent;
+        }
+        if !chain.is_empty() && count + chain.len() <= max_rows {
+            for &j in &chain {
+                chosen[j] = true;
+            }
+            count += chain.len();
+        }
+    }
+    chosen
+}
+
+/// Most processes running at once over `[t0, t1]`, and per pixel column of `cols` the most
+/// running at any moment within it. Intervals are half-open: one process ending when another
+/// starts do not overlap; a zero-length process runs at no moment.
+fn concurrency(rows: &[Row], t0: u64, t1: u64, cols: usize) -> (u32, Vec<u32>) {
+    let mut ev: Vec<(u64, i32)> = Vec::with_capacity(rows.len() * 2);
+    for r in rows.iter().filter(|r| r.end > r.start) {
+        ev.push((r.start, 1));
+        ev.push((r.end, -1));
+    }
+    ev.sort_unstable();
+    let span = (t1 - t0).max(1) as u128;
+    let col_of = |t: u64| (((t - t0) as u128 * cols as u128 / span) as usize).min(cols - 1);
+    let mut per_col = vec![0u32; cols];
+    let (mut cur, mut max, mut col) = (0i64, 0i64, 0usize);
+    for (t, d) in ev {
+        let c = col_of(t);
+        while col < c {
+            col += 1;
+            per_col[col] = cur as u32; // running at the column's start
+        }
+        cur += i64::from(d);
+        max = max.max(cur);
+        per_col[c] = per_col[c].max(cur as u32);
+    }
+    while col + 1 < cols {
+        col += 1;
+        per_col[col] = cur as u32;
+    }
+    (max as u32, per_col)
+}
+
+/// A tick step for the axis: about one tick per `px_per_tick` pixels, from 1-2-5 steps (then
+/// 10 s, 20 s, 30 s, minutes and hours), with the unit it is labelled in.
+fn tick_step(span_ns: u64, px_per_tick: f64) -> (u64, u64, &'static str) {
+    let target = span_ns as f64 / (PLOT_W / px_per_tick);
+    let mut candidates: Vec<u64> = Vec::new();
+    let mut p = 1u64;
+    while p <= 1_000_000_000 {
+        candidates.extend([p, 2 * p, 5 * p]);
+        p *= 10;
+    }
+    candidates.extend(
+        [
+            10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 18000, 36000, 86400,
+        ]
+        .map(|s: u64| s * 1_000_000_000),
+    );
+    let step = candidates
+        .iter()
+        .copied()
+        .find(|&c| c as f64 >= target)
+        .unwrap_or_else(|| ((target / 86_400e9).ceil() as u64).saturating_mul(86_400_000_000_000));
+    let (mut unit, mut name) = match step {
+        s if s >= 3_600_000_000_000 => (3_600_000_000_000, "h"),
+        s if s >= 60_000_000_000 => (60_000_000_000, "min"),
+        s if s >= 1_000_000_000 => (1_000_000_000, "s"),
+        s if s >= 1_000_000 => (1_000_000, "ms"),
+        s if s >= 1_000 => (1_000, "µs"),
+        _ => (1, "ns"),
+    };
+    // `0.5 ms … 3.5 ms` reads better than `500 µs … 3500 µs`: the next decimal unit when the
+    // run reaches it and a step is at least a tenth of it.
+    if unit < 1_000_000_000 && span_ns >= unit * 1000 && step * 10 >= unit * 1000 {
+        unit *= 1000;
+        name = match name {
+            "ns" => "µs",
+            "µs" => "ms",
+            _ => "s",
+        };
+    }
+    (step, unit, name)
+}
+
+fn tick_label(t: u64, unit: u64, name: &str) -> String {
+    if t % unit == 0 {
+        format!("{} {name}", t / unit)
+    } else {
+        let v = t as f64 / unit as f64;
+        let s = format!("{v:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s} {name}")
+    }
+}
+
+/// `2024-06-01 14:00:00 +02:00` for monotonic `ts`.
+fn wall_clock(h: &Header, ts: u64) -> String {
+    let ns = ts as i128 + h.real_minus_mono as i128;
+    let off = h.tool.utc_offset.unwrap_or(0);
+    let secs = ns.div_euclid(1_000_000_000) as i64;
+    let mut b = Vec::new();
+    trace2::Timestamp {
+        secs: secs.saturating_add(off),
+        micros: 0,
+    }
+    .write_utc_extended(&mut b);
+    let s = String::from_utf8_lossy(&b);
+    let date = s.get(..19).unwrap_or(&s).replace('T', " ");
+    let sign = if off < 0 { '-' } else { '+' };
+    let a = off.unsigned_abs();
+    format!("{date} {sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
+}
+
+fn describe(r: &ProcessRecord, redact: bool) -> String {
+    match r.argv() {
+        Some(a) => quote_argv(a, redact),
+        None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
+        None => format!("[{}]", r.comm.as_deref().unwrap_or("?")),
+    }
+}
+
+/// The row label: like [`describe`], with the program's directory left out (the hover has it).
+fn short(r: &ProcessRecord, redact: bool) -> String {
+    match r.argv() {
+        Some([first, rest @ ..]) => {
+            let base = first
+                .rsplit('/')
+                .next()
+                .filter(|b| !b.is_empty())
+                .unwrap_or(first);
+            let mut v = Vec::with_capacity(rest.len() + 1);
+            v.push(base.to_string());
+            v.extend(rest.iter().cloned());
+            quote_argv(&v, redact)
+        }
+        _ => describe(r, redact),
+    }
+}
+
+fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
+    let mut s = describe(r, redact);
+    let _ = write!(s, "\npid {}, parent {}", r.pid, r.ppid);
+    match r.start_ns {
+        Some(st) if st >= t0 => {
+            let _ = write!(s, "\nstarted +{}", fmt_duration(st - t0));
+        }
+        Some(st) => {
+            let _ = write!(s, "\nstarted {} before tracing began", fmt_duration(t0 - st));
+        }
+        None => s.push_str("\nrunning when tracing began"),
+    }
+    let plain = Paint { on: false };
+    let ran = run_text(r, row);
+    match r.exit {
+        Some(x) => {
+            let _ = write!(s, ", ran {ran}, {}", exit_text(x.status, plain));
+        }
+        None => {
+            let _ = write!(s, ", still running after {ran}");
+        }
+    }
+    if r.background.is_some() {
+        s.push_str("\noutlived the command (background)");
+    }
+    if r.execs.len() > 1 {
+        let _ = write!(s, "\nexec'd {} times", r.execs.len());
+    }
+    if let Some(cwd) = r
+        .execs
+        .last()
+        .and_then(|e| e.details.as_ref())
+        .and_then(|d| d.cwd.as_deref())
+    {
+        let _ = write!(s, "\ncwd {cwd}");
+    }
+    s
+}
+
+/// How long the process ran: from its fork, even one before the picture begins; `≥` the part
+/// drawn when the fork time is unknown.
+fn run_text(r: &ProcessRecord, row: &Row) -> String {
+    match r.start_ns {
+        Some(st) => fmt_duration(row.end.saturating_sub(st)),
+        None => format!("≥ {}", fmt_duration(row.end - row.start)),
+    }
+}
+
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Renders the picture.
+pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
+    let t0 = h.ts;
+    let mut t1 = sum.ts.max(t0.saturating_add(1));
+    // The picture ends at the summary or the last exit, whichever is later.
+    let mut stack: Vec<ProcId> = t.roots().to_vec();
+    while let Some(id) = stack.pop() {
+        if let Some(r) = t.get(id) {
+            if let Some(x) = r.exit {
+                t1 = t1.max(x.ts);
+            }
+            stack.extend(r.children.iter().copied());
+        }
+    }
+    let span = t1 - t0;
+    let x_of = |ts: u64| PLOT_X + (ts - t0) as f64 / span as f64 * PLOT_W;
+
+    let rows = tree_order(t, t0, t1);
+    let notable: Vec<bool> = rows
+        .iter()
+        .map(|r| t.get(r.id).is_some_and(|p| Outcome::of(p) != Outcome::Ok))
+        .collect();
+    let chosen = choose(&rows, &notable, o.max_rows.max(1));
+    let drawn: Vec<usize> = (0..rows.len()).filter(|&i| chosen[i]).collect();
+    let folded = rows.len() - drawn.len();
+    let folded_max = (0..rows.len())
+        .filter(|&i| !chosen[i])
+        .map(|i| rows[i].end - rows[i].start)
+        .max()
+        .unwrap_or(0);
+    let cols = PLOT_W as usize;
+    let (conc_max, per_col) = concurrency(&rows, t0, t1, cols);
+    let mut failed = 0usize;
+    let mut signalled = 0usize;
+    let mut outcomes_seen = [false; 5];
+    for row in &rows {
+        if let Some(r) = t.get(row.id) {
+            let oc = Outcome::of(r);
+            outcomes_seen[oc as usize] = true;
+            match oc {
+                Outcome::Failed => failed += 1,
+                Outcome::Signalled => signalled += 1,
+                _ => {}
+            }
+        }
+    }
+
+    // Vertical layout.
+    let legend_y = 66.0;
+    let strip_top = 84.0;
+    let strip_base = strip_top + STRIP_H;
+    let axis_y = strip_base + 18.0;
+    let rows_top = axis_y + 8.0;
+    let rows_bottom = rows_top + drawn.len() as f64 * ROW_H;
+    let note_y = rows_bottom + 18.0;
+    let bottom_axis_y = if folded > 0 {
+        note_y + 18.0
+    } else {
+        rows_bottom + 16.0
+    };
+    let height = (bottom_axis_y + 14.0).ceil();
+
+    let mut s = String::with_capacity(64 * 1024 + drawn.len() * 700);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" data-t0="{t0}" data-t1="{t1}" data-plot-x="{px}" data-plot-width="{pw}" data-min-bar="{MIN_BAR_W}">"#,
+        w = WIDTH,
+        px = PLOT_X,
+        pw = PLOT_W,
+    );
+    let _ = writeln!(s, "<style>{STYLE}</style>");
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+
+    // Title.
+    let what = match &h.mode {
+        Mode::Run { argv } => quote_argv(argv, o.redact),
+        Mode::Watch { root: Some(r) } => format!("watch -p {r}"),
+        Mode::Watch { root: None } => "watch (system-wide)".to_string(),
+        Mode::Replay { path } => format!("replay {path}"),
+    };
+    let _ = writeln!(
+        s,
+        r#"<text class="title" x="{MARGIN}" y="24">{}</text>"#,
+        xml_escape(&elide(&what, 96))
+    );
+    let n = rows.len();
+    let mut sub = format!(
+        "wall {} · {n} process{} · {} execs · ",
+        xml_escape(&fmt_duration(sum.ts.saturating_sub(t0))),
+        if n == 1 { "" } else { "es" },
+        sum.stats.execs
+    );
+    let _ = write!(
+        sub,
+        r#"<tspan class="{}">{failed} failed</tspan> · "#,
+        if failed > 0 { "warn" } else { "sub" }
+    );
+    if signalled > 0 {
+        let _ = write!(
+            sub,
+            r#"<tspan class="warn">{signalled} killed by a signal</tspan> · "#
+        );
+    }
+    let _ = write!(sub, "{} background · ", sum.background);
+    let _ = write!(
+        sub,
+        r#"<tspan class="{}">{} events lost{}</tspan> · "#,
+        if sum.stats.lost > 0 { "loss" } else { "sub" },
+        sum.stats.lost,
+        if sum.stats.lost > 0 {
+            ": the picture may be incomplete"
+        } else {
+            ""
+        }
+    );
+    if let Some(st) = sum.status {
+        let _ = write!(
+            sub,
+            "{} · ",
+            xml_escape(&exit_text(Some(st), Paint { on: false }))
+        );
+    }
+    let sub = sub.trim_end_matches(" · ");
+    let _ = writeln!(s, r#"<text class="sub" x="{MARGIN}" y="44">{sub}</text>"#);
+    // When and how, on the title line's right.
+    let mut when = format!("started {}", wall_clock(h, t0));
+    if let Some(b) = &h.backend {
+        let _ = write!(when, " · {b}");
+    }
+    let _ = writeln!(
+        s,
+        r#"<text class="sub" x="{}" y="24" text-anchor="end">{}</text>"#,
+        WIDTH - MARGIN,
+        xml_escape(&when)
+    );
+
+    // Legend: the outcomes that occur, always "exit 0" first.
+    let mut lx = MARGIN;
+    for oc in [
+        Outcome::Ok,
+        Outcome::Failed,
+        Outcome::Signalled,
+        Outcome::Running,
+        Outcome::Lost,
+    ] {
+        if oc != Outcome::Ok && !outcomes_seen[oc as usize] {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<rect class="{}" x="{lx}" y="{}" width="14" height="{BAR_H}"/><text x="{}" y="{}">{}</text>"#,
+            oc.class(),
+            legend_y - 10.0,
+            lx + 19.0,
+            legend_y,
+            xml_escape(oc.legend())
+        );
+        lx += 19.0 + oc.legend().chars().count() as f64 * 6.6 + 16.0;
+    }
+    if rows
+        .iter()
+        .any(|r| t.get(r.id).is_some_and(|p| p.execs.len() > 1))
+    {
+        let _ = writeln!(
+            s,
+            r#"<line class="exec" x1="{x}" y1="{}" x2="{x}" y2="{}"/><text x="{}" y="{legend_y}">exec (after the first)</text>"#,
+            legend_y - 11.0,
+            legend_y + 1.0,
+            lx + 6.0,
+            x = lx + 1.0
+        );
+    }
+
+    // Grid and axis.
+    let (step, unit, unit_name) = tick_step(span, 90.0);
+    let mut ticks = Vec::new();
+    let mut tk = 0u64;
+    while tk <= span {
+        ticks.push(tk);
+        tk = match tk.checked_add(step) {
+            Some(v) => v,
+            None => break,
+        };
+    }
+    s.push_str("<g class=\"axis\">\n");
+    for &tk in &ticks {
+        let x = f1(x_of(t0 + tk));
+        let _ = writeln!(
+            s,
+            r#"<line class="grid" x1="{x}" y1="{strip_top}" x2="{x}" y2="{}"/>"#,
+            rows_bottom
+        );
+        let label = xml_escape(&tick_label(tk, unit, unit_name));
+        let _ = writeln!(
+            s,
+            r#"<text class="tick" x="{x}" y="{axis_y}" text-anchor="middle">{label}</text>"#
+        );
+        if !drawn.is_empty() && drawn.len() > 30 {
+            let _ = writeln!(
+                s,
+                r#"<text class="tick" x="{x}" y="{bottom_axis_y}" text-anchor="middle">{label}</text>"#
+            );
+        }
+    }
+    s.push_str("</g>\n");
+
+    // Concurrency strip.
+    let _ = writeln!(s, r#"<g id="concurrency" data-max="{conc_max}">"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="end">processes running</text>"#,
+        PLOT_X - 8.0,
+        strip_top + 22.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text class="sub" x="{}" y="{}" text-anchor="end">max {conc_max}</text>"#,
+        PLOT_X - 8.0,
+        strip_top + 38.0
+    );
+    let _ = writeln!(
+        s,
+        r##"<line x1="{PLOT_X}" y1="{strip_base}" x2="{}" y2="{strip_base}" stroke="#999"/>"##,
+        PLOT_X + PLOT_W
+    );
+    if conc_max > 0 {
+        let y_of = |v: u32| strip_base - f64::from(v) / f64::from(conc_max) * STRIP_H;
+        let mut d = format!("M{} {}", f1(PLOT_X), f1(strip_base));
+        let col_w = PLOT_W / cols as f64;
+        let mut prev = None;
+        for (c, &v) in per_col.iter().enumerate() {
+            if prev != Some(v) {
+                let _ = write!(d, "H{}V{}", f1(PLOT_X + c as f64 * col_w), f1(y_of(v)));
+                prev = Some(v);
+            }
+        }
+        let _ = write!(d, "H{}V{}Z", f1(PLOT_X + PLOT_W), f1(strip_base));
+        let _ = writeln!(s, r#"<path class="conc" d="{d}"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<line class="maxline" x1="{PLOT_X}" y1="{}" x2="{}" y2="{}"/>"#,
+            f1(strip_top),
+            PLOT_X + PLOT_W,
+            f1(strip_top)
+        );
+    }
+    s.push_str("</g>\n");
+
+    // Rows.
+    let mut row_of = vec![usize::MAX; rows.len()];
+    for (k, &i) in drawn.iter().enumerate() {
+        row_of[i] = k;
+    }
+    let indent = |depth: usize| MARGIN + depth.min(MAX_INDENT_LEVEL) as f64 * INDENT;
+    s.push_str("<g class=\"rows\">\n");
+    for (k, _) in drawn.iter().enumerate().filter(|(k, _)| k % 2 == 1) {
+        let _ = writeln!(
+            s,
+            r#"<rect class="zebra" x="0" y="{}" width="{WIDTH}" height="{ROW_H}"/>"#,
+            f1(rows_top + k as f64 * ROW_H)
+        );
+    }
+    // Tree guides: from under the parent's label down to the child's row.
+    for &i in &drawn {
+        let Some(p) = rows[i].parent else { continue };
+        let (pk, ck) = (row_of[p], row_of[i]);
+        if pk == usize::MAX {
+            continue;
+        }
+        let x = indent(rows[p].depth) + 3.0;
+        let x_end = indent(rows[i].depth) - 2.0;
+        if x_end <= x {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<path class="guide" d="M{} {}V{}H{}"/>"#,
+            f1(x),
+            f1(rows_top + pk as f64 * ROW_H + ROW_H - 2.0),
+            f1(rows_top + ck as f64 * ROW_H + ROW_H / 2.0),
+            f1(x_end)
+        );
+    }
+    for (k, &i) in drawn.iter().enumerate() {
+        let row = &rows[i];
+        let Some(r) = t.get(row.id) else { continue };
+        let y = rows_top + k as f64 * ROW_H;
+        let base = y + ROW_H - 4.0;
+        let lx = indent(row.depth);
+        let pid = r.pid.to_string();
+        let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
+        let desc = elide(&short(r, o.redact), room.saturating_sub(pid.len() + 1));
+        let _ = writeln!(
+            s,
+            r#"<text class="mono" x="{}" y="{}"><tspan class="dim">{pid}</tspan> {}</text>"#,
+            f1(lx),
+            f1(base),
+            xml_escape(&desc)
+        );
+        let oc = Outcome::of(r);
+        let x = x_of(row.start);
+        let w = (x_of(row.end) - x).max(MIN_BAR_W);
+        let _ = writeln!(
+            s,
+            r#"<rect class="bar {}" x="{}" y="{}" width="{}" height="{BAR_H}" data-pid="{}"><title>{}</title></rect>"#,
+            oc.class(),
+            f1(x),
+            f1(y + (ROW_H - BAR_H) / 2.0),
+            f1(w),
+            r.pid,
+            xml_escape(&hover(r, row, t0, o.redact))
+        );
+        for e in r.execs.iter().skip(1) {
+            if e.ts < row.start || e.ts > row.end {
+                continue;
+            }
+            let ex = f1(x_of(e.ts));
+            let _ = writeln!(
+                s,
+                r#"<line class="exec" x1="{ex}" y1="{}" x2="{ex}" y2="{}"/>"#,
+                f1(y + 1.0),
+                f1(y + ROW_H - 1.0)
+            );
+        }
+        let dur = if r.exit.is_some() {
+            run_text(r, row)
+        } else {
+            "running".to_string()
+        };
+        let _ = writeln!(
+            s,
+            r#"<text class="dur" x="{}" y="{}">{}</text>"#,
+            f1(x + w + 4.0),
+            f1(base - 0.5),
+            xml_escape(&dur)
+        );
+    }
+    s.push_str("</g>\n");
+    if folded > 0 {
+        let _ = writeln!(
+            s,
+            r#"<text class="sub" id="folded" data-count="{folded}" x="{PLOT_X}" y="{note_y}">… {folded} more process{} not drawn (none longer than {}); the strip above counts every process</text>"#,
+            if folded == 1 { "" } else { "es" },
+            xml_escape(&fmt_duration(folded_max))
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    //! The picture parsed back as XML and checked against the records it was drawn from: the
+    //! recorded captures, and a synthetic build of thousands of processes made through the real
+    //! tracker.
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::cmd::replay::{parse_capture, replay};
+    use crate::model::event::{Event, ExecDetails};
+    use crate::model::tracker::{Scope, TrackerOptions};
+    use crate::sink::{Fanout, Tool};
+
+    fn header(ts: u64, argv: &[&str]) -> Header {
+        Header {
+            mode: Mode::Run {
+                argv: argv.iter().map(|s| s.to_string()).collect(),
+            },
+            ts,
+            real_minus_mono: 1_717_243_200_000_000_000,
+            tool: Tool {
+                pid: 1,
+                argv: vec!["proctrace".into()],
+                version: "0".into(),
+                parent_sid: None,
+                host: None,
+                utc_offset: Some(-5 * 3600 - 30 * 60),
+            },
+            backend: None,
+        }
+    }
+
+    fn all_records(t: &Tracker) -> Vec<&ProcessRecord> {
+        let mut out = Vec::new();
+        let mut stack: Vec<ProcId> = t.roots().to_vec();
+        while let Some(id) = stack.pop() {
+            if let Some(r) = t.get(id) {
+                out.push(r);
+                stack.extend(r.children.iter().copied());
+            }
+        }
+        out
+    }
+
+    /// Most intervals `[s, e)` covering one moment, counted directly (quadratic on purpose: a
+    /// different method from the sweep in [`concurrency`]).
+    fn true_max_overlap(iv: &[(u64, u64)]) -> u32 {
+        iv.iter()
+            .filter(|(s, e)| e > s)
+            .map(|&(s, _)| {
+                iv.iter()
+                    .filter(|&&(s2, e2)| e2 > s2 && s2 <= s && s < e2)
+                    .count() as u32
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks every bar of `svg` against the records; returns how many bars there are.
+    fn check(svg: &str, h: &Header, t: &Tracker, sum: &Summary, max_rows: usize) -> usize {
+        let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "svg");
+        let attr = |n: &str| root.attribute(n).unwrap().parse::<f64>().unwrap();
+        let recs = all_records(t);
+        let t0 = h.ts;
+        let t1 = recs
+            .iter()
+            .filter_map(|r| r.exit.map(|x| x.ts))
+            .fold(sum.ts.max(t0 + 1), u64::max);
+        assert_eq!(attr("data-t0") as u64, t0);
+        assert_eq!(root.attribute("data-t1").unwrap(), t1.to_string());
+        let (px, pw) = (attr("data-plot-x"), attr("data-plot-width"));
+        let scale = |ts: u64| px + (ts - t0) as f64 / (t1 - t0) as f64 * pw;
+        let span = |r: &ProcessRecord| {
+            let s = r.start_ns.unwrap_or(t0).clamp(t0, t1);
+            (s, r.exit.map_or(t1, |x| x.ts).clamp(s, t1))
+        };
+        let mut by_pid: HashMap<i32, Vec<&ProcessRecord>> = HashMap::new();
+        for r in &recs {
+            by_pid.entry(r.pid).or_default().push(r);
+        }
+        let bars: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+            .collect();
+        let mut drawn_pids = Vec::new();
+        for b in &bars {
+            let pid: i32 = b.attribute("data-pid").unwrap().parse().unwrap();
+            let x: f64 = b.attribute("x").unwrap().parse().unwrap();
+            let w: f64 = b.attribute("width").unwrap().parse().unwrap();
+            let class = b.attribute("class").unwrap().strip_prefix("bar ").unwrap();
+            let title = b
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .unwrap()
+                .text()
+                .unwrap();
+            let r = by_pid[&pid]
+                .iter()
+                .find(|r| (scale(span(r).0) - x).abs() <= 0.051)
+                .unwrap_or_else(|| panic!("bar of pid {pid} at x={x} matches no record's start"));
+            let (s, e) = span(r);
+            let want_w = (scale(e) - scale(s)).max(MIN_BAR_W);
+            assert!((want_w - w).abs() <= 0.11, "pid {pid}: width {w}, want {want_w}");
+            assert_eq!(class, Outcome::of(r).class(), "pid {pid}");
+            let want = match r.argv() {
+                Some(a) => quote_argv(a, true),
+                None => r.comm.clone().unwrap_or_else(|| "?".into()),
+            };
+            let want: String = xml_escape(&want);
+            let title_esc = xml_escape(title);
+            assert!(title_esc.contains(&want), "pid {pid}: {title:?} lacks {want:?}");
+            assert!(
+                title.contains(&format!("pid {pid}, parent {}", r.ppid)),
+                "{title}"
+            );
+            drawn_pids.push((pid, s));
+        }
+        // Drawn + folded = every process; the cap holds; ancestors are drawn with their children.
+        let folded = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some("folded"))
+            .map_or(0, |n| {
+                n.attribute("data-count").unwrap().parse::<usize>().unwrap()
+            });
+        assert_eq!(bars.len() + folded, recs.len());
+        assert!(bars.len() <= max_rows.max(1));
+        if recs.len() <= max_rows {
+            assert_eq!(folded, 0);
+        }
+        let is_drawn = |r: &ProcessRecord| drawn_pids.contains(&(r.pid, span(r).0));
+        for r in &recs {
+            if is_drawn(r) {
+                if let Some(p) = r.parent.and_then(|p| t.get(p)) {
+                    assert!(is_drawn(p), "pid {} drawn without its parent {}", r.pid, p.pid);
+                }
+            }
+        }
+        // The strip's maximum is the true overlap of all processes, drawn or not.
+        let iv: Vec<(u64, u64)> = recs.iter().map(|r| span(r)).collect();
+        let strip = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some("concurrency"))
+            .unwrap();
+        assert_eq!(
+            strip.attribute("data-max").unwrap().parse::<u32>().unwrap(),
+            true_max_overlap(&iv)
+        );
+        bars.len()
+    }
+
+    fn replayed(name: &str) -> (Header, Tracker, Summary) {
+        let path = format!(
+            "{}/tests/fixtures/captures/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read(&path).unwrap();
+        let cap = parse_capture(text.as_slice(), &path).unwrap();
+        let h = cap
+            .header
+            .clone()
+            .unwrap_or_else(|| header(cap.events.iter().find_map(|e| e.ts()).unwrap_or(0), &[name]));
+        let root = cap.command_pid();
+        let (engine, sum) = replay(&cap, root, Fanout::new(), h.clone());
+        (h, engine.tracker, sum)
+    }
+
+    #[test]
+    fn bars_match_the_records_of_every_capture() {
+        for name in [
+            "exec-twice",
+            "leader-exits-first",
+            "make-j2",
+            "reuse-pid",
+            "rich-run",
+            "thread-exec",
+            "threads-then-leader",
+        ] {
+            let (h, t, sum) = replayed(name);
+            let svg = render(&h, &t, &sum, SvgOptions::default());
+            let n = check(&svg, &h, &t, &sum, 200);
+            assert_eq!(n, all_records(&t).len(), "{name}");
+            // Folded hard: the longest (and their ancestors) stay, the count adds up.
+            let few = render(
+                &h,
+                &t,
+                &sum,
+                SvgOptions {
+                    redact: true,
+                    max_rows: 4,
+                },
+            );
+            check(&few, &h, &t, &sum, 4);
+        }
+    }
+
+    #[test]
+    fn make_j2_shows_the_compiles_side_by_side() {
+        let (h, t, sum) = replayed("make-j2");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert!(
+            svg.contains(r#"data-max="5""#),
+            "make, two cc and their cc1 at once"
+        );
+        assert!(svg.contains("cc -O1 -c -o f5.o f5.c"));
+        assert!(svg.contains(">100 ms</text>"), "ticks every 100 ms over 0.7 s");
+    }
+
+    /// The README's picture is what `proctrace replay tests/fixtures/captures/make-j2.jsonl
+    /// --svg docs/make-j2.svg` draws today.
+    #[test]
+    fn the_readme_picture_is_current() {
+        let (h, t, sum) = replayed("make-j2");
+        let want = render(&h, &t, &sum, SvgOptions::default());
+        let path = format!("{}/docs/make-j2.svg", env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            std::fs::read_to_string(&path).unwrap() == want,
+            "{path} is stale: regenerate it with the command in this test's doc comment"
+        );
+    }
+
+    /// A build of thousands of processes through the real tracker: 40 make workers, each
+    /// forking 100 compiles; some fail, some are killed, a few never finish, one has an argv
+    /// full of XML metacharacters and control characters (a failing one, so it is drawn).
+    fn synthetic() -> (Header, Tracker, Summary) {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        let base = 1_000_000_000u64;
+        t.expect_root(100);
+        // (ts, event), sorted stably at the end: ties keep the order written.
+        let mut ev: Vec<(u64, Event)> = Vec::new();
+        fn push(ev: &mut Vec<(u64, Event)>, ts: u64, e: Event) {
+            ev.push((ts, e));
+        }
+        fn exec(ev: &mut Vec<(u64, Event)>, ts: u64, pid: i32, argv: Vec<String>) {
+            ev.push((ts, Event::Exec { ts, tgid: pid }));
+            ev.push((
+                ts,
+                Event::ExecDetails {
+                    tgid: pid,
+                    details: ExecDetails {
+                        comm: Some(argv[0].clone()),
+                        argv: Some(argv),
+                        cwd: Some("/src".into()),
+                        ..Default::default()
+                    },
+                },
+            ));
+        }
+        let fork = |parent: i32, child: i32, ts: u64| Event::Fork {
+            ts,
+            parent_tgid: parent,
+            child_pid: child,
+            child_tgid: child,
+        };
+        let exit = |pid: i32, ts: u64, status: u32| Event::Exit {
+            ts,
+            pid,
+            tgid: pid,
+            status,
+            parent_tgid: 0,
+        };
+        push(&mut ev, base, fork(1, 100, base));
+        exec(&mut ev, base + 10, 100, vec!["make".into(), "-j40".into()]);
+        let mut pid = 1000;
+        let mut end = base;
+        for w in 0..40u64 {
+            let wpid = pid;
+            pid += 1;
+            let ws = base + 1_000 + w * 5_000;
+            push(&mut ev, ws, fork(100, wpid, ws));
+            exec(
+                &mut ev,
+                ws + 5,
+                wpid,
+                vec!["sh".into(), "-c".into(), format!("worker {w}")],
+            );
+            let mut ts = ws + 100;
+            for k in 0..100u64 {
+                let c = pid;
+                pid += 1;
+                let dur = 50_000 + (w * 7919 + k * 104_729) % 9_000_000;
+                push(&mut ev, ts, fork(wpid, c, ts));
+                let argv = if w == 7 && k == 13 {
+                    vec!["cc".into(), "<b>&\"quoted\" 'x'\u{1}\u{fffe}\t".into()]
+                } else {
+                    vec!["cc".into(), "-c".into(), format!("f{w}_{k}.c")]
+                };
+                exec(&mut ev, ts + 20, c, argv);
+                let status = match (w, k) {
+                    (_, 13) => 2 << 8,    // failed
+                    (3, 50) => 9,         // SIGKILL
+                    (5, 60) => 11 | 0x80, // SIGSEGV, core
+                    _ => 0,
+                };
+                if !(w == 39 && k >= 98) {
+                    push(&mut ev, ts + dur, exit(c, ts + dur, status));
+                }
+                ts += dur + 1_000;
+            }
+            push(&mut ev, ts, exit(wpid, ts, 0));
+            end = end.max(ts);
+        }
+        push(&mut ev, end + 1_000, exit(100, end + 1_000, 0));
+        ev.sort_by_key(|(ts, _)| *ts);
+        let mut facts = Vec::new();
+        for (_, e) in &ev {
+            t.apply(e, &mut facts);
+        }
+        let sum = Summary {
+            ts: end + 2_000,
+            status: Some(ExitStatus::Code(0)),
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 2,
+            root: Some(100),
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+            filtered: None,
+        };
+        (header(base, &["make", "-j40"]), t, sum)
+    }
+
+    #[test]
+    fn thousands_of_processes_fold_into_a_readable_picture() {
+        let (h, t, sum) = synthetic();
+        assert_eq!(all_records(&t).len(), 1 + 40 + 4000);
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        let n = check(&svg, &h, &t, &sum, 200);
+        assert!(n > 150, "the cap is used: {n} rows");
+        assert!(svg.len() < 400_000, "bounded size: {} bytes", svg.len());
+        // Every failure, kill and unfinished process is among the drawn rows.
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let count = |class: &str| {
+            doc.descendants()
+                .filter(|n| n.attribute("class") == Some(class))
+                .count()
+        };
+        assert_eq!(count("bar fail"), 40);
+        assert_eq!(count("bar sig"), 2);
+        assert_eq!(count("bar run"), 2);
+        // The nasty argv is escaped (control characters as their pictures), not dropped.
+        assert!(svg.contains("&lt;b&gt;&amp;&quot;quoted&quot; &apos;\\&apos;&apos;x"));
+        assert!(svg.contains('\u{2401}') && !svg.contains('\u{1}') && !svg.contains('\u{fffe}'));
+        // A 90-row cap still checks out.
+        let small = render(
+            &h,
+            &t,
+            &sum,
+            SvgOptions {
+                redact: true,
+                max_rows: 90,
+            },
+        );
+        assert!(check(&small, &h, &t, &sum, 90) <= 90);
+    }
+
+    #[test]
+    fn the_title_names_the_start_in_the_recorded_zone() {
+        let (h, t, sum) = synthetic();
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        // 2024-06-01T12:00:01Z at UTC-05:30.
+        assert!(
+            svg.contains("started 2024-06-01 06:30:01 -05:30"),
+            "{}",
+            &svg[..2000]
+        );
+        assert!(svg.contains("40 failed"));
+    }
+
+    #[test]
+    fn ticks_are_nice_steps_in_sensible_units() {
+        let case = |span: u64| {
+            let (step, unit, name) = tick_step(span, 90.0);
+            (tick_label(step, unit, name), span / step)
+        };
+        assert_eq!(case(724_000_000).0, "100 ms");
+        assert_eq!(case(11_540_000_000).0, "2 s");
+        assert_eq!(case(50_000).0, "10 µs");
+        assert_eq!(case(3 * 3_600_000_000_000).0, "30 min");
+        assert_eq!(case(40 * 3_600_000_000_000).0, "5 h");
+        for span in [1u64, 999, 123_456_789, 98_765_432_100, 7 * 86_400_000_000_000] {
+            let (_, n) = case(span);
+            assert!(n <= 10, "{span}: {n} ticks");
+        }
+        assert_eq!(tick_label(1_500_000_000, 1_000_000_000, "s"), "1.5 s");
+        // Promoted to the next decimal unit once the run reaches it.
+        assert_eq!(case(3_700_000).0, "0.5 ms");
+        assert_eq!(case(1_500_000_000).0, "0.2 s");
+    }
+
+    /// `watch -p` of processes already running: the bars begin at the picture's left edge, the
+    /// hover and the duration say how long they really ran, or that the fork time is unknown.
+    #[test]
+    fn processes_older_than_the_trace_start_at_the_edge() {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        let t0 = 10_000_000_000u64;
+        let mut facts = Vec::new();
+        let details = |argv: &[&str]| {
+            Some(ExecDetails {
+                argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+                ..Default::default()
+            })
+        };
+        for e in [
+            Event::Existing {
+                tgid: 50,
+                ppid: 1,
+                start_ns: Some(t0 - 2_000_000_000),
+                details: details(&["server"]),
+            },
+            Event::Existing {
+                tgid: 51,
+                ppid: 50,
+                start_ns: None,
+                details: details(&["worker"]),
+            },
+            Event::Exit {
+                ts: t0 + 1_000_000_000,
+                pid: 50,
+                tgid: 50,
+                status: 0,
+                parent_tgid: 1,
+            },
+        ] {
+            t.apply(&e, &mut facts);
+        }
+        let mut h = header(t0, &[]);
+        h.mode = Mode::Watch { root: Some(50) };
+        let sum = Summary {
+            ts: t0 + 1_500_000_000,
+            status: None,
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 0,
+            root: None,
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+            filtered: None,
+        };
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert_eq!(check(&svg, &h, &t, &sum, 200), 2);
+        assert!(
+            svg.contains("started 2.00s before tracing began, ran 3.00s, exit 0"),
+            "{svg}"
+        );
+        assert!(svg.contains(">3.00s</text>"), "the whole run as its duration");
+        assert!(
+            svg.contains("running when tracing began, still running after ≥ 1.50s"),
+            "{svg}"
+        );
+        assert!(svg.contains("watch -p 50"));
+    }
+
+    #[test]
+    fn an_empty_run_still_draws() {
+        let t = Tracker::new(TrackerOptions {
+            scope: Scope::Tree,
+            retain_exited: true,
+            want_details: true,
+        });
+        let h = header(5, &["true"]);
+        let sum = Summary {
+            ts: 5,
+            status: None,
+            stats: t.stats(),
+            capture: Default::default(),
+            background: 0,
+            root: None,
+            tracer_cpu_ns: None,
+            backend: None,
+            argv_reader: None,
+            filtered: None,
+        };
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert_eq!(check(&svg, &h, &t, &sum, 200), 0);
+    }
+}
