@@ -133,7 +133,9 @@ fn an_unwritable_svg_path_is_an_error_naming_it() {
 #[test]
 fn watch_draws_the_processes_that_came_and_went() {
     let mut target = Command::new("sh")
-        .args(["-c", "sleep 0.5; /bin/sleep 0.2; sh -c 'exit 4'; exit 0"])
+        // The first sleep gives `watch` time to subscribe on a loaded machine; the processes
+        // after it live long enough for their argv to be read.
+        .args(["-c", "sleep 1; /bin/sleep 0.2; sh -c 'sleep 0.2; exit 4'; exit 0"])
         .spawn()
         .unwrap();
     let pid = target.id();
@@ -153,9 +155,9 @@ fn watch_draws_the_processes_that_came_and_went() {
             .find(|bar| bar.3.lines().next().is_some_and(|l| l.starts_with(words)))
             .unwrap_or_else(|| panic!("no bar for {words:?} in {b:#?}"))
     };
-    assert_eq!(find("sh -c 'sleep 0.5;").2, "ok");
+    assert_eq!(find("sh -c 'sleep 1;").2, "ok");
     assert_eq!(find("/bin/sleep 0.2").2, "ok");
-    assert_eq!(find("sh -c 'exit 4'").2, "fail");
+    assert_eq!(find("sh -c 'sleep 0.2; exit 4'").2, "fail");
     assert!(text.contains(&format!("watch -p {pid}")), "titled by the mode");
 }
 

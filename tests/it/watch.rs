@@ -59,8 +59,18 @@ fn watch_a_subtree_until_it_is_gone() {
 
 /// `watch -o FILE ARGS`, started and subscribed (its `start` line is written once it is).
 struct Watcher {
-    child: std::process::Child,
+    child: Option<std::process::Child>,
     file: String,
+}
+
+impl Drop for Watcher {
+    /// A failed assertion must not leave `watch` running (it would hold the test's pipes open).
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 impl Watcher {
@@ -73,7 +83,10 @@ impl Watcher {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let w = Watcher { child, file };
+        let w = Watcher {
+            child: Some(child),
+            file,
+        };
         w.wait_until(|text| text.contains("\"event\":\"start\""));
         w
     }
@@ -114,10 +127,11 @@ impl Watcher {
     }
 
     /// Interrupts it; returns its lines and stderr.
-    fn stop(self) -> (Vec<serde_json::Value>, String) {
+    fn stop(mut self) -> (Vec<serde_json::Value>, String) {
+        let child = self.child.take().unwrap();
         // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let out = self.child.wait_with_output().unwrap();
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
         (read_lines(&self.file), stderr(&out))
     }
@@ -131,12 +145,14 @@ fn events(lines: &[serde_json::Value]) -> Vec<&str> {
 fn watch_events_exec_is_an_execsnoop() {
     let w = Watcher::start(&["-e", "exec"]);
     let marker = format!("exec-marker-{}", std::process::id());
+    // The marker is sh's own argument and sh lives 0.2 s: its argv is read even on a loaded
+    // machine (a /bin/true that exits at once may be gone before /proc is read).
     let st = Command::new("/bin/sh")
-        .args(["-c", &format!("/bin/true {marker}; exit 0")])
+        .args(["-c", "/bin/sleep 0.2; exit 0", &marker])
         .status()
         .unwrap();
     assert!(st.success());
-    w.wait_until(|t| t.contains(&format!("\"/bin/true\",\"{marker}\"")));
+    w.wait_until(|t| t.contains(&format!("\"{marker}\"]")));
     let (lines, err) = w.stop();
     let ev = events(&lines);
     assert_eq!(ev.first(), Some(&"start"));
@@ -151,8 +167,8 @@ fn watch_events_exec_is_an_execsnoop() {
     );
     assert!(err.contains("facts filtered out"), "{err}");
     let ps = processes(&lines);
-    find(&ps, &["/bin/sh", "-c"]);
-    find(&ps, &["/bin/true", &marker]);
+    find(&ps, &["/bin/sh", "-c", "/bin/sleep 0.2; exit 0", &marker]);
+    find(&ps, &["/bin/sleep", "0.2"]);
 }
 
 #[test]
@@ -162,7 +178,7 @@ fn watch_user_keeps_one_users_processes() {
     let root_marker = format!("root-marker-{id}");
     let nobody_marker = format!("nobody-marker-{id}");
     let st = Command::new("/bin/sh")
-        .args(["-c", &format!("/bin/true {root_marker}")])
+        .args(["-c", "/bin/sleep 0.2; exit 0", &root_marker])
         .status()
         .unwrap();
     assert!(st.success());
@@ -174,7 +190,7 @@ fn watch_user_keeps_one_users_processes() {
             "/bin/sh",
             "-c",
         ])
-        .arg(format!("/bin/true {nobody_marker}; exit 0"))
+        .args(["/bin/sleep 0.2; exit 0", &nobody_marker])
         .status()
         .unwrap();
     assert!(st.success());
@@ -187,7 +203,7 @@ fn watch_user_keeps_one_users_processes() {
         "root's processes filtered out: {text}"
     );
     let ps = processes(&lines);
-    let t = find(&ps, &["/bin/true", &nobody_marker]);
+    let t = find(&ps, &["/bin/sh", "-c", "/bin/sleep 0.2; exit 0", &nobody_marker]);
     assert_eq!(t.exits.len(), 1, "{text}");
     for l in &lines {
         if l["event"] == "exec" {
@@ -209,10 +225,10 @@ fn watch_comm_keeps_one_program() {
     std::fs::create_dir_all(&dir).unwrap();
     let name = format!("ptcomm{}", std::process::id() % 100000);
     let prog = format!("{dir}/{name}");
-    std::os::unix::fs::symlink("/bin/true", &prog).unwrap();
+    std::os::unix::fs::symlink("/bin/sleep", &prog).unwrap();
     let w = Watcher::start(&["--comm", &name, "--quiet"]);
     let st = Command::new("/bin/sh")
-        .args(["-c", &format!("/bin/true other; {prog}; exit 0")])
+        .args(["-c", &format!("/bin/sleep 0.1; {prog} 0.2; exit 0")])
         .status()
         .unwrap();
     assert!(st.success());
@@ -222,7 +238,7 @@ fn watch_comm_keeps_one_program() {
     let ps = processes(&lines);
     assert_eq!(ps.len(), 1, "only {name}: {ps:#?}");
     let p = ps.values().next().unwrap();
-    assert_eq!(p.execs, vec![Some(vec![prog.clone()])]);
+    assert_eq!(p.execs, vec![Some(vec![prog.clone(), "0.2".to_string()])]);
     assert_eq!(p.exits[0]["code"], 0);
 }
 
