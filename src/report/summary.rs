@@ -312,17 +312,25 @@ fn chain(t: &Tracker, r: &ProcessRecord, end: u64) -> Vec<ProcId> {
     out
 }
 
-/// Computes the summary. `redact` hides URL credentials in argv.
-pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
-    let root = designated_root(t, h, sum);
-    let root_rec = root.and_then(|id| t.get(id));
-    let (origin, wall_ns) = match root_rec.filter(|r| !r.pre_existing).and_then(|r| {
+/// The run's time origin and wall time, ns: the root's fork to its exit when both are known
+/// (the command's own time, as `time(1)` would say), else the session's. Every whole-run output
+/// that prints a wall time uses this one.
+pub fn wall(h: &Header, t: &Tracker, sum: &Summary) -> (u64, u64) {
+    let root_rec = designated_root(t, h, sum).and_then(|id| t.get(id));
+    match root_rec.filter(|r| !r.pre_existing).and_then(|r| {
         let s = r.start_ns?;
         Some((s, r.exit?.ts.saturating_sub(s)))
     }) {
         Some(x) => x,
         None => (h.ts, sum.ts.saturating_sub(h.ts)),
-    };
+    }
+}
+
+/// Computes the summary. `redact` hides URL credentials in argv.
+pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
+    let root = designated_root(t, h, sum);
+    let root_rec = root.and_then(|id| t.get(id));
+    let (origin, wall_ns) = wall(h, t, sum);
     let off = |ts: u64| ts as i64 - origin as i64;
     let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
         r.argv().map(|a| {

@@ -494,7 +494,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     let n = rows.len();
     let mut sub = format!(
         "wall {} · {n} process{} · {} execs · ",
-        xml_escape(&fmt_duration(sum.ts.saturating_sub(t0))),
+        xml_escape(&fmt_duration(super::summary::wall(h, t, sum).1)),
         if n == 1 { "" } else { "es" },
         sum.stats.execs
     );
