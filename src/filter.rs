@@ -229,7 +229,8 @@ fn name_matches(r: &ProcessRecord, name: &str) -> bool {
 mod tests {
     use super::*;
     use crate::model::event::{Event, ExecDetails};
-    use crate::model::tracker::{Scope, TrackerOptions};
+    use crate::model::tracker::Scope;
+    use crate::testkit::{fork, tracker};
 
     /// A model fed with events by hand; returns every fact in order.
     fn feed(t: &mut Tracker, evs: &[Event]) -> Vec<Fact> {
@@ -238,15 +239,6 @@ mod tests {
             t.apply(ev, &mut facts);
         }
         facts
-    }
-
-    fn fork(ts: u64, parent: i32, child: i32) -> Event {
-        Event::Fork {
-            ts,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        }
     }
 
     fn exec(t: &mut Tracker, ts: u64, pid: i32, argv: &[&str], uid: u32) -> Vec<Fact> {
@@ -266,11 +258,7 @@ mod tests {
     }
 
     fn model() -> Tracker {
-        Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: true,
-            want_details: true,
-        })
+        tracker(Scope::All, true, true)
     }
 
     /// Names of the facts that pass, as the JSON Lines would call them, with pids.

@@ -21,6 +21,8 @@ pub mod redact;
 pub mod report;
 pub mod sink;
 pub mod supervise;
+#[doc(hidden)]
+pub mod testkit;
 
 // `cmd::run` names these at the crate root.
 

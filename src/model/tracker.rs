@@ -873,6 +873,7 @@ mod tests {
     use super::*;
     use crate::cmd::replay::parse_capture;
     use crate::model::event::{Event, ExitStatus};
+    use crate::testkit::{exit, fork, tracker};
 
     fn capture(name: &str) -> Vec<Event> {
         let path = format!(
@@ -971,32 +972,6 @@ mod tests {
         assert_eq!(r.execs.len(), 3);
         assert_eq!(r.argv().unwrap(), ["/bin/echo", "hi"]);
         assert!(r.execs.windows(2).all(|w| w[0].ts < w[1].ts));
-    }
-
-    fn tracker(scope: Scope, retain_exited: bool, want_details: bool) -> Tracker {
-        Tracker::new(TrackerOptions {
-            scope,
-            retain_exited,
-            want_details,
-        })
-    }
-
-    fn fork(ts: u64, parent: i32, child: i32) -> Event {
-        Event::Fork {
-            ts,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        }
-    }
-    fn exit(ts: u64, pid: i32, code: u32) -> Event {
-        Event::Exit {
-            ts,
-            pid,
-            tgid: pid,
-            status: code << 8,
-            parent_tgid: 0,
-        }
     }
 
     #[test]

@@ -927,86 +927,36 @@ mod tests {
     //! Hand-made trees, built through the real [`Tracker`] from synthetic events, where the
     //! answer is known.
     use super::*;
-    use crate::model::event::{Event, ExecDetails};
-    use crate::model::tracker::{BackgroundState, Scope, TrackerOptions};
-    use crate::sink::Tool;
+    use crate::model::event::Event;
+    use crate::model::tracker::{BackgroundState, Scope};
+    use crate::testkit;
 
     const MS: u64 = 1_000_000;
 
+    // The shared builders, timed in milliseconds.
     fn fork(ms: u64, parent: i32, child: i32) -> Event {
-        Event::Fork {
-            ts: ms * MS,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        }
+        testkit::fork(ms * MS, parent, child)
     }
     fn exit(ms: u64, pid: i32, code: u32) -> Event {
-        Event::Exit {
-            ts: ms * MS,
-            pid,
-            tgid: pid,
-            status: code << 8,
-            parent_tgid: 0,
-        }
+        testkit::exit(ms * MS, pid, code)
     }
     fn exec(ms: u64, pid: i32, argv: &[&str]) -> [Event; 2] {
-        [
-            Event::Exec {
-                ts: ms * MS,
-                tgid: pid,
-            },
-            Event::ExecDetails {
-                tgid: pid,
-                details: ExecDetails {
-                    argv: Some(argv.iter().map(|s| s.to_string()).collect()),
-                    comm: argv.first().map(|a| basename(a).chars().take(15).collect()),
-                    ..Default::default()
-                },
-            },
-        ]
+        testkit::exec(ms * MS, pid, argv, None)
     }
 
     /// Feeds `events` to a tracker following root 1 (as `run` does) and summarizes.
     fn report(events: &[Event]) -> RunReport {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: true,
-        });
+        let mut t = testkit::tracker(Scope::Tree, true, true);
         t.expect_root(1);
         let mut facts = Vec::new();
         for e in events {
             t.apply(e, &mut facts);
         }
-        let h = Header {
-            mode: Mode::Run {
-                argv: vec!["root".into()],
-            },
-            ts: 0,
-            real_minus_mono: 0,
-            tool: Tool {
-                pid: 0,
-                argv: vec![],
-                version: "0".into(),
-                parent_sid: None,
-                host: None,
-                utc_offset: None,
-            },
-            backend: None,
-        };
-        let sum = Summary {
-            ts: events.iter().filter_map(|e| e.ts()).max().unwrap_or(0),
-            status: None,
-            stats: t.stats(),
-            capture: Default::default(),
-            background: 0,
-            root: Some(1),
-            tracer_cpu_ns: None,
-            backend: None,
-            argv_reader: None,
-            filtered: None,
-        };
+        let mut h = testkit::header(0, &["root"]);
+        h.tool.pid = 0;
+        h.tool.argv = vec![];
+        let end = events.iter().filter_map(|e| e.ts()).max().unwrap_or(0);
+        let sum = testkit::summary(end, &t, Some(1));
         summarize(&h, &t, &sum, true)
     }
 

@@ -766,26 +766,16 @@ mod tests {
     use super::*;
     use crate::cmd::replay::{parse_capture, replay};
     use crate::model::event::{Event, ExecDetails};
-    use crate::model::tracker::{Scope, TrackerOptions};
-    use crate::sink::{Fanout, Tool};
+    use crate::model::tracker::Scope;
+    use crate::sink::Fanout;
+    use crate::testkit::{self, tracker};
 
+    /// 2024-06-01T12:00:00Z at monotonic 0, recorded at UTC-05:30.
     fn header(ts: u64, argv: &[&str]) -> Header {
-        Header {
-            mode: Mode::Run {
-                argv: argv.iter().map(|s| s.to_string()).collect(),
-            },
-            ts,
-            real_minus_mono: 1_717_243_200_000_000_000,
-            tool: Tool {
-                pid: 1,
-                argv: vec!["proctrace".into()],
-                version: "0".into(),
-                parent_sid: None,
-                host: None,
-                utc_offset: Some(-5 * 3600 - 30 * 60),
-            },
-            backend: None,
-        }
+        let mut h = testkit::header(ts, argv);
+        h.real_minus_mono = 1_717_243_200_000_000_000;
+        h.tool.utc_offset = Some(-5 * 3600 - 30 * 60);
+        h
     }
 
     fn all_records(t: &Tracker) -> Vec<&ProcessRecord> {
@@ -982,106 +972,25 @@ mod tests {
     /// forking 100 compiles; some fail, some are killed, a few never finish, one has an argv
     /// full of XML metacharacters and control characters (a failing one, so it is drawn).
     fn synthetic() -> (Header, Tracker, Summary) {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: true,
+        let (t, end) = testkit::make_build(40, 100, "/src", |w, k| {
+            let argv = if w == 7 && k == 13 {
+                vec!["cc".into(), "<b>&\"quoted\" 'x'\u{1}\u{fffe}\t".into()]
+            } else {
+                vec!["cc".into(), "-c".into(), format!("f{w}_{k}.c")]
+            };
+            let status = match (w, k) {
+                (_, 13) => 2 << 8,    // failed
+                (3, 50) => 9,         // SIGKILL
+                (5, 60) => 11 | 0x80, // SIGSEGV, core
+                _ => 0,
+            };
+            // The last two of the last worker never finish.
+            (argv, (!(w == 39 && k >= 98)).then_some(status))
         });
-        let base = 1_000_000_000u64;
-        t.expect_root(100);
-        // (ts, event), sorted stably at the end: ties keep the order written.
-        let mut ev: Vec<(u64, Event)> = Vec::new();
-        fn push(ev: &mut Vec<(u64, Event)>, ts: u64, e: Event) {
-            ev.push((ts, e));
-        }
-        fn exec(ev: &mut Vec<(u64, Event)>, ts: u64, pid: i32, argv: Vec<String>) {
-            ev.push((ts, Event::Exec { ts, tgid: pid }));
-            ev.push((
-                ts,
-                Event::ExecDetails {
-                    tgid: pid,
-                    details: ExecDetails {
-                        comm: Some(argv[0].clone()),
-                        argv: Some(argv),
-                        cwd: Some("/src".into()),
-                        ..Default::default()
-                    },
-                },
-            ));
-        }
-        let fork = |parent: i32, child: i32, ts: u64| Event::Fork {
-            ts,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        };
-        let exit = |pid: i32, ts: u64, status: u32| Event::Exit {
-            ts,
-            pid,
-            tgid: pid,
-            status,
-            parent_tgid: 0,
-        };
-        push(&mut ev, base, fork(1, 100, base));
-        exec(&mut ev, base + 10, 100, vec!["make".into(), "-j40".into()]);
-        let mut pid = 1000;
-        let mut end = base;
-        for w in 0..40u64 {
-            let wpid = pid;
-            pid += 1;
-            let ws = base + 1_000 + w * 5_000;
-            push(&mut ev, ws, fork(100, wpid, ws));
-            exec(
-                &mut ev,
-                ws + 5,
-                wpid,
-                vec!["sh".into(), "-c".into(), format!("worker {w}")],
-            );
-            let mut ts = ws + 100;
-            for k in 0..100u64 {
-                let c = pid;
-                pid += 1;
-                let dur = 50_000 + (w * 7919 + k * 104_729) % 9_000_000;
-                push(&mut ev, ts, fork(wpid, c, ts));
-                let argv = if w == 7 && k == 13 {
-                    vec!["cc".into(), "<b>&\"quoted\" 'x'\u{1}\u{fffe}\t".into()]
-                } else {
-                    vec!["cc".into(), "-c".into(), format!("f{w}_{k}.c")]
-                };
-                exec(&mut ev, ts + 20, c, argv);
-                let status = match (w, k) {
-                    (_, 13) => 2 << 8,    // failed
-                    (3, 50) => 9,         // SIGKILL
-                    (5, 60) => 11 | 0x80, // SIGSEGV, core
-                    _ => 0,
-                };
-                if !(w == 39 && k >= 98) {
-                    push(&mut ev, ts + dur, exit(c, ts + dur, status));
-                }
-                ts += dur + 1_000;
-            }
-            push(&mut ev, ts, exit(wpid, ts, 0));
-            end = end.max(ts);
-        }
-        push(&mut ev, end + 1_000, exit(100, end + 1_000, 0));
-        ev.sort_by_key(|(ts, _)| *ts);
-        let mut facts = Vec::new();
-        for (_, e) in &ev {
-            t.apply(e, &mut facts);
-        }
-        let sum = Summary {
-            ts: end + 2_000,
-            status: Some(ExitStatus::Code(0)),
-            stats: t.stats(),
-            capture: Default::default(),
-            background: 2,
-            root: Some(100),
-            tracer_cpu_ns: None,
-            backend: None,
-            argv_reader: None,
-            filtered: None,
-        };
-        (header(base, &["make", "-j40"]), t, sum)
+        let mut sum = testkit::summary(end + 2_000, &t, Some(100));
+        sum.status = Some(ExitStatus::Code(0));
+        sum.background = 2;
+        (header(testkit::BUILD_START, &["make", "-j40"]), t, sum)
     }
 
     #[test]
@@ -1156,11 +1065,7 @@ mod tests {
     /// hover and the duration say how long they really ran, or that the fork time is unknown.
     #[test]
     fn processes_older_than_the_trace_start_at_the_edge() {
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: true,
-        });
+        let mut t = tracker(Scope::Tree, true, true);
         let t0 = 10_000_000_000u64;
         let mut facts = Vec::new();
         let details = |argv: &[&str]| {
@@ -1194,18 +1099,7 @@ mod tests {
         }
         let mut h = header(t0, &[]);
         h.mode = Mode::Watch { root: Some(50) };
-        let sum = Summary {
-            ts: t0 + 1_500_000_000,
-            status: None,
-            stats: t.stats(),
-            capture: Default::default(),
-            background: 0,
-            root: None,
-            tracer_cpu_ns: None,
-            backend: None,
-            argv_reader: None,
-            filtered: None,
-        };
+        let sum = testkit::summary(t0 + 1_500_000_000, &t, None);
         let svg = render(&h, &t, &sum, SvgOptions::default());
         assert_eq!(check(&svg, &h, &t, &sum, 200), 2);
         assert!(
@@ -1222,24 +1116,9 @@ mod tests {
 
     #[test]
     fn an_empty_run_still_draws() {
-        let t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: true,
-            want_details: true,
-        });
+        let t = tracker(Scope::Tree, true, true);
         let h = header(5, &["true"]);
-        let sum = Summary {
-            ts: 5,
-            status: None,
-            stats: t.stats(),
-            capture: Default::default(),
-            background: 0,
-            root: None,
-            tracer_cpu_ns: None,
-            backend: None,
-            argv_reader: None,
-            filtered: None,
-        };
+        let sum = testkit::summary(5, &t, None);
         let svg = render(&h, &t, &sum, SvgOptions::default());
         assert_eq!(check(&svg, &h, &t, &sum, 200), 0);
     }

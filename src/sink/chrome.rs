@@ -741,9 +741,10 @@ mod tests {
 
     use super::*;
     use crate::model::event::Event;
-    use crate::model::tracker::{Scope, TrackerOptions};
+    use crate::model::tracker::Scope;
+    use crate::sink::LineDest;
     use crate::sink::chrome_check::{Expect, validate};
-    use crate::sink::{LineDest, Tool};
+    use crate::testkit::{self, exit, fork, tracker};
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -759,41 +760,9 @@ mod tests {
     }
 
     fn header() -> Header {
-        Header {
-            mode: Mode::Run {
-                argv: vec!["make".into(), "-j".into()],
-            },
-            ts: 1_000,
-            real_minus_mono: 0,
-            tool: Tool {
-                pid: 7,
-                argv: vec!["proctrace".into()],
-                version: "0".into(),
-                parent_sid: None,
-                host: None,
-                utc_offset: None,
-            },
-            backend: None,
-        }
-    }
-
-    fn fork(ts: u64, parent: i32, child: i32) -> Event {
-        Event::Fork {
-            ts,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        }
-    }
-
-    fn exit(ts: u64, pid: i32, code: u32) -> Event {
-        Event::Exit {
-            ts,
-            pid,
-            tgid: pid,
-            status: code << 8,
-            parent_tgid: 0,
-        }
+        let mut h = testkit::header(1_000, &["make", "-j"]);
+        h.tool.pid = 7;
+        h
     }
 
     /// A build: `root` (pid 100) runs `jobs` jobs, each `sh` → `cc`, `par` at a time (as
@@ -860,11 +829,7 @@ mod tests {
     /// what the output must show (when records are retained).
     fn drive(events: &[Event], retain: bool) -> (ChromeTrace, String, Vec<Expect>) {
         let h = header();
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::Tree,
-            retain_exited: retain,
-            want_details: false,
-        });
+        let mut t = tracker(Scope::Tree, retain, false);
         t.expect_root(100);
         let out = Shared::default();
         let mut sink = ChromeTrace::new(LineDest::Stream(Box::new(out.clone())), true);
@@ -879,18 +844,7 @@ mod tests {
             }
             t.sweep();
         }
-        let sum = Summary {
-            ts: end + 5_000,
-            status: None,
-            stats: t.stats(),
-            capture: Default::default(),
-            background: 0,
-            root: Some(100),
-            tracer_cpu_ns: None,
-            backend: None,
-            argv_reader: None,
-            filtered: None,
-        };
+        let sum = testkit::summary(end + 5_000, &t, Some(100));
         sink.finish(&sum, &t).unwrap();
         let mut expected = Vec::new();
         let mut todo = t.roots().to_vec();

@@ -202,27 +202,11 @@ mod tests {
 
     #[test]
     fn longest_running_is_the_oldest_live_process_without_live_children() {
-        use crate::model::event::Event;
-        use crate::model::tracker::{Scope, TrackerOptions};
-        let mut t = Tracker::new(TrackerOptions {
-            scope: Scope::All,
-            retain_exited: true,
-            want_details: false,
-        });
+        use crate::model::tracker::Scope;
+        use crate::testkit::{fork, tracker};
+        let mut t = tracker(Scope::All, true, false);
         let mut f = Vec::new();
-        let fork = |ts, parent, child| Event::Fork {
-            ts,
-            parent_tgid: parent,
-            child_pid: child,
-            child_tgid: child,
-        };
-        let exit = |ts, pid| Event::Exit {
-            ts,
-            pid,
-            tgid: pid,
-            status: 0,
-            parent_tgid: 0,
-        };
+        let exit = |ts, pid| crate::testkit::exit(ts, pid, 0);
         assert_eq!(longest_running(&t), None);
         // make (10) starts cc (11) at 2, then cc (12) at 3; make itself is not the answer.
         for ev in [fork(1, 1, 10), fork(2, 10, 11), fork(3, 10, 12)] {

@@ -1,0 +1,172 @@
+//! Synthetic input for proctrace's own tests and benches: events built by hand, a tracker, a
+//! fixed [`Header`] and [`Summary`], and a whole `make -jN` build fed through the real
+//! [`Tracker`]. Not part of the supported API (hidden from the docs); it is ordinary code so that
+//! the unit tests and the benches under `benches/` share one copy.
+//!
+//! Every event builder takes its timestamp first (`fork(ts, parent, child)`,
+//! `exit(ts, pid, code)`, `exec(ts, pid, argv, cwd)`), CLOCK_MONOTONIC nanoseconds as in
+//! [`Event`].
+
+use crate::model::event::{Event, ExecDetails, Pid};
+use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+use crate::sink::{Header, Mode, Summary, Tool};
+
+/// `parent` forks the single-threaded process `child` at `ts`.
+pub fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
+    Event::Fork {
+        ts,
+        parent_tgid: parent,
+        child_pid: child,
+        child_tgid: child,
+    }
+}
+
+/// The single-threaded process `pid` exits with `code` at `ts` (wait status `code << 8`; no
+/// parent reported, as when it was seen forking).
+pub fn exit(ts: u64, pid: Pid, code: u32) -> Event {
+    exit_status(ts, pid, code << 8)
+}
+
+/// The single-threaded process `pid` ends at `ts` with the raw wait status `status` (`9` for
+/// SIGKILL, `11 | 0x80` for SIGSEGV with a core, `code << 8` for an exit).
+pub fn exit_status(ts: u64, pid: Pid, status: u32) -> Event {
+    Event::Exit {
+        ts,
+        pid,
+        tgid: pid,
+        status,
+        parent_tgid: 0,
+    }
+}
+
+/// `pid` execs `argv` at `ts`: the exec, then what `/proc` would say of it (the argv, `comm` as
+/// the kernel sets it from `argv[0]`, and `cwd` when given).
+pub fn exec<S: AsRef<str>>(ts: u64, pid: Pid, argv: &[S], cwd: Option<&str>) -> [Event; 2] {
+    let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
+    let comm = argv.first().map(|a| {
+        let base = a.rsplit('/').find(|p| !p.is_empty()).unwrap_or(a);
+        base.chars().take(15).collect()
+    });
+    [
+        Event::Exec { ts, tgid: pid },
+        Event::ExecDetails {
+            tgid: pid,
+            details: ExecDetails {
+                argv: Some(argv),
+                comm,
+                cwd: cwd.map(String::from),
+                ..Default::default()
+            },
+        },
+    ]
+}
+
+/// A tracker with these options.
+pub fn tracker(scope: Scope, retain_exited: bool, want_details: bool) -> Tracker {
+    Tracker::new(TrackerOptions {
+        scope,
+        retain_exited,
+        want_details,
+    })
+}
+
+/// A header for `proctrace run -- ARGV` started at monotonic `ts`, the same on every machine:
+/// real time = monotonic time, UTC, proctrace pid 1, version `0`, no backend named.
+pub fn header(ts: u64, argv: &[&str]) -> Header {
+    Header {
+        mode: Mode::Run {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+        },
+        ts,
+        real_minus_mono: 0,
+        tool: Tool {
+            pid: 1,
+            argv: vec!["proctrace".into()],
+            version: "0".into(),
+            parent_sid: None,
+            host: None,
+            utc_offset: None,
+        },
+        backend: None,
+    }
+}
+
+/// The summary of a session that ended at `ts` with `t`'s counters: the command's pid `root`,
+/// no status, nothing in the background, nothing lost by the capture, no backend named.
+pub fn summary(ts: u64, t: &Tracker, root: Option<Pid>) -> Summary {
+    Summary {
+        ts,
+        status: None,
+        stats: t.stats(),
+        capture: Default::default(),
+        background: 0,
+        root,
+        tracer_cpu_ns: None,
+        backend: None,
+        argv_reader: None,
+        filtered: None,
+    }
+}
+
+/// When [`make_build`] starts (its `make` forks), ns.
+pub const BUILD_START: u64 = 1_000_000_000;
+
+/// A `make -jWORKERS` build through the real tracker (tree scope following pid 100, records
+/// kept, exec details wanted): `make` (pid 100) forks `workers` `sh -c 'worker W'` processes
+/// 5 µs apart, each of which runs `per_worker` compiles one after another, of pseudo-random
+/// length (50 µs – 9 ms). `compile(w, k)` gives the argv of worker `w`'s `k`-th compile and its
+/// raw wait status (as for [`exit_status`]), `None` for one that never exits. Every exec is in
+/// `cwd`. Returns the tracker and when the last worker exited (`make` exits 1 µs later).
+pub fn make_build(
+    workers: u64,
+    per_worker: u64,
+    cwd: &str,
+    mut compile: impl FnMut(u64, u64) -> (Vec<String>, Option<u32>),
+) -> (Tracker, u64) {
+    let mut t = tracker(Scope::Tree, true, true);
+    let base = BUILD_START;
+    t.expect_root(100);
+    // (ts, event), sorted stably at the end: ties keep the order written.
+    let mut ev: Vec<(u64, Event)> = Vec::new();
+    let push_exec = |ev: &mut Vec<(u64, Event)>, ts: u64, pid: Pid, argv: &[String]| {
+        ev.extend(exec(ts, pid, argv, Some(cwd)).map(|e| (ts, e)));
+    };
+    ev.push((base, fork(base, 1, 100)));
+    push_exec(&mut ev, base + 10, 100, &["make".into(), format!("-j{workers}")]);
+    let (mut pid, mut end): (Pid, u64) = (1000, base);
+    for w in 0..workers {
+        let wpid = pid;
+        pid += 1;
+        let ws = base + 1_000 + w * 5_000;
+        ev.push((ws, fork(ws, 100, wpid)));
+        push_exec(
+            &mut ev,
+            ws + 5,
+            wpid,
+            &["sh".into(), "-c".into(), format!("worker {w}")],
+        );
+        let mut ts = ws + 100;
+        for k in 0..per_worker {
+            let c = pid;
+            pid += 1;
+            let dur = 50_000 + (w * 7919 + k * 104_729) % 9_000_000;
+            ev.push((ts, fork(ts, wpid, c)));
+            let (argv, status) = compile(w, k);
+            push_exec(&mut ev, ts + 20, c, &argv);
+            if let Some(status) = status {
+                ev.push((ts + dur, exit_status(ts + dur, c, status)));
+            }
+            ts += dur + 1_000;
+        }
+        ev.push((ts, exit(ts, wpid, 0)));
+        end = end.max(ts);
+    }
+    ev.push((end + 1_000, exit(end + 1_000, 100, 0)));
+    ev.sort_by_key(|(ts, _)| *ts);
+    let mut facts = Vec::new();
+    for (_, e) in &ev {
+        t.apply(e, &mut facts);
+        facts.clear();
+    }
+    (t, end)
+}
