@@ -90,18 +90,7 @@ fn a_real_run_and_its_replay(backend: &str) {
 /// An output that cannot be opened stops the run before the command starts.
 #[test]
 fn an_unwritable_chrome_file_is_an_error_before_running() {
-    let marker = tmp("ran");
-    let out = Command::new(PROCTRACE)
-        .args([
-            "run",
-            "--chrome",
-            "/nonexistent/dir/t.json",
-            "--",
-            "touch",
-            &marker,
-        ])
-        .output()
-        .unwrap();
+    let (out, marker) = run_touching_marker(&["--chrome", "/nonexistent/dir/t.json"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(
         stderr(&out).contains("/nonexistent/dir/t.json"),
@@ -168,18 +157,20 @@ fn a_killed_tracer_leaves_a_loadable_trace() {
 /// exit (they are sleep by then), and still get their whole slice, the counter back to 0.
 #[test]
 fn a_watch_filter_keeps_whole_slices() {
-    let mut target = Command::new("sh")
-        .args(["-c", "sleep 0.5; sleep 0.2; sleep 0.2; exit 0"])
-        .spawn()
-        .unwrap();
-    let pid = target.id();
     let chrome = tmp("filtered.chrome.json");
-    let out = Command::new(PROCTRACE)
-        .args(["watch", "-p", &pid.to_string(), "--comm", "sh", "-o", "/dev/null"])
-        .args(["--chrome", &chrome, "--duration", "10"])
-        .output()
-        .unwrap();
-    target.wait().unwrap();
+    let (out, _) = watch_sh(
+        "sleep 0.5; sleep 0.2; sleep 0.2; exit 0",
+        &[
+            "--comm",
+            "sh",
+            "-o",
+            "/dev/null",
+            "--chrome",
+            &chrome,
+            "--duration",
+            "10",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&chrome).unwrap();
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();

@@ -310,3 +310,31 @@ impl StraceLog {
         log
     }
 }
+
+/// `proctrace run [extra] -- touch MARKER`, for an output that must fail before the command
+/// starts; returns the process output and the marker's path (which must then not exist).
+pub fn run_touching_marker(extra: &[&str]) -> (Output, String) {
+    let marker = tmp("ran");
+    let out = Command::new(PROCTRACE)
+        .arg("run")
+        .args(extra)
+        .args(["--", "touch", &marker])
+        .output()
+        .unwrap();
+    (out, marker)
+}
+
+/// Starts `sh -c SCRIPT`, runs `proctrace watch -p PID [extra]` (with `NO_COLOR=1`) until it
+/// ends, and reaps the shell; returns proctrace's output and the shell's pid.
+pub fn watch_sh(script: &str, extra: &[&str]) -> (Output, u32) {
+    let mut target = Command::new("sh").args(["-c", script]).spawn().unwrap();
+    let pid = target.id();
+    let out = Command::new(PROCTRACE)
+        .args(["watch", "-p", &pid.to_string()])
+        .args(extra)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    target.wait().unwrap();
+    (out, pid)
+}

@@ -1,6 +1,6 @@
 //! The end-of-run summary: `--summary-json`, `--summary-md` (appended), the text after the tree,
 //! and `watch --summary`, on real commands.
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -154,18 +154,7 @@ fn summary_md_appends_one_summary_per_run() {
 
 #[test]
 fn an_unwritable_summary_fails_before_the_command_runs() {
-    let marker = tmp("ran");
-    let out = Command::new(PROCTRACE)
-        .args([
-            "run",
-            "--summary-json",
-            "/nonexistent/dir/s.json",
-            "--",
-            "touch",
-            &marker,
-        ])
-        .output()
-        .unwrap();
+    let (out, marker) = run_touching_marker(&["--summary-json", "/nonexistent/dir/s.json"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(
         stderr(&out).contains("'/nonexistent/dir/s.json'"),
@@ -194,28 +183,11 @@ fn a_summary_that_cannot_be_written_at_the_end_spares_the_other_outputs() {
 
 #[test]
 fn watch_summary_of_a_subtree() {
-    let mut target = Command::new("sh")
-        .args(["-c", "sleep 0.6; /bin/sleep 0.2; exit 0"])
-        .spawn()
-        .unwrap();
-    let pid = target.id();
     let json = tmp("watch.json");
-    let out = Command::new(PROCTRACE)
-        .args([
-            "watch",
-            "-p",
-            &pid.to_string(),
-            "--duration",
-            "10",
-            "--summary",
-            "--summary-json",
-            &json,
-        ])
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    target.wait().unwrap();
+    let (out, pid) = watch_sh(
+        "sleep 0.6; /bin/sleep 0.2; exit 0",
+        &["--duration", "10", "--summary", "--summary-json", &json],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("summary: wall"), "{err}");

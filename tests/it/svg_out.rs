@@ -111,11 +111,7 @@ fn svg_draws_every_process_of_a_real_run(backend: &str) {
 /// An SVG path that cannot be created stops the run before the command starts, naming the path.
 #[test]
 fn an_unwritable_svg_path_is_an_error_naming_it() {
-    let marker = tmp("ran");
-    let out = Command::new(PROCTRACE)
-        .args(["run", "--svg", "/nonexistent-dir/x.svg", "--", "touch", &marker])
-        .output()
-        .unwrap();
+    let (out, marker) = run_touching_marker(&["--svg", "/nonexistent-dir/x.svg"]);
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("/nonexistent-dir/x.svg"),
@@ -132,20 +128,13 @@ fn an_unwritable_svg_path_is_an_error_naming_it() {
 /// picture (watch otherwise drops them), so every one of them has its bar.
 #[test]
 fn watch_draws_the_processes_that_came_and_went() {
-    let mut target = Command::new("sh")
+    let svg = tmp("watch.svg");
+    let (out, pid) = watch_sh(
         // The first sleep gives `watch` time to subscribe on a loaded machine; the processes
         // after it live long enough for their argv to be read.
-        .args(["-c", "sleep 1; /bin/sleep 0.2; sh -c 'sleep 0.2; exit 4'; exit 0"])
-        .spawn()
-        .unwrap();
-    let pid = target.id();
-    let svg = tmp("watch.svg");
-    let out = Command::new(PROCTRACE)
-        .args(["watch", "-p", &pid.to_string(), "--duration", "10", "--svg", &svg])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    target.wait().unwrap();
+        "sleep 1; /bin/sleep 0.2; sh -c 'sleep 0.2; exit 4'; exit 0",
+        &["--duration", "10", "--svg", &svg],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&svg).unwrap();
     let doc = roxmltree::Document::parse(&text).expect("well-formed XML");

@@ -34,17 +34,7 @@ fn watch_system_wide_sees_a_marked_process() {
 
 #[test]
 fn watch_a_subtree_until_it_is_gone() {
-    let mut target = Command::new("sh")
-        .args(["-c", "sleep 0.6; /bin/sleep 0.2; exit 0"])
-        .spawn()
-        .unwrap();
-    let pid = target.id();
-    let out = Command::new(PROCTRACE)
-        .args(["watch", "-p", &pid.to_string(), "--duration", "10"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    target.wait().unwrap();
+    let (out, pid) = watch_sh("sleep 0.6; /bin/sleep 0.2; exit 0", &["--duration", "10"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("{pid}")), "{text}");
