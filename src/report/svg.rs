@@ -916,15 +916,7 @@ mod tests {
 
     #[test]
     fn bars_match_the_records_of_every_capture() {
-        for name in [
-            "exec-twice",
-            "leader-exits-first",
-            "make-j2",
-            "reuse-pid",
-            "rich-run",
-            "thread-exec",
-            "threads-then-leader",
-        ] {
+        for name in crate::sink::golden::CAPTURES {
             let (h, t, sum) = replayed(name);
             let svg = render(&h, &t, &sum, SvgOptions::default());
             let n = check(&svg, &h, &t, &sum, 200);

@@ -29,7 +29,7 @@ use crate::sink::trace2::{Trace2Sink, Trace2Target};
 use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
-const CAPTURES: [&str; 7] = [
+pub(crate) const CAPTURES: [&str; 7] = [
     "exec-twice",
     "leader-exits-first",
     "make-j2",

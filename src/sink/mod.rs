@@ -16,7 +16,7 @@ pub mod chrome;
 #[cfg(test)]
 pub(crate) mod chrome_check;
 #[cfg(test)]
-mod golden;
+pub(crate) mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
