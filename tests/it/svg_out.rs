@@ -34,7 +34,12 @@ fn svg_draws_every_process_of_a_real_run(backend: &str) {
     let (out, lines) = run_on(
         backend,
         &["--svg", &svg, "--record", &cap],
-        &["sh", "-c", "sleep 0.3 & sleep 0.3 & sh -c 'exit 3'; sh -c 'kill -KILL $$'; wait; exit 0"],
+        // The failing and the killed shell live 0.1 s, so their argv is read even under load.
+        &[
+            "sh",
+            "-c",
+            "sleep 0.3 & sleep 0.3 & sh -c 'sleep 0.1; exit 3'; sh -c 'sleep 0.1; kill -KILL $$'; wait; exit 0",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&svg).unwrap();
@@ -70,14 +75,18 @@ fn svg_draws_every_process_of_a_real_run(backend: &str) {
             assert!(title.contains(&argv[0]), "{title}");
         }
     }
-    let fail = find(&ps, &["sh", "-c", "exit 3"]);
+    let fail = find(&ps, &["sh", "-c", "sleep 0.1; exit 3"]);
     assert!(b[&fail.pid].3.contains("exit 3"), "{}", b[&fail.pid].3);
-    let killed = find(&ps, &["sh", "-c", "kill -KILL $$"]);
+    let killed = find(&ps, &["sh", "-c", "sleep 0.1; kill -KILL $$"]);
     assert!(b[&killed.pid].3.contains("killed by SIGKILL"), "{}", b[&killed.pid].3);
-    // The two sleeps overlap on the picture.
+    // The two background sleeps overlap on the picture.
     let sleeps: Vec<_> = ps
         .values()
-        .filter(|p| p.execs.last().is_some_and(|a| a.as_ref().is_some_and(|a| a[0] == "sleep")))
+        .filter(|p| {
+            p.execs
+                .last()
+                .is_some_and(|a| a.as_ref().is_some_and(|a| a[..] == ["sleep", "0.3"]))
+        })
         .map(|p| &b[&p.pid])
         .collect();
     assert_eq!(sleeps.len(), 2);
