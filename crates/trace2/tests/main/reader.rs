@@ -32,7 +32,10 @@ fn clone_and_fetch_children_nest() {
         .success()
     );
     assert!(
+        // No auto-maintenance: a detached `gc --auto` could still be writing its session when
+        // the file is read (its last line would not be atexit yet).
         run(git(home.path())
+            .args(["-c", "maintenance.auto=false", "-c", "gc.autoDetach=false"])
             .arg("-C")
             .arg(&dst)
             .args(["fetch", "-q"])
