@@ -195,6 +195,9 @@ impl Outputs {
 
     /// Prints only the text summary on stderr (`watch --summary`).
     pub fn print_summary(&self, t: &Tracker, h: &Header, sum: &Summary) {
+        if self.quiet {
+            return;
+        }
         let (color, width) = stderr_style(self.color_allowed);
         let r = summary::summarize(h, t, sum, self.redact);
         use std::io::Write;
