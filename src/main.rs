@@ -43,7 +43,12 @@ Run `proctrace help COMMAND` (or COMMAND --help) for each command's options and 
 const RUN_EXAMPLES: &str = "\
 Examples:
   proctrace run -- make -j2
-      Trace a build: a status line while it runs (on a terminal), the process tree at the end.
+      Trace a build: a status line while it runs (on a terminal), the process tree and a summary
+      with the slowest commands and the critical path at the end.
+  proctrace run --chrome build.json --svg build.svg -- make -j8
+      Also a timeline for ui.perfetto.dev (or chrome://tracing) and a picture of the run.
+  proctrace run --summary-md \"$GITHUB_STEP_SUMMARY\" --summary-json summary.json -- make
+      The summary for a CI job page (appended as Markdown) and for dashboards (JSON).
   proctrace run -o build.jsonl --trace2-event t2.json -- make
       Every fact as JSON Lines, and git Trace2 events, while the tree goes to stderr.
   proctrace run --wait-bg 5 --fail-on-leak -- ./test.sh
