@@ -316,7 +316,10 @@ fn chain(t: &Tracker, r: &ProcessRecord, end: u64) -> Vec<ProcId> {
 /// (the command's own time, as `time(1)` would say), else the session's. Every whole-run output
 /// that prints a wall time uses this one.
 pub fn wall(h: &Header, t: &Tracker, sum: &Summary) -> (u64, u64) {
-    let root_rec = designated_root(t, h, sum).and_then(|id| t.get(id));
+    wall_of(designated_root(t, h, sum).and_then(|id| t.get(id)), h, sum)
+}
+
+fn wall_of(root_rec: Option<&ProcessRecord>, h: &Header, sum: &Summary) -> (u64, u64) {
     match root_rec.filter(|r| !r.pre_existing).and_then(|r| {
         let s = r.start_ns?;
         Some((s, r.exit?.ts.saturating_sub(s)))
@@ -330,7 +333,7 @@ pub fn wall(h: &Header, t: &Tracker, sum: &Summary) -> (u64, u64) {
 pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
     let root = designated_root(t, h, sum);
     let root_rec = root.and_then(|id| t.get(id));
-    let (origin, wall_ns) = wall(h, t, sum);
+    let (origin, wall_ns) = wall_of(root_rec, h, sum);
     let off = |ts: u64| ts as i64 - origin as i64;
     let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
         r.argv().map(|a| {
