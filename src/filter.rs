@@ -31,11 +31,15 @@ pub enum FactKind {
     Ptrace,
     /// The process renamed itself (`comm`).
     Comm,
+    /// A region the process reported through Trace2 (`region`, `run --trace2`).
+    Region,
+    /// A value the process reported through Trace2 (`data`, timers, counters).
+    Data,
 }
 
 impl FactKind {
     /// Every kind, in the order the help lists them.
-    pub const ALL: [FactKind; 10] = [
+    pub const ALL: [FactKind; 12] = [
         FactKind::Fork,
         FactKind::Exec,
         FactKind::Exit,
@@ -46,6 +50,8 @@ impl FactKind {
         FactKind::Setsid,
         FactKind::Ptrace,
         FactKind::Comm,
+        FactKind::Region,
+        FactKind::Data,
     ];
 
     /// The JSON Lines `event` name.
@@ -61,6 +67,8 @@ impl FactKind {
             FactKind::Setsid => "setsid",
             FactKind::Ptrace => "ptrace",
             FactKind::Comm => "comm",
+            FactKind::Region => "region",
+            FactKind::Data => "data",
         }
     }
 
@@ -77,6 +85,8 @@ impl FactKind {
             Fact::Sid { .. } => FactKind::Setsid,
             Fact::Ptrace { .. } => FactKind::Ptrace,
             Fact::Comm { .. } => FactKind::Comm,
+            Fact::Region { .. } => FactKind::Region,
+            Fact::Data { .. } => FactKind::Data,
         }
     }
 
@@ -170,7 +180,9 @@ impl FactFilter {
             | Fact::Gid { id, .. }
             | Fact::Sid { id, .. }
             | Fact::Ptrace { id, .. }
-            | Fact::Comm { id, .. } => id,
+            | Fact::Comm { id, .. }
+            | Fact::Region { id, .. }
+            | Fact::Data { id, .. } => id,
         };
         let Some(r) = t.get(id) else { return false };
         if !self.uids.is_empty() {

@@ -15,6 +15,7 @@ pub mod capture;
 pub mod cmd;
 pub mod engine;
 pub mod filter;
+pub mod input;
 pub mod model;
 pub mod output;
 pub mod redact;
@@ -34,6 +35,9 @@ pub mod exit_codes {
     pub const USAGE: i32 = 2;
     /// `--fail-on-leak`: the command succeeded but left processes running.
     pub const LEAK: i32 = 3;
+    /// A saved trace could not be read (EX_DATAERR): what came before the bad line was still
+    /// output.
+    pub const DATA: i32 = 65;
     /// The process events connector cannot be used here (EX_UNAVAILABLE).
     pub const UNAVAILABLE: i32 = 69;
     /// proctrace itself failed (an output could not be opened, an internal error).
@@ -55,6 +59,9 @@ pub enum ProctraceError {
     /// A capture could not be replayed.
     #[error("{0}")]
     Replay(#[from] cmd::replay::ReplayError),
+    /// A saved trace could not be read.
+    #[error("{0}")]
+    Input(#[from] input::InputError),
 }
 
 impl ProctraceError {
@@ -64,6 +71,7 @@ impl ProctraceError {
             ProctraceError::Connector(_) => exit_codes::UNAVAILABLE,
             ProctraceError::Usage(_) => exit_codes::USAGE,
             ProctraceError::Io(..) | ProctraceError::Replay(_) => exit_codes::INTERNAL,
+            ProctraceError::Input(_) => exit_codes::DATA,
         }
     }
 }

@@ -78,6 +78,17 @@ Examples:
   proctrace replay cap.jsonl -o facts.jsonl --trace2-perf perf.txt --quiet
       Other outputs from the same recording, byte for byte as the live run wrote them.";
 
+const ANALYZE_EXAMPLES: &str = "\
+Examples:
+  GIT_TRACE2_EVENT=/tmp/t2 git clone https://example.com/repo.git
+  proctrace analyze /tmp/t2 --svg clone.svg
+      git's own trace of a clone, as a tree and summary, and a picture.
+  proctrace run -o build.jsonl -- make -j8
+  proctrace analyze build.jsonl --chrome build.json --tree full
+      Save the facts once in CI, render later.
+  proctrace analyze --lenient --json traces/
+      A directory of Trace2 files from many machines; bad lines skipped and counted.";
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendArg {
     /// The connector when the kernel answers, else ptrace.
@@ -165,7 +176,7 @@ struct OutputArgs {
 #[derive(clap::Args, Debug)]
 struct FilterArgs {
     /// Only these kinds of facts (comma-separated, repeatable): fork, exec, exit, background,
-    /// lost, uid, gid, setsid, ptrace, comm, or all; forkstat's sid and ptrce work too.
+    /// lost, uid, gid, setsid, ptrace, comm, region, data (Trace2), or all; forkstat's sid and ptrce work too.
     #[arg(short, long, value_name = "LIST", value_parser = filter::parse_kind_list)]
     events: Vec<filter::KindList>,
     /// Only processes whose real or effective uid is this user (a name or a number; repeatable).
@@ -236,6 +247,31 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
+    },
+    /// Read saved traces — proctrace's own (`-o` JSON Lines or a `--record` capture) or git
+    /// Trace2 event streams (files or per-session directories, from any producer) — and give
+    /// the outputs of a run: the tree, the summary, a timeline, a picture, Trace2, JSON Lines.
+    #[command(after_long_help = ANALYZE_EXAMPLES)]
+    Analyze {
+        /// Trace files or Trace2 target directories: one proctrace trace, or any number of
+        /// Trace2 streams read as one set of sessions. The format is told from the content.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<std::path::PathBuf>,
+        /// Follow only this process's tree.
+        #[arg(long, value_name = "PID")]
+        root: Option<i32>,
+        /// Skip and count lines that are not valid events, instead of stopping at the first.
+        #[arg(long)]
+        lenient: bool,
+        /// Print the analysis as one JSON object on stdout (the `--summary-json` schema plus
+        /// `sessions` and `skipped_lines`); no tree unless --tree asks for one.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+        /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
+        #[arg(long, value_enum)]
+        tree: Option<TreeArg>,
     },
     /// Print a shell completion script to stdout (e.g. `source <(proctrace completions bash)`).
     Completions {
@@ -440,6 +476,44 @@ fn main() {
                 Ok(exit_codes::OK)
             } else {
                 Ok(exit_codes::INTERNAL)
+            }
+        })(),
+        Cmd::Analyze {
+            paths,
+            root,
+            lenient,
+            json,
+            out,
+            tree,
+        } => (|| {
+            let tree = tree.map_or(if json { TreeMode::None } else { TreeMode::Auto }, tree_mode);
+            let outs = outputs(&out, false, tree, true, false);
+            let opts = proctrace::input::InputOptions {
+                lenient,
+                tool: Some(Tool::this_process()),
+            };
+            let mut input = proctrace::input::open(&paths, &opts)?;
+            let sinks = outs.open_sinks()?;
+            let a = proctrace::cmd::analyze::analyze(input.as_mut(), root, sinks);
+            if !(json && tree == TreeMode::None) {
+                outs.print_tree(&a.engine.tracker, &a.header, &a.summary);
+            }
+            let mut ok = outs.write_reports(&a.header, &a.engine.tracker, &a.summary);
+            if json {
+                use std::io::Write;
+                let text = proctrace::cmd::analyze::render_json(&a, !out.no_redact);
+                ok &= std::io::stdout().write_all(text.as_bytes()).is_ok();
+            }
+            if a.stats.skipped_lines > 0 && !out.quiet {
+                eprintln!(
+                    "proctrace: {} bad lines skipped (--lenient)",
+                    a.stats.skipped_lines
+                );
+            }
+            match a.error {
+                Some(e) => Err(e.into()),
+                None if ok => Ok(exit_codes::OK),
+                None => Ok(exit_codes::INTERNAL),
             }
         })(),
         what @ (Cmd::Completions { .. } | Cmd::Man { .. }) => generate(&what),

@@ -3,11 +3,11 @@
 
 use std::io::BufRead;
 
-use crate::capture::Details;
+use crate::cmd::analyze::analyze;
 use crate::engine::{CaptureLine, Engine};
+use crate::input::{Input, InputError, InputStats};
 use crate::model::event::Event;
-use crate::model::tracker::{Scope, Tracker, TrackerOptions};
-use crate::sink::{Fanout, Header, Mode, Summary};
+use crate::sink::{Fanout, Header, Summary};
 
 /// Error reading a capture.
 #[derive(Debug, thiserror::Error)]
@@ -110,63 +110,36 @@ pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Capture, ReplayError
     Ok(cap)
 }
 
-/// Replays a capture through the same engine a live run uses. The tree to follow comes from the
-/// capture (its `run` root) or `root`; with neither, everything is followed (as in `watch`).
-/// The sinks get the recorded header (or `fallback` for a capture without one) and, at the end,
-/// the recorded summary with the counters recomputed. Returns the engine and that summary.
+/// A capture held in memory, as an [`Input`].
+struct MemoryInput<'a> {
+    cap: &'a Capture,
+    header: Header,
+}
+
+impl Input for MemoryInput<'_> {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+        self.cap.events.iter().for_each(feed);
+        Ok(())
+    }
+    fn recorded_summary(&self) -> Option<&Summary> {
+        self.cap.summary.as_ref()
+    }
+    fn stats(&self) -> InputStats {
+        InputStats::default()
+    }
+}
+
+/// Replays a capture held in memory through [`analyze`] (the one path from a saved trace to the
+/// outputs). The sinks get the recorded header, or `fallback` for a capture without one.
+/// Returns the engine and the summary the sinks got.
 pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header) -> (Engine, Summary) {
-    let header = cap.header.clone().unwrap_or(fallback);
-    let tree = root.is_some()
-        || matches!(header.mode, Mode::Run { .. } | Mode::Watch { root: Some(_) })
-        || cap.events.iter().any(|e| matches!(e, Event::Root { .. }));
-    let t = Tracker::new(TrackerOptions {
-        scope: if tree { Scope::Tree } else { Scope::All },
-        retain_exited: true,
-        want_details: true,
-    });
-    let mut engine = Engine::new(t, sinks, Details::InStream);
-    engine.start(&header);
-    if let Some(r) = root {
-        engine.feed(&Event::Root { tgid: r });
-    }
-    for ev in &cap.events {
-        engine.feed(ev);
-    }
-    engine.settle();
-    let stats = engine.tracker.stats();
-    let sum = match &cap.summary {
-        Some(s) => Summary {
-            stats,
-            filtered: engine.filtered(),
-            ..s.clone()
-        },
-        None => {
-            let t = &engine.tracker;
-            let root = root.or_else(|| {
-                cap.events.iter().find_map(|e| match *e {
-                    Event::Root { tgid } => Some(tgid),
-                    _ => None,
-                })
-            });
-            let status = root
-                .and_then(|_| t.roots().first().copied())
-                .and_then(|id| t.get(id))
-                .and_then(|r| r.exit)
-                .and_then(|x| x.status);
-            Summary {
-                ts: cap.events.iter().rev().find_map(|e| e.ts()).unwrap_or(header.ts),
-                status,
-                stats,
-                capture: Default::default(),
-                background: t.live_count() as u64,
-                root,
-                tracer_cpu_ns: None,
-                backend: header.backend.clone(),
-                argv_reader: None,
-                filtered: engine.filtered(),
-            }
-        }
+    let mut input = MemoryInput {
+        cap,
+        header: cap.header.clone().unwrap_or(fallback),
     };
-    engine.finish(&sum);
-    (engine, sum)
+    let a = analyze(&mut input, root, sinks);
+    (a.engine, a.summary)
 }

@@ -24,6 +24,74 @@ pub struct ExecDetails {
     pub comm: Option<String>,
 }
 
+/// A span of work a process reported about itself: a git Trace2 region (`region_enter` to
+/// `region_leave`), from `run --trace2` or a saved Trace2 stream.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Region {
+    /// Entered (same clock as every other `ts`).
+    pub ts: u64,
+    /// Left.
+    pub end: u64,
+    /// The reporting thread's Trace2 name (`main`, `th01:preload`, ...).
+    pub thread: String,
+    /// Trace2 category (`index`, `fetch`, ...); empty when none was given.
+    pub category: String,
+    /// Trace2 label (`do_read_index`, ...); empty when none was given.
+    pub label: String,
+    /// The `region_enter` message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+    /// Depth: 1 for a region entered at top level of its thread, as Trace2 counts it.
+    pub nesting: u32,
+}
+
+/// What a [`Data`] point holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataValue {
+    /// Trace2 `data`: a string or a number, as written.
+    Text(String),
+    /// Trace2 `data_json`: a JSON value, as written.
+    Json(String),
+    /// Trace2 `timer`/`th_timer` (key = the timer's name): intervals and times, ns.
+    Timer {
+        /// Start/stop pairs.
+        intervals: u64,
+        /// Total.
+        total_ns: u64,
+        /// Shortest interval.
+        min_ns: u64,
+        /// Longest interval.
+        max_ns: u64,
+        /// Per thread (`th_timer`) rather than process-wide.
+        per_thread: bool,
+    },
+    /// Trace2 `counter`/`th_counter` (key = the counter's name).
+    Counter {
+        /// The value.
+        count: u64,
+        /// Per thread (`th_counter`).
+        per_thread: bool,
+    },
+}
+
+/// A value a process reported about itself (Trace2 `data`, `data_json`, timers, counters).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Data {
+    /// When it was reported.
+    pub ts: u64,
+    /// The reporting thread's Trace2 name.
+    pub thread: String,
+    /// Trace2 category.
+    pub category: String,
+    /// Key (for timers and counters: their name).
+    pub key: String,
+    /// Region depth it was reported at (Trace2 `nesting`).
+    pub nesting: u32,
+    /// The value.
+    pub value: DataValue,
+}
+
 /// One lifecycle event.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "e", rename_all = "snake_case")]
@@ -168,6 +236,21 @@ pub enum Event {
         /// The process.
         tgid: Pid,
     },
+    /// A region the process reported (Trace2); arrives when the region ends, possibly after
+    /// the process's exit.
+    Region {
+        /// The process.
+        tgid: Pid,
+        /// The region.
+        region: Region,
+    },
+    /// A value the process reported (Trace2).
+    Data {
+        /// The process.
+        tgid: Pid,
+        /// The value.
+        data: Data,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -193,6 +276,8 @@ impl Event {
             | Event::Background { ts, .. }
             | Event::Gone { ts, .. } => Some(ts),
             Event::Lost { ts, .. } => ts,
+            Event::Region { ref region, .. } => Some(region.end),
+            Event::Data { ref data, .. } => Some(data.ts),
             Event::ExecDetails { .. }
             | Event::Ancestry { .. }
             | Event::Root { .. }

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::event::{Event, ExecDetails, ExitStatus, Pid};
+use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region};
 
 /// Cheap hasher for pids: they are already well spread integers.
 #[derive(Default, Clone, Copy)]
@@ -155,6 +155,10 @@ pub struct ProcessRecord {
     pub setsid: bool,
     /// Set when the process outlived the traced command.
     pub background: Option<BackgroundRecord>,
+    /// Regions the process reported about itself (Trace2), in the order they ended.
+    pub regions: Vec<Region>,
+    /// Values the process reported about itself (Trace2 data, timers, counters), in order.
+    pub data: Vec<Data>,
     threads: Vec<Pid>,
     leader_exit: Option<(u64, u32)>,
     details_pending: bool,
@@ -177,6 +181,8 @@ impl ProcessRecord {
             gid: None,
             setsid: false,
             background: None,
+            regions: Vec::new(),
+            data: Vec::new(),
             threads: Vec::new(),
             leader_exit: None,
             details_pending: false,
@@ -272,6 +278,20 @@ pub enum Fact {
         /// When.
         ts: u64,
     },
+    /// The process reported a region (its `regions[index]`); may come after its exit.
+    Region {
+        /// The process.
+        id: ProcId,
+        /// Index into its `regions`.
+        index: usize,
+    },
+    /// The process reported a value (its `data[index]`); may come after its exit.
+    Data {
+        /// The process.
+        id: ProcId,
+        /// Index into its `data`.
+        index: usize,
+    },
 }
 
 impl Fact {
@@ -283,6 +303,8 @@ impl Fact {
             Fact::Exit(id) => Some(t.get(id)?.exit?.ts),
             Fact::Background(id) => Some(t.get(id)?.background?.ts),
             Fact::Lost { ts, .. } => ts,
+            Fact::Region { id, index } => Some(t.get(id)?.regions.get(index)?.end),
+            Fact::Data { id, index } => Some(t.get(id)?.data.get(index)?.ts),
             Fact::Uid { ts, .. }
             | Fact::Gid { ts, .. }
             | Fact::Sid { ts, .. }
@@ -328,6 +350,13 @@ pub struct TrackerStats {
     pub held: u64,
     /// Most records held at once.
     pub peak_held: u64,
+    /// Regions and data points a process reported (Trace2) that were attached to its record.
+    #[serde(default)]
+    pub notes: u64,
+    /// Regions and data points whose process was not in the model (not followed, or already
+    /// forgotten): left out of every output, and counted here.
+    #[serde(default)]
+    pub notes_unmatched: u64,
 }
 
 struct Slot {
@@ -341,6 +370,9 @@ pub struct Tracker {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: PidMap<ProcId>,
+    /// The latest exited instance of each pid, while exited records are retained: Trace2 notes
+    /// arrive on their own channel and may come after the kernel's exit.
+    exited: PidMap<ProcId>,
     threads: PidMap<Pid>,
     expected_roots: Vec<Pid>,
     roots: Vec<ProcId>,
@@ -357,6 +389,7 @@ impl Tracker {
             slots: Vec::new(),
             free: Vec::new(),
             live: PidMap::default(),
+            exited: PidMap::default(),
             threads: PidMap::default(),
             expected_roots: Vec::new(),
             roots: Vec::new(),
@@ -364,6 +397,12 @@ impl Tracker {
             to_sweep: Vec::new(),
             last_asked: None,
         }
+    }
+
+    /// Narrows (or widens) what is followed from now on: a saved trace may name its root only
+    /// once reading has begun.
+    pub fn set_scope(&mut self, scope: Scope) {
+        self.opts.scope = scope;
     }
 
     /// Declares that the FORK of process `pid` will arrive and starts a tree there (`run`).
@@ -411,6 +450,38 @@ impl Tracker {
     /// The live instance of process `pid`, if tracked.
     pub fn lookup(&self, pid: Pid) -> Option<ProcId> {
         self.live.get(&pid).copied()
+    }
+
+    /// The instance of `pid` that was running at `ts`: the live one if it had started by then,
+    /// else the latest exited one (kept only when exited records are retained).
+    pub fn lookup_at(&self, pid: Pid, ts: u64) -> Option<ProcId> {
+        if let Some(&id) = self.live.get(&pid) {
+            if self.get(id).is_some_and(|r| r.start_ns.is_none_or(|s| s <= ts)) {
+                return Some(id);
+            }
+        }
+        let id = *self.exited.get(&pid)?;
+        self.get(id).map(|_| id)
+    }
+
+    /// Attaches a Trace2 note (region or data point) to the instance of `tgid` running at `ts`;
+    /// `add` stores it and returns the fact naming it.
+    fn note(
+        &mut self,
+        tgid: Pid,
+        ts: u64,
+        facts: &mut Vec<Fact>,
+        add: impl FnOnce(ProcId, &mut ProcessRecord) -> Fact,
+    ) {
+        match self.lookup_at(tgid, ts) {
+            Some(id) => {
+                if let Some(f) = self.with(id, |r| add(id, r)) {
+                    self.stats.notes += 1;
+                    facts.push(f);
+                }
+            }
+            None => self.stats.notes_unmatched += 1,
+        }
     }
 
     /// Records with no tracked parent, in order of appearance.
@@ -584,6 +655,9 @@ impl Tracker {
         }
         if self.live.get(&pid) == Some(&id) {
             self.live.remove(&pid);
+        }
+        if self.opts.retain_exited {
+            self.exited.insert(pid, id);
         }
         if status.is_some() {
             self.stats.exits += 1;
@@ -855,6 +929,26 @@ impl Tracker {
                 if let Some(id) = self.lookup(tgid) {
                     self.close_gone(id, ts, facts);
                 }
+                Followup::None
+            }
+            Event::Region { tgid, ref region } => {
+                self.note(tgid, region.ts, facts, |id, r| {
+                    r.regions.push(region.clone());
+                    Fact::Region {
+                        id,
+                        index: r.regions.len() - 1,
+                    }
+                });
+                Followup::None
+            }
+            Event::Data { tgid, ref data } => {
+                self.note(tgid, data.ts, facts, |id, r| {
+                    r.data.push(data.clone());
+                    Fact::Data {
+                        id,
+                        index: r.data.len() - 1,
+                    }
+                });
                 Followup::None
             }
             Event::Lost { ts, count } => {

@@ -8,7 +8,7 @@ use std::io;
 
 use super::json;
 use super::{Header, LineWriter, Mode, Sink, Summary};
-use crate::model::event::ExitStatus;
+use crate::model::event::{DataValue, ExitStatus};
 use crate::model::tracker::{Fact, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 
@@ -245,6 +245,83 @@ impl Sink for JsonLines {
                 opt_str(b, "comm", r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
+            Fact::Region { id, index } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(g) = r.regions.get(index) else {
+                    return Ok(());
+                };
+                let b = self.w.buf();
+                head(b, "region", Some(g.ts));
+                proc_fields(b, r);
+                b.extend_from_slice(b",\"duration\":");
+                json::seconds(b, g.end.saturating_sub(g.ts));
+                opt_str(b, "thread", Some(&g.thread));
+                opt_str(b, "category", Some(&g.category));
+                opt_str(b, "label", Some(&g.label));
+                b.extend_from_slice(b",\"nesting\":");
+                json::int(b, g.nesting as i64);
+                opt_str(b, "msg", g.msg.as_deref());
+                b.extend_from_slice(b"}\n");
+            }
+            Fact::Data { id, index } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(d) = r.data.get(index) else {
+                    return Ok(());
+                };
+                let b = self.w.buf();
+                let (event, key) = match d.value {
+                    DataValue::Text(_) | DataValue::Json(_) => ("data", "key"),
+                    DataValue::Timer { .. } => ("timer", "name"),
+                    DataValue::Counter { .. } => ("counter", "name"),
+                };
+                head(b, event, Some(d.ts));
+                proc_fields(b, r);
+                opt_str(b, "thread", Some(&d.thread));
+                opt_str(b, "category", Some(&d.category));
+                opt_str(b, key, Some(&d.key));
+                b.extend_from_slice(b",\"nesting\":");
+                json::int(b, d.nesting as i64);
+                match &d.value {
+                    DataValue::Text(v) => opt_str(b, "value", Some(v)),
+                    DataValue::Json(v) => {
+                        // Raw JSON from a Trace2 `data_json`; written as a string when it is not
+                        // JSON after all (a hand-edited capture), so the line stays valid.
+                        if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() {
+                            b.extend_from_slice(b",\"value\":");
+                            b.extend_from_slice(v.trim().as_bytes());
+                        } else {
+                            opt_str(b, "value", Some(v));
+                        }
+                    }
+                    DataValue::Timer {
+                        intervals,
+                        total_ns,
+                        min_ns,
+                        max_ns,
+                        per_thread,
+                    } => {
+                        b.extend_from_slice(b",\"intervals\":");
+                        json::int(b, *intervals as i64);
+                        for (k, v) in [("total", total_ns), ("min", min_ns), ("max", max_ns)] {
+                            b.push(b',');
+                            json::string(b, k);
+                            b.push(b':');
+                            json::seconds(b, *v);
+                        }
+                        if *per_thread {
+                            b.extend_from_slice(b",\"per_thread\":true");
+                        }
+                    }
+                    DataValue::Counter { count, per_thread } => {
+                        b.extend_from_slice(b",\"count\":");
+                        json::int(b, *count as i64);
+                        if *per_thread {
+                            b.extend_from_slice(b",\"per_thread\":true");
+                        }
+                    }
+                }
+                b.extend_from_slice(b"}\n");
+            }
         }
         self.w.line_done()
     }
@@ -289,6 +366,18 @@ impl Sink for JsonLines {
             json::string(b, k);
             b.push(b':');
             json::int(b, v as i64);
+        }
+        // Only runs that had Trace2 notes say so (older outputs stay as they were).
+        if s.stats.notes + s.stats.notes_unmatched > 0 {
+            for (k, v) in [
+                ("notes", s.stats.notes),
+                ("notes_unmatched", s.stats.notes_unmatched),
+            ] {
+                b.push(b',');
+                json::string(b, k);
+                b.push(b':');
+                json::int(b, v as i64);
+            }
         }
         if let Some(n) = s.filtered {
             b.extend_from_slice(b",\"filtered\":");

@@ -427,6 +427,8 @@ impl Trace2Sink {
                 // Released: the parent never reports on it again.
                 self.child_done(parent);
             }
+            // TODO(issue 9): a process's own regions and data inside its session.
+            Fact::Region { .. } | Fact::Data { .. } => {}
             Fact::Lost { ts, count } => {
                 let ts = ts.unwrap_or(self.now);
                 self.data(None, ts, "lost_events", count.to_string())?;
