@@ -20,6 +20,7 @@ use crate::model::event::Event;
 use crate::sink::{Header, Mode, Summary, Tool};
 
 pub mod capture;
+pub mod notes;
 
 /// What a saved trace is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
