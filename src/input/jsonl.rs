@@ -31,96 +31,549 @@ use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region};
 use crate::model::tracker::{BackgroundState, TrackerStats};
 use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
-/// Every key any line kind has; which ones a line must have depends on its `event`. Unknown keys
-/// are ignored (a newer proctrace may add some). Borrowed where the line allows it.
-#[derive(Deserialize, Default)]
-#[serde(default)]
+// The line scanner below is hand-written for the one flat shape these lines have, instead of
+// serde_json into a struct of optional borrowed fields (the first version). Measured on a
+// 29.6 MB file of a 100,001-process run (`benches/ingest.rs`): serde_json 90 MB/s for the reader
+// alone; this scanner, which validates the same JSON grammar, borrows every string without
+// escapes and decodes a field only when the line's kind needs it, is several times faster (the
+// figures are in BENCHMARKS.md, `bench/run --only ingest`).
+
+/// A value on a line, not yet decoded.
+#[derive(Debug, Clone, Copy)]
+enum Val<'a> {
+    Null,
+    Bool(bool),
+    /// A number as written (JSON grammar checked).
+    Num(&'a str),
+    /// A string's contents between its quotes; `true` when it holds escapes.
+    Str(&'a str, bool),
+    /// An array or object as written (grammar checked).
+    Raw(&'a str),
+}
+
+/// Deepest nesting of arrays and objects accepted in a value.
+const MAX_DEPTH: u32 = 64;
+
+/// A JSON scanner over one line.
+struct Scan<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+type Res<T> = Result<T, String>;
+
+impl<'a> Scan<'a> {
+    fn new(s: &'a str) -> Self {
+        Scan {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+        }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Res<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at byte {}", c as char, self.i))
+        }
+    }
+
+    fn slice(&self, from: usize, to: usize) -> Res<&'a str> {
+        self.s
+            .get(from..to)
+            .ok_or_else(|| format!("bad text at byte {from}"))
+    }
+
+    /// A string (at its opening quote): its contents and whether it holds escapes.
+    fn string(&mut self) -> Res<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let mut esc = false;
+        loop {
+            // Runs of plain bytes are skipped a vector at a time (memchr), then checked for
+            // control characters in one branch-free pass.
+            let rest = self.b.get(self.i..).unwrap_or_default();
+            // Keys and most values are short: a plain loop finds their end sooner than a
+            // vector search can be set up.
+            let short = rest.iter().take(16).position(|&c| c == b'"' || c == b'\\');
+            let Some(n) = short.or_else(|| memchr::memchr2(b'"', b'\\', rest)) else {
+                return Err("unterminated string".into());
+            };
+            if rest[..n].iter().fold(false, |a, &c| a | (c < 0x20)) {
+                return Err(format!("control character in a string after byte {}", self.i));
+            }
+            self.i += n + 1;
+            if rest[n] == b'"' {
+                return Ok((self.slice(start, self.i - 1)?, esc));
+            }
+            esc = true;
+            match self.b.get(self.i) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 1,
+                Some(b'u') => {
+                    let hex = self.b.get(self.i + 1..self.i + 5).ok_or("short \\u escape")?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return Err("bad \\u escape".into());
+                    }
+                    self.i += 5;
+                }
+                _ => return Err(format!("bad escape at byte {}", self.i)),
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let s = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        self.i - s
+    }
+
+    fn number(&mut self) -> Res<&'a str> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let int_start = self.i;
+        if self.digits() == 0 || (self.b[int_start] == b'0' && self.i - int_start > 1) {
+            return Err(format!("bad number at byte {start}"));
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(format!("bad number at byte {start}"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(format!("bad number at byte {start}"));
+            }
+        }
+        self.slice(start, self.i)
+    }
+
+    fn word(&mut self, w: &str, v: Val<'a>) -> Res<Val<'a>> {
+        if self.b[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Ok(v)
+        } else {
+            Err(format!("bad literal at byte {}", self.i))
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Res<Val<'a>> {
+        match self.peek() {
+            Some(b'"') => self.string().map(|(s, e)| Val::Str(s, e)),
+            Some(b'n') => self.word("null", Val::Null),
+            Some(b't') => self.word("true", Val::Bool(true)),
+            Some(b'f') => self.word("false", Val::Bool(false)),
+            Some(b'-' | b'0'..=b'9') => self.number().map(Val::Num),
+            Some(open @ (b'[' | b'{')) => {
+                if depth >= MAX_DEPTH {
+                    return Err("nesting too deep".into());
+                }
+                let start = self.i;
+                let close = if open == b'[' { b']' } else { b'}' };
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(close) {
+                    self.i += 1;
+                    return self.slice(start, self.i).map(Val::Raw);
+                }
+                loop {
+                    self.ws();
+                    if open == b'{' {
+                        self.string()?;
+                        self.ws();
+                        self.eat(b':')?;
+                        self.ws();
+                    }
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(c) if c == close => {
+                            self.i += 1;
+                            return self.slice(start, self.i).map(Val::Raw);
+                        }
+                        _ => return Err(format!("expected ',' or '{}' at byte {}", close as char, self.i)),
+                    }
+                }
+            }
+            Some(c) => Err(format!("unexpected byte 0x{c:02x} at {}", self.i)),
+            None => Err("unexpected end of line".into()),
+        }
+    }
+}
+
+/// A string's value, escapes decoded (a lone surrogate becomes U+FFFD).
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices();
+    while let Some((_, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let hex4 = |chars: &mut std::str::CharIndices<'_>| -> u32 {
+            let mut v = 0;
+            for _ in 0..4 {
+                v = v * 16 + chars.next().and_then(|(_, h)| h.to_digit(16)).unwrap_or(0);
+            }
+            v
+        };
+        match chars.next().map(|(_, e)| e) {
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('u') => {
+                let mut cp = hex4(&mut chars);
+                if (0xD800..0xDC00).contains(&cp) {
+                    let rest = chars.as_str();
+                    if rest.starts_with("\\u") {
+                        let mut ahead = chars.clone();
+                        ahead.next();
+                        ahead.next();
+                        let lo = hex4(&mut ahead);
+                        if (0xDC00..0xE000).contains(&lo) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            chars = ahead;
+                        }
+                    }
+                }
+                out.push(char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The keys lines have; which ones a line must have depends on its `event`. Unknown keys are
+/// ignored (a newer proctrace may add some); a key given twice is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum K {
+    Event,
+    Ts,
+    Pid,
+    Ppid,
+    PreExisting,
+    Comm,
+    Argv,
+    Exe,
+    Cwd,
+    Uid,
+    Code,
+    Signal,
+    Core,
+    ExitLost,
+    Background,
+    State,
+    Count,
+    Ruid,
+    Euid,
+    Rgid,
+    Egid,
+    Tracer,
+    Duration,
+    Thread,
+    Category,
+    Label,
+    Msg,
+    Key,
+    Name,
+    Nesting,
+    Value,
+    Intervals,
+    Total,
+    Min,
+    Max,
+    PerThread,
+    Tool,
+    Version,
+    Backend,
+    WallOffset,
+    Mode,
+    Capture,
+    Root,
+    Processes,
+    Execs,
+    ExecsWithArgv,
+    Exits,
+    Lost,
+    Recovered,
+    ExitsLost,
+    Rejected,
+    Overflows,
+    SocketDrops,
+    KernelEvents,
+    Notes,
+    NotesUnmatched,
+    Filtered,
+    ArgvReader,
+    TracerCpu,
+}
+
+/// How many keys there are.
+const NKEYS: usize = 59;
+
+impl K {
+    fn of(key: &str) -> Option<K> {
+        Some(match key {
+            "event" => K::Event,
+            "ts" => K::Ts,
+            "pid" => K::Pid,
+            "ppid" => K::Ppid,
+            "pre_existing" => K::PreExisting,
+            "comm" => K::Comm,
+            "argv" => K::Argv,
+            "exe" => K::Exe,
+            "cwd" => K::Cwd,
+            "uid" => K::Uid,
+            "code" => K::Code,
+            "signal" => K::Signal,
+            "core" => K::Core,
+            "exit_lost" => K::ExitLost,
+            "background" => K::Background,
+            "state" => K::State,
+            "count" => K::Count,
+            "ruid" => K::Ruid,
+            "euid" => K::Euid,
+            "rgid" => K::Rgid,
+            "egid" => K::Egid,
+            "tracer" => K::Tracer,
+            "duration" => K::Duration,
+            "thread" => K::Thread,
+            "category" => K::Category,
+            "label" => K::Label,
+            "msg" => K::Msg,
+            "key" => K::Key,
+            "name" => K::Name,
+            "nesting" => K::Nesting,
+            "value" => K::Value,
+            "intervals" => K::Intervals,
+            "total" => K::Total,
+            "min" => K::Min,
+            "max" => K::Max,
+            "per_thread" => K::PerThread,
+            "tool" => K::Tool,
+            "version" => K::Version,
+            "backend" => K::Backend,
+            "wall_offset" => K::WallOffset,
+            "mode" => K::Mode,
+            "capture" => K::Capture,
+            "root" => K::Root,
+            "processes" => K::Processes,
+            "execs" => K::Execs,
+            "execs_with_argv" => K::ExecsWithArgv,
+            "exits" => K::Exits,
+            "lost" => K::Lost,
+            "recovered" => K::Recovered,
+            "exits_lost" => K::ExitsLost,
+            "rejected" => K::Rejected,
+            "overflows" => K::Overflows,
+            "socket_drops" => K::SocketDrops,
+            "kernel_events" => K::KernelEvents,
+            "notes" => K::Notes,
+            "notes_unmatched" => K::NotesUnmatched,
+            "filtered" => K::Filtered,
+            "argv_reader" => K::ArgvReader,
+            "tracer_cpu" => K::TracerCpu,
+            _ => return None,
+        })
+    }
+}
+
+/// A value's place on the line (a [`Val`] without the borrow, so the table is reused).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Absent,
+    Null,
+    Bool(bool),
+    Num(usize, usize),
+    Str(usize, usize, bool),
+    Raw(usize, usize),
+}
+
+/// The values of the line being read, by key: kept between lines so that a line costs no
+/// allocation and no clearing beyond the keys it had.
+struct Table {
+    v: [Slot; NKEYS],
+    set: u64,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            v: [Slot::Absent; NKEYS],
+            set: 0,
+        }
+    }
+}
+
+/// One scanned line: its text and its values.
 struct Line<'a> {
-    #[serde(borrow)]
-    event: Cow<'a, str>,
-    #[serde(borrow)]
-    ts: Option<&'a RawValue>,
-    pid: Option<i64>,
-    ppid: Option<i64>,
-    pre_existing: bool,
-    #[serde(borrow)]
-    comm: Option<Cow<'a, str>>,
-    argv: Option<Vec<String>>,
-    exe: Option<String>,
-    cwd: Option<String>,
-    uid: Option<u32>,
-    code: Option<i64>,
-    signal: Option<i64>,
-    core: Option<bool>,
-    exit_lost: bool,
-    /// `true` on an exit line, a count on the end line.
-    #[serde(borrow)]
-    background: Option<&'a RawValue>,
-    #[serde(borrow)]
-    state: Option<Cow<'a, str>>,
-    count: Option<u64>,
-    ruid: Option<u32>,
-    euid: Option<u32>,
-    rgid: Option<u32>,
-    egid: Option<u32>,
-    tracer: Option<i64>,
-    // Regions and data.
-    #[serde(borrow)]
-    duration: Option<&'a RawValue>,
-    thread: Option<String>,
-    category: Option<String>,
-    label: Option<String>,
-    msg: Option<String>,
-    key: Option<String>,
-    name: Option<String>,
-    nesting: Option<u32>,
-    #[serde(borrow)]
-    value: Option<&'a RawValue>,
-    intervals: Option<u64>,
-    #[serde(borrow)]
-    total: Option<&'a RawValue>,
-    #[serde(borrow)]
-    min: Option<&'a RawValue>,
-    #[serde(borrow)]
-    max: Option<&'a RawValue>,
-    per_thread: bool,
-    // start
-    #[serde(borrow)]
-    tool: Option<Cow<'a, str>>,
-    version: Option<String>,
-    backend: Option<String>,
-    #[serde(borrow)]
-    wall_offset: Option<&'a RawValue>,
-    #[serde(borrow)]
-    mode: Option<Cow<'a, str>>,
-    capture: Option<String>,
-    root: Option<i64>,
-    // end
-    processes: Option<u64>,
-    execs: Option<u64>,
-    execs_with_argv: Option<u64>,
-    exits: Option<u64>,
-    lost: Option<u64>,
-    recovered: Option<u64>,
-    exits_lost: Option<u64>,
-    rejected: Option<u64>,
-    overflows: Option<u64>,
-    socket_drops: Option<u64>,
-    kernel_events: Option<u64>,
-    notes: Option<u64>,
-    notes_unmatched: Option<u64>,
-    filtered: Option<u64>,
-    argv_reader: Option<String>,
-    #[serde(borrow)]
-    tracer_cpu: Option<&'a RawValue>,
+    s: &'a str,
+    t: &'a Table,
+}
+
+impl Table {
+    /// Scans one line (a JSON object and nothing else) into the table.
+    fn scan(&mut self, s: &str) -> Res<()> {
+        while self.set != 0 {
+            let i = self.set.trailing_zeros() as usize;
+            self.v[i] = Slot::Absent;
+            self.set &= self.set - 1;
+        }
+        let base = s.as_ptr() as usize;
+        let at = |x: &str| x.as_ptr() as usize - base;
+        let mut p = Scan::new(s);
+        p.ws();
+        p.eat(b'{')?;
+        p.ws();
+        if p.peek() == Some(b'}') {
+            p.i += 1;
+        } else {
+            loop {
+                p.ws();
+                let (key, _) = p.string()?;
+                p.ws();
+                p.eat(b':')?;
+                p.ws();
+                let v = p.value(1)?;
+                if let Some(k) = K::of(key) {
+                    let bit = 1u64 << k as u32;
+                    if self.set & bit != 0 {
+                        return Err(format!("\"{key}\" given twice"));
+                    }
+                    self.set |= bit;
+                    self.v[k as usize] = match v {
+                        Val::Null => Slot::Null,
+                        Val::Bool(b) => Slot::Bool(b),
+                        Val::Num(x) => Slot::Num(at(x), at(x) + x.len()),
+                        Val::Str(x, e) => Slot::Str(at(x), at(x) + x.len(), e),
+                        Val::Raw(x) => Slot::Raw(at(x), at(x) + x.len()),
+                    };
+                }
+                p.ws();
+                match p.peek() {
+                    Some(b',') => p.i += 1,
+                    Some(b'}') => {
+                        p.i += 1;
+                        break;
+                    }
+                    _ => return Err(format!("expected ',' or '}}' at byte {}", p.i)),
+                }
+            }
+        }
+        p.ws();
+        if p.i != p.b.len() {
+            return Err(format!("trailing bytes at {}", p.i));
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Line<'a> {
+    /// The value of `k`, if the line has it.
+    fn get(&self, k: K) -> Option<Val<'a>> {
+        let s = |a: usize, b: usize| self.s.get(a..b).unwrap_or_default();
+        Some(match self.t.v[k as usize] {
+            Slot::Absent => return None,
+            Slot::Null => Val::Null,
+            Slot::Bool(b) => Val::Bool(b),
+            Slot::Num(a, b) => Val::Num(s(a, b)),
+            Slot::Str(a, b, e) => Val::Str(s(a, b), e),
+            Slot::Raw(a, b) => Val::Raw(s(a, b)),
+        })
+    }
+}
+
+/// An optional string (`null` = absent), borrowed unless it holds escapes.
+fn opt_cow<'a>(v: Option<Val<'a>>, key: &str) -> Res<Option<Cow<'a, str>>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Str(s, false)) => Ok(Some(Cow::Borrowed(s))),
+        Some(Val::Str(s, true)) => Ok(Some(Cow::Owned(unescape(s)))),
+        Some(_) => Err(format!("\"{key}\" is not a string")),
+    }
+}
+
+fn opt_string(v: Option<Val<'_>>, key: &str) -> Res<Option<String>> {
+    opt_cow(v, key).map(|c| c.map(Cow::into_owned))
+}
+
+fn opt_int<T: TryFrom<i64>>(v: Option<Val<'_>>, key: &str) -> Res<Option<T>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Num(n)) => {
+            let i: i64 = n
+                .parse()
+                .map_err(|_| format!("\"{key}\" is not an integer: {n}"))?;
+            T::try_from(i)
+                .map(Some)
+                .map_err(|_| format!("\"{key}\" out of range: {n}"))
+        }
+        Some(_) => Err(format!("\"{key}\" is not a number")),
+    }
+}
+
+fn flag(v: Option<Val<'_>>, key: &str) -> Res<bool> {
+    match v {
+        None | Some(Val::Null) => Ok(false),
+        Some(Val::Bool(b)) => Ok(b),
+        Some(_) => Err(format!("\"{key}\" is not true or false")),
+    }
+}
+
+/// An optional array of strings.
+fn opt_strings(v: Option<Val<'_>>, key: &str) -> Res<Option<Vec<String>>> {
+    let raw = match v {
+        None | Some(Val::Null) => return Ok(None),
+        Some(Val::Raw(r)) if r.starts_with('[') => r,
+        Some(_) => return Err(format!("\"{key}\" is not an array")),
+    };
+    // The array was checked when the line was scanned; now only its strings are taken.
+    let mut p = Scan::new(raw);
+    p.i = 1;
+    let mut out = Vec::new();
+    loop {
+        p.ws();
+        match p.peek() {
+            Some(b']') => return Ok(Some(out)),
+            Some(b',') => p.i += 1,
+            Some(b'"') => {
+                let (s, esc) = p.string()?;
+                out.push(if esc { unescape(s) } else { s.to_owned() });
+            }
+            _ => return Err(format!("\"{key}\" holds a non-string")),
+        }
+    }
 }
 
 /// Decimal seconds (`12.000000345`, at most nine decimals, no sign or exponent) as
@@ -160,21 +613,22 @@ fn parse_signed_seconds(s: &[u8]) -> Option<i64> {
     }
 }
 
-fn secs(v: Option<&RawValue>, key: &str) -> Result<Option<u64>, String> {
-    match v.map(|r| r.get()) {
-        None | Some("null") => Ok(None),
-        Some(t) => parse_seconds(t.as_bytes())
+fn secs(v: Option<Val<'_>>, key: &str) -> Res<Option<u64>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Num(t)) => parse_seconds(t.as_bytes())
             .map(Some)
             .ok_or_else(|| format!("\"{key}\" is not a decimal number of seconds: {t}")),
+        Some(_) => Err(format!("\"{key}\" is not a number")),
     }
 }
 
-fn need<T>(v: Option<T>, key: &str) -> Result<T, String> {
+fn need<T>(v: Option<T>, key: &str) -> Res<T> {
     v.ok_or_else(|| format!("missing \"{key}\""))
 }
 
-fn pid(v: Option<i64>, key: &str) -> Result<Pid, String> {
-    Pid::try_from(need(v, key)?).map_err(|_| format!("\"{key}\" out of range"))
+fn pid(v: Option<Val<'_>>, key: &str) -> Res<Pid> {
+    need(opt_int(v, key)?, key)
 }
 
 /// A `pre_existing` fork waiting for the line after it (its exec, if it has one).
@@ -198,13 +652,14 @@ struct Decoder {
 
 impl Decoder {
     /// The events of one line (appended to `out`); `end` gives the summary instead.
-    fn decode(&mut self, l: Line<'_>, out: &mut Vec<Event>) -> Result<Option<Summary>, String> {
-        let ev = l.event.as_ref();
+    fn decode(&mut self, l: Line<'_>, out: &mut Vec<Event>) -> Res<Option<Summary>> {
+        let ev = need(opt_cow(l.get(K::Event), "event")?, "event")?;
+        let ev = ev.as_ref();
         if let Some(h) = self.held.take() {
             let synthetic = ev == "exec"
-                && l.pid == Some(h.pid as i64)
-                && secs(l.ts, "ts")? == Some(h.start_ns.unwrap_or(0));
-            let details = if synthetic { Some(exec_details(&l)) } else { None };
+                && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
+                && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
+            let details = if synthetic { Some(exec_details(&l)?) } else { None };
             out.push(Event::Existing {
                 tgid: h.pid,
                 ppid: h.ppid,
@@ -215,68 +670,72 @@ impl Decoder {
                 return Ok(None);
             }
         }
-        let ts = || -> Result<u64, String> { need(secs(l.ts, "ts")?, "ts") };
+        let ts = || -> Res<u64> { need(secs(l.get(K::Ts), "ts")?, "ts") };
         match ev {
             "fork" => {
-                let (p, pp) = (pid(l.pid, "pid")?, pid(l.ppid, "ppid")?);
-                let t = secs(l.ts, "ts")?;
+                let (p, pp) = (pid(l.get(K::Pid), "pid")?, pid(l.get(K::Ppid), "ppid")?);
+                let t = secs(l.get(K::Ts), "ts")?;
                 if self.run && !self.rooted {
                     self.rooted = true;
                     out.push(Event::Root { tgid: p });
-                    match t {
-                        Some(ts) => out.push(fork(ts, pp, p)),
-                        // Its fork was lost: the tracker adopts it at its next event.
-                        None => {}
+                    // Without a time its fork was lost: the tracker adopts it at its next event.
+                    if let Some(ts) = t {
+                        out.push(fork(ts, pp, p));
                     }
-                } else if l.pre_existing {
+                } else if flag(l.get(K::PreExisting), "pre_existing")? {
                     self.held = Some(HeldExisting {
                         pid: p,
                         ppid: pp,
                         start_ns: t,
                     });
                 } else {
-                    match t {
-                        Some(ts) => out.push(fork(ts, pp, p)),
-                        None => out.push(Event::Ancestry {
+                    out.push(match t {
+                        Some(ts) => fork(ts, pp, p),
+                        None => Event::Ancestry {
                             tgid: p,
                             ppid: pp,
                             start_ns: None,
-                        }),
-                    }
+                        },
+                    });
                 }
             }
             "exec" => {
-                let tgid = pid(l.pid, "pid")?;
-                out.push(Event::Exec { ts: ts()?, tgid });
-                out.push(Event::ExecDetails {
-                    tgid,
-                    details: exec_details(&l),
-                });
+                let tgid = pid(l.get(K::Pid), "pid")?;
+                let ts = ts()?;
+                let details = exec_details(&l)?;
+                out.push(Event::Exec { ts, tgid });
+                out.push(Event::ExecDetails { tgid, details });
             }
             "exit" => {
-                let (p, ts) = (pid(l.pid, "pid")?, ts()?);
-                let bg = l.background.is_some_and(|v| v.get() == "true");
-                if bg && !self.background.remove(&p) {
+                let (p, ts) = (pid(l.get(K::Pid), "pid")?, ts()?);
+                let bg = flag(l.get(K::Background), "background")?;
+                let reported = self.background.remove(&p);
+                if bg && !reported {
                     out.push(Event::Background {
                         ts,
                         tgid: p,
                         state: BackgroundState::Ready,
                         report: false,
                     });
-                } else {
-                    self.background.remove(&p);
                 }
-                if l.exit_lost {
+                if flag(l.get(K::ExitLost), "exit_lost")? {
                     out.push(Event::Gone { ts, tgid: p });
                     return Ok(None);
                 }
-                let status = match (l.code, l.signal) {
+                let core = match l.get(K::Core) {
+                    None | Some(Val::Null) => None,
+                    v => Some(flag(v, "core")?),
+                };
+                let status = match (
+                    opt_int::<i64>(l.get(K::Code), "code")?,
+                    opt_int::<i64>(l.get(K::Signal), "signal")?,
+                ) {
                     (Some(c), None) if (0..=255).contains(&c) => (c as u32) << 8,
                     (None, Some(s)) if (1..=127).contains(&s) => {
-                        if l.core == Some(false) {
+                        if core == Some(false) {
                             out.push(Event::Coredump { ts, tgid: p });
                         }
-                        s as u32 | if l.core == Some(true) { 0x80 } else { 0 }
+                        s as u32 | if core == Some(true) { 0x80 } else { 0 }
                     }
                     (None, None) => return Err("an exit needs \"code\" or \"signal\"".into()),
                     _ => return Err("bad \"code\"/\"signal\"".into()),
@@ -286,111 +745,118 @@ impl Decoder {
                     pid: p,
                     tgid: p,
                     status,
-                    parent_tgid: pid(l.ppid, "ppid")?,
+                    parent_tgid: pid(l.get(K::Ppid), "ppid")?,
                 });
             }
             "background" => {
-                let p = pid(l.pid, "pid")?;
-                let state = match need(l.state.as_deref(), "state")? {
+                let p = pid(l.get(K::Pid), "pid")?;
+                let state = match need(opt_cow(l.get(K::State), "state")?, "state")?.as_ref() {
                     "ready" => BackgroundState::Ready,
                     "timeout" => BackgroundState::Timeout,
                     "error" => BackgroundState::Error,
                     s => return Err(format!("unknown background \"state\" '{s}'")),
                 };
-                self.background.insert(p);
                 out.push(Event::Background {
                     ts: ts()?,
                     tgid: p,
                     state,
                     report: true,
                 });
+                self.background.insert(p);
             }
             "lost" => out.push(Event::Lost {
-                ts: secs(l.ts, "ts")?,
-                count: need(l.count, "count")?,
+                ts: secs(l.get(K::Ts), "ts")?,
+                count: need(opt_int(l.get(K::Count), "count")?, "count")?,
             }),
             "uid" => out.push(Event::Uid {
                 ts: ts()?,
-                tgid: pid(l.pid, "pid")?,
-                ruid: need(l.ruid, "ruid")?,
-                euid: need(l.euid, "euid")?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                ruid: need(opt_int(l.get(K::Ruid), "ruid")?, "ruid")?,
+                euid: need(opt_int(l.get(K::Euid), "euid")?, "euid")?,
             }),
             "gid" => out.push(Event::Gid {
                 ts: ts()?,
-                tgid: pid(l.pid, "pid")?,
-                rgid: need(l.rgid, "rgid")?,
-                egid: need(l.egid, "egid")?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                rgid: need(opt_int(l.get(K::Rgid), "rgid")?, "rgid")?,
+                egid: need(opt_int(l.get(K::Egid), "egid")?, "egid")?,
             }),
             "setsid" => out.push(Event::Sid {
                 ts: ts()?,
-                tgid: pid(l.pid, "pid")?,
+                tgid: pid(l.get(K::Pid), "pid")?,
             }),
             "ptrace" => out.push(Event::Ptrace {
                 ts: ts()?,
-                tgid: pid(l.pid, "pid")?,
-                tracer: pid(l.tracer, "tracer")?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                tracer: pid(l.get(K::Tracer), "tracer")?,
             }),
             "comm" => {
-                let p = pid(l.pid, "pid")?;
+                let p = pid(l.get(K::Pid), "pid")?;
                 out.push(Event::Comm {
                     ts: ts()?,
                     pid: p,
                     tgid: p,
-                    comm: need(l.comm, "comm")?.into_owned(),
+                    comm: need(opt_string(l.get(K::Comm), "comm")?, "comm")?,
                 });
             }
             "region" => {
                 let start = ts()?;
-                let d = need(secs(l.duration, "duration")?, "duration")?;
+                let d = need(secs(l.get(K::Duration), "duration")?, "duration")?;
                 out.push(Event::Region {
-                    tgid: pid(l.pid, "pid")?,
+                    tgid: pid(l.get(K::Pid), "pid")?,
                     region: Region {
                         ts: start,
                         end: start.checked_add(d).ok_or("\"duration\" out of range")?,
-                        thread: l.thread.unwrap_or_default(),
-                        category: l.category.unwrap_or_default(),
-                        label: l.label.unwrap_or_default(),
-                        msg: l.msg,
-                        nesting: need(l.nesting, "nesting")?,
+                        thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
+                        category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
+                        label: opt_string(l.get(K::Label), "label")?.unwrap_or_default(),
+                        msg: opt_string(l.get(K::Msg), "msg")?,
+                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
                     },
                 });
             }
             "data" | "timer" | "counter" => {
-                let value = match ev {
+                let per_thread = flag(l.get(K::PerThread), "per_thread")?;
+                let (value, key) = match ev {
                     "data" => {
-                        let raw = need(l.value, "value")?.get();
-                        if raw.starts_with('"') {
-                            DataValue::Text(serde_json::from_str(raw).map_err(|e| e.to_string())?)
-                        } else {
-                            DataValue::Json(raw.to_string())
-                        }
+                        let v = match need(l.get(K::Value), "value")? {
+                            Val::Str(s, esc) => DataValue::Text(if esc { unescape(s) } else { s.to_owned() }),
+                            Val::Num(s) | Val::Raw(s) => DataValue::Json(s.to_owned()),
+                            Val::Bool(b) => DataValue::Json(b.to_string()),
+                            Val::Null => DataValue::Json("null".into()),
+                        };
+                        (v, opt_string(l.get(K::Key), "key")?)
                     }
-                    "timer" => DataValue::Timer {
-                        intervals: need(l.intervals, "intervals")?,
-                        total_ns: need(secs(l.total, "total")?, "total")?,
-                        min_ns: need(secs(l.min, "min")?, "min")?,
-                        max_ns: need(secs(l.max, "max")?, "max")?,
-                        per_thread: l.per_thread,
-                    },
-                    _ => DataValue::Counter {
-                        count: need(l.count, "count")?,
-                        per_thread: l.per_thread,
-                    },
+                    "timer" => (
+                        DataValue::Timer {
+                            intervals: need(opt_int(l.get(K::Intervals), "intervals")?, "intervals")?,
+                            total_ns: need(secs(l.get(K::Total), "total")?, "total")?,
+                            min_ns: need(secs(l.get(K::Min), "min")?, "min")?,
+                            max_ns: need(secs(l.get(K::Max), "max")?, "max")?,
+                            per_thread,
+                        },
+                        opt_string(l.get(K::Name), "name")?,
+                    ),
+                    _ => (
+                        DataValue::Counter {
+                            count: need(opt_int(l.get(K::Count), "count")?, "count")?,
+                            per_thread,
+                        },
+                        opt_string(l.get(K::Name), "name")?,
+                    ),
                 };
-                let key = if ev == "data" { l.key } else { l.name };
                 out.push(Event::Data {
-                    tgid: pid(l.pid, "pid")?,
+                    tgid: pid(l.get(K::Pid), "pid")?,
                     data: Data {
                         ts: ts()?,
-                        thread: l.thread.unwrap_or_default(),
-                        category: l.category.unwrap_or_default(),
+                        thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
+                        category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
                         key: need(key, if ev == "data" { "key" } else { "name" })?,
-                        nesting: need(l.nesting, "nesting")?,
+                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
                         value,
                     },
                 });
             }
-            "end" => return summary(l).map(Some),
+            "end" => return summary(&l).map(Some),
             "start" => return Err("a second \"start\" line: two outputs in one file?".into()),
             other => return Err(format!("unknown event '{other}'")),
         }
@@ -419,91 +885,84 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
     }
 }
 
-fn exec_details(l: &Line<'_>) -> ExecDetails {
-    ExecDetails {
-        argv: l.argv.clone(),
-        exe: l.exe.clone(),
-        cwd: l.cwd.clone(),
-        uid: l.uid,
-        comm: l.comm.as_deref().map(str::to_string),
-    }
+fn exec_details(l: &Line<'_>) -> Res<ExecDetails> {
+    Ok(ExecDetails {
+        argv: opt_strings(l.get(K::Argv), "argv")?,
+        exe: opt_string(l.get(K::Exe), "exe")?,
+        cwd: opt_string(l.get(K::Cwd), "cwd")?,
+        uid: opt_int(l.get(K::Uid), "uid")?,
+        comm: opt_string(l.get(K::Comm), "comm")?,
+    })
 }
 
-fn summary(l: Line<'_>) -> Result<Summary, String> {
-    let n = |v: Option<u64>| v.unwrap_or(0);
-    let status = match (l.code, l.signal) {
-        (Some(c), _) => Some(ExitStatus::Code(
-            i32::try_from(c).map_err(|_| "\"code\" out of range")?,
-        )),
-        (None, Some(s)) => Some(ExitStatus::Signal {
-            signal: i32::try_from(s).map_err(|_| "\"signal\" out of range")?,
-            core: false,
-        }),
+fn summary(l: &Line<'_>) -> Res<Summary> {
+    let n = |v: Option<Val<'_>>, key: &str| -> Res<u64> { Ok(opt_int(v, key)?.unwrap_or(0)) };
+    let status = match (
+        opt_int::<i32>(l.get(K::Code), "code")?,
+        opt_int::<i32>(l.get(K::Signal), "signal")?,
+    ) {
+        (Some(c), _) => Some(ExitStatus::Code(c)),
+        (None, Some(signal)) => Some(ExitStatus::Signal { signal, core: false }),
         (None, None) => None,
     };
-    let background = match l.background.map(|v| v.get()) {
-        None => 0,
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("\"background\" is not a count: {v}"))?,
-    };
     Ok(Summary {
-        ts: need(secs(l.ts, "ts")?, "ts")?,
+        ts: need(secs(l.get(K::Ts), "ts")?, "ts")?,
         status,
         stats: TrackerStats {
-            processes: n(l.processes),
-            execs: n(l.execs),
-            execs_with_argv: n(l.execs_with_argv),
-            exits: n(l.exits),
-            lost: n(l.lost),
-            exits_inferred: n(l.exits_lost),
-            recovered: n(l.recovered),
-            notes: n(l.notes),
-            notes_unmatched: n(l.notes_unmatched),
+            processes: n(l.get(K::Processes), "processes")?,
+            execs: n(l.get(K::Execs), "execs")?,
+            execs_with_argv: n(l.get(K::ExecsWithArgv), "execs_with_argv")?,
+            exits: n(l.get(K::Exits), "exits")?,
+            lost: n(l.get(K::Lost), "lost")?,
+            exits_inferred: n(l.get(K::ExitsLost), "exits_lost")?,
+            recovered: n(l.get(K::Recovered), "recovered")?,
+            notes: n(l.get(K::Notes), "notes")?,
+            notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
             ..Default::default()
         },
         capture: CaptureSummary {
-            rejected: n(l.rejected),
-            overflows: n(l.overflows),
-            socket_drops: n(l.socket_drops),
-            events: n(l.kernel_events),
+            rejected: n(l.get(K::Rejected), "rejected")?,
+            overflows: n(l.get(K::Overflows), "overflows")?,
+            socket_drops: n(l.get(K::SocketDrops), "socket_drops")?,
+            events: n(l.get(K::KernelEvents), "kernel_events")?,
             receive_buffer: 0,
         },
-        background,
-        root: l.pid.map(|p| pid(Some(p), "pid")).transpose()?,
-        tracer_cpu_ns: secs(l.tracer_cpu, "tracer_cpu")?,
-        backend: l.backend,
-        argv_reader: l.argv_reader,
-        filtered: l.filtered,
+        background: n(l.get(K::Background), "background")?,
+        root: opt_int(l.get(K::Pid), "pid")?,
+        tracer_cpu_ns: secs(l.get(K::TracerCpu), "tracer_cpu")?,
+        backend: opt_string(l.get(K::Backend), "backend")?,
+        argv_reader: opt_string(l.get(K::ArgvReader), "argv_reader")?,
+        filtered: opt_int(l.get(K::Filtered), "filtered")?,
     })
 }
 
 /// The header of a `start` line; `base` gives what the file does not record (proctrace's pid,
 /// argv, host).
-fn header(l: Line<'_>, mut base: Header) -> Result<Header, String> {
-    if l.tool.as_deref() != Some("proctrace") {
+fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
+    if opt_cow(l.get(K::Tool), "tool")?.as_deref() != Some("proctrace") {
         return Err("a \"start\" line not written by proctrace (\"tool\")".into());
     }
-    base.ts = need(secs(l.ts, "ts")?, "ts")?;
-    base.real_minus_mono = match l.wall_offset.map(|v| v.get()) {
-        None => 0,
-        Some(v) => parse_signed_seconds(v.as_bytes())
+    base.ts = need(secs(l.get(K::Ts), "ts")?, "ts")?;
+    base.real_minus_mono = match l.get(K::WallOffset) {
+        None | Some(Val::Null) => 0,
+        Some(Val::Num(v)) => parse_signed_seconds(v.as_bytes())
             .ok_or_else(|| format!("\"wall_offset\" is not a decimal number of seconds: {v}"))?,
+        Some(_) => return Err("\"wall_offset\" is not a number".into()),
     };
-    base.mode = match need(l.mode.as_deref(), "mode")? {
+    base.mode = match need(opt_cow(l.get(K::Mode), "mode")?, "mode")?.as_ref() {
         "run" => Mode::Run {
-            argv: need(l.argv, "argv")?,
+            argv: need(opt_strings(l.get(K::Argv), "argv")?, "argv")?,
         },
         "watch" => Mode::Watch {
-            root: l.root.map(|r| pid(Some(r), "root")).transpose()?,
+            root: opt_int(l.get(K::Root), "root")?,
         },
         "replay" => Mode::Replay {
-            path: need(l.capture, "capture")?,
+            path: need(opt_string(l.get(K::Capture), "capture")?, "capture")?,
         },
         m => return Err(format!("unknown \"mode\" '{m}'")),
     };
-    base.backend = l.backend;
-    if let Some(v) = l.version {
+    base.backend = opt_string(l.get(K::Backend), "backend")?;
+    if let Some(v) = opt_string(l.get(K::Version), "version")? {
         base.tool.version = v;
     }
     Ok(base)
@@ -516,6 +975,37 @@ enum Parsed {
     Summary(Summary),
 }
 
+/// Scans and decodes one line (without its newline): its events go to `out` (nothing on an
+/// error). `first`: a `start` line is the header.
+fn parse_line(
+    line: &[u8],
+    first: bool,
+    base: &Header,
+    table: &mut Table,
+    dec: &mut Decoder,
+    out: &mut Vec<Event>,
+) -> Res<Parsed> {
+    // Written by proctrace, a line is UTF-8; anything else is read lossily rather than refused.
+    let text = match std::str::from_utf8(line) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(line),
+    };
+    table.scan(&text)?;
+    let l = Line { s: &text, t: table };
+    if first && matches!(l.get(K::Event), Some(Val::Str("start", false))) {
+        return header(&l, base.clone()).map(Parsed::Header);
+    }
+    let n = out.len();
+    match dec.decode(l, out) {
+        Ok(Some(s)) => Ok(Parsed::Summary(s)),
+        Ok(None) => Ok(Parsed::Events),
+        Err(e) => {
+            out.truncate(n);
+            Err(e)
+        }
+    }
+}
+
 /// proctrace JSON Lines being read.
 pub struct JsonlInput<R> {
     path: PathBuf,
@@ -523,11 +1013,13 @@ pub struct JsonlInput<R> {
     header: Header,
     base: Header,
     dec: Decoder,
+    table: Box<Table>,
     /// Events of the line being fed (reused).
     events: Vec<Event>,
     summary: Option<Summary>,
     stats: InputStats,
     lenient: bool,
+    /// A line that did not fit in the reader's buffer.
     buf: Vec<u8>,
 }
 
@@ -554,6 +1046,7 @@ impl<R: BufRead> JsonlInput<R> {
             header: base.clone(),
             base,
             dec: Decoder::default(),
+            table: Box::default(),
             events: Vec::with_capacity(4),
             summary: None,
             stats: InputStats {
@@ -561,7 +1054,7 @@ impl<R: BufRead> JsonlInput<R> {
                 ..Default::default()
             },
             lenient: opts.lenient,
-            buf: Vec::with_capacity(4096),
+            buf: Vec::new(),
         };
         while let Some(p) = me.next_line(true)? {
             match p {
@@ -585,48 +1078,69 @@ impl<R: BufRead> JsonlInput<R> {
     /// The next good line (its events in `self.events`); `None` at the end or at a truncated
     /// last line. `first`: a `start` line is the header.
     fn next_line(&mut self, first: bool) -> Result<Option<Parsed>, InputError> {
+        let io = |path: &Path, source| InputError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         loop {
-            self.buf.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|source| InputError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            if n == 0 {
+            // A line wholly in the reader's buffer is parsed where it lies; one that straddles
+            // the buffer's end is copied out first.
+            let avail = self.input.fill_buf().map_err(|e| io(&self.path, e))?;
+            if avail.is_empty() {
                 return Ok(None);
             }
-            self.stats.bytes += n as u64;
-            self.stats.lines += 1;
-            let complete = self.buf.last() == Some(&b'\n');
-            let line = self.buf.trim_ascii();
-            if line.is_empty() {
-                continue;
-            }
-            let parsed = match serde_json::from_slice::<Line<'_>>(line) {
-                Err(e) => Err(e.to_string()),
-                Ok(l) if first && l.event == "start" => header(l, self.base.clone()).map(Parsed::Header),
-                Ok(l) => {
-                    let n = self.events.len();
-                    match self.dec.decode(l, &mut self.events) {
-                        Ok(Some(s)) => Ok(Parsed::Summary(s)),
-                        Ok(None) => Ok(Parsed::Events),
-                        Err(e) => {
-                            self.events.truncate(n);
-                            Err(e)
-                        }
-                    }
+            let (parsed, complete, used) = match memchr::memchr(b'\n', avail) {
+                Some(nl) => {
+                    let line = avail[..nl].trim_ascii();
+                    let p = (!line.is_empty()).then(|| {
+                        parse_line(
+                            line,
+                            first,
+                            &self.base,
+                            &mut self.table,
+                            &mut self.dec,
+                            &mut self.events,
+                        )
+                    });
+                    (p, true, nl + 1)
+                }
+                None => {
+                    self.buf.clear();
+                    let n = self
+                        .input
+                        .read_until(b'\n', &mut self.buf)
+                        .map_err(|e| io(&self.path, e))?;
+                    self.stats.bytes += n as u64;
+                    self.stats.lines += 1;
+                    let complete = self.buf.last() == Some(&b'\n');
+                    let line = self.buf.trim_ascii();
+                    let p = (!line.is_empty()).then(|| {
+                        parse_line(
+                            line,
+                            first,
+                            &self.base,
+                            &mut self.table,
+                            &mut self.dec,
+                            &mut self.events,
+                        )
+                    });
+                    (p, complete, 0)
                 }
             };
+            if used > 0 {
+                self.input.consume(used);
+                self.stats.bytes += used as u64;
+                self.stats.lines += 1;
+            }
             match parsed {
-                Ok(p) => return Ok(Some(p)),
-                Err(_) if !complete => {
+                None => continue,
+                Some(Ok(p)) => return Ok(Some(p)),
+                Some(Err(_)) if !complete => {
                     self.stats.truncated += 1;
                     return Ok(None);
                 }
-                Err(_) if self.lenient => self.stats.skipped_lines += 1,
-                Err(msg) => {
+                Some(Err(_)) if self.lenient => self.stats.skipped_lines += 1,
+                Some(Err(msg)) => {
                     return Err(InputError::Line {
                         path: self.path.clone(),
                         line: self.stats.lines,
@@ -674,5 +1188,207 @@ impl<R: BufRead> Input for JsonlInput<R> {
 
     fn stats(&self) -> InputStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(
+        bytes: &[u8],
+        lenient: bool,
+    ) -> Result<(Vec<Event>, InputStats, Option<Summary>), InputError> {
+        let opts = InputOptions { lenient, tool: None };
+        let mut input = JsonlInput::new(bytes, Path::new("mem.jsonl"), &opts)?;
+        let mut events = Vec::new();
+        input.feed_all(&mut |e| events.push(e.clone()))?;
+        Ok((events, input.stats(), input.recorded_summary().cloned()))
+    }
+
+    #[test]
+    fn seconds_are_exact() {
+        assert_eq!(parse_seconds(b"12.000000345"), Some(12_000_000_345));
+        assert_eq!(parse_seconds(b"8802.957572757"), Some(8_802_957_572_757));
+        assert_eq!(parse_seconds(b"0.5"), Some(500_000_000));
+        assert_eq!(parse_seconds(b"7"), Some(7_000_000_000));
+        for bad in [
+            &b""[..],
+            b".5",
+            b"1.",
+            b"1.0000000001",
+            b"1e3",
+            b"-1.0",
+            b"1.2.3",
+            b"99999999999999999999",
+        ] {
+            assert_eq!(parse_seconds(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(parse_signed_seconds(b"-1.500000000"), Some(-1_500_000_000));
+    }
+
+    #[test]
+    fn strings_escapes_and_bad_json() {
+        let line = br#"{"event":"start","ts":1.000000000,"tool":"proctrace","version":"0.1.0","wall_offset":-2.5,"mode":"run","argv":["sh","-c","echo \"\u00e9\ud83d\ude00\\\n\"","\ud800x"]}"#;
+        let mut text = line.to_vec();
+        text.extend_from_slice(
+            b"\n{\"event\":\"fork\",\"ts\":1.5,\"pid\":5,\"ppid\":1,\"x\":{\"a\":[1,{\"b\":null}]}}\n",
+        );
+        let opts = InputOptions::default();
+        let input = JsonlInput::new(&text[..], Path::new("m"), &opts).unwrap();
+        let h = input.header();
+        assert_eq!(h.real_minus_mono, -2_500_000_000);
+        assert_eq!(
+            h.mode,
+            Mode::Run {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "echo \"é😀\\\n\"".into(),
+                    "\u{fffd}x".into()
+                ]
+            }
+        );
+        let (ev, _, _) = read_all(&text, false).unwrap();
+        assert_eq!(ev, vec![Event::Root { tgid: 5 }, fork(1_500_000_000, 1, 5)]);
+        for bad in [
+            &br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1"#[..],
+            br#"{"event":"fork","ts":1.5,"pid":5,"pid":6,"ppid":1}"#,
+            br#"{"event":"fork","ts":01.5,"pid":5,"ppid":1}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1} x"#,
+            br#"{"event":"fork","ts":1.5,"pid":"5","ppid":1}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":"a	b"}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":"\q"}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":tru}"#,
+            br#"{"event":"nope","ts":1.5}"#,
+            br#"{"event":"exit","ts":1.5,"pid":5,"ppid":1}"#,
+            br#"{"event":"exit","ts":1.5,"pid":5,"ppid":1,"code":256}"#,
+            br#"{"event":"fork","ts":1.5,"pid":99999999999,"ppid":1}"#,
+        ] {
+            let mut t =
+                b"{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n".to_vec();
+            t.extend_from_slice(bad);
+            t.push(b'\n');
+            match read_all(&t, false) {
+                Err(InputError::Line { line: 2, .. }) => {}
+                other => panic!("{}: {other:?}", String::from_utf8_lossy(bad)),
+            }
+            let (_, st, _) = read_all(&t, true).unwrap();
+            assert_eq!(st.skipped_lines, 1, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// Exit statuses, exits whose status was lost, quiet background marks, core dumps and the
+    /// summary come back as the tracker's own events.
+    #[test]
+    fn exits_and_the_end_line() {
+        let text = "{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n\
+            {\"event\":\"exit\",\"ts\":2.0,\"pid\":5,\"ppid\":1,\"signal\":11,\"core\":true}\n\
+            {\"event\":\"exit\",\"ts\":2.0,\"pid\":6,\"ppid\":1,\"signal\":6,\"core\":false}\n\
+            {\"event\":\"exit\",\"ts\":3.0,\"pid\":7,\"ppid\":1,\"code\":null,\"exit_lost\":true}\n\
+            {\"event\":\"exit\",\"ts\":4.0,\"pid\":8,\"ppid\":1,\"code\":2,\"background\":true}\n\
+            {\"event\":\"end\",\"ts\":5.0,\"pid\":8,\"signal\":9,\"processes\":4,\"background\":2,\"tracer_cpu\":0.25}\n";
+        let (ev, st, sum) = read_all(text.as_bytes(), false).unwrap();
+        let s = 1_000_000_000;
+        assert_eq!(
+            ev,
+            vec![
+                Event::Exit {
+                    ts: 2 * s,
+                    pid: 5,
+                    tgid: 5,
+                    status: 11 | 0x80,
+                    parent_tgid: 1
+                },
+                Event::Coredump { ts: 2 * s, tgid: 6 },
+                Event::Exit {
+                    ts: 2 * s,
+                    pid: 6,
+                    tgid: 6,
+                    status: 6,
+                    parent_tgid: 1
+                },
+                Event::Gone { ts: 3 * s, tgid: 7 },
+                Event::Background {
+                    ts: 4 * s,
+                    tgid: 8,
+                    state: BackgroundState::Ready,
+                    report: false
+                },
+                Event::Exit {
+                    ts: 4 * s,
+                    pid: 8,
+                    tgid: 8,
+                    status: 2 << 8,
+                    parent_tgid: 1
+                },
+            ]
+        );
+        assert_eq!((st.lines, st.skipped_lines, st.truncated), (6, 0, 0));
+        let sum = sum.unwrap();
+        assert_eq!(
+            sum.status,
+            Some(ExitStatus::Signal {
+                signal: 9,
+                core: false
+            })
+        );
+        assert_eq!((sum.root, sum.background, sum.stats.processes), (Some(8), 2, 4));
+        assert_eq!(sum.tracer_cpu_ns, Some(s / 4));
+    }
+
+    /// Lines longer than the reader's buffer are read whole; a cut last line is counted.
+    #[test]
+    fn long_lines_and_a_cut_last_line() {
+        let argv: Vec<String> = (0..5000).map(|i| format!("arg{i}")).collect();
+        let words = argv
+            .iter()
+            .map(|a| format!("\"{a}\""))
+            .collect::<Vec<_>>()
+            .join(",");
+        let text = format!(
+            "{{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}}\n\
+             {{\"event\":\"exec\",\"ts\":2.0,\"pid\":5,\"ppid\":1,\"argv\":[{words}]}}\n\
+             {{\"event\":\"exit\",\"ts\":3.0,\"pid\":5,\"ppid\":1,\"co"
+        );
+        let opts = InputOptions::default();
+        let r = std::io::BufReader::with_capacity(64, text.as_bytes());
+        let mut input = JsonlInput::new(r, Path::new("m"), &opts).unwrap();
+        let mut got = Vec::new();
+        input.feed_all(&mut |e| got.push(e.clone())).unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(
+            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref() == Some(&argv))
+        );
+        assert_eq!((input.stats().lines, input.stats().truncated), (3, 1));
+        assert_eq!(input.stats().bytes, text.len() as u64);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Any bytes: events or an error, never a panic; lenient reading never fails.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = read_all(&bytes, false);
+            prop_assert!(read_all(&bytes, true).is_ok());
+        }
+
+        /// Valid lines with their bytes shuffled about: the same.
+        #[test]
+        fn mangled_lines_never_panic(cut in 0usize..300, byte in any::<u8>(), at in 0usize..300) {
+            let mut t = br#"{"event":"start","ts":1.0,"tool":"proctrace","mode":"run","argv":["a"]}
+{"event":"fork","ts":1.5,"pid":5,"ppid":1,"pre_existing":true}
+{"event":"exec","ts":0.000000000,"pid":5,"ppid":1,"argv":["x\"y"],"comm":"x"}
+{"event":"data","ts":1.6,"pid":5,"ppid":1,"thread":"main","category":"c","key":"k","nesting":1,"value":{"a":[1]}}
+{"event":"region","ts":1.6,"pid":5,"ppid":1,"duration":0.1,"thread":"main","category":"c","label":"l","nesting":1}
+{"event":"end","ts":2.0,"processes":1}
+"#.to_vec();
+            let at = at % t.len();
+            t[at] = byte;
+            t.truncate(cut.max(1) * t.len() / 300);
+            let _ = read_all(&t, false);
+            prop_assert!(read_all(&t, true).is_ok());
+        }
     }
 }
