@@ -37,11 +37,12 @@ use crate::model::tracker::{BackgroundState, TrackerStats};
 use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
 // The line scanner below is hand-written for the one flat shape these lines have, instead of
-// serde_json into a struct of optional borrowed fields (the first version). Measured on a
-// 29.6 MB file of a 100,001-process run (`benches/ingest.rs`): serde_json 90 MB/s for the reader
-// alone; this scanner, which validates the same JSON grammar, borrows every string without
-// escapes and decodes a field only when the line's kind needs it, is several times faster (the
-// figures are in BENCHMARKS.md, `bench/run --only ingest`).
+// serde_json into a struct of optional borrowed fields (the first version of this reader).
+// Measured with `benches/ingest.rs` (reader alone, bytes to events, CPU time) on the 29.6 MB `-o`
+// file of a 100,001-process run: serde_json 90 MB/s; this scanner, which checks the same JSON
+// grammar, borrows every string without escapes, keeps a reused key table instead of a struct
+// of 59 options per line and decodes a field only when the line's kind needs it, about 200 MB/s.
+// Figures for big files: BENCHMARKS.md, `bench/run --only ingest`.
 
 /// A value on a line, not yet decoded.
 #[derive(Debug, Clone, Copy)]
