@@ -29,8 +29,9 @@ use crate::sink::trace2::{Trace2Sink, Trace2Target};
 use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
-pub(crate) const CAPTURES: [&str; 7] = [
+pub(crate) const CAPTURES: [&str; 8] = [
     "exec-twice",
+    "git-regions",
     "leader-exits-first",
     "make-j2",
     "reuse-pid",
@@ -290,6 +291,11 @@ fn check(name: &str) {
 #[test]
 fn exec_twice() {
     check("exec-twice");
+}
+
+#[test]
+fn git_regions() {
+    check("git-regions");
 }
 
 #[test]
