@@ -31,6 +31,9 @@ def main():
     cap = os.path.join(work, "cap.jsonl")
     script = ("git clone -q file://%s dst && git -C dst -c core.preloadIndex=true status --porcelain"
               " && git -C dst rev-parse --verify -q nosuch; exit 0") % src
+    # Another command to look at (not the fixture's): FIXTURE_CMD, run by `sh -c` in the same
+    # directory (`$SRC` names the generated repository).
+    script = os.environ.get("FIXTURE_CMD", script).replace("$SRC", src)
     env = dict(os.environ, GIT_TRACE2_EVENT=t2)
     subprocess.run([proctrace, "run", "-q", "--record", cap, "--", "sh", "-c", script],
                    cwd=work, env=env, check=True)
