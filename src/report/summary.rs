@@ -498,7 +498,12 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
     let regions = (!region_list.is_empty()).then(|| {
         let count = region_list.len() as u64;
-        region_list.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.4.cmp(&b.4)));
+        region_list.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+                .then(a.4.cmp(&b.4))
+        });
         let slowest = region_list
             .iter()
             .take(TOP)
@@ -511,7 +516,13 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                     program: program(r),
                     thread: g.thread.clone(),
                     nesting: g.nesting,
-                    msg: g.msg.as_ref().map(|m| if redact { redact_arg(m).into_owned() } else { m.clone() }),
+                    msg: g.msg.as_ref().map(|m| {
+                        if redact {
+                            redact_arg(m).into_owned()
+                        } else {
+                            m.clone()
+                        }
+                    }),
                     start_ns: off(st),
                     duration_ns: d,
                 })
@@ -814,7 +825,10 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             out,
             "{} {}",
             p.emphasis("regions:"),
-            p.secondary(&format!("({} reported by the processes themselves; slowest)", g.count))
+            p.secondary(&format!(
+                "({} reported by the processes themselves; slowest)",
+                g.count
+            ))
         );
         let dw = g
             .slowest
@@ -1222,7 +1236,11 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [("pack:write", 1, 56), ("fetch:remote_refs", 1, 38), ("index:do_read_index", 2, 14)]
+            [
+                ("pack:write", 1, 56),
+                ("fetch:remote_refs", 1, 38),
+                ("index:do_read_index", 2, 14)
+            ]
         );
         let text = render_text(
             &r,
@@ -1240,7 +1258,16 @@ mod tests {
 
         let plain = report(&[fork(0, 100, 1), exit(10, 1, 0)]);
         assert!(plain.regions.is_none());
-        assert!(!render_text(&plain, TextOptions { color: false, width: 100 }).contains("regions"));
+        assert!(
+            !render_text(
+                &plain,
+                TextOptions {
+                    color: false,
+                    width: 100
+                }
+            )
+            .contains("regions")
+        );
         assert!(!render_json(&plain).contains("regions"));
     }
 

@@ -133,7 +133,8 @@ text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:#222
 ";
 
 /// Added to [`STYLE`] when there are regions to draw.
-const REGION_STYLE: &str = ".region{fill:#1f3a68;fill-opacity:.42;stroke:#ffffff;stroke-width:.5;stroke-opacity:.8}";
+const REGION_STYLE: &str =
+    ".region{fill:#1f3a68;fill-opacity:.42;stroke:#ffffff;stroke-width:.5;stroke-opacity:.8}";
 
 /// Escapes text for XML content and attribute values. Control characters, which XML 1.0 cannot
 /// carry at all, become their visible Unicode pictures (U+2400…); the noncharacters U+FFFE and
@@ -491,7 +492,11 @@ fn notes_text(r: &ProcessRecord) -> String {
             DataValue::Text(v) | DataValue::Json(v) => elide(v, 48),
             DataValue::Timer {
                 intervals, total_ns, ..
-            } => format!("{} in {intervals} interval{}", fmt_duration(*total_ns), if *intervals == 1 { "" } else { "s" }),
+            } => format!(
+                "{} in {intervals} interval{}",
+                fmt_duration(*total_ns),
+                if *intervals == 1 { "" } else { "s" }
+            ),
             DataValue::Counter { count, .. } => count.to_string(),
         };
         let _ = write!(s, "\n{key} = {value}");
@@ -996,10 +1001,11 @@ mod tests {
             drawn_pids.push((pid, s));
         }
         // Every region band lies inside a bar of its process, with the region's name on hover.
-        for g in doc
-            .descendants()
-            .filter(|n| n.has_tag_name("rect") && n.attribute("class") == Some("region") && n.attribute("data-pid").is_some())
-        {
+        for g in doc.descendants().filter(|n| {
+            n.has_tag_name("rect")
+                && n.attribute("class") == Some("region")
+                && n.attribute("data-pid").is_some()
+        }) {
             let num = |a: &str| g.attribute(a).unwrap().parse::<f64>().unwrap();
             let pid = g.attribute("data-pid").unwrap();
             let (gx, gy, gw, gh) = (num("x"), num("y"), num("width"), num("height"));
@@ -1014,7 +1020,12 @@ mod tests {
                 }),
                 "region band of pid {pid} at x={gx} is not inside a bar of its process"
             );
-            let title = g.children().find(|c| c.has_tag_name("title")).unwrap().text().unwrap();
+            let title = g
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .unwrap()
+                .text()
+                .unwrap();
             assert!(title.contains(&format!("pid {pid}, thread ")), "{title}");
         }
         // Drawn + folded = every process; the cap holds; ancestors are drawn with their children.
@@ -1103,14 +1114,29 @@ mod tests {
                 (
                     n.attribute("data-pid").unwrap().parse().unwrap(),
                     n.attribute("data-nesting").unwrap().parse().unwrap(),
-                    n.children().find(|c| c.has_tag_name("title")).unwrap().text().unwrap().to_string(),
+                    n.children()
+                        .find(|c| c.has_tag_name("title"))
+                        .unwrap()
+                        .text()
+                        .unwrap()
+                        .to_string(),
                 )
             })
             .collect();
         // The clone's checkout (1.64 s) with the cache-tree update inside it; pack-objects'
         // two longer phases (its 2.2 ms enumeration is under a pixel); the larger of status's.
-        assert!(bands.iter().any(|b| b.0 == 11100 && b.1 == 1 && b.2.starts_with("unpack_trees:unpack_trees\n")), "{bands:?}");
-        assert!(bands.iter().any(|b| b.0 == 11100 && b.1 == 2 && b.2.starts_with("cache_tree:update\n")), "{bands:?}");
+        assert!(
+            bands
+                .iter()
+                .any(|b| b.0 == 11100 && b.1 == 1 && b.2.starts_with("unpack_trees:unpack_trees\n")),
+            "{bands:?}"
+        );
+        assert!(
+            bands
+                .iter()
+                .any(|b| b.0 == 11100 && b.1 == 2 && b.2.starts_with("cache_tree:update\n")),
+            "{bands:?}"
+        );
         assert_eq!(bands.iter().filter(|b| b.0 == 11106).count(), 2, "{bands:?}");
         assert_eq!(bands.len(), 5, "{bands:?}");
         assert!(svg.contains("10 regions reported, longest unpack_trees:unpack_trees (1.64s)"));

@@ -470,7 +470,9 @@ impl ChromeTrace {
     /// own, inside its process's interval in time, marked `late`.
     fn late_region(&mut self, id: ProcId, index: usize, t: &Tracker) -> io::Result<()> {
         let Some(r) = t.get(id) else { return Ok(()) };
-        let Some(g) = r.regions.get(index) else { return Ok(()) };
+        let Some(g) = r.regions.get(index) else {
+            return Ok(());
+        };
         let s = r.start_ns.unwrap_or(self.t0).max(self.t0);
         let e = r.exit.map_or(g.end, |x| x.ts).max(s);
         let (rs, re) = clamp_region(g.ts, g.end, g.nesting, s, e);
@@ -495,7 +497,9 @@ impl ChromeTrace {
         re: u64,
         late: bool,
     ) -> io::Result<()> {
-        let Some(g) = r.regions.get(index) else { return Ok(()) };
+        let Some(g) = r.regions.get(index) else {
+            return Ok(());
+        };
         let t0 = self.t0;
         let b = self.head("X", Some(lane));
         b.extend_from_slice(b",\"ts\":");

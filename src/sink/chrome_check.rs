@@ -69,11 +69,19 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
 }
 
 /// [`validate`], and the trace shows exactly the regions in `regions`, each as one slice.
-pub fn validate_regions(text: &str, expected: &[Expect], regions: &[ExpectRegion]) -> Result<Checked, String> {
+pub fn validate_regions(
+    text: &str,
+    expected: &[Expect],
+    regions: &[ExpectRegion],
+) -> Result<Checked, String> {
     validate_impl(text, expected, Some(regions))
 }
 
-fn validate_impl(text: &str, expected: &[Expect], want_regions: Option<&[ExpectRegion]>) -> Result<Checked, String> {
+fn validate_impl(
+    text: &str,
+    expected: &[Expect],
+    want_regions: Option<&[ExpectRegion]>,
+) -> Result<Checked, String> {
     let all: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let events = all.as_array().ok_or("not a JSON array")?;
     let mut out = Checked::default();
@@ -271,9 +279,11 @@ fn validate_impl(text: &str, expected: &[Expect], want_regions: Option<&[ExpectR
     }
     // Each region inside a slice of its process (on its lane where it could go there).
     for (p, tid, s, e, name) in &regions {
-        let inside = procs
-            .get(p)
-            .and_then(|v| v.iter().filter(|x| x.1 <= *s && *e <= x.2).min_by_key(|x| (x.0 != *tid, x.2 - x.1)));
+        let inside = procs.get(p).and_then(|v| {
+            v.iter()
+                .filter(|x| x.1 <= *s && *e <= x.2)
+                .min_by_key(|x| (x.0 != *tid, x.2 - x.1))
+        });
         match inside {
             Some(x) if x.0 == *tid => out.regions_on_process_lane += 1,
             Some(_) => {}
@@ -286,7 +296,11 @@ fn validate_impl(text: &str, expected: &[Expect], want_regions: Option<&[ExpectR
     }
     if let Some(want) = want_regions {
         if want.len() != regions.len() {
-            return Err(format!("{} region slices for {} regions", regions.len(), want.len()));
+            return Err(format!(
+                "{} region slices for {} regions",
+                regions.len(),
+                want.len()
+            ));
         }
         let mut used = vec![false; regions.len()];
         for w in want {
@@ -383,7 +397,14 @@ mod tests {
                 r#"{{"ph":"X","pid":1,"tid":2,"ts":{ts},"dur":{dur},"name":"c:l","cat":"region","args":{{"pid":{pid},"thread":"main","nesting":1}}}}"#
             )
         };
-        let with = |r: &str| format!("[{M}\n{},\n{},\n{},\n{r}]", x("1.000", "10.000", 10), x("2.000", "3.000", 11), r#"{"ph":"C","pid":1,"tid":1,"ts":3.0,"name":"running","args":{"processes":2}}"#);
+        let with = |r: &str| {
+            format!(
+                "[{M}\n{},\n{},\n{},\n{r}]",
+                x("1.000", "10.000", 10),
+                x("2.000", "3.000", 11),
+                r#"{"ph":"C","pid":1,"tid":1,"ts":3.0,"name":"running","args":{"processes":2}}"#
+            )
+        };
         let want_r = |s, e| ExpectRegion {
             pid: 10,
             name: "c:l".into(),
@@ -393,7 +414,11 @@ mod tests {
         let t = with(&region("6.000", "2.000", 10));
         let got = validate_regions(&t, &want, &[want_r(6_000, 8_000)]).unwrap();
         assert_eq!((got.slices, got.regions, got.regions_on_process_lane), (2, 1, 1));
-        assert!(validate_regions(&t, &want, &[]).unwrap_err().contains("1 region slices for 0"));
+        assert!(
+            validate_regions(&t, &want, &[])
+                .unwrap_err()
+                .contains("1 region slices for 0")
+        );
         assert!(validate_regions(&t, &want, &[want_r(6_000, 9_000)]).is_err());
         // Outside its process's slice; another process's; overlapping a slice partly.
         let e = validate(&with(&region("9.000", "5.000", 10)), &want).unwrap_err();

@@ -163,8 +163,11 @@ pub(crate) fn expected_regions(t: &Tracker, t0: u64, end: u64) -> Vec<ExpectRegi
     out
 }
 
+/// What a Chrome trace must show: its processes and their regions.
+type ChromeExpect = (Vec<Expect>, Vec<ExpectRegion>);
+
 /// [`render_all`], also returning what the Chrome trace must show.
-fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, (Vec<Expect>, Vec<ExpectRegion>)) {
+fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     let path = fixtures().join(format!("captures/{name}.jsonl"));
     let text = std::fs::read(&path).unwrap();
     let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();

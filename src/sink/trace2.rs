@@ -202,7 +202,14 @@ impl Trace2Sink {
 
     /// [`on`](Self::on) for an event of another thread, at a region depth (a process's own
     /// regions and data).
-    fn on_thread(&mut self, id: Option<ProcId>, ts: u64, thread: &str, nesting: u32, kind: K<'_>) -> io::Result<()> {
+    fn on_thread(
+        &mut self,
+        id: Option<ProcId>,
+        ts: u64,
+        thread: &str,
+        nesting: u32,
+        kind: K<'_>,
+    ) -> io::Result<()> {
         let session = match id {
             Some(id) => self.observed.get_mut(&id).map(|o| &mut o.session),
             None => self.me.as_mut(),
@@ -395,7 +402,9 @@ impl Trace2Sink {
             // Outer before inner: by start, then the shallower, then the longer.
             rs.sort_by(|&a, &b| {
                 let (a, b) = (&regions[a], &regions[b]);
-                a.ts.cmp(&b.ts).then(a.nesting.cmp(&b.nesting)).then(b.end.cmp(&a.end))
+                a.ts.cmp(&b.ts)
+                    .then(a.nesting.cmp(&b.nesting))
+                    .then(b.end.cmp(&a.end))
             });
             let mut ds: Vec<usize> = (0..data.len()).filter(|&k| data[k].thread == *th).collect();
             ds.sort_by_key(|&k| data[k].ts);
@@ -411,7 +420,11 @@ impl Trace2Sink {
             };
             let mut di = 0;
             // Data points up to `upto`, timed from the innermost open region (else the start).
-            let mut flush_data = |items: &mut Vec<_>, push: &mut dyn FnMut(&mut Vec<_>, u64, Note), stack: &[usize], upto: u64, all: bool| {
+            let mut flush_data = |items: &mut Vec<_>,
+                                  push: &mut dyn FnMut(&mut Vec<_>, u64, Note),
+                                  stack: &[usize],
+                                  upto: u64,
+                                  all: bool| {
                 while di < ds.len() && (all || data[ds[di]].ts < upto) {
                     let d = ds[di];
                     let from = stack.last().map_or(t0, |&k| regions[k].ts);
@@ -480,12 +493,14 @@ impl Trace2Sink {
                         },
                         // Embedded verbatim by the formatter: only when it is JSON (it may come
                         // from another machine's file), else as a string.
-                        DataValue::Json(v) if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() => K::DataJson {
-                            t_rel,
-                            category,
-                            key,
-                            value: Str::Borrowed(v.as_str()),
-                        },
+                        DataValue::Json(v) if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() => {
+                            K::DataJson {
+                                t_rel,
+                                category,
+                                key,
+                                value: Str::Borrowed(v.as_str()),
+                            }
+                        }
                         DataValue::Json(v) => K::Data {
                             t_rel,
                             category,
@@ -765,7 +780,12 @@ impl Sink for Trace2Sink {
         // Processes still open (left running, or whose exit was never seen) keep their sessions
         // open, as a daemon's would be; what they reported about themselves is written now (a
         // region still open was closed by whoever read it); proctrace's own session ends here.
-        let mut open: Vec<ProcId> = self.observed.iter().filter(|(_, o)| !o.ended).map(|(id, _)| *id).collect();
+        let mut open: Vec<ProcId> = self
+            .observed
+            .iter()
+            .filter(|(_, o)| !o.ended)
+            .map(|(id, _)| *id)
+            .collect();
         open.sort_unstable();
         for id in open {
             if let Some(r) = t.get(id) {
@@ -838,13 +858,19 @@ mod tests {
             data(7 * ms, 100, "in-outer", 2, DataValue::Json(r#"{"a":1}"#.into())),
             region(4 * ms, 8 * ms, 100, "main", "outer", 1),
             region(4 * ms, 9 * ms, 100, "th01:w", "worker", 1),
-            data(9 * ms, 100, "t", 1, DataValue::Timer {
-                intervals: 2,
-                total_ns: 3 * ms,
-                min_ns: ms,
-                max_ns: 2 * ms,
-                per_thread: false,
-            }),
+            data(
+                9 * ms,
+                100,
+                "t",
+                1,
+                DataValue::Timer {
+                    intervals: 2,
+                    total_ns: 3 * ms,
+                    min_ns: ms,
+                    max_ns: 2 * ms,
+                    per_thread: false,
+                },
+            ),
             exit(10 * ms, 100, 0),
             region(9_500_000, 9_800_000, 100, "main", "late", 1),
             region(11 * ms, 12 * ms, 101, "main", "still-running", 1),
@@ -858,14 +884,17 @@ mod tests {
                 sink.fact(&f, &t).unwrap();
             }
         }
-        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t).unwrap();
+        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
+            .unwrap();
         let text = std::fs::read_to_string(&dir).unwrap();
         let _ = std::fs::remove_file(&dir);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let sid_of = |pid: i32| {
             lines
                 .iter()
-                .find(|e| e["event"] == "version" && e["sid"].as_str().unwrap().ends_with(&format!("P{pid:08x}")))
+                .find(|e| {
+                    e["event"] == "version" && e["sid"].as_str().unwrap().ends_with(&format!("P{pid:08x}"))
+                })
                 .map(|e| e["sid"].as_str().unwrap().to_string())
                 .unwrap()
         };
@@ -874,8 +903,17 @@ mod tests {
             .iter()
             .filter(|e| e["sid"] == git.as_str())
             .map(|e| {
-                let label = e["label"].as_str().or(e["key"].as_str()).or(e["name"].as_str()).unwrap_or("");
-                format!("{}:{}:{}", e["event"].as_str().unwrap(), e["thread"].as_str().unwrap(), label)
+                let label = e["label"]
+                    .as_str()
+                    .or(e["key"].as_str())
+                    .or(e["name"].as_str())
+                    .unwrap_or("");
+                format!(
+                    "{}:{}:{}",
+                    e["event"].as_str().unwrap(),
+                    e["thread"].as_str().unwrap(),
+                    label
+                )
             })
             .collect();
         assert_eq!(
@@ -901,7 +939,9 @@ mod tests {
         let find = |ev: &str, label: &str| {
             lines
                 .iter()
-                .find(|e| e["sid"] == git.as_str() && e["event"] == ev && (e["label"] == label || e["key"] == label))
+                .find(|e| {
+                    e["sid"] == git.as_str() && e["event"] == ev && (e["label"] == label || e["key"] == label)
+                })
                 .unwrap()
         };
         assert_eq!(find("region_enter", "inner")["nesting"], 2);
@@ -909,13 +949,16 @@ mod tests {
         // Timed from the innermost region around it (`outer`, entered at 4 ms).
         assert_eq!(find("data_json", "in-outer")["t_rel"], 0.003);
         assert_eq!(find("data_json", "in-outer")["value"]["a"], 1);
-        assert_eq!(find("region_enter", "outer")["time"], "1970-01-01T00:00:00.004000Z");
+        assert_eq!(
+            find("region_enter", "outer")["time"],
+            "1970-01-01T00:00:00.004000Z"
+        );
         // The child still running: its region at the end, in its own session.
         let child = sid_of(101);
         assert!(
-            lines
-                .iter()
-                .any(|e| e["sid"] == child.as_str() && e["event"] == "region_leave" && e["label"] == "still-running"),
+            lines.iter().any(|e| e["sid"] == child.as_str()
+                && e["event"] == "region_leave"
+                && e["label"] == "still-running"),
             "{text}"
         );
     }
