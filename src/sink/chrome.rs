@@ -1272,6 +1272,101 @@ mod tests {
         assert_eq!(got.instants.get("data"), Some(&1), "{got:?}");
     }
 
+    /// Random trees of processes with random regions (nested per thread, two threads, some
+    /// sticking out of their process's lifetime, some arriving after the exit, some of no
+    /// length, many starting in the same microsecond): every trace is valid and shows each
+    /// region once, inside its process's slice.
+    #[test]
+    fn random_trees_with_regions_stay_valid() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let (mut total, mut late, mut on_lane) = (0, 0, 0);
+        for round in 0..300 {
+            // (pid, parent, start, end)
+            let mut procs: Vec<(i32, i32, u64, u64)> = vec![(100, 1, 1_000, 1_000 + 50_000 + rnd(50_000))];
+            for k in 0..(1 + rnd(10)) as usize {
+                let (ppid, ps, pe) = {
+                    let p = procs[rnd(procs.len() as u64) as usize];
+                    (p.0, p.2, p.3)
+                };
+                if pe - ps < 4 {
+                    continue;
+                }
+                let s = ps + 1 + rnd(pe - ps - 2);
+                let e = s + 1 + rnd(pe - s - 1);
+                procs.push((101 + k as i32, ppid, s, e));
+            }
+            // (arrival, order, event)
+            let mut evs: Vec<(u64, u32, Event)> = Vec::new();
+            for &(pid, ppid, s, e) in &procs {
+                evs.push((s, 0, fork(s, ppid, pid)));
+                evs.push((e, 2, exit(e, pid, (rnd(5) == 0) as u32)));
+                for thread in ["main", "th01:w"] {
+                    // Regions nested by splitting: (from, to, nesting).
+                    let mut todo = vec![(s, e, 1u32)];
+                    while let Some((a, b, n)) = todo.pop() {
+                        if n > 3 || b <= a {
+                            continue;
+                        }
+                        let mut at = a;
+                        for _ in 0..rnd(3) {
+                            if at >= b {
+                                break;
+                            }
+                            // Same microsecond as what it is in, now and then.
+                            let rs = if rnd(3) == 0 {
+                                at
+                            } else {
+                                at + rnd((b - at) / 2 + 1)
+                            };
+                            let re = (rs + rnd(b - rs + 1)).min(b);
+                            // Now and then past its process's end (a clock that disagrees).
+                            let (rs, re) = if rnd(10) == 0 {
+                                (rs.saturating_sub(300), re + 300)
+                            } else {
+                                (rs, re)
+                            };
+                            let arrive = if rnd(5) == 0 { e + 1 + rnd(1_000) } else { re };
+                            let label = format!("r{n}-{rs}");
+                            evs.push((arrive, 1, region(rs, re, pid, thread, &label, n)));
+                            todo.push((rs, re, n + 1));
+                            at = re + 1;
+                        }
+                    }
+                }
+            }
+            evs.sort_by_key(|e| (e.0, e.1));
+            let evs: Vec<Event> = evs.into_iter().map(|e| e.2).collect();
+            let (_, text, expected) = drive(&evs, true);
+            let mut t = tracker(Scope::Tree, true, false);
+            t.expect_root(100);
+            let mut facts = Vec::new();
+            let mut end = 0;
+            for ev in &evs {
+                end = end.max(ev.ts().unwrap_or(0));
+                t.apply(ev, &mut facts);
+            }
+            let regions = crate::sink::golden::expected_regions(&t, header().ts, end + 5_000);
+            let got = validate_regions(&text, &expected, &regions)
+                .unwrap_or_else(|e| panic!("round {round}: {e}\n{text}"));
+            assert_eq!(got.regions, regions.len());
+            total += got.regions;
+            on_lane += got.regions_on_process_lane;
+            late += text.matches(r#""late":true"#).count();
+        }
+        // The test drew something: many regions, late ones among them, and most of the others
+        // on their process's lane (two threads' random regions often overlap partly).
+        assert!(
+            total > 3_000 && late > 300 && on_lane * 2 > total - late,
+            "{total} {late} {on_lane}"
+        );
+    }
+
     #[test]
     fn lane_fit_and_swallow() {
         let (a, b) = (ProcId::test(1), ProcId::test(2));

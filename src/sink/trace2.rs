@@ -159,6 +159,10 @@ impl Trace2Sink {
             targets: out,
             opts: FormatOptions {
                 brief,
+                // The regions written here were already filtered by the program that reported
+                // them (git applies its own `trace2.eventNesting`): every one it sent is kept.
+                // proctrace's own events are all at depth 1.
+                event_nesting: u32::MAX,
                 ..FormatOptions::default()
             },
             redact,
@@ -961,5 +965,125 @@ mod tests {
                 && e["label"] == "still-running"),
             "{text}"
         );
+    }
+
+    /// Random nested regions on two threads of two processes, arriving in end order, some after
+    /// the exit: in the event stream every `region_leave` closes the region its thread entered
+    /// last, with the right label, nesting and `t_rel`, each region exactly once, and each
+    /// thread's times never go back before the exit.
+    #[test]
+    fn random_regions_pair_up_in_the_stream() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-rnd-{}", std::process::id()));
+        for round in 0..100 {
+            let _ = std::fs::remove_file(&dir);
+            let targets = [Trace2Target {
+                kind: TargetKind::Event,
+                value: dir.to_string_lossy().into_owned(),
+            }];
+            let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
+            sink.start(&testkit::header(1_000, &["x"])).unwrap();
+            let procs = [(100, 1, 1_000u64, 900_000u64), (101, 100, 5_000, 800_000)];
+            let mut evs: Vec<(u64, u32, Event)> = Vec::new();
+            let mut want = 0;
+            for &(pid, ppid, s, e) in &procs {
+                evs.push((s, 0, fork(s, ppid, pid)));
+                evs.push((e, 2, exit(e, pid, 0)));
+                for thread in ["main", "th01:w"] {
+                    let mut todo = vec![(s, e, 1u32)];
+                    while let Some((a, b, n)) = todo.pop() {
+                        if n > 4 || b <= a + 2 {
+                            continue;
+                        }
+                        let mut at = a + 1;
+                        for _ in 0..rnd(4) {
+                            if at >= b {
+                                break;
+                            }
+                            // Trace2 times are microseconds: equal starts and ends are common.
+                            let rs = if rnd(3) == 0 {
+                                at
+                            } else {
+                                at + rnd((b - at) / 2 + 1)
+                            } / 1_000
+                                * 1_000;
+                            let re = ((rs + rnd(b - rs + 1)).min(b) / 1_000 * 1_000).max(rs);
+                            let arrive = if rnd(6) == 0 { e + 1 + rnd(1_000) } else { re };
+                            evs.push((
+                                arrive,
+                                1,
+                                region(rs.max(at), re.max(at), pid, thread, &format!("r{n}.{rs}"), n),
+                            ));
+                            want += 1;
+                            todo.push((rs.max(at), re.max(at), n + 1));
+                            at = re.max(at) + 1;
+                        }
+                    }
+                }
+            }
+            evs.sort_by_key(|e| (e.0, e.1));
+            let mut t = tracker(Scope::Tree, true, false);
+            t.expect_root(100);
+            let mut facts = Vec::new();
+            for (_, _, ev) in &evs {
+                t.apply(ev, &mut facts);
+                for f in facts.drain(..) {
+                    sink.fact(&f, &t).unwrap();
+                }
+            }
+            sink.finish(&testkit::summary(1_000_000, &t, Some(100)), &t)
+                .unwrap();
+            let text = std::fs::read_to_string(&dir).unwrap();
+            // By (SID, thread): the regions entered and not left, (label, nesting).
+            type Key = (String, String);
+            let mut open: HashMap<Key, Vec<(String, u64)>> = HashMap::new();
+            let mut last: HashMap<Key, String> = HashMap::new();
+            let mut exited: std::collections::HashSet<String> = Default::default();
+            let mut pairs = 0;
+            for line in text.lines() {
+                let e: serde_json::Value = serde_json::from_str(line).unwrap();
+                let sid = e["sid"].as_str().unwrap().to_string();
+                let key = (sid.clone(), e["thread"].as_str().unwrap().to_string());
+                let time = e["time"].as_str().unwrap().to_string();
+                if !exited.contains(&sid) && e["event"].as_str().unwrap().starts_with("region") {
+                    if let Some(prev) = last.get(&key) {
+                        assert!(*prev <= time, "round {round}: time goes back in {key:?}\n{text}");
+                    }
+                    last.insert(key.clone(), time.clone());
+                }
+                match e["event"].as_str().unwrap() {
+                    "region_enter" => open.entry(key).or_default().push((
+                        e["label"].as_str().unwrap().to_string(),
+                        e["nesting"].as_u64().unwrap(),
+                    )),
+                    "region_leave" => {
+                        let (label, nesting) = open
+                            .get_mut(&key)
+                            .and_then(|v| v.pop())
+                            .unwrap_or_else(|| panic!("round {round}: leave without enter\n{text}"));
+                        assert_eq!(e["label"].as_str().unwrap(), label, "round {round}\n{text}");
+                        assert_eq!(e["nesting"].as_u64().unwrap(), nesting, "round {round}");
+                        assert_eq!(format!("r{nesting}."), label[..label.find('.').unwrap() + 1]);
+                        pairs += 1;
+                    }
+                    "atexit" => {
+                        exited.insert(sid);
+                    }
+                    _ => {}
+                }
+            }
+            assert!(
+                open.values().all(Vec::is_empty),
+                "round {round}: regions left open\n{text}"
+            );
+            assert_eq!(pairs, want, "round {round}: {text}");
+        }
+        let _ = std::fs::remove_file(&dir);
     }
 }
