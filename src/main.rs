@@ -208,6 +208,15 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
+        /// Merge what git (and programs using the trace2 crate) report about themselves —
+        /// regions, data, timers, counters — into the traced processes: CMD gets
+        /// GIT_TRACE2_EVENT pointed at a socket of proctrace's.
+        #[arg(long)]
+        trace2: bool,
+        /// With --trace2, also set PREFIX_TRACE2_EVENT etc. (for a program using the trace2
+        /// crate with that prefix). Repeatable; GIT is always set.
+        #[arg(long, value_name = "PREFIX", requires = "trace2")]
+        trace2_prefix: Vec<String>,
         /// The command and its arguments. Options end at its first word; a command whose name
         /// starts with `-` needs `--` before it.
         // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.
@@ -411,6 +420,8 @@ fn main() {
             fail_on_leak,
             backend,
             tree,
+            trace2,
+            trace2_prefix,
             argv,
         } => (|| {
             run(RunConfig {
@@ -425,6 +436,8 @@ fn main() {
                 },
                 capture: capture(&common),
                 record: common.record.clone(),
+                trace2,
+                trace2_prefixes: trace2_prefix,
             })
         })(),
         Cmd::Watch {
