@@ -382,7 +382,7 @@ impl Session {
                 self.early.push((Instant::now(), ev.clone()));
                 continue;
             }
-            self.engine.feed(ev);
+            self.feed_note_or_event(ev);
         }
         if !self.early.is_empty() {
             self.feed_early(false);
@@ -401,11 +401,34 @@ impl Session {
     /// A Trace2 note of a process the model has not seen start yet.
     fn is_early(&self, ev: &Event) -> bool {
         let (tgid, ts) = match ev {
-            Event::Region { tgid, region } => (*tgid, region.ts),
+            // By its end: a region can begin before its writer (below).
+            Event::Region { tgid, region } => (*tgid, region.end),
             Event::Data { tgid, data } => (*tgid, data.ts),
             _ => return false,
         };
         self.engine.tracker.lookup_at(tgid, ts).is_none()
+    }
+
+    /// Feeds an event; a region that began before its process did is cut at the process's
+    /// start. That is a fork which inherited its parent's Trace2 state and open regions (git's
+    /// detached `maintenance`/`gc`): it leaves a region its parent entered, and within the
+    /// child that region lasted from its fork to the leave.
+    fn feed_note_or_event(&mut self, ev: &Event) {
+        if let Event::Region { tgid, region } = ev {
+            let start = self
+                .engine
+                .tracker
+                .lookup_at(*tgid, region.end)
+                .and_then(|id| self.engine.tracker.get(id))
+                .and_then(|r| r.start_ns);
+            if let Some(start) = start.filter(|&s| s > region.ts && s <= region.end) {
+                let mut region = region.clone();
+                region.ts = start;
+                self.engine.feed(&Event::Region { tgid: *tgid, region });
+                return;
+            }
+        }
+        self.engine.feed(ev);
     }
 
     /// Feeds the held notes whose process has arrived since, those held too long, or (`all`)
@@ -414,7 +437,7 @@ impl Session {
         let held = std::mem::take(&mut self.early);
         for (since, ev) in held {
             if all || since.elapsed() >= EARLY_NOTE_MAX || !self.is_early(&ev) {
-                self.engine.feed(&ev);
+                self.feed_note_or_event(&ev);
             } else {
                 self.early.push((since, ev));
             }
