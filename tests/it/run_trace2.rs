@@ -1,0 +1,309 @@
+//! `run --trace2`: real git's own regions and data, placed inside the kernel-observed processes.
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{self, PROCTRACE};
+
+/// git with no system or global config of the machine in the way.
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_EVENT")
+        .status()
+        .unwrap();
+    assert!(st.success(), "git {args:?} in {}", dir.display());
+}
+
+/// A bare repository with three commits, and an empty repository to fetch into.
+fn repos() -> (String, String) {
+    let base = common::tmp("repos");
+    let base = Path::new(&base);
+    let work = base.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q"]);
+    for i in 0..3 {
+        std::fs::write(work.join(format!("f{i}")), format!("{i}\n").repeat(100 + i)).unwrap();
+        git(&work, &["add", "."]);
+        git(
+            &work,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                &format!("c{i}"),
+            ],
+        );
+    }
+    let bare = base.join("src.git");
+    git(base, &["clone", "-q", "--bare", "work", "src.git"]);
+    let dst = base.join("dst");
+    std::fs::create_dir_all(&dst).unwrap();
+    git(&dst, &["init", "-q"]);
+    (
+        bare.to_string_lossy().into_owned(),
+        dst.to_string_lossy().into_owned(),
+    )
+}
+
+/// `proctrace run --backend B --trace2 -o FILE [extra] -- argv`, with git's config isolated.
+fn run_trace2(backend: &str, extra: &[&str], argv: &[&str]) -> (std::process::Output, Vec<Value>) {
+    let out_file = common::tmp("out.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--backend",
+            backend,
+            "--trace2",
+            "--tree",
+            "none",
+            "-o",
+            &out_file,
+        ])
+        .args(extra)
+        .arg("--")
+        .args(argv)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_EVENT")
+        .env_remove("GIT_TRACE2_PARENT_SID")
+        .output()
+        .unwrap();
+    (out, common::read_lines(&out_file))
+}
+
+/// A process's lifetime (fork .. exit, seconds on the lines' clock) and its last argv.
+#[derive(Debug, Default)]
+struct Life {
+    fork: Option<f64>,
+    exit: Option<f64>,
+    argv: Vec<String>,
+}
+
+fn lives(lines: &[Value]) -> BTreeMap<i64, Life> {
+    let mut m: BTreeMap<i64, Life> = BTreeMap::new();
+    for l in lines {
+        let Some(pid) = l["pid"].as_i64() else { continue };
+        let ts = l["ts"].as_f64();
+        match l["event"].as_str().unwrap() {
+            "fork" => m.entry(pid).or_default().fork = ts,
+            "exit" => m.entry(pid).or_default().exit = ts,
+            "exec" => {
+                m.entry(pid).or_default().argv = l["argv"]
+                    .as_array()
+                    .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+                    .unwrap_or_default()
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+fn regions(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l["event"] == "region").collect()
+}
+
+/// Is `argv` git running subcommand `sub` (`git -C d fetch …`, `/…/git pack-objects …`)?
+fn is_git(argv: &[String], sub: &str) -> bool {
+    argv.first()
+        .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "git"))
+        && argv.iter().any(|a| a == sub)
+}
+
+both_backends! {
+    fn fetch_regions_inside_their_processes(backend: &str) {
+        let (bare, dst) = repos();
+        let url = format!("file://{bare}");
+        let (out, lines) = run_trace2(
+            backend,
+            &[],
+            &["git", "-C", &dst, "fetch", "-q", &url, "HEAD:refs/remotes/t/main"],
+        );
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let lives = lives(&lines);
+        let regs = regions(&lines);
+        assert!(!regs.is_empty(), "no region lines: {}", common::stderr(&out));
+        // Every region belongs to a process of the tree and lies within its fork..exit; the
+        // JSONL region line has the documented fields.
+        for r in &regs {
+            for k in ["pid", "ts", "duration", "category", "label", "nesting"] {
+                assert!(!r[k].is_null(), "region without {k}: {r}");
+            }
+            let pid = r["pid"].as_i64().unwrap();
+            let life = lives.get(&pid).unwrap_or_else(|| panic!("region of unknown pid: {r}"));
+            let (start, end) = (
+                r["ts"].as_f64().unwrap(),
+                r["ts"].as_f64().unwrap() + r["duration"].as_f64().unwrap(),
+            );
+            let (fork, exit) = (life.fork.unwrap(), life.exit.unwrap());
+            // The lines print nanoseconds as seconds with 9 decimals: allow the rounding.
+            assert!(
+                fork <= start + 1e-9 && end <= exit + 1e-9,
+                "region {r} outside its process {fork}..{exit} ({:?})",
+                life.argv
+            );
+        }
+        // The regions git 2.47 emits for a fetch, in the processes that run them.
+        let in_proc = |sub: &str, category: &str, label: &str| {
+            regs.iter().any(|r| {
+                r["category"] == category
+                    && r["label"] == label
+                    && lives
+                        .get(&r["pid"].as_i64().unwrap())
+                        .is_some_and(|l| is_git(&l.argv, sub))
+            })
+        };
+        assert!(in_proc("fetch", "fetch", "fetch-one"), "{regs:#?}");
+        assert!(in_proc("fetch", "fetch", "remote_refs"), "{regs:#?}");
+        assert!(in_proc("fetch", "fetch", "fetch_refs"), "{regs:#?}");
+        assert!(in_proc("pack-objects", "pack-objects", "write-pack-file"), "{regs:#?}");
+        // And not in the wrong one: pack-objects' regions are not the fetch's.
+        let fetch_pid = lives
+            .iter()
+            .find(|(_, l)| is_git(&l.argv, "fetch"))
+            .map(|(p, _)| *p)
+            .unwrap();
+        assert!(
+            regs.iter()
+                .filter(|r| r["category"] == "pack-objects")
+                .all(|r| r["pid"].as_i64() != Some(fetch_pid))
+        );
+        // Nested regions arrived (git's default event nesting of 2 would drop these).
+        assert!(regs.iter().any(|r| r["nesting"].as_i64() >= Some(3)), "{regs:#?}");
+        // Data points too, and every note found its process.
+        assert!(lines.iter().any(|l| l["event"] == "data" && l["key"] == "negotiated-version"));
+        let end = lines.iter().find(|l| l["event"] == "end").unwrap();
+        assert_eq!(end["notes_unmatched"], 0, "{end}");
+        assert!(end["notes"].as_u64().unwrap() >= regs.len() as u64, "{end}");
+    }
+}
+
+both_backends! {
+    fn a_command_that_is_not_git_writes_no_region(backend: &str) {
+        let (out, lines) = run_trace2(backend, &[], &["sh", "-c", "true"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        assert!(lines.iter().any(|l| l["event"] == "exit"));
+        assert!(
+            lines
+                .iter()
+                .all(|l| !matches!(l["event"].as_str(), Some("region" | "data" | "timer" | "counter"))),
+            "{lines:#?}"
+        );
+        assert!(common::stderr(&out).find("trace2").is_none(), "{}", common::stderr(&out));
+    }
+}
+
+/// git's sessions nest under proctrace's own: an alias run by git sees git's SID (exported as
+/// `GIT_TRACE2_PARENT_SID`), which starts with the SID of proctrace's own trace2 output.
+#[test]
+fn git_sessions_nest_under_proctraces_sid() {
+    let sid_file = common::tmp("sid.txt");
+    let me = common::tmp("me.json");
+    let alias = format!("alias.sidof=!printf %s \"$GIT_TRACE2_PARENT_SID\" > {sid_file}");
+    let (out, lines) = run_trace2(
+        "connector",
+        &["--trace2-event", &me],
+        &["git", "-c", &alias, "sidof"],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let first: Value =
+        serde_json::from_str(std::fs::read_to_string(&me).unwrap().lines().next().unwrap()).unwrap();
+    let mine = first["sid"].as_str().unwrap().to_string();
+    let git_sid = std::fs::read_to_string(&sid_file).unwrap();
+    let (parent, comp) = git_sid.rsplit_once('/').unwrap();
+    assert_eq!(
+        parent, mine,
+        "git's SID {git_sid} is not under proctrace's {mine}"
+    );
+    // The component names the git process of the tree that ran the alias.
+    let git_pid = lives(&lines)
+        .iter()
+        .find(|(_, l)| l.argv.first().is_some_and(|a| a == "git"))
+        .map(|(p, _)| *p)
+        .unwrap();
+    assert!(
+        comp.ends_with(&format!("-P{git_pid:08x}")),
+        "{comp} vs pid {git_pid}"
+    );
+}
+
+/// A user's own GIT_TRACE2_EVENT is taken over for the command, and proctrace says so.
+#[test]
+fn a_users_event_target_is_taken_over_and_said() {
+    let theirs = common::tmp("theirs.json");
+    let out_file = common::tmp("out.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--trace2", "--tree", "none", "-o", &out_file, "--"])
+        .args(["git", "version"])
+        .env("GIT_TRACE2_EVENT", &theirs)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    assert!(err.contains("takes over GIT_TRACE2_EVENT"), "{err}");
+    assert!(
+        !Path::new(&theirs).exists(),
+        "git still wrote to the user's target"
+    );
+}
+
+/// A git killed in the middle of a region (its pre-commit hook kills it): the region still
+/// appears, in that process, ending at the last thing it said; the process is signal-killed.
+#[test]
+fn a_killed_git_keeps_its_open_region() {
+    let base = common::tmp("hooked");
+    let repo = Path::new(&base);
+    std::fs::create_dir_all(repo).unwrap();
+    git(repo, &["init", "-q"]);
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\nkill -9 $PPID\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (out, lines) = run_trace2(
+        "connector",
+        &[],
+        &[
+            "git",
+            "-C",
+            &base,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(137), "{}", common::stderr(&out));
+    let lives = lives(&lines);
+    let regs = regions(&lines);
+    let hook_region = regs
+        .iter()
+        .find(|r| r["category"] == "hook" && r["label"] == "pre-commit")
+        .unwrap_or_else(|| panic!("no pre-commit region: {regs:#?}"));
+    let life = &lives[&hook_region["pid"].as_i64().unwrap()];
+    assert!(is_git(&life.argv, "commit"), "{life:?}");
+    for r in regs {
+        let life = &lives[&r["pid"].as_i64().unwrap()];
+        let start = r["ts"].as_f64().unwrap();
+        let end = start + r["duration"].as_f64().unwrap();
+        assert!(
+            life.fork.unwrap() <= start + 1e-9 && end <= life.exit.unwrap() + 1e-9,
+            "{r}"
+        );
+    }
+}
