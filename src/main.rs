@@ -215,7 +215,7 @@ enum Cmd {
         trace2: bool,
         /// With --trace2, also set PREFIX_TRACE2_EVENT etc. (for a program using the trace2
         /// crate with that prefix). Repeatable; GIT is always set.
-        #[arg(long, value_name = "PREFIX", requires = "trace2")]
+        #[arg(long, value_name = "PREFIX", requires = "trace2", value_parser = parse_prefix)]
         trace2_prefix: Vec<String>,
         /// The command and its arguments. Options end at its first word; a command whose name
         /// starts with `-` needs `--` before it.
@@ -338,6 +338,18 @@ fn generate(what: &Cmd) -> Result<i32, ProctraceError> {
         Ok(()) => Ok(exit_codes::OK),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(exit_codes::OK),
         Err(e) => Err(ProctraceError::Io("writing to stdout".into(), e)),
+    }
+}
+
+/// A Trace2 variable prefix: what comes before `_TRACE2_EVENT` (`GIT`, `MYAPP`).
+fn parse_prefix(s: &str) -> Result<String, String> {
+    let s = s.strip_suffix('_').unwrap_or(s);
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not a variable prefix (letters, digits and _, as in MYAPP for MYAPP_TRACE2_EVENT)"
+        ))
     }
 }
 

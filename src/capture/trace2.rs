@@ -501,10 +501,8 @@ fn handle_line(
     let ts = ev.time.map_or_else(procfs::mono_now, |t| clock.ns(t));
     conn.last_ts = conn.last_ts.max(ts);
     match ev.kind {
-        trace2::EventKind::RegionEnter { .. } => {
-            if !conn.sids.iter().any(|s| *s == *ev.sid) {
-                conn.sids.push(ev.sid.to_string());
-            }
+        trace2::EventKind::RegionEnter { .. } if !conn.sids.iter().any(|s| *s == *ev.sid) => {
+            conn.sids.push(ev.sid.to_string());
         }
         // The session is over: git unwinds the regions still open without a leave.
         trace2::EventKind::Atexit { .. } | trace2::EventKind::Signal { .. } => {
