@@ -307,3 +307,55 @@ fn a_killed_git_keeps_its_open_region() {
         );
     }
 }
+
+both_backends! {
+    /// What CMD's environment gets: the socket (in a private directory, gone after the run),
+    /// the parent SID and the nesting, under GIT_ and each `--trace2-prefix`; a nesting the user
+    /// set is kept.
+    fn the_commands_environment(backend: &str) {
+        let env_file = common::tmp("env.txt");
+        let script = format!(
+            "env > {env_file}; d=$(dirname \"${{GIT_TRACE2_EVENT#af_unix:stream:}}\"); stat -c %a \"$d\" >> {env_file}"
+        );
+        let out_file = common::tmp("out.jsonl");
+        let out = Command::new(PROCTRACE)
+            .args(["run", "--backend", backend, "--trace2", "--trace2-prefix", "MYAPP"])
+            .args(["--tree", "none", "-o", &out_file, "--", "sh", "-c", &script])
+            .env("MYAPP_TRACE2_EVENT_NESTING", "7")
+            .env_remove("GIT_TRACE2_EVENT")
+            .env_remove("GIT_TRACE2_EVENT_NESTING")
+            .env_remove("GIT_TRACE2_PARENT_SID")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let text = std::fs::read_to_string(&env_file).unwrap();
+        let var = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                .map(str::to_string)
+        };
+        let target = var("GIT_TRACE2_EVENT").unwrap();
+        let socket = target.strip_prefix("af_unix:stream:").unwrap();
+        assert!(socket.starts_with('/'), "{target}");
+        assert_eq!(var("MYAPP_TRACE2_EVENT").as_deref(), Some(target.as_str()));
+        assert_eq!(text.lines().last(), Some("700"), "socket directory mode");
+        assert!(!Path::new(socket).exists(), "socket left behind");
+        assert!(!Path::new(socket).parent().unwrap().exists(), "socket directory left behind");
+        let sid = var("GIT_TRACE2_PARENT_SID").unwrap();
+        assert!(sid.contains(&format!("-P{:08x}", out_pid(&out_file))), "{sid}");
+        assert_eq!(var("MYAPP_TRACE2_PARENT_SID"), Some(sid));
+        assert_eq!(var("GIT_TRACE2_EVENT_NESTING").as_deref(), Some("100"));
+        assert_eq!(var("MYAPP_TRACE2_EVENT_NESTING").as_deref(), Some("7"));
+        assert_eq!(var("GIT_TRACE2_EVENT_BRIEF").as_deref(), Some("false"));
+    }
+}
+
+/// proctrace's own pid, from the parent of the command in the JSON Lines.
+fn out_pid(out_file: &str) -> i64 {
+    let lines = common::read_lines(out_file);
+    lines
+        .iter()
+        .find(|l| l["event"] == "fork")
+        .and_then(|l| l["ppid"].as_i64())
+        .unwrap()
+}
