@@ -208,8 +208,8 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
-        /// Merge what git (and programs using the trace2 crate) report about themselves —
-        /// regions, data, timers, counters — into the traced processes: CMD gets
+        /// Merge what git (and programs using the trace2 crate) report about themselves
+        /// (regions, data, timers, counters) into the traced processes: CMD gets
         /// GIT_TRACE2_EVENT pointed at a socket of proctrace's.
         #[arg(long)]
         trace2: bool,
