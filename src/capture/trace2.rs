@@ -63,7 +63,7 @@ const CHUNK: usize = 64 << 10;
 pub struct ListenerStats {
     /// Connections accepted (one per Trace2-speaking process, normally).
     pub connections: u64,
-    /// Complete lines read.
+    /// Lines read (a last line cut short counts).
     pub lines: u64,
     /// Lines that were not Trace2 events (bad JSON, missing fields), or cut short.
     pub malformed: u64,
@@ -436,6 +436,7 @@ impl Server {
         }
         let conn = &mut self.conns[i];
         if conn.buf.len() + data.len() > MAX_LINE {
+            self.stats.lines += 1;
             self.stats.malformed += 1;
             conn.buf.clear();
         } else {
@@ -452,6 +453,7 @@ impl Server {
         let conn = &mut self.conns[i];
         conn.eof = true;
         if !conn.buf.is_empty() {
+            self.stats.lines += 1;
             self.stats.malformed += 1;
             conn.buf.clear();
         }

@@ -359,3 +359,36 @@ fn out_pid(out_file: &str) -> i64 {
         .and_then(|l| l["ppid"].as_i64())
         .unwrap()
 }
+
+/// Whatever a process writes to the socket: lines that are not Trace2 events (not JSON, bad
+/// bytes, a last line cut short) are counted and said on stderr; the good lines around them
+/// still make their region, in the writer's process.
+#[test]
+fn malformed_lines_are_counted_not_fatal() {
+    let script = r#"
+import datetime, os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["GIT_TRACE2_EVENT"][len("af_unix:stream:"):])
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+sid = os.environ["GIT_TRACE2_PARENT_SID"] + "/py"
+s.sendall(b"garbage\n\xff\xfe\x00\n")
+s.sendall(('{"event":"region_enter","sid":"%s","thread":"main","time":"%s","nesting":1,"category":"py","label":"work"}\n' % (sid, now())).encode())
+s.sendall(('{"event":"region_leave","sid":"%s","thread":"main","time":"%s","t_rel":0.0,"nesting":1,"category":"py","label":"work"}\n' % (sid, now())).encode())
+s.sendall(b'{"event":"region_enter","sid"')
+"#;
+    let (out, lines) = run_trace2("connector", &[], &["python3", "-c", script]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("3 of 5 lines received were not Trace2 events"),
+        "{err}"
+    );
+    let regs = regions(&lines);
+    assert_eq!(regs.len(), 1, "{regs:#?}");
+    let lives = lives(&lines);
+    let life = &lives[&regs[0]["pid"].as_i64().unwrap()];
+    // The python process itself (python3 may be a wrapper script that execs it).
+    assert!(life.argv.iter().any(|a| a == script), "{life:?}");
+    assert_eq!(regs[0]["label"], "work");
+}
