@@ -82,8 +82,13 @@ fn a_live_run_analysed_gives_the_run_back() {
         };
         assert_eq!(status(g), status(w), "{pid}");
     }
-    assert_eq!(find(&got, &["sh", "-c", "exit 3"]).exits[0]["code"], 3);
-    assert_eq!(find(&got, &["sh", "-c", "kill -TERM $$"]).exits[0]["signal"], 15);
+    // (By status, not argv: a process this short may be gone before its argv is read.)
+    let ended = |k: &str, v: i64| got.values().filter(|p| p.exits.iter().any(|x| x[k] == v)).count();
+    assert_eq!(
+        (ended("code", 3), ended("signal", 15), ended("code", 4)),
+        (1, 1, 1),
+        "{got:#?}"
+    );
     assert_eq!(
         std::fs::read_to_string(&again).unwrap(),
         std::fs::read_to_string(&file).unwrap()
@@ -130,13 +135,8 @@ fn a_cut_last_line_and_a_bad_middle_line() {
     assert_eq!(v["input"]["lines"], (n - 1) as u64);
     let forks = live.iter().filter(|l| l["event"] == "fork").count();
     assert_eq!(v["processes"], forks as u64);
-    let failed: Vec<String> = v["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.to_string())
-        .collect();
-    assert!(failed.iter().any(|f| f.contains("exit 7")), "{failed:?}");
+    let failed = v["failures"].as_array().unwrap();
+    assert!(failed.iter().any(|f| f["code"] == 7), "{failed:?}");
 
     // A bad line in the middle.
     let bad = tmp("bad.jsonl");
