@@ -64,6 +64,8 @@ struct Child {
     code: Option<i32>,
     ready: Option<BackgroundState>,
     failed_spawn: bool,
+    /// git said "<cmd> died of signal N" for it (its `code` is then 128+N by a signal).
+    signal: Option<i32>,
 }
 
 /// How one process of a session ended (phase 0: the session's own process; k ≥ 1: its k-th
@@ -94,6 +96,8 @@ struct Session {
     phase_closed: bool,
     last: Option<u64>,
     too_many_files: bool,
+    /// The last "died of signal N" error not yet given to a child_exit.
+    died_of: Option<i32>,
 }
 
 impl Session {
@@ -310,6 +314,7 @@ impl Reader {
                 code: None,
                 ready: None,
                 failed_spawn: false,
+                signal: None,
             }),
             EventKind::ChildExit {
                 child_id,
@@ -322,6 +327,8 @@ impl Reader {
                     c.code = Some(*code);
                     c.pid = Pid::try_from(*pid).ok().filter(|&p| p > 0);
                     c.failed_spawn = *pid <= 0;
+                    // wait_or_whine() said the child died of a signal just before.
+                    c.signal = s.died_of.take().filter(|n| code - 128 == *n);
                 }
             }
             EventKind::ChildReady {
@@ -339,6 +346,9 @@ impl Reader {
                         ReadyState::Error => BackgroundState::Error,
                     });
                 }
+            }
+            EventKind::Error { msg, fmt } => {
+                s.died_of = died_of_signal(msg.as_deref(), fmt.as_deref());
             }
             EventKind::Exec { exec_id, argv, .. } => {
                 if phase_idx == 0 {
@@ -367,6 +377,15 @@ impl Reader {
     }
 }
 
+/// N of git's `"%s died of signal %d"` error (run-command.c `wait_or_whine`).
+fn died_of_signal(msg: Option<&str>, fmt: Option<&str>) -> Option<i32> {
+    if fmt.is_some_and(|f| f != "%s died of signal %d") {
+        return None;
+    }
+    let n = msg?.rsplit_once(" died of signal ")?.1.parse::<i32>().ok()?;
+    (1..65).contains(&n).then_some(n)
+}
+
 /// A process being built from sessions.
 #[derive(Debug, Default)]
 struct Proc {
@@ -382,6 +401,8 @@ struct Proc {
     background: Option<(u64, BackgroundState)>,
     /// Wrote a session of its own (a parent's 128+N then means signal N).
     has_session: bool,
+    /// The parent said it died of this signal.
+    died_of: Option<i32>,
 }
 
 /// The `-P<hex>` suffix of a SID's last component (git's pid), if it has one.
@@ -569,6 +590,7 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
                 execs: vec![(c.start, spawned_argv(&c.argv, c.use_shell))],
                 reported: c.code.map(|code| (c.end.unwrap_or(c.start), code)),
                 background: c.ready.map(|st| (c.end.unwrap_or(c.start), st)),
+                died_of: c.signal,
                 ..Default::default()
             });
             child_proc.push(Some(q));
@@ -668,7 +690,9 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
     for pr in procs.iter_mut() {
         if pr.exit.is_none() {
             if let Some((t, code)) = pr.reported {
-                let st = if pr.has_session && code > 128 && code < 128 + 65 {
+                let st = if let Some(signal) = pr.died_of {
+                    ExitStatus::Signal { signal, core: false }
+                } else if pr.has_session && code > 128 && code < 128 + 65 {
                     ExitStatus::Signal {
                         signal: code - 128,
                         core: false,
@@ -947,5 +971,378 @@ impl Input for Trace2Input {
 
     fn stats(&self) -> InputStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+
+    /// One event line: `{"event":E,"sid":S,"thread":"main","time":T,...rest}`.
+    fn line(ev: &str, sid: &str, time: Option<&str>, rest: &str) -> String {
+        let time = time
+            .map(|t| format!(",\"time\":\"2026-11-30T10:00:{t}Z\""))
+            .unwrap_or_default();
+        let rest = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(",{rest}")
+        };
+        format!("{{\"event\":\"{ev}\",\"sid\":\"{sid}\",\"thread\":\"main\"{time}{rest}}}\n")
+    }
+
+    fn read(text: &[u8], lenient: bool) -> (Trace2Input, Vec<Event>, Result<(), InputError>) {
+        let opts = InputOptions { lenient, tool: None };
+        let mut input = Trace2Input::from_reader(text, Path::new("mem"), &opts);
+        let mut events = Vec::new();
+        let r = input.feed_all(&mut |e| events.push(e.clone()));
+        (input, events, r)
+    }
+
+    /// The events through the tracker: (pid, ppid, argv of the last exec, exit status).
+    fn model(events: &[Event]) -> Vec<(Pid, Pid, Vec<String>, Option<ExitStatus>, bool)> {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: true,
+        });
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        let mut out = Vec::new();
+        let mut stack: Vec<_> = t.roots().to_vec();
+        while let Some(id) = stack.pop() {
+            let r = t.get(id).unwrap();
+            out.push((
+                r.pid,
+                r.ppid,
+                r.argv().map(|a| a.to_vec()).unwrap_or_default(),
+                r.exit.and_then(|x| x.status),
+                r.background.is_some(),
+            ));
+            stack.extend(r.children.iter().copied());
+        }
+        out.sort_by_key(|p| p.0);
+        out
+    }
+
+    const A: &str = "20261130T100000.000000Z-H0a7c9cdf-P00000064"; // pid 100
+    const B: &str = "20261130T100000.100000Z-H0a7c9cdf-P000000c8"; // pid 200
+
+    #[test]
+    fn parent_child_by_pid_and_interleaved_lines() {
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"2.47.3""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.00001,"argv":["git","fetch"]"#,
+        );
+        s += &line(
+            "child_start",
+            A,
+            Some("00.050000"),
+            r#""child_id":0,"child_class":"?","use_shell":false,"argv":["git","index-pack"]"#,
+        );
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"2.47.3""#);
+        s += &line(
+            "start",
+            &b,
+            Some("00.100010"),
+            r#""t_abs":0.00001,"argv":["/usr/lib/git-core/git","index-pack"]"#,
+        );
+        s += &line(
+            "region_enter",
+            &b,
+            Some("00.110000"),
+            r#""nesting":1,"category":"pack","label":"write""#,
+        );
+        s += &line(
+            "region_leave",
+            &b,
+            Some("00.120000"),
+            r#""t_rel":0.01,"nesting":1,"category":"pack","label":"write""#,
+        );
+        s += &line("exit", &b, Some("00.130000"), r#""t_abs":0.03,"code":0"#);
+        s += &line("atexit", &b, Some("00.130001"), r#""t_abs":0.03,"code":0"#);
+        s += &line(
+            "child_exit",
+            A,
+            Some("00.140000"),
+            r#""child_id":0,"pid":200,"code":0,"t_rel":0.09"#,
+        );
+        // A hook via sh: no session of its own.
+        s += &line(
+            "child_start",
+            A,
+            Some("00.150000"),
+            r#""child_id":1,"child_class":"hook","hook_name":"post-x","use_shell":false,"argv":[".git/hooks/post-x"]"#,
+        );
+        s += &line(
+            "child_exit",
+            A,
+            Some("00.160000"),
+            r#""child_id":1,"pid":300,"code":3,"t_rel":0.01"#,
+        );
+        s += &line("exit", A, Some("00.200000"), r#""t_abs":0.2,"code":1"#);
+        s += &line("atexit", A, Some("00.200001"), r#""t_abs":0.2,"code":1"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().sessions, Some(2));
+        assert_eq!(events[0], Event::Root { tgid: 100 });
+        let m = model(&events);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!((m[0].0, m[0].1, m[0].3), (100, 0, Some(ExitStatus::Code(1))));
+        assert_eq!((m[1].0, m[1].1, m[1].3), (200, 100, Some(ExitStatus::Code(0))));
+        assert_eq!(m[1].2, vec!["/usr/lib/git-core/git", "index-pack"]);
+        assert_eq!((m[2].0, m[2].1, m[2].3), (300, 100, Some(ExitStatus::Code(3))));
+        // The region is on index-pack's process, at its times.
+        let region = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Region { tgid, region } => Some((*tgid, region.end - region.ts)),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(region, (200, 10_000_000));
+        // Fed in time order.
+        let ts: Vec<u64> = events.iter().filter_map(|e| e.ts()).collect();
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    }
+
+    #[test]
+    fn second_exit_after_atexit_is_a_detached_fork() {
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["git","maintenance","run","--detach"]"#,
+        );
+        s += &line(
+            "region_enter",
+            A,
+            Some("00.010000"),
+            r#""nesting":1,"category":"maintenance","label":"detach""#,
+        );
+        s += &line("exit", A, Some("00.020000"), r#""t_abs":0.02,"code":0"#);
+        s += &line("atexit", A, Some("00.020001"), r#""t_abs":0.02,"code":0"#);
+        s += &line(
+            "region_leave",
+            A,
+            Some("00.500000"),
+            r#""t_rel":0.49,"nesting":1,"category":"maintenance","label":"detach""#,
+        );
+        s += &line("exit", A, Some("00.600000"), r#""t_abs":0.6,"code":0"#);
+        s += &line("atexit", A, Some("00.600001"), r#""t_abs":0.6,"code":0"#);
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let m = model(&events);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!((m[0].0, m[0].4), (100, false));
+        let fork = &m[1];
+        assert!(fork.0 > PID_MAX_LIMIT, "a stand-in pid: {fork:?}");
+        assert_eq!((fork.1, fork.3, fork.4), (100, Some(ExitStatus::Code(0)), true));
+        // The region left by the daemon is the daemon's.
+        let tgid = events.iter().find_map(|e| match e {
+            Event::Region { tgid, .. } => Some(*tgid),
+            _ => None,
+        });
+        assert_eq!(tgid, Some(fork.0));
+    }
+
+    #[test]
+    fn exec_then_nested_session_is_one_process() {
+        let a2 = format!("{A}/20261130T100000.300000Z-H0a7c9cdf-P00000064");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["test-tool","trace2","005exec","version"]"#,
+        );
+        s += &line(
+            "exec",
+            A,
+            Some("00.200000"),
+            r#""exec_id":0,"exe":"git","argv":["git","version"]"#,
+        );
+        s += &line("version", &a2, Some("00.300000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            &a2,
+            Some("00.300010"),
+            r#""t_abs":0.0,"argv":["git","version"]"#,
+        );
+        s += &line("exit", &a2, Some("00.400000"), r#""t_abs":0.1,"code":0"#);
+        s += &line("atexit", &a2, Some("00.400001"), r#""t_abs":0.1,"code":0"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().sessions, Some(2));
+        let m = model(&events);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(
+            (m[0].0, m[0].2.clone(), m[0].3),
+            (
+                100,
+                vec!["git".to_string(), "version".into()],
+                Some(ExitStatus::Code(0))
+            )
+        );
+        let execs = events.iter().filter(|e| matches!(e, Event::Exec { .. })).count();
+        assert_eq!(execs, 2);
+    }
+
+    #[test]
+    fn truncated_session_stays_running_and_missing_parent_is_a_root() {
+        // The parent's file is missing: B's parent SID is not in the input.
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            &b,
+            Some("00.100010"),
+            r#""t_abs":0.0,"argv":["git","gc"]"#,
+        );
+        s += &line(
+            "region_enter",
+            &b,
+            Some("00.110000"),
+            r#""nesting":1,"category":"gc","label":"repack""#,
+        );
+        s += r#"{"event":"region_leave","sid":"x","thr"#;
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().truncated, 1);
+        let m = model(&events);
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].0, m[0].1, m[0].3), (200, 0, None));
+        // The open region is closed at the last time seen.
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Region { tgid: 200, .. }))
+        );
+    }
+
+    #[test]
+    fn brief_mode_times_from_version_and_t_abs() {
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line("start", A, None, r#""t_abs":0.000010,"argv":["git","x"]"#);
+        s += &line(
+            "child_start",
+            A,
+            None,
+            r#""child_id":0,"child_class":"?","use_shell":false,"argv":["git","y"]"#,
+        );
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"x""#);
+        s += &line("start", &b, None, r#""t_abs":0.00001,"argv":["git","y"]"#);
+        s += &line("exit", &b, None, r#""t_abs":0.05,"code":2"#);
+        s += &line("atexit", &b, Some("00.150001"), r#""t_abs":0.05,"code":2"#);
+        s += &line(
+            "child_exit",
+            A,
+            None,
+            r#""child_id":0,"pid":200,"code":2,"t_rel":0.2"#,
+        );
+        s += &line("exit", A, None, r#""t_abs":0.5,"code":2"#);
+        s += &line("atexit", A, Some("00.500001"), r#""t_abs":0.5,"code":2"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let t0 = input.header().ts;
+        let m = model(&events);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[1].0, m[1].1, m[1].3), (200, 100, Some(ExitStatus::Code(2))));
+        let exit_of = |pid| {
+            events.iter().find_map(|e| match e {
+                Event::Exit { ts, tgid, .. } if *tgid == pid => Some(ts - t0),
+                _ => None,
+            })
+        };
+        assert_eq!(exit_of(100), Some(500_001_000));
+        assert_eq!(exit_of(200), Some(150_001_000));
+    }
+
+    #[test]
+    fn non_utf8_bad_lines_strict_and_lenient() {
+        let mut s = Vec::new();
+        s.extend(line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#).bytes());
+        s.extend(b"{\"event\":\"start\",\"sid\":\"".iter());
+        s.extend(A.bytes());
+        s.extend(b"\",\"thread\":\"main\",\"t_abs\":0.1,\"argv\":[\"git\",\"caf\xe9\xff\"]}\n");
+        s.extend(b"not json\n");
+        s.extend(line("exit", A, Some("00.100000"), r#""t_abs":0.1,"code":0"#).bytes());
+        let (_, events, r) = read(&s, false);
+        match r {
+            Err(InputError::Line { path, line, .. }) => assert_eq!((path, line), (PathBuf::from("mem"), 3)),
+            other => panic!("{other:?}"),
+        }
+        // What came before the bad line was fed: the process, running.
+        let m = model(&events);
+        assert_eq!((m.len(), m[0].3), (1, None));
+        assert!(m[0].2[1].starts_with("caf"));
+        let (input, events, r) = read(&s, true);
+        r.unwrap();
+        assert_eq!(input.stats().skipped_lines, 1);
+        assert_eq!(model(&events)[0].3, Some(ExitStatus::Code(0)));
+    }
+
+    #[test]
+    fn same_pid_alive_twice_gets_a_stand_in_and_sid_parts_are_opaque() {
+        let mut s = String::new();
+        for (sid, t) in [
+            ("hostA-P00000064", "00.0"),
+            ("hostB-P00000064", "00.1"),
+            ("{opaque guid}", "00.2"),
+        ] {
+            s += &line("version", sid, Some(t), r#""evt":"4","exe":"x""#);
+            s += &line("start", sid, Some(t), r#""t_abs":0.0,"argv":["git","x"]"#);
+        }
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let m = model(&events);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0].0, 100);
+        assert!(m[1].0 > PID_MAX_LIMIT && m[2].0 > PID_MAX_LIMIT && m[1].0 != m[2].0);
+        assert!(!events.iter().any(|e| matches!(e, Event::Root { .. })));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let seed = {
+            let mut s = String::new();
+            s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+            s += &line("child_start", A, None, r#""child_id":0,"argv":["git","y"]"#);
+            s += &line("exit", &format!("{A}/{A}"), None, r#""code":1"#);
+            s += &line(
+                "child_exit",
+                A,
+                None,
+                r#""child_id":0,"pid":-1,"code":-1,"t_rel":1e300"#,
+            );
+            s.into_bytes()
+        };
+        for _ in 0..2000 {
+            let mut b = seed.clone();
+            for _ in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x as usize) % b.len();
+                b[i] = (x >> 32) as u8;
+            }
+            let _ = read(&b, true);
+            let _ = read(&b, false);
+        }
     }
 }
