@@ -350,10 +350,8 @@ impl Reader {
             EventKind::Error { msg, fmt } => {
                 s.died_of = died_of_signal(msg.as_deref(), fmt.as_deref());
             }
-            EventKind::Exec { exec_id, argv, .. } => {
-                if phase_idx == 0 {
-                    s.execs.push((*exec_id, t, strings(argv)));
-                }
+            EventKind::Exec { exec_id, argv, .. } if phase_idx == 0 => {
+                s.execs.push((*exec_id, t, strings(argv)));
             }
             EventKind::ExecResult { exec_id, .. } => {
                 // The exec failed: the process goes on as it was.
@@ -657,6 +655,8 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
                 if let Some(a) = &c.argv {
                     procs[q].execs[0].1 = a.clone();
                 }
+                // No child_exit (the parent died first): the SID knows the pid.
+                procs[q].pid = procs[q].pid.or(cpid);
                 work.push((ci, q, None));
                 continue;
             }
@@ -754,19 +754,14 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
         items.push((ts, prio, seq, e));
         seq += 1;
     };
-    // Creation order is parents first except for sessions matched later; order by depth too.
+    // Parents are created before their children (a parent's index is smaller), so one pass
+    // gives every depth; feeding by depth puts a parent's fork before its children's at equal
+    // times.
     let mut depth = vec![0usize; procs.len()];
     for i in 0..procs.len() {
-        let mut d = 0;
-        let mut cur = procs[i].parent;
-        while let Some(c) = cur {
-            d += 1;
-            if d > procs.len() {
-                break;
-            }
-            cur = procs[c].parent;
+        if let Some(p) = procs[i].parent.filter(|&p| p < i) {
+            depth[i] = depth[p] + 1;
         }
-        depth[i] = d;
     }
     let mut by_depth: Vec<usize> = (0..procs.len()).collect();
     by_depth.sort_by_key(|&i| (depth[i], i));
@@ -1000,8 +995,11 @@ mod tests {
         (input, events, r)
     }
 
-    /// The events through the tracker: (pid, ppid, argv of the last exec, exit status).
-    fn model(events: &[Event]) -> Vec<(Pid, Pid, Vec<String>, Option<ExitStatus>, bool)> {
+    /// pid, ppid, argv of the last exec, exit status, background.
+    type Row = (Pid, Pid, Vec<String>, Option<ExitStatus>, bool);
+
+    /// The events through the tracker, one row per process by pid.
+    fn model(events: &[Event]) -> Vec<Row> {
         let mut t = Tracker::new(TrackerOptions {
             scope: Scope::All,
             retain_exited: true,
