@@ -720,8 +720,10 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
         if let Some(x) = procs[i].exit.as_mut() {
             x.0 = x.0.max(last);
         }
+        let exit = procs[i].exit.map(|x| x.0);
         if let Some(b) = procs[i].background.as_mut() {
-            b.0 = b.0.max(f);
+            // Released before it ended (a stream saying otherwise contradicts itself).
+            b.0 = b.0.max(f).min(exit.unwrap_or(u64::MAX));
         }
     }
     // pids: known ones unless the same pid is alive twice at once; stand-ins otherwise.
@@ -1341,6 +1343,112 @@ mod tests {
             }
             let _ = read(&b, true);
             let _ = read(&b, false);
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        const SIDS: [&str; 6] = [
+            "a-P00000064",
+            "a-P00000064/b-P000000c8",
+            "a-P00000064/c-P000000c9",
+            "a-P00000064/b-P000000c8/d-P0000012c",
+            "a-P00000064/b-P000000c8/e-P000000c8",
+            "x/y",
+        ];
+
+        /// One arbitrary event line of a small world of sessions.
+        fn event_line() -> impl Strategy<Value = String> {
+            (0..SIDS.len(), 0..14u8, 0..3i64, 0..400u32, 0..5u8, any::<bool>(), 0..=1u8).prop_map(
+                |(s, kind, id, t, pid, brief, thread)| {
+                    let sid = SIDS[s];
+                    let time = if brief { None } else { Some(format!("{:02}.{:06}", t / 100, (t % 100) * 10_000)) };
+                    let pid = [100, 200, 201, 300, -1][pid as usize];
+                    let thread = ["main", "th01:x"][thread as usize];
+                    let t_abs = f64::from(t) / 100.0;
+                    let (ev, rest) = match kind {
+                        0 => ("version", r#""evt":"4","exe":"x""#.to_string()),
+                        1 => ("start", format!(r#""t_abs":{t_abs},"argv":["git","c{id}"]"#)),
+                        2 => ("exit", format!(r#""t_abs":{t_abs},"code":{id}"#)),
+                        3 => ("atexit", format!(r#""t_abs":{t_abs},"code":{id}"#)),
+                        4 => ("signal", format!(r#""t_abs":{t_abs},"signo":{}"#, 13 + id)),
+                        5 => ("child_start", format!(r#""child_id":{id},"child_class":"?","use_shell":{brief},"argv":["git","c{id}"]"#)),
+                        6 => ("child_exit", format!(r#""child_id":{id},"pid":{pid},"code":{},"t_rel":0.01"#, 128 + 15 * id)),
+                        7 => ("child_ready", format!(r#""child_id":{id},"pid":{pid},"ready":"ready","t_rel":0.01"#)),
+                        8 => ("exec", format!(r#""exec_id":{id},"argv":["git","e{id}"]"#)),
+                        9 => ("exec_result", format!(r#""exec_id":{id},"code":2"#)),
+                        10 => ("region_enter", format!(r#""nesting":{},"category":"c","label":"l{id}""#, id + 1)),
+                        11 => ("region_leave", format!(r#""t_rel":0.001,"nesting":{},"category":"c","label":"l{id}""#, id + 1)),
+                        12 => ("data", format!(r#""t_abs":{t_abs},"t_rel":0.0,"nesting":1,"category":"c","key":"k","value":"{id}""#)),
+                        _ => ("too_many_files", String::new()),
+                    };
+                    let time = time.map(|t| format!(",\"time\":\"2026-11-30T10:00:{t}Z\"")).unwrap_or_default();
+                    let rest = if rest.is_empty() { rest } else { format!(",{rest}") };
+                    format!("{{\"event\":\"{ev}\",\"sid\":\"{sid}\",\"thread\":\"{thread}\"{time}{rest}}}\n")
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// Whatever the streams say, the events make sense to the model: fed in time
+            /// order, a process forks before anything else about it, never forks while alive,
+            /// and every note lands on a process.
+            #[test]
+            fn streams_become_consistent_events(lines in proptest::collection::vec(event_line(), 0..40), cut in 0..8usize) {
+                let mut text = lines.concat().into_bytes();
+                text.truncate(text.len().saturating_sub(cut));
+                let (_, events, r) = read(&text, false);
+                prop_assert!(r.is_ok());
+                let mut last = 0;
+                let mut alive = std::collections::HashSet::new();
+                let mut seen = std::collections::HashSet::new();
+                for e in &events {
+                    if let Some(ts) = e.ts() {
+                        if !matches!(e, Event::Region { .. }) {
+                            prop_assert!(ts >= last, "{e:?} before {last}");
+                            last = ts;
+                        }
+                    }
+                    match e {
+                        Event::Fork { child_tgid, .. } => {
+                            prop_assert!(alive.insert(*child_tgid), "{child_tgid} forked while alive");
+                            seen.insert(*child_tgid);
+                        }
+                        Event::Exit { tgid, .. } => prop_assert!(alive.remove(tgid)),
+                        Event::Exec { tgid, .. } | Event::ExecDetails { tgid, .. } | Event::Background { tgid, .. } => {
+                            prop_assert!(alive.contains(tgid))
+                        }
+                        Event::Region { tgid, .. } | Event::Data { tgid, .. } => prop_assert!(seen.contains(tgid)),
+                        _ => {}
+                    }
+                }
+                let m = model(&events);
+                prop_assert_eq!(model_stats(&events).notes_unmatched, 0);
+                prop_assert!(m.iter().all(|p| p.0 > 0));
+            }
+
+            #[test]
+            fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+                let _ = read(&bytes, true);
+                let _ = read(&bytes, false);
+            }
+        }
+
+        fn model_stats(events: &[Event]) -> crate::model::tracker::TrackerStats {
+            let mut t = Tracker::new(TrackerOptions {
+                scope: Scope::All,
+                retain_exited: true,
+                want_details: true,
+            });
+            let mut facts = Vec::new();
+            for e in events {
+                t.apply(e, &mut facts);
+            }
+            t.stats()
         }
     }
 }
