@@ -594,6 +594,14 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
             child_proc.push(Some(q));
         }
         let mut direct_taken = vec![false; s.children.len()];
+        let starts_sorted = s.children.windows(2).all(|w| w[0].start <= w[1].start);
+        // Children by reported pid (a pid can come round again within one parent).
+        let mut children_by_pid: HashMap<Pid, Vec<usize>> = HashMap::new();
+        for (k, c) in s.children.iter().enumerate() {
+            if let Some(pid) = c.pid {
+                children_by_pid.entry(pid).or_default().push(k);
+            }
+        }
         let mut execs_used = vec![false; s.execs.len()];
         let own_pid = sid_pid(&s.sid);
         for &ci in &kids[si] {
@@ -616,8 +624,11 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
             }
             // The child_start it came from: by pid, else by time and argv.
             let by_pid = cpid.and_then(|cp| {
-                (0..s.children.len())
-                    .find(|&k| !direct_taken[k] && child_proc[k].is_some() && s.children[k].pid == Some(cp))
+                let ks = children_by_pid.get_mut(&cp)?;
+                let at = ks
+                    .iter()
+                    .position(|&k| !direct_taken[k] && child_proc[k].is_some())?;
+                Some(ks.remove(at))
             });
             if let Some(k) = by_pid {
                 direct_taken[k] = true;
@@ -640,7 +651,14 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
                 child_proc[k].is_some() && ch.start <= cstart && ch.end.is_none_or(|e| cstart <= e)
             };
             let cargv = c.argv.as_deref().unwrap_or(&[]);
-            let direct = (0..s.children.len()).rev().find(|&k| {
+            // Only children started by then can contain it (children are in start order,
+            // almost always: then a binary search keeps this linear overall).
+            let hi = if starts_sorted {
+                s.children.partition_point(|ch| ch.start <= cstart)
+            } else {
+                s.children.len()
+            };
+            let direct = (0..hi).rev().find(|&k| {
                 covers(k)
                     && !direct_taken[k]
                     && argv_matches(&s.children[k].argv, cargv)
@@ -662,7 +680,7 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
             }
             // Inside a child's span but another process: that child's child (via a shell, a
             // hook script). Otherwise a child of this process no child_start reported.
-            let parent = (0..s.children.len())
+            let parent = (0..hi)
                 .rev()
                 .find(|&k| covers(k))
                 .and_then(|k| child_proc[k])
