@@ -1175,6 +1175,47 @@ mod tests {
     }
 
     #[test]
+    fn child_ready_is_a_background_child() {
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["git","fsmonitor--daemon","start"]"#,
+        );
+        s += &line(
+            "child_start",
+            A,
+            Some("00.010000"),
+            r#""child_id":0,"child_class":"background","use_shell":false,"argv":["git","fsmonitor--daemon","run"]"#,
+        );
+        s += &line(
+            "child_ready",
+            A,
+            Some("00.120000"),
+            r#""child_id":0,"pid":300,"ready":"timeout","t_rel":0.11"#,
+        );
+        s += &line("exit", A, Some("00.130000"), r#""t_abs":0.13,"code":0"#);
+        s += &line("atexit", A, Some("00.130001"), r#""t_abs":0.13,"code":0"#);
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert!(
+            events.contains(&Event::Background {
+                ts: 1_796_032_800_120_000_000,
+                tgid: 300,
+                state: BackgroundState::Timeout,
+                report: true
+            }),
+            "{events:#?}"
+        );
+        let m = model(&events);
+        assert_eq!(m.len(), 2);
+        // Still running: git never learns how it ends.
+        assert_eq!((m[1].0, m[1].1, m[1].3, m[1].4), (300, 100, None, true));
+    }
+
+    #[test]
     fn exec_then_nested_session_is_one_process() {
         let a2 = format!("{A}/20261130T100000.300000Z-H0a7c9cdf-P00000064");
         let mut s = String::new();

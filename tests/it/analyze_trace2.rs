@@ -92,6 +92,7 @@ fn analyze(paths: &[&str], extra: &[&str]) -> (Value, Vec<Value>, String) {
 fn status_word(exit: &Value) -> String {
     match (exit["code"].as_i64(), exit["signal"].as_i64()) {
         (Some(c), _) => format!("code {c}"),
+        (_, Some(13)) => "SIGPIPE".into(),
         (_, Some(s)) => signame(s),
         _ => "unknown".into(),
     }
@@ -413,4 +414,20 @@ fn detached_maintenance_is_a_background_fork() {
     assert_eq!(status_word(&fork.exits[0]), "code 0");
     assert!(fork.execs.is_empty(), "a fork without exec");
     assert_eq!(json["background"].as_array().map(|a| a.len()), Some(1));
+}
+
+#[test]
+fn sigpipe_is_a_signal() {
+    let (_, work) = repos();
+    // 1 MB: more than a pipe holds, so git is still writing when the reader has gone.
+    std::fs::write(format!("{work}/big"), "x".repeat(1 << 20)).unwrap();
+    let file = tmp("events.t2");
+    let script = "git add big && git commit -qm big && git cat-file blob HEAD:big | true";
+    let log = traced(&work, script, &file, &[], false);
+    let (_, lines, _) = analyze(&[&file], &[]);
+    let ps = check(&lines, &log);
+    let cat = with(&ps, "cat-file blob");
+    assert_eq!(cat.exits[0]["signal"].as_i64(), Some(13), "{cat:?}");
+    let t2 = std::fs::read_to_string(&file).unwrap();
+    assert!(t2.contains("\"event\":\"signal\""), "git wrote its signal event");
 }
