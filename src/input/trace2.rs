@@ -889,6 +889,7 @@ impl Trace2Input {
     /// reported by [`feed_all`](Input::feed_all) after what came before it.
     pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Trace2Input, InputError> {
         let mut r = Reader::new(opts.lenient);
+        let mut seen = std::collections::HashSet::new();
         'paths: for path in paths {
             let io = |source| InputError::Io {
                 path: path.clone(),
@@ -908,6 +909,11 @@ impl Trace2Input {
                 vec![path.clone()]
             };
             for f in files {
+                // A file named twice (a directory and a file in it) is read once: its lines
+                // twice would look like a second run of every session in it.
+                if !seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
+                    continue;
+                }
                 let file = std::fs::File::open(&f).map_err(|source| InputError::Io {
                     path: f.clone(),
                     source,

@@ -225,6 +225,10 @@ fn clone_and_fetch_into_a_directory_target() {
         let ts = r["ts"].as_f64().unwrap();
         assert!(ts >= fork - 1e-6 && ts <= end + 1e-6, "{r} outside {p:?}");
     }
+    // A file named again (inside the directory) is read once.
+    let one = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let (again, _, _) = analyze(&[&dir, one.to_str().unwrap()], &[]);
+    assert_eq!(again["processes"], json["processes"]);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.contains("git clone") && svg.contains("upload-pack"),
