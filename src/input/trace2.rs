@@ -127,6 +127,8 @@ struct Reader {
     lenient: bool,
     sessions: Vec<Session>,
     by_sid: HashMap<String, usize>,
+    /// The session of the previous line.
+    last_session: Option<usize>,
     notes: NoteBuilder,
     /// Note slot (passed to [`NoteBuilder`] as the tgid) → (session, phase).
     slots: Vec<(usize, usize)>,
@@ -170,6 +172,7 @@ impl Reader {
             lenient,
             sessions: Vec::new(),
             by_sid: HashMap::new(),
+            last_session: None,
             notes: NoteBuilder::new(),
             slots: Vec::new(),
             slot_of: HashMap::new(),
@@ -238,19 +241,24 @@ impl Reader {
     /// Takes one event.
     fn take(&mut self, ev: &trace2::Event<'_>) {
         let sid = ev.sid.as_ref();
-        let idx = match self.by_sid.get(sid) {
-            Some(&i) => i,
-            None => {
-                let i = self.sessions.len();
-                self.sessions.push(Session {
-                    sid: sid.to_string(),
-                    ..Default::default()
-                });
-                self.by_sid.insert(sid.to_string(), i);
-                self.stats.sessions = Some(self.sessions.len() as u64);
-                i
-            }
+        // Lines mostly come in runs of one session: compare before hashing.
+        let idx = match self.last_session.filter(|&i| self.sessions[i].sid == sid) {
+            Some(i) => i,
+            None => match self.by_sid.get(sid) {
+                Some(&i) => i,
+                None => {
+                    let i = self.sessions.len();
+                    self.sessions.push(Session {
+                        sid: sid.to_string(),
+                        ..Default::default()
+                    });
+                    self.by_sid.insert(sid.to_string(), i);
+                    self.stats.sessions = Some(self.sessions.len() as u64);
+                    i
+                }
+            },
         };
+        self.last_session = Some(idx);
         let s = &mut self.sessions[idx];
         if let (EventKind::Version { .. }, Some(t)) = (&ev.kind, ev.time) {
             s.base.get_or_insert(t);
