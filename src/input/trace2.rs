@@ -481,17 +481,13 @@ fn comm_of(argv: &[String]) -> Option<String> {
 
 /// Builds the processes and the event stream from what was read.
 fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
-    // Regions still open: closed at the end of their session's phase.
-    let mut closing = Vec::new();
-    for (slot, &(si, ph)) in r.slots.iter().enumerate() {
-        let s = &r.sessions[si];
-        let end = s.phases.get(ph).and_then(|p| p.last).or(s.last).unwrap_or(0);
-        let _ = slot;
-        closing.push((s.sid.clone(), end));
-    }
-    for (sid, end) in closing {
-        r.note_events.extend(r.notes.close_session(&sid, end));
-    }
+    // Regions still open: closed at the end of their session (the last time it showed).
+    let by_sid = &r.by_sid;
+    let sessions = &r.sessions;
+    let closed = r
+        .notes
+        .close_all_at(|sid| by_sid.get(sid).and_then(|&i| sessions[i].last).unwrap_or(0));
+    r.note_events.extend(closed);
     let sessions = &r.sessions;
     let earliest = sessions.iter().filter_map(|s| s.first).min().unwrap_or(0);
 
