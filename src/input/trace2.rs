@@ -479,6 +479,13 @@ fn comm_of(argv: &[String]) -> Option<String> {
     Some(base[..end].to_string())
 }
 
+/// Events with their sort keys: (time, fork < exec < notes < background < exit, creation).
+#[derive(Default)]
+struct Items {
+    keys: Vec<(u64, u8, usize)>,
+    events: Vec<Option<Event>>,
+}
+
 /// Builds the processes and the event stream from what was read.
 fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
     // Regions still open: closed at the end of their session (the last time it showed).
@@ -772,11 +779,11 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
 
     // The events, in time order: fork < exec < notes < background < exit at equal times,
     // parents before children (creation order).
-    let mut items: Vec<(u64, u8, usize, Event)> = Vec::with_capacity(procs.len() * 4 + r.note_events.len());
-    let mut seq = 0usize;
-    let mut push = |items: &mut Vec<(u64, u8, usize, Event)>, ts: u64, prio: u8, e: Event| {
-        items.push((ts, prio, seq, e));
-        seq += 1;
+    // Sorted as small keys, the events moved once (events are large).
+    let mut items: Items = Items::default();
+    let push = |items: &mut Items, ts: u64, prio: u8, e: Event| {
+        items.keys.push((ts, prio, items.events.len()));
+        items.events.push(Some(e));
     };
     // Parents are created before their children (a parent's index is smaller), so one pass
     // gives every depth; feeding by depth puts a parent's fork before its children's at equal
@@ -877,13 +884,20 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
         };
         push(&mut items, ts, 2, e);
     }
-    items.sort_by_key(|(ts, prio, seq, _)| (*ts, *prio, *seq));
-    let mut events = Vec::with_capacity(items.len() + 1);
+    items.keys.sort_unstable();
+    let mut events = Vec::with_capacity(items.keys.len() + 1);
     let root_procs: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
     if let [only] = root_procs[..] {
         events.push(Event::Root { tgid: pid_of[only] });
     }
-    events.extend(items.into_iter().map(|x| x.3));
+    let Items {
+        keys,
+        events: mut all,
+    } = items;
+    events.extend(
+        keys.into_iter()
+            .filter_map(|(_, _, i)| all.get_mut(i).and_then(Option::take)),
+    );
     (events, earliest, r.stats, r.error)
 }
 
