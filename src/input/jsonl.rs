@@ -347,6 +347,7 @@ enum K {
     WallOffset,
     Mode,
     Capture,
+    Inputs,
     Root,
     Processes,
     Execs,
@@ -366,8 +367,8 @@ enum K {
     TracerCpu,
 }
 
-/// How many keys there are.
-const NKEYS: usize = 59;
+/// How many keys there are (the last variant of `K` + 1).
+const NKEYS: usize = K::TracerCpu as usize + 1;
 
 impl K {
     /// The key named `key`: by length first, so a key is compared with a few names at most.
@@ -420,6 +421,7 @@ impl K {
             6 => match key {
                 "signal" => K::Signal,
                 "tracer" => K::Tracer,
+                "inputs" => K::Inputs,
                 "thread" => K::Thread,
                 _ => return None,
             },
@@ -1025,6 +1027,9 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
         },
         "replay" => Mode::Replay {
             path: need(opt_string(l.get(K::Capture), "capture")?, "capture")?,
+        },
+        "analyze" => Mode::Analyze {
+            inputs: need(opt_strings(l.get(K::Inputs), "inputs")?, "inputs")?,
         },
         m => return Err(format!("unknown \"mode\" '{m}'")),
     };

@@ -88,6 +88,16 @@ pub struct InputOptions {
 }
 
 impl InputOptions {
+    /// The header of an analysis of `paths` (Trace2 streams record no session of their own).
+    pub fn analyze_header(&self, paths: &[PathBuf], ts: u64, real_minus_mono: i64) -> Header {
+        Header {
+            mode: Mode::Analyze {
+                inputs: paths.iter().map(|p| p.display().to_string()).collect(),
+            },
+            ..self.fallback_header(paths, ts, real_minus_mono)
+        }
+    }
+
     /// The header for a trace that records none: `Replay` of `paths`, starting at `ts`.
     pub fn fallback_header(&self, paths: &[PathBuf], ts: u64, real_minus_mono: i64) -> Header {
         let path = paths

@@ -958,7 +958,7 @@ impl Trace2Input {
     fn finish(r: Reader, paths: &[PathBuf], opts: &InputOptions) -> Trace2Input {
         let (events, earliest, stats, error) = build(r);
         Trace2Input {
-            header: opts.fallback_header(paths, earliest, 0),
+            header: opts.analyze_header(paths, earliest, 0),
             stats,
             events,
             error,

@@ -606,6 +606,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
         Mode::Watch { root: Some(r) } => format!("watch -p {r}"),
         Mode::Watch { root: None } => "watch (system-wide)".to_string(),
         Mode::Replay { path } => format!("replay {path}"),
+        Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
     };
     let _ = writeln!(
         s,

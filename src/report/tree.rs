@@ -143,6 +143,11 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),
         Mode::Replay { path } => format!("{} replay {path}", p.emphasis("proctrace:")),
+        Mode::Analyze { inputs } => format!(
+            "{} analyze {}",
+            p.emphasis("proctrace:"),
+            truncate(&quote_argv(inputs, false), 60)
+        ),
     };
     let mut parts = vec![format!(
         "{} process{}",

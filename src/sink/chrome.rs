@@ -827,6 +827,7 @@ impl Sink for ChromeTrace {
             Mode::Watch { root: Some(p) } => format!("watch -p {p}"),
             Mode::Watch { root: None } => "watch".to_string(),
             Mode::Replay { path } => format!("replay {path}"),
+            Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
         };
         let redact = self.redact;
         let b = self.head("M", None);

@@ -105,6 +105,10 @@ impl Sink for JsonLines {
                 b.extend_from_slice(b"\"replay\",\"capture\":");
                 json::string(b, path);
             }
+            Mode::Analyze { inputs } => {
+                b.extend_from_slice(b"\"analyze\",\"inputs\":");
+                write_argv(b, Some(inputs), false);
+            }
         }
         self.w.buf().extend_from_slice(b"}\n");
         self.w.line_done()

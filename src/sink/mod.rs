@@ -43,6 +43,11 @@ pub enum Mode {
         /// The capture file.
         path: String,
     },
+    /// `proctrace analyze` of saved traces that record no session of their own (Trace2 streams).
+    Analyze {
+        /// The files and directories read.
+        inputs: Vec<String>,
+    },
 }
 
 /// proctrace itself, as the outputs describe it.

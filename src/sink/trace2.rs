@@ -757,6 +757,7 @@ impl Sink for Trace2Sink {
             Mode::Run { .. } => "run",
             Mode::Watch { .. } => "watch",
             Mode::Replay { .. } => "replay",
+            Mode::Analyze { .. } => "analyze",
         };
         self.on(
             None,
