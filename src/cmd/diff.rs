@@ -87,7 +87,11 @@ impl Default for DiffOptions {
 
 /// Reads one side of a diff: the trace at `path` through the model, with no outputs. A line
 /// that cannot be read is an error naming the file and line (unless `lenient`).
-pub fn load(path: PathBuf, lenient: bool, tool: Option<crate::sink::Tool>) -> Result<Analysis, ProctraceError> {
+pub fn load(
+    path: PathBuf,
+    lenient: bool,
+    tool: Option<crate::sink::Tool>,
+) -> Result<Analysis, ProctraceError> {
     let opts = InputOptions { lenient, tool };
     let mut input = open(&[path], &opts)?;
     let mut a = analyze(input.as_mut(), None, Fanout::new());
@@ -250,7 +254,8 @@ pub fn normalize_word(w: &str) -> String {
     while i < b.len() {
         let c = b[i];
         let prev = if i == 0 { None } else { Some(b[i - 1]) };
-        let path_start = c == b'/' && (!w[..i].contains('/') || matches!(prev, Some(b'=' | b':' | b',' | b'@')));
+        let path_start =
+            c == b'/' && (!w[..i].contains('/') || matches!(prev, Some(b'=' | b':' | b',' | b'@')));
         if path_start && !in_tmp {
             let rest = &w[i..];
             if let Some(d) = TEMP_DIRS.iter().copied().find(|d| rest.starts_with(d)) {
@@ -311,11 +316,17 @@ fn token_marker(tok: &str, in_tmp: bool) -> Option<&'static str> {
             return Some("<TMP>");
         }
     }
-    let hex_letters = b.iter().filter(|c| matches!(c, b'a'..=b'f' | b'A'..=b'F')).count();
+    let hex_letters = b
+        .iter()
+        .filter(|c| matches!(c, b'a'..=b'f' | b'A'..=b'F'))
+        .count();
     if b.len() >= 7 && digits > 0 && hex_letters > 0 && digits + hex_letters == b.len() {
         return Some("<HEX>");
     }
-    if b.len() >= 6 && (b.starts_with(b"0x") || b.starts_with(b"0X")) && b[2..].iter().all(u8::is_ascii_hexdigit) {
+    if b.len() >= 6
+        && (b.starts_with(b"0x") || b.starts_with(b"0X"))
+        && b[2..].iter().all(u8::is_ascii_hexdigit)
+    {
         return Some("<HEX>");
     }
     None
@@ -337,7 +348,11 @@ fn timestamp_at(b: &[u8]) -> Option<usize> {
     };
     if digits(0, 4) && byte(4) == Some(b'-') && digits(5, 2) && byte(7) == Some(b'-') && digits(8, 2) {
         let mut k = 10;
-        if matches!(byte(k), Some(b'T' | b' ' | b'_')) && digits(k + 1, 2) && byte(k + 3) == Some(b':') && digits(k + 4, 2) {
+        if matches!(byte(k), Some(b'T' | b' ' | b'_'))
+            && digits(k + 1, 2)
+            && byte(k + 3) == Some(b':')
+            && digits(k + 4, 2)
+        {
             k += 6;
             if byte(k) == Some(b':') && digits(k + 1, 2) {
                 k = frac(k + 3);
@@ -699,7 +714,11 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             let _ = writeln!(out, "  {}", line(e));
         }
         if es.len() > TEXT_MAX {
-            let _ = writeln!(out, "  {}", p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX)));
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
+            );
         }
     };
     let timed = |e: &Entry| {
@@ -712,12 +731,17 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         } else {
             String::new()
         };
+        // Padded before painting: escape codes have no width.
         format!(
-            "{:>9}{:<8} {}  {}",
-            paint_change(&signed(e.delta_s), e.delta_s),
-            pct(o, n),
+            "{}  {}  {}",
+            paint_change(&format!("{:>9}", signed(e.delta_s)), e.delta_s),
             cut(&label(e), cmd_w),
-            p.secondary(&format!("{} → {}{counts}", fmt_duration(ns(o)), fmt_duration(ns(n))))
+            p.secondary(&format!(
+                "{} → {}{}{counts}",
+                fmt_duration(ns(o)),
+                fmt_duration(ns(n)),
+                pct(o, n)
+            ))
         )
     };
     list(&mut out, "slower:", &r.slower, &timed);
@@ -727,11 +751,22 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             "{}  {}{}",
             cut(&label(e), cmd_w),
             exit_text(e.first_status, p),
-            if e.old_count == 0 { " (new)" } else { " (ok before)" }
+            if e.old_count == 0 {
+                " (new)"
+            } else {
+                " (ok before)"
+            }
         )
     });
     list(&mut out, "fixed:", &r.fixed, &|e| {
-        format!("{}  {}", cut(&label(e), cmd_w), p.success(&format!("ok now, {} before", exit_text(e.first_status, Paint { on: false }))))
+        format!(
+            "{}  {}",
+            cut(&label(e), cmd_w),
+            p.success(&format!(
+                "ok now, {} before",
+                exit_text(e.first_status, Paint { on: false })
+            ))
+        )
     });
     let one_side = |e: &Entry, s: Option<f64>| {
         format!(
@@ -742,7 +777,12 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     };
     list(&mut out, "new:", &r.new, &|e| one_side(e, e.new_s));
     list(&mut out, "gone:", &r.gone, &|e| one_side(e, e.old_s));
-    if r.slower.is_empty() && r.faster.is_empty() && r.failed.is_empty() && r.new.is_empty() && r.gone.is_empty() {
+    if r.slower.is_empty()
+        && r.faster.is_empty()
+        && r.failed.is_empty()
+        && r.new.is_empty()
+        && r.gone.is_empty()
+    {
         let _ = writeln!(
             out,
             "no command changed beyond {}% and {} ms",
@@ -769,7 +809,11 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             );
         }
         if path.len() > 40 {
-            let _ = writeln!(out, "  {}", p.secondary(&format!("… {} more steps (--json lists all)", path.len() - 40)));
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more steps (--json lists all)", path.len() - 40))
+            );
         }
     }
     out

@@ -7,6 +7,7 @@ mod common;
 mod chrome_check;
 mod chrome_out;
 mod cli;
+mod diff;
 mod errors;
 mod faults;
 mod progress;

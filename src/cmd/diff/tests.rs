@@ -23,7 +23,10 @@ fn short_numbers_and_names_with_digits_are_kept() {
 #[test]
 fn hex_hashes_and_addresses_become_hex() {
     assert_eq!(normalize_word("3f2a9c1"), "<HEX>");
-    assert_eq!(normalize_word("e83c5163316f89bfbde7d9ab23ca2e25604af290"), "<HEX>");
+    assert_eq!(
+        normalize_word("e83c5163316f89bfbde7d9ab23ca2e25604af290"),
+        "<HEX>"
+    );
     assert_eq!(normalize_word("HEAD~1..a1b2c3d4e5"), "HEAD~1..<HEX>");
     assert_eq!(normalize_word("0x7ffd12"), "<HEX>");
     // Words that happen to be hex letters only, or too short, are words.
@@ -48,14 +51,20 @@ fn timestamps_become_time() {
 fn temp_paths_lose_their_random_part() {
     assert_eq!(normalize_word("/tmp/ccAbc123.s"), "/tmp/<TMP>.s");
     assert_eq!(normalize_word("/tmp/ccRJzmYs.o"), "/tmp/<TMP>.o");
-    assert_eq!(normalize_word("/tmp/tmp.Xy3kLm9QzA/out.txt"), "/tmp/tmp.<TMP>/out.txt");
+    assert_eq!(
+        normalize_word("/tmp/tmp.Xy3kLm9QzA/out.txt"),
+        "/tmp/tmp.<TMP>/out.txt"
+    );
     assert_eq!(normalize_word("-o/tmp/ccAbc123.s"), "-o/tmp/<TMP>.s");
     assert_eq!(normalize_word("--file=/var/tmp/aB3dE6f"), "--file=/var/tmp/<TMP>");
     assert_eq!(normalize_word("/dev/shm/sem.Qx81kz"), "/dev/shm/sem.<TMP>");
     // The same token outside a temp directory is a name.
     assert_eq!(normalize_word("/src/ccZ9y8X7.s"), "/src/ccZ9y8X7.s");
     // A directory merely named tmp inside a path is not a temp directory.
-    assert_eq!(normalize_word("/work/target/tmp/ccZ9y8X7.s"), "/work/target/tmp/ccZ9y8X7.s");
+    assert_eq!(
+        normalize_word("/work/target/tmp/ccZ9y8X7.s"),
+        "/work/target/tmp/ccZ9y8X7.s"
+    );
     // Plain words under /tmp stay (build/, out.txt).
     assert_eq!(normalize_word("/tmp/build/out.txt"), "/tmp/build/out.txt");
 }
@@ -83,7 +92,10 @@ fn argv_of_cc1_from_two_runs_matches() {
         "/tmp/cc9KpLmn.s",
     ];
     assert_eq!(normalize_argv(&a), normalize_argv(&b));
-    assert_ne!(normalize_argv(&a), normalize_argv(&["cc1", "-quiet", "u4.c", "-o", "/tmp/cc9KpLmn.s"]));
+    assert_ne!(
+        normalize_argv(&a),
+        normalize_argv(&["cc1", "-quiet", "u4.c", "-o", "/tmp/cc9KpLmn.s"])
+    );
 }
 
 // ---- matching and lists, on hand-made runs ----
@@ -173,12 +185,23 @@ fn new_gone_failed_slower_faster_are_told_apart() {
     assert!(r.wall_s.new > r.wall_s.old);
     // Both critical paths start at the root and pair their steps.
     assert_eq!(r.critical_path.new[0].argv, ["sh", "build.sh"]);
-    let u2_path = r.critical_path.new.iter().find(|s| s.argv.join(" ") == "cc -c u2.c").unwrap();
+    let u2_path = r
+        .critical_path
+        .new
+        .iter()
+        .find(|s| s.argv.join(" ") == "cc -c u2.c")
+        .unwrap();
     assert!((u2_path.other_s.unwrap() - 0.1).abs() < 1e-6);
     let text = render_text(&r, false, 120);
     let pos = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s:?} not in\n{text}"));
-    assert!(pos("slower: (2)") < pos("cc -c u2.c") && pos("cc -c u2.c") < pos("cc -c u4.c"), "{text}");
-    assert!(text.contains("failed now: (1)\n  cc -c u5.c  exit 1 (ok before)"), "{text}");
+    assert!(
+        pos("slower: (2)") < pos("cc -c u2.c") && pos("cc -c u2.c") < pos("cc -c u4.c"),
+        "{text}"
+    );
+    assert!(
+        text.contains("failed now: (1)\n  cc -c u5.c  exit 1 (ok before)"),
+        "{text}"
+    );
     assert!(text.contains("new: (1)\n  cc -c added.c"), "{text}");
     assert!(text.contains("gone: (1)\n  cc -c gone.c"), "{text}");
     let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
@@ -208,7 +231,12 @@ fn volatile_argv_parts_match_across_runs() {
         7000,
     );
     let r = compare(side(&old), side(&new), DiffOptions::default());
-    assert!(r.new.is_empty() && r.gone.is_empty(), "{:?} {:?}", argvs(&r.new), argvs(&r.gone));
+    assert!(
+        r.new.is_empty() && r.gone.is_empty(),
+        "{:?} {:?}",
+        argvs(&r.new),
+        argvs(&r.gone)
+    );
     assert_eq!(argvs(&r.slower), ["cc1 u1.c -o /tmp/<TMP>.s"]);
     // The example is a real command line from the new run.
     assert_eq!(r.slower[0].example, ["cc1", "u1.c", "-o", "/tmp/ccZ9y8X7.s"]);
@@ -216,9 +244,17 @@ fn volatile_argv_parts_match_across_runs() {
 
 #[test]
 fn groups_compare_counts_totals_and_medians() {
-    let old = run_of(&[(&["./t"], 100, 0), (&["./t"], 100, 0), (&["./t"], 300, 0)], 2000);
+    let old = run_of(
+        &[(&["./t"], 100, 0), (&["./t"], 100, 0), (&["./t"], 300, 0)],
+        2000,
+    );
     let new = run_of(
-        &[(&["./t"], 100, 0), (&["./t"], 100, 0), (&["./t"], 300, 0), (&["./t"], 100, 0)],
+        &[
+            (&["./t"], 100, 0),
+            (&["./t"], 100, 0),
+            (&["./t"], 300, 0),
+            (&["./t"], 100, 0),
+        ],
         7000,
     );
     let r = compare(side(&old), side(&new), DiffOptions::default());
@@ -264,7 +300,11 @@ fn a_signal_now_is_a_failure_and_a_fixed_one_is_listed() {
 #[test]
 fn identical_runs_report_nothing() {
     let steps: [StepSpec<'_>; 2] = [(&["cc", "-c", "a.c"], 100, 0), (&["ld", "a.o"], 50, 0)];
-    let r = compare(side(&run_of(&steps, 2000)), side(&run_of(&steps, 7000)), DiffOptions::default());
+    let r = compare(
+        side(&run_of(&steps, 2000)),
+        side(&run_of(&steps, 7000)),
+        DiffOptions::default(),
+    );
     assert!(r.new.is_empty() && r.gone.is_empty() && r.failed.is_empty());
     assert!(r.slower.is_empty() && r.faster.is_empty());
     assert!(!r.slower_than(0.0));
