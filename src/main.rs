@@ -292,10 +292,11 @@ enum Cmd {
         old: std::path::PathBuf,
         /// The later trace.
         new: std::path::PathBuf,
-        /// A command is slower or faster when its total time changed by more than PCT percent…
+        /// A command is slower or faster when its total time changed by more than PCT percent of the old total
         #[arg(long, value_name = "PCT", default_value_t = 10.0)]
         threshold: f64,
-        /// …and by at least MS milliseconds.
+        /// A command is slower or faster only when its total time also changed by at least MS
+        /// milliseconds.
         #[arg(long, value_name = "MS", default_value_t = 50.0)]
         min_ms: f64,
         /// Exit with status 1 when the new wall time is more than PCT percent above the old

@@ -224,3 +224,26 @@ fn traced_make_once() -> (Output, String) {
     makefile(&dir, &["a"]);
     traced_make(&dir, "one.cap")
 }
+
+#[test]
+fn diff_help_has_examples_and_bad_thresholds_are_usage_errors() {
+    let out = Command::new(PROCTRACE).args(["diff", "--help"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Examples:") && text.contains("proctrace diff before.cap after.cap"),
+        "{text}"
+    );
+    for bad in [
+        ["--threshold", "nan"],
+        ["--min-ms", "x"],
+        ["--fail-if-slower", "-1"],
+    ] {
+        let out = diff(&[bad[0], bad[1], "a", "b"]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+    }
+    // A missing file is named.
+    let out = diff(&["/nonexistent/old.cap", "/nonexistent/new.cap"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("/nonexistent/old.cap"), "{}", stderr(&out));
+}
