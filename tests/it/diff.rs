@@ -27,7 +27,8 @@ fn makefile(dir: &Path, units: &[&str]) {
     .unwrap();
 }
 
-/// Traces `make -k -j2` in `dir` with `--record CAP`; returns the capture's path.
+/// Traces `make -k -j2` in `dir` with `--record CAP`; returns proctrace's output and the
+/// capture's path.
 fn traced_make(dir: &Path, name: &str) -> (Output, String) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -36,9 +37,21 @@ fn traced_make(dir: &Path, name: &str) -> (Output, String) {
         }
     }
     let cap = tmp(name);
+    // ptrace reads every argv at its exec; the connector's /proc reader can miss a process
+    // as short as `as` on a loaded machine, and an unread argv is a different group.
     let out = Command::new(PROCTRACE)
         .args([
-            "run", "--quiet", "--record", &cap, "--", "make", "-s", "-k", "-j2",
+            "run",
+            "--backend",
+            "ptrace",
+            "--quiet",
+            "--record",
+            &cap,
+            "--",
+            "make",
+            "-s",
+            "-k",
+            "-j2",
         ])
         .current_dir(dir)
         .env("NO_COLOR", "1")
