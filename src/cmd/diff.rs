@@ -424,17 +424,21 @@ fn key_of(r: &ProcessRecord) -> Vec<String> {
     }
 }
 
-/// The record of the traced command, when the trace names one.
+/// The record of the traced command: the one the trace names, or the only root there is (a
+/// Trace2 session tree), as the summary's critical path takes it.
 fn root_of(s: Side<'_>) -> Option<ProcId> {
-    let pid = s.summary.root.or(match s.header.mode {
+    let roots = s.tracker.roots();
+    match s.summary.root.or(match s.header.mode {
         Mode::Watch { root } => root,
         _ => None,
-    })?;
-    s.tracker
-        .roots()
-        .iter()
-        .copied()
-        .find(|&id| s.tracker.get(id).is_some_and(|r| r.pid == pid))
+    }) {
+        Some(pid) => roots
+            .iter()
+            .copied()
+            .find(|&id| s.tracker.get(id).is_some_and(|r| r.pid == pid)),
+        None if roots.len() == 1 => Some(roots[0]),
+        None => None,
+    }
 }
 
 /// Every record of `t` reachable from its roots, parents before children, in fork order.

@@ -310,3 +310,18 @@ fn identical_runs_report_nothing() {
     assert!(!r.slower_than(0.0));
     assert!(render_text(&r, false, 120).contains("no command changed beyond 10% and 50 ms"));
 }
+
+#[test]
+fn a_trace_that_names_no_root_uses_its_only_root() {
+    // As a Trace2 session tree: no summary root, one top session.
+    let mut old = run_of(&[(&["cc", "-c", "a.c"], 100, 0)], 2000);
+    let mut new = run_of(&[(&["cc", "-c", "a.c"], 900, 0)], 7000);
+    old.2.root = None;
+    new.2.root = None;
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(
+        argvs(&r.slower),
+        ["cc -c a.c"],
+        "the root is the wall time, not a group"
+    );
+}
