@@ -441,7 +441,7 @@ fn root_of(s: Side<'_>) -> Option<ProcId> {
     }
 }
 
-/// Every record of `t` reachable from its roots, parents before children, in fork order.
+/// Every record of `t` reachable from its roots, parents before children.
 fn records(t: &Tracker) -> Vec<ProcId> {
     let mut out = Vec::new();
     let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
