@@ -29,9 +29,11 @@
 //!    digits.
 //! 4. **Temporary paths** → `<TMP>`: inside a path under `/tmp/`, `/var/tmp/` or `/dev/shm/`
 //!    (not `$TMPDIR`: the trace may come from another machine) (where a path starts: the word's first `/`, or after `=`, `:`, `,` or `@`), a
-//!    token of 6 or more characters mixing letters and digits or upper and lower case: what
-//!    `mktemp` (`/tmp/tmp.Xy3kLm9QzA` → `/tmp/tmp.<TMP>`) and `cc` (`/tmp/ccAbc123.s` →
-//!    `/tmp/<TMP>.s`) write.
+//!    token of 6 or more characters mixing letters and digits or upper and lower case, or
+//!    made by a known template whatever its letters: gcc's `ccXXXXXX`, mktemp's
+//!    `tmp.XXXXXXXXXX`, Python's `tmpXXXXXXXX` (`/tmp/tmp.Xy3kLm9QzA` → `/tmp/tmp.<TMP>`,
+//!    `/tmp/ccAbc123.s` and `/tmp/ccqwoihv.s` → `/tmp/<TMP>.s`). Other all-lowercase names
+//!    (`/tmp/build`) are kept.
 //!
 //! # What counts as a change
 //!
@@ -284,7 +286,12 @@ pub fn normalize_word(w: &str) -> String {
             while j < b.len() && b[j].is_ascii_alphanumeric() {
                 j += 1;
             }
-            if let Some(marker) = token_marker(&w[i..j], in_tmp) {
+            let tmp = match in_tmp {
+                false => Tmp::No,
+                true if w[..i].ends_with("tmp.") => Tmp::AfterTmpDot,
+                true => Tmp::Yes,
+            };
+            if let Some(marker) = token_marker(&w[i..j], tmp) {
                 out.push_str(&w[copy_from..i]);
                 out.push_str(marker);
                 copy_from = j;
@@ -299,7 +306,18 @@ pub fn normalize_word(w: &str) -> String {
 }
 
 /// The marker replacing a token, if it is volatile.
-fn token_marker(tok: &str, in_tmp: bool) -> Option<&'static str> {
+/// Where a token is, for the temp-path rule.
+#[derive(Clone, Copy, PartialEq)]
+enum Tmp {
+    /// Not in a temp path.
+    No,
+    /// In a temp path.
+    Yes,
+    /// In a temp path, right after `tmp.` (mktemp's template).
+    AfterTmpDot,
+}
+
+fn token_marker(tok: &str, tmp: Tmp) -> Option<&'static str> {
     let b = tok.as_bytes();
     let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
     if digits == b.len() {
@@ -309,10 +327,16 @@ fn token_marker(tok: &str, in_tmp: bool) -> Option<&'static str> {
         return Some("<TIME>");
     }
     // Before the hex rule: a random temp name may be all hex digits (`ccAbc123`).
-    if in_tmp && b.len() >= 6 {
+    if tmp != Tmp::No && b.len() >= 6 {
         let upper = b.iter().any(u8::is_ascii_uppercase);
         let lower = b.iter().any(u8::is_ascii_lowercase);
-        if (digits > 0 && (upper || lower)) || (upper && lower) {
+        // Random names that happen to be all one case (about 1 in 200 of gcc's) are caught by
+        // the templates they come from: gcc's `ccXXXXXX`, mktemp's `tmp.XXXXXXXXXX`, Python's
+        // `tmpXXXXXXXX`.
+        let template = tmp == Tmp::AfterTmpDot
+            || (b.len() == 8 && b.starts_with(b"cc"))
+            || (b.len() >= 9 && b.starts_with(b"tmp"));
+        if template || (digits > 0 && (upper || lower)) || (upper && lower) {
             return Some("<TMP>");
         }
     }

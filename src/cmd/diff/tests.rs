@@ -58,6 +58,12 @@ fn temp_paths_lose_their_random_part() {
     assert_eq!(normalize_word("-o/tmp/ccAbc123.s"), "-o/tmp/<TMP>.s");
     assert_eq!(normalize_word("--file=/var/tmp/aB3dE6f"), "--file=/var/tmp/<TMP>");
     assert_eq!(normalize_word("/dev/shm/sem.Qx81kz"), "/dev/shm/sem.<TMP>");
+    // Random names all in one case, from templates: gcc's ccXXXXXX (seen in a real run),
+    // mktemp's tmp.XXXXXXXXXX, Python's tmpXXXXXXXX.
+    assert_eq!(normalize_word("/tmp/ccqwoihv.s"), "/tmp/<TMP>.s");
+    assert_eq!(normalize_word("/tmp/tmp.abcdefghij"), "/tmp/tmp.<TMP>");
+    assert_eq!(normalize_word("/tmp/tmpkqzjwplx/x.py"), "/tmp/<TMP>/x.py");
+    assert_eq!(normalize_word("/tmp/project/main.c"), "/tmp/project/main.c");
     // The same token outside a temp directory is a name.
     assert_eq!(normalize_word("/src/ccZ9y8X7.s"), "/src/ccZ9y8X7.s");
     // A directory merely named tmp inside a path is not a temp directory.
