@@ -41,7 +41,8 @@
 //! more than `threshold_pct` percent of the old total *and* by at least `min_ms` milliseconds
 //! (defaults 10% and 50 ms: timings of one process vary by tens of ms on a busy machine).
 //! **Failed** lists the groups with a failed process (non-zero exit or a signal) now and none
-//! before (a new command that fails is both new and failed); **fixed** the reverse. A parent's
+//! before (a new command that fails is both new and failed; one that failed now is not also
+//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. A parent's
 //! time includes its children's, so a wrapper (`sh -c 'cc …'`) and what it runs can both be
 //! listed; lists are sorted by the size of the change, largest first.
 
@@ -602,6 +603,10 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         let a = go.get(k);
         if b.failed > 0 && a.is_none_or(|a| a.failed == 0) {
             failed.push(entry(k, a, Some(b), true));
+            if a.is_some() {
+                // Failing is the change; a failed step's time says little (it stopped early).
+                continue;
+            }
         }
         let Some(a) = a else {
             new_list.push(entry(k, None, Some(b), true));
@@ -699,11 +704,25 @@ fn cut(s: &str, width: usize) -> String {
     t
 }
 
+/// An argv for people: its program's directory left out (`/usr/lib/gcc/…/cc1` → `cc1`), so
+/// what tells commands apart fits on the line; the JSON keeps it whole.
+fn short(argv: &[String]) -> String {
+    match argv.split_first() {
+        Some((a0, rest)) if a0.contains('/') && !a0.ends_with('/') => {
+            let mut v = Vec::with_capacity(argv.len());
+            v.push(a0.rsplit('/').next().unwrap_or(a0).to_string());
+            v.extend(rest.iter().cloned());
+            quote_argv(&v, false)
+        }
+        _ => quote_argv(argv, false),
+    }
+}
+
 fn label(e: &Entry) -> String {
     if e.example.is_empty() {
         e.argv.join(" ")
     } else {
-        quote_argv(&e.example, false)
+        short(&e.example)
     }
 }
 
@@ -832,7 +851,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             let _ = writeln!(
                 out,
                 "  {indent}{}  {}  {d}",
-                cut(&quote_argv(&s.argv, false), cmd_w.saturating_sub(indent.len())),
+                cut(&short(&s.argv), cmd_w.saturating_sub(indent.len())),
                 fmt_duration(ns(s.duration_s)),
             );
         }

@@ -163,12 +163,12 @@ fn new_gone_failed_slower_faster_are_told_apart() {
     );
     let new = run_of(
         &[
-            (&["cc", "-c", "u1.c"], 105, 0),   // within the threshold
-            (&["cc", "-c", "u2.c"], 900, 0),   // slower by 800 ms
-            (&["cc", "-c", "u3.c"], 100, 0),   // faster by 300 ms
-            (&["cc", "-c", "u4.c"], 300, 0),   // slower by 200 ms
-            (&["cc", "-c", "added.c"], 50, 0), // new
-            (&["cc", "-c", "u5.c"], 100, 1 << 8),
+            (&["cc", "-c", "u1.c"], 105, 0),     // within the threshold
+            (&["cc", "-c", "u2.c"], 900, 0),     // slower by 800 ms
+            (&["cc", "-c", "u3.c"], 100, 0),     // faster by 300 ms
+            (&["cc", "-c", "u4.c"], 300, 0),     // slower by 200 ms
+            (&["cc", "-c", "added.c"], 50, 0),   // new
+            (&["cc", "-c", "u5.c"], 10, 1 << 8), // failed (and faster: not listed so)
         ],
         7000,
     );
