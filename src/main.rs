@@ -257,8 +257,8 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
     },
-    /// Read saved traces — proctrace's own (`-o` JSON Lines or a `--record` capture) or git
-    /// Trace2 event streams (files or per-session directories, from any producer) — and give
+    /// Read saved traces, proctrace's own (`-o` JSON Lines or a `--record` capture) or git
+    /// Trace2 event streams (files or per-session directories, from any producer), and give
     /// the outputs of a run: the tree, the summary, a timeline, a picture, Trace2, JSON Lines.
     #[command(after_long_help = ANALYZE_EXAMPLES)]
     Analyze {
