@@ -255,6 +255,26 @@ fn diff_help_has_examples_and_bad_thresholds_are_usage_errors() {
         let out = diff(&[bad[0], bad[1], "a", "b"]);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
     }
+    // Its man page is roff groff takes without a warning.
+    let man = Command::new(PROCTRACE).args(["man", "diff"]).output().unwrap();
+    assert!(man.status.success(), "{}", stderr(&man));
+    let roff = String::from_utf8(man.stdout).unwrap();
+    assert!(
+        roff.contains(".TH proctrace-diff") && roff.contains("fail\\-if\\-slower"),
+        "{roff}"
+    );
+    let groff = Command::new("sh")
+        .args(["-c", "groff -man -Tutf8 -ww -z 2>&1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    if let Ok(mut g) = groff {
+        use std::io::Write;
+        g.stdin.take().unwrap().write_all(roff.as_bytes()).unwrap();
+        let g = g.wait_with_output().unwrap();
+        let warnings = String::from_utf8_lossy(&g.stdout);
+        assert!(!warnings.contains("warning"), "groff: {warnings}");
+    }
     // A missing file is named.
     let out = diff(&["/nonexistent/old.cap", "/nonexistent/new.cap"]);
     assert_ne!(out.status.code(), Some(0));
