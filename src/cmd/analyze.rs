@@ -101,7 +101,8 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout) -> Analy
 
 /// `analyze --json`: the summary's JSON object (see `--summary-json`) with what reading found:
 /// `sessions` (distinct Trace2 SIDs, `null` for proctrace's own formats), `skipped_lines`,
-/// `truncated_files` and the `input` counts.
+/// `truncated_files`, `too_many_files` (Trace2 directory targets that hit `maxFiles`) and the
+/// `input` counts.
 pub fn render_json(a: &Analysis, redact: bool) -> String {
     let r = crate::report::summary::summarize(&a.header, &a.engine.tracker, &a.summary, redact);
     let mut v = serde_json::to_value(&r).unwrap_or(serde_json::Value::Null);
@@ -109,6 +110,7 @@ pub fn render_json(a: &Analysis, redact: bool) -> String {
         m.insert("sessions".into(), serde_json::json!(a.stats.sessions));
         m.insert("skipped_lines".into(), serde_json::json!(a.stats.skipped_lines));
         m.insert("truncated_files".into(), serde_json::json!(a.stats.truncated));
+        m.insert("too_many_files".into(), serde_json::json!(a.stats.too_many_files));
         m.insert("input".into(), serde_json::to_value(a.stats).unwrap_or_default());
         if let Some(e) = &a.error {
             m.insert("error".into(), serde_json::json!(e.to_string()));

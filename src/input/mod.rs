@@ -21,6 +21,7 @@ use crate::sink::{Header, Mode, Summary, Tool};
 
 pub mod capture;
 pub mod notes;
+pub mod trace2;
 
 /// What a saved trace is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +126,9 @@ pub struct InputStats {
     pub truncated: u64,
     /// Distinct Trace2 sessions (SIDs); `None` for proctrace's own formats.
     pub sessions: Option<u64>,
+    /// Trace2 `too_many_files` events: a directory target hit its `maxFiles` limit, so later
+    /// processes wrote nothing (they appear only as their parents' children).
+    pub too_many_files: u64,
 }
 
 /// A saved trace, opened: its header is known; its events are fed once, in order.
@@ -226,9 +230,6 @@ fn jsonl_input(path: &Path, _opts: &InputOptions) -> Result<Box<dyn Input>, Inpu
     })
 }
 
-fn trace2_input(paths: &[PathBuf], _opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
-    Err(InputError::Format {
-        path: paths[0].clone(),
-        msg: "reading Trace2 streams is not implemented yet".into(),
-    })
+fn trace2_input(paths: &[PathBuf], opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
+    Ok(Box::new(trace2::Trace2Input::open(paths, opts)?))
 }

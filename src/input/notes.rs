@@ -188,6 +188,28 @@ impl NoteBuilder {
         out
     }
 
+    /// Every region still open, each closed at `end(sid)` (its session's end), in one pass
+    /// (calling [`close_session`](Self::close_session) per session would be quadratic).
+    pub fn close_all_at(&mut self, end: impl Fn(&str) -> u64) -> Vec<Event> {
+        let mut out = Vec::new();
+        for ((sid, thread), (tgid, stack)) in self.open.drain() {
+            let end = end(&sid);
+            out.extend(stack.into_iter().rev().map(|o| Event::Region {
+                tgid,
+                region: Region {
+                    ts: o.ts.min(end),
+                    end,
+                    thread: thread.clone(),
+                    category: o.category,
+                    label: o.label,
+                    msg: o.msg,
+                    nesting: o.nesting,
+                },
+            }));
+        }
+        out
+    }
+
     /// Every region still open, closed at the last time seen.
     pub fn close_open(&mut self) -> Vec<Event> {
         let sids: Vec<String> = self.open.keys().map(|(s, _)| s.clone()).collect();

@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod common;
+mod analyze_trace2;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;
 mod chrome_out;

@@ -1,0 +1,1537 @@
+//! git Trace2 event streams as the model's events: any number of files (many processes' lines
+//! interleaved) and target directories (one file per session, the `git-trace2-discard`
+//! sentinel included), from git or any other producer.
+//!
+//! Reading is one pass over every line that keeps, per session (SID), only what makes the
+//! process tree: its command line, exits, execs, children (`child_start`/`child_exit`/
+//! `child_ready`) and the regions and data it reported (paired by [`NoteBuilder`]). Memory grows
+//! with the number of sessions and their notes, never with bytes or lines.
+//!
+//! Then sessions become processes:
+//! - A session whose parent SID (`parent/child`, parts opaque) is absent is a root.
+//! - A child session that follows its parent's `exec` (and has the same `-P<pid>` suffix, when
+//!   both have one) is the same process exec'ing: an [`Event::Exec`] on it.
+//! - Every `child_start` is a process (fork and exec at `child_start`, exit from `child_exit`,
+//!   background from `child_ready`), with or without a session of its own (hooks via sh, ssh,
+//!   editors). A child session is matched to its parent's `child_start` by pid (the parent's
+//!   `child_exit` pid = the SID's `-P` suffix), else by time (the `child_start`'s span contains
+//!   the session's start) and argv. A session inside a `child_start`'s span whose pid differs
+//!   (the child was a shell, a hook script) is that child's child. A session no `child_start`
+//!   accounts for is a child of its parent's process.
+//! - A session that writes another `exit` after its `atexit` (a detached fork: `git
+//!   maintenance run --detach`, `gc --auto`) has a forked child reported as background; what
+//!   the session writes after the first `atexit` is that child's.
+//! - A `signal` event is an exit by that signal; a session with neither `exit` nor `atexit`
+//!   (killed mid-write) has its parent's `child_exit` status (128+N when it wrote no exit: signal
+//!   N) or stays running: no guessed status.
+//!
+//! pids: the parent's `child_exit`/`child_ready` pid, else the SID's `-P<hex>` suffix, else a
+//! stand-in above `PID_MAX_LIMIT` (4194304) so it never collides with a real one; the same pid
+//! alive twice at once (streams from many hosts) gets a stand-in for the later one. Failed
+//! spawns (`child_exit` pid -1) are not processes.
+//!
+//! Times: the model's clock is UTC ns (`real_minus_mono = 0`); an event without `time` (brief
+//! streams) is placed at `version.time + t_abs`, else at the last time its session showed.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use trace2::reader::{EventReader, ReadError, ReadOptions};
+use trace2::{EventKind, ReadyState, Timestamp};
+
+use super::notes::{Clock, NoteBuilder};
+use super::{Input, InputError, InputOptions, InputStats};
+use crate::model::event::{Event, ExecDetails, ExitStatus, Pid};
+use crate::model::tracker::BackgroundState;
+use crate::sink::{Header, Summary};
+
+/// The highest pid Linux hands out (`PID_MAX_LIMIT`); stand-ins are above it.
+pub const PID_MAX_LIMIT: Pid = 4_194_304;
+
+/// A `child_start` and what its parent later said about it.
+#[derive(Debug, Clone)]
+struct Child {
+    id: i64,
+    /// Which process of the session started it (0; k for the k-th detached fork).
+    phase: usize,
+    argv: Vec<String>,
+    use_shell: bool,
+    start: u64,
+    /// `child_exit` / `child_ready` time.
+    end: Option<u64>,
+    pid: Option<Pid>,
+    code: Option<i32>,
+    ready: Option<BackgroundState>,
+    failed_spawn: bool,
+    /// git said "<cmd> died of signal N" for it (its `code` is then 128+N by a signal).
+    signal: Option<i32>,
+}
+
+/// How one process of a session ended (phase 0: the session's own process; k ≥ 1: its k-th
+/// detached fork).
+#[derive(Debug, Clone, Copy, Default)]
+struct Phase {
+    exit: Option<(u64, i32)>,
+    atexit: Option<(u64, i32)>,
+    signal: Option<(u64, i32)>,
+    /// Time of the last event of this phase.
+    last: Option<u64>,
+}
+
+/// What one SID said, kept while reading.
+#[derive(Debug, Default)]
+struct Session {
+    sid: String,
+    /// First time seen (the `version` time, or the earliest event time).
+    first: Option<u64>,
+    /// `version.time`, for brief streams' `t_abs`.
+    base: Option<Timestamp>,
+    argv: Option<Vec<String>>,
+    /// Successful `exec`s: (exec_id, time, argv).
+    execs: Vec<(i64, u64, Vec<String>)>,
+    children: Vec<Child>,
+    phases: Vec<Phase>,
+    /// The current phase is over (its `atexit` or `signal` was seen).
+    phase_closed: bool,
+    last: Option<u64>,
+    too_many_files: bool,
+    /// The last "died of signal N" error not yet given to a child_exit.
+    died_of: Option<i32>,
+}
+
+impl Session {
+    fn phase(&mut self) -> &mut Phase {
+        if self.phases.is_empty() {
+            self.phases.push(Phase::default());
+        }
+        let n = self.phases.len() - 1;
+        &mut self.phases[n]
+    }
+    fn phase_index(&self) -> usize {
+        self.phases.len().saturating_sub(1)
+    }
+}
+
+/// Git Trace2 event streams, read: an [`Input`].
+pub struct Trace2Input {
+    header: Header,
+    stats: InputStats,
+    events: Vec<Event>,
+    /// A bad line (strict mode): reported after what came before it was fed.
+    error: Option<InputError>,
+}
+
+/// What reading collects before the tree is built.
+struct Reader {
+    lenient: bool,
+    sessions: Vec<Session>,
+    by_sid: HashMap<String, usize>,
+    /// The session of the previous line.
+    last_session: Option<usize>,
+    notes: NoteBuilder,
+    /// Note slot (passed to [`NoteBuilder`] as the tgid) → (session, phase).
+    slots: Vec<(usize, usize)>,
+    slot_of: HashMap<(usize, usize), Pid>,
+    /// Notes with their slot as tgid.
+    note_events: Vec<Event>,
+    stats: InputStats,
+    error: Option<InputError>,
+}
+
+fn ns(t: Timestamp) -> u64 {
+    Clock { offset_ns: 0 }.ns(t)
+}
+
+fn secs_ns(s: f64) -> u64 {
+    if s.is_finite() && s > 0.0 {
+        (s * 1e9).round().min(u64::MAX as f64 / 2.0) as u64
+    } else {
+        0
+    }
+}
+
+fn strings(v: &[std::borrow::Cow<'_, str>]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn status_of(code: i32) -> ExitStatus {
+    ExitStatus::Code(code & 0xff)
+}
+
+fn wait_status(s: ExitStatus) -> u32 {
+    match s {
+        ExitStatus::Code(c) => ((c & 0xff) as u32) << 8,
+        ExitStatus::Signal { signal, core } => (signal & 0x7f) as u32 | if core { 0x80 } else { 0 },
+    }
+}
+
+impl Reader {
+    fn new(lenient: bool) -> Reader {
+        Reader {
+            lenient,
+            sessions: Vec::new(),
+            by_sid: HashMap::new(),
+            last_session: None,
+            notes: NoteBuilder::new(),
+            slots: Vec::new(),
+            slot_of: HashMap::new(),
+            note_events: Vec::new(),
+            stats: InputStats {
+                sessions: Some(0),
+                ..Default::default()
+            },
+            error: None,
+        }
+    }
+
+    /// Reads one stream; `name` names it in errors. Returns false when reading must stop (a
+    /// bad line in strict mode).
+    fn read<R: BufRead>(&mut self, input: R, name: &Path) -> bool {
+        self.stats.files += 1;
+        let mut r = EventReader::new(
+            input,
+            name.display().to_string(),
+            ReadOptions {
+                lenient: self.lenient,
+            },
+        );
+        let mut ok = true;
+        for rec in r.by_ref() {
+            match rec {
+                Ok(rec) => self.take(&rec.event),
+                Err(ReadError::Malformed { line, reason, .. }) => {
+                    self.error = Some(InputError::Line {
+                        path: name.to_path_buf(),
+                        line: line as u64,
+                        msg: format!("not a Trace2 event: {reason}"),
+                    });
+                    ok = false;
+                    break;
+                }
+                Err(ReadError::Io { source, .. }) => {
+                    self.error = Some(InputError::Io {
+                        path: name.to_path_buf(),
+                        source,
+                    });
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        let st = r.stats();
+        self.stats.lines += st.lines as u64;
+        self.stats.skipped_lines += st.bad_lines as u64;
+        if st.truncated_last_line {
+            self.stats.truncated += 1;
+        }
+        ok
+    }
+
+    fn slot(&mut self, session: usize, phase: usize) -> Pid {
+        if let Some(&s) = self.slot_of.get(&(session, phase)) {
+            return s;
+        }
+        let s = self.slots.len() as Pid;
+        self.slots.push((session, phase));
+        self.slot_of.insert((session, phase), s);
+        s
+    }
+
+    /// Takes one event.
+    fn take(&mut self, ev: &trace2::Event<'_>) {
+        let sid = ev.sid.as_ref();
+        // Lines mostly come in runs of one session: compare before hashing.
+        let idx = match self.last_session.filter(|&i| self.sessions[i].sid == sid) {
+            Some(i) => i,
+            None => match self.by_sid.get(sid) {
+                Some(&i) => i,
+                None => {
+                    let i = self.sessions.len();
+                    self.sessions.push(Session {
+                        sid: sid.to_string(),
+                        ..Default::default()
+                    });
+                    self.by_sid.insert(sid.to_string(), i);
+                    self.stats.sessions = Some(self.sessions.len() as u64);
+                    i
+                }
+            },
+        };
+        self.last_session = Some(idx);
+        let s = &mut self.sessions[idx];
+        if let (EventKind::Version { .. }, Some(t)) = (&ev.kind, ev.time) {
+            s.base.get_or_insert(t);
+        }
+        // When it happened: its time, version.time + t_abs (brief), or the session's last time.
+        let ts = ev
+            .time
+            .map(ns)
+            .or_else(|| Some(ns(s.base?.add_seconds(ev.t_abs?))))
+            .or(s.last);
+        if let Some(t) = ts {
+            s.first = Some(s.first.map_or(t, |f| f.min(t)));
+            s.last = Some(s.last.map_or(t, |l| l.max(t)));
+        }
+        // Lines after an atexit (or a second exit) are a detached fork's.
+        let second_exit =
+            matches!(ev.kind, EventKind::Exit { .. }) && s.phases.last().is_some_and(|p| p.exit.is_some());
+        if s.phase_closed || second_exit {
+            s.phases.push(Phase::default());
+            s.phase_closed = false;
+        }
+        s.phase();
+        let phase_idx = s.phase_index();
+        if let Some(t) = ts {
+            let ph = s.phase();
+            ph.last = Some(ph.last.map_or(t, |l| l.max(t)));
+        }
+        let t = ts.unwrap_or(0);
+        match &ev.kind {
+            EventKind::Start { argv } => {
+                s.argv.get_or_insert_with(|| strings(argv));
+            }
+            EventKind::TooManyFiles => {
+                s.too_many_files = true;
+                self.stats.too_many_files += 1;
+            }
+            EventKind::Exit { code } => {
+                s.phase().exit.get_or_insert((t, *code));
+            }
+            EventKind::Atexit { code } => {
+                s.phase().atexit.get_or_insert((t, *code));
+                s.phase_closed = true;
+            }
+            EventKind::Signal { signo } => {
+                s.phase().signal.get_or_insert((t, *signo));
+                s.phase_closed = true;
+            }
+            EventKind::ChildStart {
+                child_id,
+                argv,
+                use_shell,
+                ..
+            } => s.children.push(Child {
+                id: *child_id,
+                phase: phase_idx,
+                argv: strings(argv),
+                use_shell: *use_shell,
+                start: t,
+                end: None,
+                pid: None,
+                code: None,
+                ready: None,
+                failed_spawn: false,
+                signal: None,
+            }),
+            EventKind::ChildExit {
+                child_id,
+                pid,
+                code,
+                t_rel,
+            } => {
+                if let Some(c) = s.children.iter_mut().rev().find(|c| c.id == *child_id) {
+                    c.end = Some(ev.time.map_or(c.start.saturating_add(secs_ns(*t_rel)), ns));
+                    c.code = Some(*code);
+                    c.pid = Pid::try_from(*pid).ok().filter(|&p| p > 0);
+                    c.failed_spawn = *pid <= 0;
+                    // wait_or_whine() said the child died of a signal just before.
+                    c.signal = s.died_of.take().filter(|n| code - 128 == *n);
+                }
+            }
+            EventKind::ChildReady {
+                child_id,
+                pid,
+                ready,
+                t_rel,
+            } => {
+                if let Some(c) = s.children.iter_mut().rev().find(|c| c.id == *child_id) {
+                    c.end = Some(ev.time.map_or(c.start.saturating_add(secs_ns(*t_rel)), ns));
+                    c.pid = Pid::try_from(*pid).ok().filter(|&p| p > 0);
+                    c.ready = Some(match ready {
+                        ReadyState::Ready => BackgroundState::Ready,
+                        ReadyState::Timeout => BackgroundState::Timeout,
+                        ReadyState::Error => BackgroundState::Error,
+                    });
+                }
+            }
+            EventKind::Error { msg, fmt } => {
+                s.died_of = died_of_signal(msg.as_deref(), fmt.as_deref());
+            }
+            EventKind::Exec { exec_id, argv, .. } if phase_idx == 0 => {
+                s.execs.push((*exec_id, t, strings(argv)));
+            }
+            EventKind::ExecResult { exec_id, .. } => {
+                // The exec failed: the process goes on as it was.
+                if let Some(i) = s.execs.iter().rposition(|e| e.0 == *exec_id) {
+                    s.execs.remove(i);
+                }
+            }
+            EventKind::RegionEnter { .. }
+            | EventKind::RegionLeave { .. }
+            | EventKind::Data { .. }
+            | EventKind::DataJson { .. }
+            | EventKind::Timer { .. }
+            | EventKind::Counter { .. } => {
+                let slot = self.slot(idx, phase_idx);
+                if let Some(e) = self.notes.on_event(slot, t, ev) {
+                    self.note_events.push(e);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// N of git's `"%s died of signal %d"` error (run-command.c `wait_or_whine`).
+fn died_of_signal(msg: Option<&str>, fmt: Option<&str>) -> Option<i32> {
+    if fmt.is_some_and(|f| f != "%s died of signal %d") {
+        return None;
+    }
+    let n = msg?.rsplit_once(" died of signal ")?.1.parse::<i32>().ok()?;
+    (1..65).contains(&n).then_some(n)
+}
+
+/// A process being built from sessions.
+#[derive(Debug, Default)]
+struct Proc {
+    parent: Option<usize>,
+    /// Known real pid (from the parent's `child_exit`/`child_ready` or the SID).
+    pid: Option<Pid>,
+    fork: u64,
+    /// Execs: time and argv (the first at fork for processes started by `child_start`).
+    execs: Vec<(u64, Vec<String>)>,
+    exit: Option<(u64, ExitStatus)>,
+    /// Status the parent reported (`child_exit`), used when the process wrote no exit.
+    reported: Option<(u64, i32)>,
+    background: Option<(u64, BackgroundState)>,
+    /// Wrote a session of its own (a parent's 128+N then means signal N).
+    has_session: bool,
+    /// The parent said it died of this signal.
+    died_of: Option<i32>,
+}
+
+/// The `-P<hex>` suffix of a SID's last component (git's pid), if it has one.
+fn sid_pid(sid: &str) -> Option<Pid> {
+    let last = sid.rsplit('/').next()?;
+    let at = last.rfind("-P")?;
+    let rest = &last[at + 2..];
+    // Google's repo tool may add `-<n>`.
+    let hex = rest.split('-').next()?;
+    if hex.is_empty() || hex.len() > 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let v = u32::from_str_radix(hex, 16).ok()?;
+    Pid::try_from(v).ok().filter(|&p| p > 0 && p <= PID_MAX_LIMIT)
+}
+
+/// argv as comparable command words: `git-upload-pack x` and `/usr/bin/git upload-pack x` are
+/// both `git upload-pack x`.
+fn words(argv: &[String]) -> Vec<&str> {
+    let mut out = Vec::with_capacity(argv.len() + 1);
+    if let Some(a0) = argv.first() {
+        let base = a0.rsplit('/').next().unwrap_or(a0);
+        if let Some(sub) = base.strip_prefix("git-") {
+            out.push("git");
+            out.push(sub);
+        } else {
+            out.push(base);
+        }
+    }
+    out.extend(argv.iter().skip(1).map(|s| s.as_str()));
+    out
+}
+
+fn argv_matches(a: &[String], b: &[String]) -> bool {
+    words(a) == words(b)
+}
+
+/// What a `child_start` ran: git runs a `use_shell` command with shell syntax in it as
+/// `/bin/sh -c 'CMD "$@"' CMD ARGS...` (`prepare_shell_cmd` in run-command.c), else directly.
+fn spawned_argv(argv: &[String], use_shell: bool) -> Vec<String> {
+    const META: &[char] = &[
+        '|', '&', ';', '<', '>', '(', ')', '$', '`', '\\', '"', '\'', ' ', '\t', '\n', '*', '?', '[', '#',
+        '~', '=', '%',
+    ];
+    match argv.split_first() {
+        Some((cmd, rest)) if use_shell && cmd.contains(META) => {
+            let mut v = vec!["/bin/sh".to_string(), "-c".to_string()];
+            if rest.is_empty() {
+                v.push(cmd.clone());
+            } else {
+                v.push(format!("{cmd} \"$@\""));
+                v.push(cmd.clone());
+                v.extend(rest.iter().cloned());
+            }
+            v
+        }
+        _ => argv.to_vec(),
+    }
+}
+
+fn comm_of(argv: &[String]) -> Option<String> {
+    let a0 = argv.first()?;
+    let base = a0.rsplit('/').next().unwrap_or(a0);
+    let mut end = base.len().min(15);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(base[..end].to_string())
+}
+
+/// Events with their sort keys: (time, fork < exec < notes < background < exit, creation).
+#[derive(Default)]
+struct Items {
+    keys: Vec<(u64, u8, usize)>,
+    events: Vec<Option<Event>>,
+}
+
+/// Builds the processes and the event stream from what was read.
+fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
+    // Regions still open: closed at the end of their session (the last time it showed).
+    let by_sid = &r.by_sid;
+    let sessions = &r.sessions;
+    let closed = r
+        .notes
+        .close_all_at(|sid| by_sid.get(sid).and_then(|&i| sessions[i].last).unwrap_or(0));
+    r.note_events.extend(closed);
+    let sessions = &r.sessions;
+    let earliest = sessions.iter().filter_map(|s| s.first).min().unwrap_or(0);
+
+    // Child sessions per session, in start order; roots.
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); sessions.len()];
+    let mut roots = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        let parent = s.sid.rsplit_once('/').and_then(|(p, _)| r.by_sid.get(p).copied());
+        match parent {
+            Some(p) if p != i => kids[p].push(i),
+            _ => roots.push(i),
+        }
+    }
+    let start_of = |i: usize| sessions[i].first.unwrap_or(earliest);
+    for k in kids.iter_mut() {
+        k.sort_by_key(|&i| (start_of(i), i));
+    }
+    roots.sort_by_key(|&i| (start_of(i), i));
+
+    let mut procs: Vec<Proc> = Vec::new();
+    // (session, phase) → process.
+    let mut proc_of: HashMap<(usize, usize), usize> = HashMap::new();
+    // Work list: (session, the process it runs in, exec'd into it at this time (continuation)).
+    let mut work: Vec<(usize, usize, Option<u64>)> = Vec::new();
+    for &ri in roots.iter().rev() {
+        let s = &sessions[ri];
+        let p = procs.len();
+        procs.push(Proc {
+            pid: sid_pid(&s.sid),
+            fork: start_of(ri),
+            execs: vec![(start_of(ri), s.argv.clone().unwrap_or_default())],
+            has_session: true,
+            ..Default::default()
+        });
+        work.push((ri, p, None));
+    }
+    while let Some((si, p, exec_at)) = work.pop() {
+        let s = &sessions[si];
+        procs[p].has_session = true;
+        if let Some(t) = exec_at {
+            let argv = s.argv.clone().unwrap_or_default();
+            procs[p].execs.push((t, argv));
+        }
+        proc_of.insert((si, 0), p);
+        // The session's own end.
+        let ph0 = s.phases.first().copied().unwrap_or_default();
+        if let Some((t, sig)) = ph0.signal {
+            procs[p].exit = Some((
+                t,
+                ExitStatus::Signal {
+                    signal: sig,
+                    core: false,
+                },
+            ));
+        } else if let Some((t, code)) = ph0.atexit.or(ph0.exit) {
+            procs[p].exit = Some((t, status_of(code)));
+        }
+        // Detached forks.
+        for (k, ph) in s.phases.iter().enumerate().skip(1) {
+            let at = s.phases[k - 1]
+                .exit
+                .or(s.phases[k - 1].atexit)
+                .map(|e| e.0)
+                .or(s.phases[k - 1].last)
+                .unwrap_or(procs[p].fork);
+            let parent = proc_of.get(&(si, k - 1)).copied().unwrap_or(p);
+            let q = procs.len();
+            let exit = if let Some((t, sig)) = ph.signal {
+                Some((
+                    t,
+                    ExitStatus::Signal {
+                        signal: sig,
+                        core: false,
+                    },
+                ))
+            } else {
+                ph.atexit.or(ph.exit).map(|(t, c)| (t, status_of(c)))
+            };
+            procs.push(Proc {
+                parent: Some(parent),
+                fork: at,
+                exit,
+                background: Some((at, BackgroundState::Ready)),
+                has_session: true,
+                ..Default::default()
+            });
+            proc_of.insert((si, k), q);
+        }
+        // Children started with child_start.
+        let mut child_proc = Vec::with_capacity(s.children.len());
+        for c in &s.children {
+            if c.failed_spawn {
+                child_proc.push(None);
+                continue;
+            }
+            let parent = proc_of.get(&(si, c.phase)).copied().unwrap_or(p);
+            let q = procs.len();
+            procs.push(Proc {
+                parent: Some(parent),
+                pid: c.pid,
+                fork: c.start,
+                execs: vec![(c.start, spawned_argv(&c.argv, c.use_shell))],
+                reported: c.code.map(|code| (c.end.unwrap_or(c.start), code)),
+                background: c.ready.map(|st| (c.end.unwrap_or(c.start), st)),
+                died_of: c.signal,
+                ..Default::default()
+            });
+            child_proc.push(Some(q));
+        }
+        let mut direct_taken = vec![false; s.children.len()];
+        let starts_sorted = s.children.windows(2).all(|w| w[0].start <= w[1].start);
+        // Children by reported pid (a pid can come round again within one parent).
+        let mut children_by_pid: HashMap<Pid, Vec<usize>> = HashMap::new();
+        for (k, c) in s.children.iter().enumerate() {
+            if let Some(pid) = c.pid {
+                children_by_pid.entry(pid).or_default().push(k);
+            }
+        }
+        let mut execs_used = vec![false; s.execs.len()];
+        let own_pid = sid_pid(&s.sid);
+        for &ci in &kids[si] {
+            let c = &sessions[ci];
+            let cstart = start_of(ci);
+            let cpid = sid_pid(&c.sid);
+            // An exec of this session's process.
+            let exec = s.execs.iter().enumerate().rev().find(|(i, e)| {
+                !execs_used[*i]
+                    && e.1 <= cstart
+                    && match (own_pid, cpid) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+            });
+            if let Some((i, e)) = exec {
+                execs_used[i] = true;
+                work.push((ci, p, Some(e.1)));
+                continue;
+            }
+            // The child_start it came from: by pid, else by time and argv.
+            let by_pid = cpid.and_then(|cp| {
+                let ks = children_by_pid.get_mut(&cp)?;
+                let at = ks
+                    .iter()
+                    .position(|&k| !direct_taken[k] && child_proc[k].is_some())?;
+                Some(ks.remove(at))
+            });
+            if let Some(k) = by_pid {
+                direct_taken[k] = true;
+                let q = child_proc[k].unwrap_or(p);
+                let shell = s.children[k].use_shell
+                    || !argv_matches(&s.children[k].argv, c.argv.as_deref().unwrap_or(&[]));
+                if shell {
+                    // A shell (or hook script) that exec'd the command.
+                    work.push((ci, q, Some(cstart.max(s.children[k].start))));
+                } else {
+                    if let Some(a) = &c.argv {
+                        procs[q].execs[0].1 = a.clone();
+                    }
+                    work.push((ci, q, None));
+                }
+                continue;
+            }
+            let covers = |k: usize| {
+                let ch = &s.children[k];
+                child_proc[k].is_some() && ch.start <= cstart && ch.end.is_none_or(|e| cstart <= e)
+            };
+            let cargv = c.argv.as_deref().unwrap_or(&[]);
+            // Only children started by then can contain it (children are in start order,
+            // almost always: then a binary search keeps this linear overall).
+            let hi = if starts_sorted {
+                s.children.partition_point(|ch| ch.start <= cstart)
+            } else {
+                s.children.len()
+            };
+            let direct = (0..hi).rev().find(|&k| {
+                covers(k)
+                    && !direct_taken[k]
+                    && argv_matches(&s.children[k].argv, cargv)
+                    && match (s.children[k].pid, cpid) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+            });
+            if let Some(k) = direct {
+                direct_taken[k] = true;
+                let q = child_proc[k].unwrap_or(p);
+                if let Some(a) = &c.argv {
+                    procs[q].execs[0].1 = a.clone();
+                }
+                // No child_exit (the parent died first): the SID knows the pid.
+                procs[q].pid = procs[q].pid.or(cpid);
+                work.push((ci, q, None));
+                continue;
+            }
+            // Inside a child's span but another process: that child's child (via a shell, a
+            // hook script). Otherwise a child of this process no child_start reported.
+            let parent = (0..hi)
+                .rev()
+                .find(|&k| covers(k))
+                .and_then(|k| child_proc[k])
+                .unwrap_or(p);
+            let q = procs.len();
+            procs.push(Proc {
+                parent: Some(parent),
+                pid: cpid,
+                fork: cstart,
+                execs: vec![(cstart, c.argv.clone().unwrap_or_default())],
+                has_session: true,
+                ..Default::default()
+            });
+            work.push((ci, q, None));
+        }
+        // Execs with no session after them: the process runs something else now.
+        for (i, e) in s.execs.iter().enumerate() {
+            if !execs_used[i] {
+                procs[p].execs.push((e.1, e.2.clone()));
+            }
+        }
+    }
+
+    // Ends the sessions did not write: what the parent reported.
+    for pr in procs.iter_mut() {
+        if pr.exit.is_none() {
+            if let Some((t, code)) = pr.reported {
+                let st = if let Some(signal) = pr.died_of {
+                    ExitStatus::Signal { signal, core: false }
+                } else if pr.has_session && code > 128 && code < 128 + 65 {
+                    ExitStatus::Signal {
+                        signal: code - 128,
+                        core: false,
+                    }
+                } else {
+                    status_of(code)
+                };
+                pr.exit = Some((t, st));
+            }
+        }
+    }
+    // Times consistent: a child forks after its parent, execs and exits after its fork.
+    for i in 0..procs.len() {
+        if let Some(par) = procs[i].parent {
+            if par < i {
+                procs[i].fork = procs[i].fork.max(procs[par].fork);
+            }
+        }
+        let f = procs[i].fork;
+        let mut last = f;
+        for e in procs[i].execs.iter_mut() {
+            e.0 = e.0.max(last);
+            last = e.0;
+        }
+        if let Some(x) = procs[i].exit.as_mut() {
+            x.0 = x.0.max(last);
+        }
+        let exit = procs[i].exit.map(|x| x.0);
+        if let Some(b) = procs[i].background.as_mut() {
+            // Released before it ended (a stream saying otherwise contradicts itself).
+            b.0 = b.0.max(f).min(exit.unwrap_or(u64::MAX));
+        }
+    }
+    // pids: known ones unless the same pid is alive twice at once; stand-ins otherwise.
+    let mut order: Vec<usize> = (0..procs.len()).collect();
+    order.sort_by_key(|&i| (procs[i].pid, procs[i].fork, i));
+    let mut next_standin = PID_MAX_LIMIT + 1;
+    let mut pid_of = vec![0; procs.len()];
+    let mut prev: Option<(Pid, u64)> = None;
+    for &i in &order {
+        let end = procs[i].exit.map_or(u64::MAX, |x| x.0);
+        let pid = match procs[i].pid {
+            Some(pid) if prev.is_none_or(|(pp, pend)| pp != pid || pend < procs[i].fork) => {
+                prev = Some((pid, end));
+                Some(pid)
+            }
+            _ => None,
+        };
+        pid_of[i] = pid.unwrap_or_else(|| {
+            let s = next_standin;
+            next_standin = next_standin.saturating_add(1);
+            s
+        });
+    }
+
+    // The events, in time order: fork < exec < notes < background < exit at equal times,
+    // parents before children (creation order).
+    // Sorted as small keys, the events moved once (events are large).
+    let mut items: Items = Items::default();
+    let push = |items: &mut Items, ts: u64, prio: u8, e: Event| {
+        items.keys.push((ts, prio, items.events.len()));
+        items.events.push(Some(e));
+    };
+    // Parents are created before their children (a parent's index is smaller), so one pass
+    // gives every depth; feeding by depth puts a parent's fork before its children's at equal
+    // times.
+    let mut depth = vec![0usize; procs.len()];
+    for i in 0..procs.len() {
+        if let Some(p) = procs[i].parent.filter(|&p| p < i) {
+            depth[i] = depth[p] + 1;
+        }
+    }
+    let mut by_depth: Vec<usize> = (0..procs.len()).collect();
+    by_depth.sort_by_key(|&i| (depth[i], i));
+    for &i in &by_depth {
+        let pr = &procs[i];
+        let pid = pid_of[i];
+        let ppid = pr.parent.map_or(0, |p| pid_of[p]);
+        push(
+            &mut items,
+            pr.fork,
+            0,
+            Event::Fork {
+                ts: pr.fork,
+                parent_tgid: ppid,
+                child_pid: pid,
+                child_tgid: pid,
+            },
+        );
+        for (t, argv) in &pr.execs {
+            push(&mut items, *t, 1, Event::Exec { ts: *t, tgid: pid });
+            push(
+                &mut items,
+                *t,
+                1,
+                Event::ExecDetails {
+                    tgid: pid,
+                    details: ExecDetails {
+                        comm: comm_of(argv),
+                        argv: Some(argv.clone()),
+                        ..Default::default()
+                    },
+                },
+            );
+        }
+        if let Some((t, state)) = pr.background {
+            push(
+                &mut items,
+                t,
+                3,
+                Event::Background {
+                    ts: t,
+                    tgid: pid,
+                    state,
+                    report: true,
+                },
+            );
+        }
+        if let Some((t, st)) = pr.exit {
+            push(
+                &mut items,
+                t,
+                4,
+                Event::Exit {
+                    ts: t,
+                    pid,
+                    tgid: pid,
+                    status: wait_status(st),
+                    parent_tgid: ppid,
+                },
+            );
+        }
+    }
+    for mut e in std::mem::take(&mut r.note_events) {
+        let slot = match &e {
+            Event::Region { tgid, .. } | Event::Data { tgid, .. } => *tgid,
+            _ => continue,
+        };
+        let Some(&(si, ph)) = usize::try_from(slot).ok().and_then(|s| r.slots.get(s)) else {
+            continue;
+        };
+        let Some(&p) = proc_of.get(&(si, ph)).or_else(|| proc_of.get(&(si, 0))) else {
+            continue;
+        };
+        let fork = procs[p].fork;
+        let pid = pid_of[p];
+        let ts = match &mut e {
+            Event::Region { tgid, region } => {
+                *tgid = pid;
+                region.ts = region.ts.max(fork);
+                region.end = region.end.max(region.ts);
+                region.end
+            }
+            Event::Data { tgid, data } => {
+                *tgid = pid;
+                data.ts = data.ts.max(fork);
+                data.ts
+            }
+            _ => continue,
+        };
+        push(&mut items, ts, 2, e);
+    }
+    items.keys.sort_unstable();
+    let mut events = Vec::with_capacity(items.keys.len() + 1);
+    let root_procs: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
+    if let [only] = root_procs[..] {
+        events.push(Event::Root { tgid: pid_of[only] });
+    }
+    let Items {
+        keys,
+        events: mut all,
+    } = items;
+    events.extend(
+        keys.into_iter()
+            .filter_map(|(_, _, i)| all.get_mut(i).and_then(Option::take)),
+    );
+    (events, earliest, r.stats, r.error)
+}
+
+impl Trace2Input {
+    /// Reads Trace2 event files and target directories (every regular file in them, in name
+    /// order). A path that cannot be read is an error; a bad line is one too (strict mode),
+    /// reported by [`feed_all`](Input::feed_all) after what came before it.
+    pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Trace2Input, InputError> {
+        let mut r = Reader::new(opts.lenient);
+        let mut seen = std::collections::HashSet::new();
+        'paths: for path in paths {
+            let io = |source| InputError::Io {
+                path: path.clone(),
+                source,
+            };
+            let meta = std::fs::metadata(path).map_err(io)?;
+            let files = if meta.is_dir() {
+                let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                    .map_err(io)?
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .map(|e| e.path())
+                    .collect();
+                files.sort();
+                files
+            } else {
+                vec![path.clone()]
+            };
+            for f in files {
+                // A file named twice (a directory and a file in it) is read once: its lines
+                // twice would look like a second run of every session in it.
+                if !seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
+                    continue;
+                }
+                let file = std::fs::File::open(&f).map_err(|source| InputError::Io {
+                    path: f.clone(),
+                    source,
+                })?;
+                r.stats.bytes += file.metadata().map(|m| m.len()).unwrap_or(0);
+                if !r.read(std::io::BufReader::with_capacity(256 << 10, file), &f) {
+                    break 'paths;
+                }
+            }
+        }
+        Ok(Trace2Input::finish(r, paths, opts))
+    }
+
+    /// Reads one stream from memory or any reader (`name` names it in errors and the header).
+    /// Never fails here and never panics: a bad line is reported by [`feed_all`](Input::feed_all).
+    pub fn from_reader<R: BufRead>(input: R, name: &Path, opts: &InputOptions) -> Trace2Input {
+        let mut r = Reader::new(opts.lenient);
+        let mut counted = CountingReader { inner: input, n: 0 };
+        r.read(&mut counted, name);
+        r.stats.bytes += counted.n;
+        Trace2Input::finish(r, &[name.to_path_buf()], opts)
+    }
+
+    fn finish(r: Reader, paths: &[PathBuf], opts: &InputOptions) -> Trace2Input {
+        let (events, earliest, stats, error) = build(r);
+        Trace2Input {
+            header: opts.fallback_header(paths, earliest, 0),
+            stats,
+            events,
+            error,
+        }
+    }
+}
+
+struct CountingReader<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: BufRead> std::io::Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingReader<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.n += amt as u64;
+        self.inner.consume(amt)
+    }
+}
+
+impl Input for Trace2Input {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+        for e in std::mem::take(&mut self.events) {
+            feed(&e);
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn recorded_summary(&self) -> Option<&Summary> {
+        None
+    }
+
+    fn stats(&self) -> InputStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+
+    /// One event line: `{"event":E,"sid":S,"thread":"main","time":T,...rest}`.
+    fn line(ev: &str, sid: &str, time: Option<&str>, rest: &str) -> String {
+        let time = time
+            .map(|t| format!(",\"time\":\"2026-11-30T10:00:{t}Z\""))
+            .unwrap_or_default();
+        let rest = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(",{rest}")
+        };
+        format!("{{\"event\":\"{ev}\",\"sid\":\"{sid}\",\"thread\":\"main\"{time}{rest}}}\n")
+    }
+
+    fn read(text: &[u8], lenient: bool) -> (Trace2Input, Vec<Event>, Result<(), InputError>) {
+        let opts = InputOptions { lenient, tool: None };
+        let mut input = Trace2Input::from_reader(text, Path::new("mem"), &opts);
+        let mut events = Vec::new();
+        let r = input.feed_all(&mut |e| events.push(e.clone()));
+        (input, events, r)
+    }
+
+    /// pid, ppid, argv of the last exec, exit status, background.
+    type Row = (Pid, Pid, Vec<String>, Option<ExitStatus>, bool);
+
+    /// The events through the tracker, one row per process by pid.
+    fn model(events: &[Event]) -> Vec<Row> {
+        let mut t = Tracker::new(TrackerOptions {
+            scope: Scope::All,
+            retain_exited: true,
+            want_details: true,
+        });
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        let mut out = Vec::new();
+        let mut stack: Vec<_> = t.roots().to_vec();
+        while let Some(id) = stack.pop() {
+            let r = t.get(id).unwrap();
+            out.push((
+                r.pid,
+                r.ppid,
+                r.argv().map(|a| a.to_vec()).unwrap_or_default(),
+                r.exit.and_then(|x| x.status),
+                r.background.is_some(),
+            ));
+            stack.extend(r.children.iter().copied());
+        }
+        out.sort_by_key(|p| p.0);
+        out
+    }
+
+    const A: &str = "20261130T100000.000000Z-H0a7c9cdf-P00000064"; // pid 100
+    const B: &str = "20261130T100000.100000Z-H0a7c9cdf-P000000c8"; // pid 200
+
+    #[test]
+    fn parent_child_by_pid_and_interleaved_lines() {
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"2.47.3""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.00001,"argv":["git","fetch"]"#,
+        );
+        s += &line(
+            "child_start",
+            A,
+            Some("00.050000"),
+            r#""child_id":0,"child_class":"?","use_shell":false,"argv":["git","index-pack"]"#,
+        );
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"2.47.3""#);
+        s += &line(
+            "start",
+            &b,
+            Some("00.100010"),
+            r#""t_abs":0.00001,"argv":["/usr/lib/git-core/git","index-pack"]"#,
+        );
+        s += &line(
+            "region_enter",
+            &b,
+            Some("00.110000"),
+            r#""nesting":1,"category":"pack","label":"write""#,
+        );
+        s += &line(
+            "region_leave",
+            &b,
+            Some("00.120000"),
+            r#""t_rel":0.01,"nesting":1,"category":"pack","label":"write""#,
+        );
+        s += &line("exit", &b, Some("00.130000"), r#""t_abs":0.03,"code":0"#);
+        s += &line("atexit", &b, Some("00.130001"), r#""t_abs":0.03,"code":0"#);
+        s += &line(
+            "child_exit",
+            A,
+            Some("00.140000"),
+            r#""child_id":0,"pid":200,"code":0,"t_rel":0.09"#,
+        );
+        // A hook via sh: no session of its own.
+        s += &line(
+            "child_start",
+            A,
+            Some("00.150000"),
+            r#""child_id":1,"child_class":"hook","hook_name":"post-x","use_shell":false,"argv":[".git/hooks/post-x"]"#,
+        );
+        s += &line(
+            "child_exit",
+            A,
+            Some("00.160000"),
+            r#""child_id":1,"pid":300,"code":3,"t_rel":0.01"#,
+        );
+        s += &line("exit", A, Some("00.200000"), r#""t_abs":0.2,"code":1"#);
+        s += &line("atexit", A, Some("00.200001"), r#""t_abs":0.2,"code":1"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().sessions, Some(2));
+        assert_eq!(events[0], Event::Root { tgid: 100 });
+        let m = model(&events);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!((m[0].0, m[0].1, m[0].3), (100, 0, Some(ExitStatus::Code(1))));
+        assert_eq!((m[1].0, m[1].1, m[1].3), (200, 100, Some(ExitStatus::Code(0))));
+        assert_eq!(m[1].2, vec!["/usr/lib/git-core/git", "index-pack"]);
+        assert_eq!((m[2].0, m[2].1, m[2].3), (300, 100, Some(ExitStatus::Code(3))));
+        // The region is on index-pack's process, at its times.
+        let region = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Region { tgid, region } => Some((*tgid, region.end - region.ts)),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(region, (200, 10_000_000));
+        // Fed in time order.
+        let ts: Vec<u64> = events.iter().filter_map(|e| e.ts()).collect();
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    }
+
+    #[test]
+    fn second_exit_after_atexit_is_a_detached_fork() {
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["git","maintenance","run","--detach"]"#,
+        );
+        s += &line(
+            "region_enter",
+            A,
+            Some("00.010000"),
+            r#""nesting":1,"category":"maintenance","label":"detach""#,
+        );
+        s += &line("exit", A, Some("00.020000"), r#""t_abs":0.02,"code":0"#);
+        s += &line("atexit", A, Some("00.020001"), r#""t_abs":0.02,"code":0"#);
+        s += &line(
+            "region_leave",
+            A,
+            Some("00.500000"),
+            r#""t_rel":0.49,"nesting":1,"category":"maintenance","label":"detach""#,
+        );
+        s += &line("exit", A, Some("00.600000"), r#""t_abs":0.6,"code":0"#);
+        s += &line("atexit", A, Some("00.600001"), r#""t_abs":0.6,"code":0"#);
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let m = model(&events);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!((m[0].0, m[0].4), (100, false));
+        let fork = &m[1];
+        assert!(fork.0 > PID_MAX_LIMIT, "a stand-in pid: {fork:?}");
+        assert_eq!((fork.1, fork.3, fork.4), (100, Some(ExitStatus::Code(0)), true));
+        // The region left by the daemon is the daemon's.
+        let tgid = events.iter().find_map(|e| match e {
+            Event::Region { tgid, .. } => Some(*tgid),
+            _ => None,
+        });
+        assert_eq!(tgid, Some(fork.0));
+    }
+
+    #[test]
+    fn child_ready_is_a_background_child() {
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["git","fsmonitor--daemon","start"]"#,
+        );
+        s += &line(
+            "child_start",
+            A,
+            Some("00.010000"),
+            r#""child_id":0,"child_class":"background","use_shell":false,"argv":["git","fsmonitor--daemon","run"]"#,
+        );
+        s += &line(
+            "child_ready",
+            A,
+            Some("00.120000"),
+            r#""child_id":0,"pid":300,"ready":"timeout","t_rel":0.11"#,
+        );
+        s += &line("exit", A, Some("00.130000"), r#""t_abs":0.13,"code":0"#);
+        s += &line("atexit", A, Some("00.130001"), r#""t_abs":0.13,"code":0"#);
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert!(
+            events.contains(&Event::Background {
+                ts: 1_796_032_800_120_000_000,
+                tgid: 300,
+                state: BackgroundState::Timeout,
+                report: true
+            }),
+            "{events:#?}"
+        );
+        let m = model(&events);
+        assert_eq!(m.len(), 2);
+        // Still running: git never learns how it ends.
+        assert_eq!((m[1].0, m[1].1, m[1].3, m[1].4), (300, 100, None, true));
+    }
+
+    #[test]
+    fn exec_then_nested_session_is_one_process() {
+        let a2 = format!("{A}/20261130T100000.300000Z-H0a7c9cdf-P00000064");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            A,
+            Some("00.000010"),
+            r#""t_abs":0.0,"argv":["test-tool","trace2","005exec","version"]"#,
+        );
+        s += &line(
+            "exec",
+            A,
+            Some("00.200000"),
+            r#""exec_id":0,"exe":"git","argv":["git","version"]"#,
+        );
+        s += &line("version", &a2, Some("00.300000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            &a2,
+            Some("00.300010"),
+            r#""t_abs":0.0,"argv":["git","version"]"#,
+        );
+        s += &line("exit", &a2, Some("00.400000"), r#""t_abs":0.1,"code":0"#);
+        s += &line("atexit", &a2, Some("00.400001"), r#""t_abs":0.1,"code":0"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().sessions, Some(2));
+        let m = model(&events);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(
+            (m[0].0, m[0].2.clone(), m[0].3),
+            (
+                100,
+                vec!["git".to_string(), "version".into()],
+                Some(ExitStatus::Code(0))
+            )
+        );
+        let execs = events.iter().filter(|e| matches!(e, Event::Exec { .. })).count();
+        assert_eq!(execs, 2);
+    }
+
+    #[test]
+    fn truncated_session_stays_running_and_missing_parent_is_a_root() {
+        // The parent's file is missing: B's parent SID is not in the input.
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "start",
+            &b,
+            Some("00.100010"),
+            r#""t_abs":0.0,"argv":["git","gc"]"#,
+        );
+        s += &line(
+            "region_enter",
+            &b,
+            Some("00.110000"),
+            r#""nesting":1,"category":"gc","label":"repack""#,
+        );
+        s += r#"{"event":"region_leave","sid":"x","thr"#;
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().truncated, 1);
+        let m = model(&events);
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].0, m[0].1, m[0].3), (200, 0, None));
+        // The open region is closed at the last time seen.
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Region { tgid: 200, .. }))
+        );
+    }
+
+    #[test]
+    fn brief_mode_times_from_version_and_t_abs() {
+        let b = format!("{A}/{B}");
+        let mut s = String::new();
+        s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+        s += &line("start", A, None, r#""t_abs":0.000010,"argv":["git","x"]"#);
+        s += &line(
+            "child_start",
+            A,
+            None,
+            r#""child_id":0,"child_class":"?","use_shell":false,"argv":["git","y"]"#,
+        );
+        s += &line("version", &b, Some("00.100000"), r#""evt":"4","exe":"x""#);
+        s += &line("start", &b, None, r#""t_abs":0.00001,"argv":["git","y"]"#);
+        s += &line("exit", &b, None, r#""t_abs":0.05,"code":2"#);
+        s += &line("atexit", &b, Some("00.150001"), r#""t_abs":0.05,"code":2"#);
+        s += &line(
+            "child_exit",
+            A,
+            None,
+            r#""child_id":0,"pid":200,"code":2,"t_rel":0.2"#,
+        );
+        s += &line("exit", A, None, r#""t_abs":0.5,"code":2"#);
+        s += &line("atexit", A, Some("00.500001"), r#""t_abs":0.5,"code":2"#);
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let t0 = input.header().ts;
+        let m = model(&events);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[1].0, m[1].1, m[1].3), (200, 100, Some(ExitStatus::Code(2))));
+        let exit_of = |pid| {
+            events.iter().find_map(|e| match e {
+                Event::Exit { ts, tgid, .. } if *tgid == pid => Some(ts - t0),
+                _ => None,
+            })
+        };
+        assert_eq!(exit_of(100), Some(500_001_000));
+        assert_eq!(exit_of(200), Some(150_001_000));
+    }
+
+    #[test]
+    fn non_utf8_bad_lines_strict_and_lenient() {
+        let mut s = Vec::new();
+        s.extend(line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#).bytes());
+        s.extend(b"{\"event\":\"start\",\"sid\":\"".iter());
+        s.extend(A.bytes());
+        s.extend(b"\",\"thread\":\"main\",\"t_abs\":0.1,\"argv\":[\"git\",\"caf\xe9\xff\"]}\n");
+        s.extend(b"not json\n");
+        s.extend(line("exit", A, Some("00.100000"), r#""t_abs":0.1,"code":0"#).bytes());
+        let (_, events, r) = read(&s, false);
+        match r {
+            Err(InputError::Line { path, line, .. }) => assert_eq!((path, line), (PathBuf::from("mem"), 3)),
+            other => panic!("{other:?}"),
+        }
+        // What came before the bad line was fed: the process, running.
+        let m = model(&events);
+        assert_eq!((m.len(), m[0].3), (1, None));
+        assert!(m[0].2[1].starts_with("caf"));
+        let (input, events, r) = read(&s, true);
+        r.unwrap();
+        assert_eq!(input.stats().skipped_lines, 1);
+        assert_eq!(model(&events)[0].3, Some(ExitStatus::Code(0)));
+    }
+
+    #[test]
+    fn same_pid_alive_twice_gets_a_stand_in_and_sid_parts_are_opaque() {
+        let mut s = String::new();
+        for (sid, t) in [
+            ("hostA-P00000064", "00.0"),
+            ("hostB-P00000064", "00.1"),
+            ("{opaque guid}", "00.2"),
+        ] {
+            s += &line("version", sid, Some(t), r#""evt":"4","exe":"x""#);
+            s += &line("start", sid, Some(t), r#""t_abs":0.0,"argv":["git","x"]"#);
+        }
+        let (_, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        let m = model(&events);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0].0, 100);
+        assert!(m[1].0 > PID_MAX_LIMIT && m[2].0 > PID_MAX_LIMIT && m[1].0 != m[2].0);
+        assert!(!events.iter().any(|e| matches!(e, Event::Root { .. })));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let seed = {
+            let mut s = String::new();
+            s += &line("version", A, Some("00.000000"), r#""evt":"4","exe":"x""#);
+            s += &line("child_start", A, None, r#""child_id":0,"argv":["git","y"]"#);
+            s += &line("exit", &format!("{A}/{A}"), None, r#""code":1"#);
+            s += &line(
+                "child_exit",
+                A,
+                None,
+                r#""child_id":0,"pid":-1,"code":-1,"t_rel":1e300"#,
+            );
+            s.into_bytes()
+        };
+        for _ in 0..2000 {
+            let mut b = seed.clone();
+            for _ in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x as usize) % b.len();
+                b[i] = (x >> 32) as u8;
+            }
+            let _ = read(&b, true);
+            let _ = read(&b, false);
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        const SIDS: [&str; 6] = [
+            "a-P00000064",
+            "a-P00000064/b-P000000c8",
+            "a-P00000064/c-P000000c9",
+            "a-P00000064/b-P000000c8/d-P0000012c",
+            "a-P00000064/b-P000000c8/e-P000000c8",
+            "x/y",
+        ];
+
+        /// One arbitrary event line of a small world of sessions.
+        fn event_line() -> impl Strategy<Value = String> {
+            (0..SIDS.len(), 0..14u8, 0..3i64, 0..400u32, 0..5u8, any::<bool>(), 0..=1u8).prop_map(
+                |(s, kind, id, t, pid, brief, thread)| {
+                    let sid = SIDS[s];
+                    let time = if brief { None } else { Some(format!("{:02}.{:06}", t / 100, (t % 100) * 10_000)) };
+                    let pid = [100, 200, 201, 300, -1][pid as usize];
+                    let thread = ["main", "th01:x"][thread as usize];
+                    let t_abs = f64::from(t) / 100.0;
+                    let (ev, rest) = match kind {
+                        0 => ("version", r#""evt":"4","exe":"x""#.to_string()),
+                        1 => ("start", format!(r#""t_abs":{t_abs},"argv":["git","c{id}"]"#)),
+                        2 => ("exit", format!(r#""t_abs":{t_abs},"code":{id}"#)),
+                        3 => ("atexit", format!(r#""t_abs":{t_abs},"code":{id}"#)),
+                        4 => ("signal", format!(r#""t_abs":{t_abs},"signo":{}"#, 13 + id)),
+                        5 => ("child_start", format!(r#""child_id":{id},"child_class":"?","use_shell":{brief},"argv":["git","c{id}"]"#)),
+                        6 => ("child_exit", format!(r#""child_id":{id},"pid":{pid},"code":{},"t_rel":0.01"#, 128 + 15 * id)),
+                        7 => ("child_ready", format!(r#""child_id":{id},"pid":{pid},"ready":"ready","t_rel":0.01"#)),
+                        8 => ("exec", format!(r#""exec_id":{id},"argv":["git","e{id}"]"#)),
+                        9 => ("exec_result", format!(r#""exec_id":{id},"code":2"#)),
+                        10 => ("region_enter", format!(r#""nesting":{},"category":"c","label":"l{id}""#, id + 1)),
+                        11 => ("region_leave", format!(r#""t_rel":0.001,"nesting":{},"category":"c","label":"l{id}""#, id + 1)),
+                        12 => ("data", format!(r#""t_abs":{t_abs},"t_rel":0.0,"nesting":1,"category":"c","key":"k","value":"{id}""#)),
+                        _ => ("too_many_files", String::new()),
+                    };
+                    let time = time.map(|t| format!(",\"time\":\"2026-11-30T10:00:{t}Z\"")).unwrap_or_default();
+                    let rest = if rest.is_empty() { rest } else { format!(",{rest}") };
+                    format!("{{\"event\":\"{ev}\",\"sid\":\"{sid}\",\"thread\":\"{thread}\"{time}{rest}}}\n")
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// Whatever the streams say, the events make sense to the model: fed in time
+            /// order, a process forks before anything else about it, never forks while alive,
+            /// and every note lands on a process.
+            #[test]
+            fn streams_become_consistent_events(lines in proptest::collection::vec(event_line(), 0..40), cut in 0..8usize) {
+                let mut text = lines.concat().into_bytes();
+                text.truncate(text.len().saturating_sub(cut));
+                let (_, events, r) = read(&text, false);
+                prop_assert!(r.is_ok());
+                let mut last = 0;
+                let mut alive = std::collections::HashSet::new();
+                let mut seen = std::collections::HashSet::new();
+                for e in &events {
+                    if let Some(ts) = e.ts() {
+                        if !matches!(e, Event::Region { .. }) {
+                            prop_assert!(ts >= last, "{e:?} before {last}");
+                            last = ts;
+                        }
+                    }
+                    match e {
+                        Event::Fork { child_tgid, .. } => {
+                            prop_assert!(alive.insert(*child_tgid), "{child_tgid} forked while alive");
+                            seen.insert(*child_tgid);
+                        }
+                        Event::Exit { tgid, .. } => prop_assert!(alive.remove(tgid)),
+                        Event::Exec { tgid, .. } | Event::ExecDetails { tgid, .. } | Event::Background { tgid, .. } => {
+                            prop_assert!(alive.contains(tgid))
+                        }
+                        Event::Region { tgid, .. } | Event::Data { tgid, .. } => prop_assert!(seen.contains(tgid)),
+                        _ => {}
+                    }
+                }
+                let m = model(&events);
+                prop_assert_eq!(model_stats(&events).notes_unmatched, 0);
+                prop_assert!(m.iter().all(|p| p.0 > 0));
+            }
+
+            #[test]
+            fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+                let _ = read(&bytes, true);
+                let _ = read(&bytes, false);
+            }
+        }
+
+        fn model_stats(events: &[Event]) -> crate::model::tracker::TrackerStats {
+            let mut t = Tracker::new(TrackerOptions {
+                scope: Scope::All,
+                retain_exited: true,
+                want_details: true,
+            });
+            let mut facts = Vec::new();
+            for e in events {
+                t.apply(e, &mut facts);
+            }
+            t.stats()
+        }
+    }
+}
