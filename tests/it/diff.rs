@@ -280,3 +280,68 @@ fn diff_help_has_examples_and_bad_thresholds_are_usage_errors() {
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("/nonexistent/old.cap"), "{}", stderr(&out));
 }
+
+/// Runs `script` under `sh` in `repo` with git's Trace2 event target at `target` (a file or a
+/// directory), git's own configuration only from the repository.
+fn git_session(repo: &Path, target: &str, script: &str) {
+    let st = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(repo)
+        .env("GIT_TRACE2_EVENT", target)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_PARENT_SID")
+        .status()
+        .unwrap();
+    assert!(st.success(), "{script}");
+}
+
+/// git's own Trace2 streams (a target directory before, a file after) as diff's inputs: an
+/// alias made slower, a command that fails now, one added and one removed, all named; the
+/// command run in both and unchanged is not.
+#[test]
+fn diff_of_git_trace2_streams_names_the_slower_failed_new_and_gone_commands() {
+    let repo = tmp("repo");
+    let repo = Path::new(&repo);
+    std::fs::create_dir_all(repo).unwrap();
+    let setup = "git init -q . && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m one";
+    git_session(repo, "/dev/null", setup);
+    let old = tmp("old-t2");
+    std::fs::create_dir_all(&old).unwrap();
+    git_session(
+        repo,
+        &old,
+        "git config alias.nap '!sleep 0.05' && git status >/dev/null && git nap && git rev-parse HEAD >/dev/null && git log -1 >/dev/null",
+    );
+    let new = tmp("new.t2.json");
+    git_session(
+        repo,
+        &new,
+        "git config alias.nap '!sleep 0.8' && git status >/dev/null && git nap && git branch -q feature && (git log --no-such-option 2>/dev/null; true)",
+    );
+    let out = diff(&["--json", &old, &new]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        list(&v, "slower").first().map(String::as_str),
+        Some("git nap"),
+        "{v:#}"
+    );
+    let failed = list(&v, "failed");
+    assert_eq!(failed, ["git log --no-such-option"], "{v:#}");
+    assert_eq!(v["failed"][0]["status"]["code"], 128);
+    let new_list = list(&v, "new");
+    assert!(
+        new_list.contains(&"git branch -q feature".to_string()),
+        "{new_list:?}"
+    );
+    let gone = list(&v, "gone");
+    assert!(gone.contains(&"git rev-parse HEAD".to_string()), "{gone:?}");
+    assert!(gone.contains(&"git log -1".to_string()), "{gone:?}");
+    for k in ["new", "gone", "failed", "slower", "faster"] {
+        assert!(
+            !list(&v, k).iter().any(|a| a == "git status"),
+            "git status is in {k}: {v:#}"
+        );
+    }
+}
