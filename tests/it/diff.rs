@@ -298,7 +298,7 @@ fn git_session(repo: &Path, target: &str, script: &str) {
 
 /// git's own Trace2 streams (a target directory before, a file after) as diff's inputs: an
 /// alias made slower, a command that fails now, one added and one removed, all named; the
-/// command run in both and unchanged is not.
+/// command run in both and unchanged is matched.
 #[test]
 fn diff_of_git_trace2_streams_names_the_slower_failed_new_and_gone_commands() {
     let repo = tmp("repo");
@@ -338,7 +338,8 @@ fn diff_of_git_trace2_streams_names_the_slower_failed_new_and_gone_commands() {
     let gone = list(&v, "gone");
     assert!(gone.contains(&"git rev-parse HEAD".to_string()), "{gone:?}");
     assert!(gone.contains(&"git log -1".to_string()), "{gone:?}");
-    for k in ["new", "gone", "failed", "slower", "faster"] {
+    // Matched across the runs (its time may vary on a loaded machine: not checked).
+    for k in ["new", "gone", "failed"] {
         assert!(
             !list(&v, k).iter().any(|a| a == "git status"),
             "git status is in {k}: {v:#}"
