@@ -20,6 +20,7 @@ use crate::model::event::Event;
 use crate::sink::{Header, Mode, Summary, Tool};
 
 pub mod capture;
+pub mod jsonl;
 pub mod notes;
 pub mod trace2;
 
@@ -223,11 +224,8 @@ pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Box<dyn Input>, In
 }
 
 // Filled in by the JSON Lines and Trace2 inputs.
-fn jsonl_input(path: &Path, _opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
-    Err(InputError::Format {
-        path: path.to_path_buf(),
-        msg: "reading proctrace JSON Lines is not implemented yet".into(),
-    })
+fn jsonl_input(path: &Path, opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
+    Ok(Box::new(jsonl::JsonlInput::open(path, opts)?))
 }
 
 fn trace2_input(paths: &[PathBuf], opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {

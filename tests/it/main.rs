@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod common;
+mod analyze_jsonl;
 mod analyze_trace2;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;

@@ -69,6 +69,58 @@ pub struct Member {
 
 const MAX_DEPTH: usize = 128;
 
+/// The first `"` or `\\` in `b`: a plain loop for the short strings most are, then eight bytes
+/// at a time (SWAR) for long ones (argv, paths). No dependency for this one search.
+fn memchr2(x: u8, y: u8, b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let has = |w: u64, c: u8| {
+        let v = w ^ (LO * c as u64);
+        v.wrapping_sub(LO) & !v & HI
+    };
+    let mut i = 0;
+    while i < b.len() && i < 16 {
+        if b[i] == x || b[i] == y {
+            return Some(i);
+        }
+        i += 1;
+    }
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(w);
+        let m = has(w, x) | has(w, y);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == x || c == y).map(|p| i + p)
+}
+
+/// A number in strict JSON grammar (what git writes): no need to ask the float parser.
+fn plain_number(t: &[u8]) -> bool {
+    let mut i = usize::from(t.first() == Some(&b'-'));
+    let d0 = i;
+    while t.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    if i == d0 {
+        return false;
+    }
+    if t.get(i) == Some(&b'.') {
+        i += 1;
+        let f0 = i;
+        while t.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == f0 {
+            return false;
+        }
+    }
+    i == t.len()
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -111,6 +163,135 @@ pub fn parse_object_line(line: &[u8]) -> Result<Vec<Member>, String> {
         return Err(format!("trailing bytes at {}", p.i));
     }
     Ok(members)
+}
+
+/// What a [`RawMember`]'s value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A string; `true` when it holds escapes.
+    Str(bool),
+    Number,
+    Bool(bool),
+    Null,
+    Array,
+    Object,
+}
+
+/// A top-level member as it lies on the line: nothing decoded, nothing copied. What
+/// [`scan_object_line`] accepts is exactly what [`parse_object_line`] accepts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawMember<'a> {
+    /// The key's text between its quotes.
+    pub key: &'a [u8],
+    /// The key holds escapes.
+    pub key_esc: bool,
+    /// The value's text (quotes included for a string).
+    pub raw: &'a [u8],
+    /// What the value is.
+    pub kind: Kind,
+}
+
+impl RawMember<'_> {
+    /// The key, decoded.
+    pub fn key_string(&self) -> String {
+        if self.key_esc {
+            let mut q = Vec::with_capacity(self.key.len() + 2);
+            q.push(b'"');
+            q.extend_from_slice(self.key);
+            q.push(b'"');
+            Parser { b: &q, i: 0 }.string().unwrap_or_default()
+        } else {
+            lossy(self.key)
+        }
+    }
+
+    /// The key is `k` (escapes decoded).
+    pub fn key_is(&self, k: &str) -> bool {
+        if self.key_esc {
+            self.key_string() == k
+        } else {
+            self.key == k.as_bytes()
+        }
+    }
+
+    /// The value, decoded.
+    pub fn value(&self) -> Value {
+        match self.kind {
+            Kind::Str(_) => Value::String(self.string().unwrap_or_default()),
+            Kind::Number => Value::Number(lossy(self.raw)),
+            Kind::Bool(b) => Value::Bool(b),
+            Kind::Null => Value::Null,
+            Kind::Array | Kind::Object => Parser { b: self.raw, i: 0 }.value(1).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The string value, decoded (lossily if not UTF-8); `None` if it is not a string.
+    pub fn string(&self) -> Option<String> {
+        match self.kind {
+            Kind::Str(false) => Some(lossy(self.raw.get(1..self.raw.len().saturating_sub(1))?)),
+            Kind::Str(true) => Parser { b: self.raw, i: 0 }.string().ok(),
+            _ => None,
+        }
+    }
+
+    /// The number's text, if it is one.
+    pub fn number(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Number => std::str::from_utf8(self.raw).ok(),
+            _ => None,
+        }
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+/// [`parse_object_line`] without decoding: the members are appended to `out` as spans of `line`.
+pub(crate) fn scan_object_line<'a>(line: &'a [u8], out: &mut Vec<RawMember<'a>>) -> Result<(), String> {
+    let mut p = Parser { b: line, i: 0 };
+    p.ws();
+    if p.peek() != Some(b'{') {
+        return Err(format!("expected '{{' at byte {}", p.i));
+    }
+    p.i += 1;
+    p.ws();
+    if p.peek() == Some(b'}') {
+        p.i += 1;
+    } else {
+        loop {
+            p.ws();
+            let ks = p.i;
+            let key_esc = p.skip_string()?;
+            let key = &line[ks + 1..p.i - 1];
+            p.ws();
+            p.expect(b':')?;
+            p.ws();
+            let start = p.i;
+            let kind = p.skip_value(1)?;
+            out.push(RawMember {
+                key,
+                key_esc,
+                raw: &line[start..p.i],
+                kind,
+            });
+            p.ws();
+            match p.next() {
+                Some(b',') => continue,
+                Some(b'}') => break,
+                Some(c) => return Err(format!("unexpected byte 0x{c:02x} at {}", p.i - 1)),
+                None => return Err("unterminated object".into()),
+            }
+        }
+    }
+    p.ws();
+    if p.i != p.b.len() {
+        return Err(format!("trailing bytes at {}", p.i));
+    }
+    Ok(())
 }
 
 impl Parser<'_> {
@@ -205,6 +386,104 @@ impl Parser<'_> {
             None => Err("unexpected end of line".into()),
         }
     }
+    /// [`Self::string`] without building it: checks it and says whether it holds escapes.
+    fn skip_string(&mut self) -> Result<bool, String> {
+        self.expect(b'"')?;
+        let mut esc = false;
+        loop {
+            let rest = self.b.get(self.i..).unwrap_or_default();
+            let Some(n) = memchr2(b'"', b'\\', rest) else {
+                self.i = self.b.len();
+                return Err("unterminated string".into());
+            };
+            self.i += n + 1;
+            if rest[n] == b'"' {
+                return Ok(esc);
+            }
+            esc = true;
+            let Some(e) = self.next() else {
+                return Err("unterminated escape".into());
+            };
+            match e {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                b'u' => {
+                    let cp = self.hex4()?;
+                    if (0xD800..0xDC00).contains(&cp) && self.b[self.i..].starts_with(b"\\u") {
+                        self.i += 2;
+                        self.hex4()?;
+                    }
+                }
+                other => return Err(format!("bad escape '\\{}'", other as char)),
+            }
+        }
+    }
+
+    /// [`Self::value`] without building it: checks it and says what it is.
+    fn skip_value(&mut self, depth: usize) -> Result<Kind, String> {
+        if depth > MAX_DEPTH {
+            return Err("nesting too deep".into());
+        }
+        match self.peek() {
+            Some(b'"') => self.skip_string().map(Kind::Str),
+            Some(b'{') => {
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(b'}') {
+                    self.i += 1;
+                    return Ok(Kind::Object);
+                }
+                loop {
+                    self.ws();
+                    self.skip_string()?;
+                    self.ws();
+                    self.expect(b':')?;
+                    self.ws();
+                    self.skip_value(depth + 1)?;
+                    self.ws();
+                    match self.next() {
+                        Some(b',') => continue,
+                        Some(b'}') => return Ok(Kind::Object),
+                        _ => return Err(format!("bad object at byte {}", self.i)),
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.i += 1;
+                    return Ok(Kind::Array);
+                }
+                loop {
+                    self.ws();
+                    self.skip_value(depth + 1)?;
+                    self.ws();
+                    match self.next() {
+                        Some(b',') => continue,
+                        Some(b']') => return Ok(Kind::Array),
+                        _ => return Err(format!("bad array at byte {}", self.i)),
+                    }
+                }
+            }
+            Some(b't') => self.word(b"true", Value::Null).map(|_| Kind::Bool(true)),
+            Some(b'f') => self.word(b"false", Value::Null).map(|_| Kind::Bool(false)),
+            Some(b'n') => self.word(b"null", Value::Null).map(|_| Kind::Null),
+            Some(c) if c == b'-' || c.is_ascii_digit() => {
+                let s = self.i;
+                while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+                    self.i += 1;
+                }
+                let t = &self.b[s..self.i];
+                if !plain_number(t) && std::str::from_utf8(t).map_or(true, |t| t.parse::<f64>().is_err()) {
+                    return Err(format!("bad number '{}'", String::from_utf8_lossy(t)));
+                }
+                Ok(Kind::Number)
+            }
+            Some(c) => Err(format!("unexpected byte 0x{c:02x} at {}", self.i)),
+            None => Err("unexpected end of line".into()),
+        }
+    }
+
     fn word(&mut self, w: &[u8], v: Value) -> Result<Value, String> {
         if self.b[self.i..].starts_with(w) {
             self.i += w.len();
@@ -304,5 +583,52 @@ mod tests {
     fn unicode_escapes() {
         let m = parse_object_line(br#"{"a":"\u0001\u00e9\ud83d\ude00\n"}"#).unwrap();
         assert_eq!(m[0].value.as_str(), Some("\u{1}é😀\n"));
+    }
+
+    /// The scanner `parse_line` uses agrees with the full parser on every line: the same lines
+    /// accepted, the same keys, values and raw spans.
+    fn agree(line: &[u8]) {
+        let full = parse_object_line(line);
+        let mut raw = Vec::new();
+        let scanned = scan_object_line(line, &mut raw);
+        assert_eq!(full.is_ok(), scanned.is_ok(), "{}", String::from_utf8_lossy(line));
+        if let Ok(full) = full {
+            assert_eq!(full.len(), raw.len());
+            for (m, r) in full.iter().zip(&raw) {
+                assert_eq!(
+                    (&m.key, &m.value, &m.raw[..]),
+                    (&r.key_string(), &r.value(), r.raw)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scanner_agrees_on_git_lines() {
+        for line in [
+            &br#"{"event":"start","sid":"a\/b","thread":"main","argv":["git","\u00e9\ud83d\ude00","x\"y"],"t_abs":1e-3,"v":{"a":[1,-2.5,true,null]},"k\u0041":"\ud800\u0041"}"#[..],
+            b"{\"event\":\"data\",\"sid\":\"s\",\"value\":\"\xff\xfe\"}",
+            b"{}",
+            b"  { \"a\" : 1 , \"b\":[ ] }  ",
+            br#"{"a":+1}"#,
+            br#"{"a":1.}"#,
+            br#"{"a":"\x"}"#,
+            br#"{"a":"\u12"}"#,
+            br#"{"a":"abc"#,
+            br#"{"a":[1,2}"#,
+        ] {
+            agree(line);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanner_agrees_on_mangled_lines(at in 0usize..200, byte in proptest::prelude::any::<u8>(), cut in 1usize..220) {
+            let mut l = br#"{"event":"child_start","sid":"20261130T193307.910398Z-H0a7c9cdf-P000009c4","thread":"th01:x","time":"2026-11-30T19:33:07.910462Z","argv":["git","-c","a=\"b\""],"t_abs":0.000444,"use_shell":false,"x":{"y":[null]}}"#.to_vec();
+            let at = at % l.len();
+            l[at] = byte;
+            l.truncate(cut.min(l.len()));
+            agree(&l);
+        }
     }
 }

@@ -1,0 +1,102 @@
+//! Ingest speed of saved traces, stage by stage, on one core. Plain `harness = false` bench that
+//! takes its files as arguments (`bench/run --only ingest` makes them and runs this):
+//!
+//! ```text
+//! cargo bench -p proctrace --bench ingest -- jsonl BIG.jsonl
+//! cargo bench -p proctrace --bench ingest -- trace2 BIG.trace2.json
+//! ```
+//!
+//! For proctrace JSON Lines: the reader alone (bytes → events, fed to nothing), then the whole
+//! `analyze` path (reader → tracker → no sinks) over the same bytes held in memory. For Trace2:
+//! `trace2::reader::parse_line` over every line. Each figure is the best of a few rounds, in
+//! MB/s of input (10^6 bytes).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use proctrace::cmd::analyze::analyze;
+use proctrace::input::jsonl::JsonlInput;
+use proctrace::input::{Input, InputOptions};
+use proctrace::sink::Fanout;
+
+const ROUNDS: usize = 5;
+
+/// This thread's CPU time, s: on a shared machine the wall time also counts other processes.
+fn cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// Best of [`ROUNDS`]: (MB/s by wall time, MB/s by CPU time, what `f` counted).
+fn best(bytes: usize, mut f: impl FnMut() -> u64) -> (f64, f64, u64) {
+    let (mut wall, mut cpu) = (f64::MAX, f64::MAX);
+    let mut n = 0;
+    for _ in 0..ROUNDS {
+        let (t, c) = (Instant::now(), cpu_s());
+        n = f();
+        cpu = cpu.min(cpu_s() - c);
+        wall = wall.min(t.elapsed().as_secs_f64());
+    }
+    let mb = bytes as f64 / 1e6;
+    (mb / wall, mb / cpu, n)
+}
+
+fn jsonl(path: &str) {
+    let data = std::fs::read(path).unwrap();
+    let opts = InputOptions::default();
+    let (mbs, cpu, events) = best(data.len(), || {
+        let mut input = JsonlInput::new(&data[..], Path::new(path), &opts).unwrap();
+        let mut n = 0u64;
+        input
+            .feed_all(&mut |e| n += black_box(e).ts().is_some() as u64)
+            .unwrap();
+        n
+    });
+    println!(
+        "jsonl reader: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({events} timed events, {} bytes)",
+        data.len()
+    );
+    let (mbs, cpu, procs) = best(data.len(), || {
+        let mut input = JsonlInput::new(&data[..], Path::new(path), &opts).unwrap();
+        let a = analyze(&mut input, None, Fanout::new());
+        assert!(a.error.is_none());
+        a.engine.tracker.stats().processes
+    });
+    println!("jsonl analyze (reader + model): {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({procs} processes)");
+}
+
+fn trace2(path: &str) {
+    let data = std::fs::read(path).unwrap();
+    let (mbs, cpu, n) = best(data.len(), || {
+        let mut n = 0u64;
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            if black_box(trace2::reader::parse_line(&rest[..end])).is_ok() {
+                n += 1;
+            }
+            rest = rest.get(end + 1..).unwrap_or_default();
+        }
+        n
+    });
+    println!(
+        "trace2 parse_line: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} events, {} bytes)",
+        data.len()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["jsonl", path] => jsonl(path),
+        ["trace2", path] => trace2(path),
+        _ => eprintln!("usage: ingest jsonl FILE | ingest trace2 FILE"),
+    }
+}

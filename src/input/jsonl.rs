@@ -1,0 +1,1461 @@
+//! proctrace's own `-o` JSON Lines (the format [`crate::sink::jsonl`] writes), read back into
+//! the events that made it, so `analyze` of a saved `-o` file gives the run's tree, summary and
+//! outputs again (JSON Lines out equal, byte for byte, to the JSON Lines in).
+//!
+//! How each line becomes events:
+//!
+//! - `start` → the [`Header`] (mode, `ts`, `wall_offset`, backend, version; proctrace's pid and
+//!   argv are not in the file: the reading proctrace's own stand in).
+//! - `fork` → [`Event::Fork`] (`child_pid = child_tgid = pid`). In a `run` the first fork is the
+//!   traced command: an [`Event::Root`] comes before it. A `pre_existing` fork is an
+//!   [`Event::Existing`], with the details of the `exec` line that immediately follows it when
+//!   that line is its synthetic exec (same time, or 0 when the start was unknown). A fork with
+//!   `ts: null` that is neither is a process taken in without its fork: the root (adopted on its
+//!   next event, as the live run did) or one found through `/proc` ([`Event::Ancestry`]).
+//! - `exec` → [`Event::Exec`] + [`Event::ExecDetails`].
+//! - `exit` → [`Event::Exit`] with the wait status rebuilt from `code`/`signal`/`core`
+//!   (`core: false` means the core-dumping signal was seen without a core: an
+//!   [`Event::Coredump`] first); `exit_lost` → [`Event::Gone`], which closes the process with
+//!   no status exactly as the tracker closes one whose exit was lost; `background: true` on a
+//!   process with no `background` line → a quiet [`Event::Background`] (`report: false`).
+//! - `background`, `lost`, `uid`, `gid`, `setsid`, `ptrace`, `comm` → the event of that name.
+//! - `region` → [`Event::Region`]; `data`, `timer`, `counter` → [`Event::Data`].
+//! - `end` → the recorded [`Summary`] (a file from a killed proctrace has none and is still read).
+//!
+//! Timestamps are decimal seconds with nine decimals, parsed exactly to nanoseconds (never
+//! through `f64`). Read as a stream: memory holds one line, the one `pre_existing` fork waiting
+//! for its exec and the pids marked background that are still alive.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use super::{Input, InputError, InputOptions, InputStats};
+use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region};
+use crate::model::tracker::{BackgroundState, TrackerStats};
+use crate::sink::{CaptureSummary, Header, Mode, Summary};
+
+// The line scanner below is hand-written for the one flat shape these lines have, instead of
+// serde_json into a struct of optional borrowed fields (the first version of this reader).
+// Measured with `benches/ingest.rs` (reader alone, bytes to events, CPU time) on the 29.6 MB `-o`
+// file of a 100,001-process run: serde_json 90 MB/s; this scanner, which checks the same JSON
+// grammar, borrows every string without escapes, keeps a reused key table instead of a struct
+// of 59 options per line and decodes a field only when the line's kind needs it, about 200 MB/s.
+// Figures for big files: BENCHMARKS.md, `bench/run --only ingest`.
+
+/// A value on a line, not yet decoded.
+#[derive(Debug, Clone, Copy)]
+enum Val<'a> {
+    Null,
+    Bool(bool),
+    /// A number as written (JSON grammar checked).
+    Num(&'a str),
+    /// A string's contents between its quotes; `true` when it holds escapes.
+    Str(&'a str, bool),
+    /// An array or object as written (grammar checked).
+    Raw(&'a str),
+}
+
+/// Deepest nesting of arrays and objects accepted in a value.
+const MAX_DEPTH: u32 = 64;
+
+/// A JSON scanner over one line.
+struct Scan<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+type Res<T> = Result<T, String>;
+
+impl<'a> Scan<'a> {
+    fn new(s: &'a str) -> Self {
+        Scan {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+        }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Res<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at byte {}", c as char, self.i))
+        }
+    }
+
+    fn slice(&self, from: usize, to: usize) -> Res<&'a str> {
+        self.s
+            .get(from..to)
+            .ok_or_else(|| format!("bad text at byte {from}"))
+    }
+
+    /// A string (at its opening quote): its contents and whether it holds escapes.
+    fn string(&mut self) -> Res<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let mut esc = false;
+        loop {
+            self.i = special(self.b, self.i);
+            let Some(&c) = self.b.get(self.i) else {
+                return Err("unterminated string".into());
+            };
+            self.i += 1;
+            match c {
+                b'"' => return Ok((self.slice(start, self.i - 1)?, esc)),
+                b'\\' => {
+                    esc = true;
+                    match self.b.get(self.i) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 1,
+                        Some(b'u') => {
+                            let hex = self.b.get(self.i + 1..self.i + 5).ok_or("short \\u escape")?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return Err("bad \\u escape".into());
+                            }
+                            self.i += 5;
+                        }
+                        _ => return Err(format!("bad escape at byte {}", self.i)),
+                    }
+                }
+                _ => return Err(format!("control character in a string at byte {}", self.i - 1)),
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let s = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        self.i - s
+    }
+
+    fn number(&mut self) -> Res<&'a str> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let int_start = self.i;
+        if self.digits() == 0 || (self.b[int_start] == b'0' && self.i - int_start > 1) {
+            return Err(format!("bad number at byte {start}"));
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(format!("bad number at byte {start}"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(format!("bad number at byte {start}"));
+            }
+        }
+        self.slice(start, self.i)
+    }
+
+    fn word(&mut self, w: &str, v: Val<'a>) -> Res<Val<'a>> {
+        if self.b[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Ok(v)
+        } else {
+            Err(format!("bad literal at byte {}", self.i))
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Res<Val<'a>> {
+        match self.peek() {
+            Some(b'"') => self.string().map(|(s, e)| Val::Str(s, e)),
+            Some(b'n') => self.word("null", Val::Null),
+            Some(b't') => self.word("true", Val::Bool(true)),
+            Some(b'f') => self.word("false", Val::Bool(false)),
+            Some(b'-' | b'0'..=b'9') => self.number().map(Val::Num),
+            Some(open @ (b'[' | b'{')) => {
+                if depth >= MAX_DEPTH {
+                    return Err("nesting too deep".into());
+                }
+                let start = self.i;
+                let close = if open == b'[' { b']' } else { b'}' };
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(close) {
+                    self.i += 1;
+                    return self.slice(start, self.i).map(Val::Raw);
+                }
+                loop {
+                    self.ws();
+                    if open == b'{' {
+                        self.string()?;
+                        self.ws();
+                        self.eat(b':')?;
+                        self.ws();
+                    }
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(c) if c == close => {
+                            self.i += 1;
+                            return self.slice(start, self.i).map(Val::Raw);
+                        }
+                        _ => return Err(format!("expected ',' or '{}' at byte {}", close as char, self.i)),
+                    }
+                }
+            }
+            Some(c) => Err(format!("unexpected byte 0x{c:02x} at {}", self.i)),
+            None => Err("unexpected end of line".into()),
+        }
+    }
+}
+
+/// The first byte at or after `i` that ends a run of plain string bytes: `"`, `\\` or a control
+/// character (`b.len()` if none). Eight bytes at a time (SWAR: each test sets the high bit of
+/// the bytes that match, and the lowest set bit is always a true match), then byte by byte.
+/// Measured on 500-byte lines (`benches/ingest.rs`): the reader went from 120 to 190 MB/s with
+/// this in place of a short byte loop, memchr2 and a separate control-character pass.
+fn special(b: &[u8], mut i: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let eq = |w: u64, c: u8| {
+        let v = w ^ (LO * c as u64);
+        v.wrapping_sub(LO) & !v & HI
+    };
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(a);
+        let m = eq(w, b'"') | eq(w, b'\\') | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// A string's value, escapes decoded (a lone surrogate becomes U+FFFD).
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices();
+    while let Some((_, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let hex4 = |chars: &mut std::str::CharIndices<'_>| -> u32 {
+            let mut v = 0;
+            for _ in 0..4 {
+                v = v * 16 + chars.next().and_then(|(_, h)| h.to_digit(16)).unwrap_or(0);
+            }
+            v
+        };
+        match chars.next().map(|(_, e)| e) {
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('u') => {
+                let mut cp = hex4(&mut chars);
+                if (0xD800..0xDC00).contains(&cp) {
+                    let rest = chars.as_str();
+                    if rest.starts_with("\\u") {
+                        let mut ahead = chars.clone();
+                        ahead.next();
+                        ahead.next();
+                        let lo = hex4(&mut ahead);
+                        if (0xDC00..0xE000).contains(&lo) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            chars = ahead;
+                        }
+                    }
+                }
+                out.push(char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The keys lines have; which ones a line must have depends on its `event`. Unknown keys are
+/// ignored (a newer proctrace may add some); a key given twice is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum K {
+    Event,
+    Ts,
+    Pid,
+    Ppid,
+    PreExisting,
+    Comm,
+    Argv,
+    Exe,
+    Cwd,
+    Uid,
+    Code,
+    Signal,
+    Core,
+    ExitLost,
+    Background,
+    State,
+    Count,
+    Ruid,
+    Euid,
+    Rgid,
+    Egid,
+    Tracer,
+    Duration,
+    Thread,
+    Category,
+    Label,
+    Msg,
+    Key,
+    Name,
+    Nesting,
+    Value,
+    Intervals,
+    Total,
+    Min,
+    Max,
+    PerThread,
+    Tool,
+    Version,
+    Backend,
+    WallOffset,
+    Mode,
+    Capture,
+    Root,
+    Processes,
+    Execs,
+    ExecsWithArgv,
+    Exits,
+    Lost,
+    Recovered,
+    ExitsLost,
+    Rejected,
+    Overflows,
+    SocketDrops,
+    KernelEvents,
+    Notes,
+    NotesUnmatched,
+    Filtered,
+    ArgvReader,
+    TracerCpu,
+}
+
+/// How many keys there are.
+const NKEYS: usize = 59;
+
+impl K {
+    /// The key named `key`: by length first, so a key is compared with a few names at most.
+    fn of(key: &str) -> Option<K> {
+        Some(match key.len() {
+            2 => match key {
+                "ts" => K::Ts,
+                _ => return None,
+            },
+            3 => match key {
+                "pid" => K::Pid,
+                "exe" => K::Exe,
+                "cwd" => K::Cwd,
+                "uid" => K::Uid,
+                "msg" => K::Msg,
+                "key" => K::Key,
+                "min" => K::Min,
+                "max" => K::Max,
+                _ => return None,
+            },
+            4 => match key {
+                "ppid" => K::Ppid,
+                "comm" => K::Comm,
+                "argv" => K::Argv,
+                "code" => K::Code,
+                "core" => K::Core,
+                "ruid" => K::Ruid,
+                "euid" => K::Euid,
+                "rgid" => K::Rgid,
+                "egid" => K::Egid,
+                "name" => K::Name,
+                "tool" => K::Tool,
+                "mode" => K::Mode,
+                "root" => K::Root,
+                "lost" => K::Lost,
+                _ => return None,
+            },
+            5 => match key {
+                "event" => K::Event,
+                "state" => K::State,
+                "count" => K::Count,
+                "label" => K::Label,
+                "value" => K::Value,
+                "total" => K::Total,
+                "execs" => K::Execs,
+                "exits" => K::Exits,
+                "notes" => K::Notes,
+                _ => return None,
+            },
+            6 => match key {
+                "signal" => K::Signal,
+                "tracer" => K::Tracer,
+                "thread" => K::Thread,
+                _ => return None,
+            },
+            7 => match key {
+                "nesting" => K::Nesting,
+                "version" => K::Version,
+                "backend" => K::Backend,
+                "capture" => K::Capture,
+                _ => return None,
+            },
+            8 => match key {
+                "duration" => K::Duration,
+                "category" => K::Category,
+                "rejected" => K::Rejected,
+                "filtered" => K::Filtered,
+                _ => return None,
+            },
+            9 => match key {
+                "exit_lost" => K::ExitLost,
+                "intervals" => K::Intervals,
+                "processes" => K::Processes,
+                "recovered" => K::Recovered,
+                "overflows" => K::Overflows,
+                _ => return None,
+            },
+            10 => match key {
+                "background" => K::Background,
+                "per_thread" => K::PerThread,
+                "exits_lost" => K::ExitsLost,
+                "tracer_cpu" => K::TracerCpu,
+                _ => return None,
+            },
+            11 => match key {
+                "wall_offset" => K::WallOffset,
+                "argv_reader" => K::ArgvReader,
+                _ => return None,
+            },
+            12 => match key {
+                "pre_existing" => K::PreExisting,
+                "socket_drops" => K::SocketDrops,
+                _ => return None,
+            },
+            13 => match key {
+                "kernel_events" => K::KernelEvents,
+                _ => return None,
+            },
+            15 => match key {
+                "execs_with_argv" => K::ExecsWithArgv,
+                "notes_unmatched" => K::NotesUnmatched,
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// A value's place on the line (a [`Val`] without the borrow, so the table is reused).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Absent,
+    Null,
+    Bool(bool),
+    Num(usize, usize),
+    Str(usize, usize, bool),
+    Raw(usize, usize),
+}
+
+/// The values of the line being read, by key: kept between lines so that a line costs no
+/// allocation and no clearing beyond the keys it had.
+struct Table {
+    v: [Slot; NKEYS],
+    set: u64,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            v: [Slot::Absent; NKEYS],
+            set: 0,
+        }
+    }
+}
+
+/// One scanned line: its text and its values.
+struct Line<'a> {
+    s: &'a str,
+    t: &'a Table,
+}
+
+impl Table {
+    /// Scans one line (a JSON object and nothing else) into the table.
+    fn scan(&mut self, s: &str) -> Res<()> {
+        while self.set != 0 {
+            let i = self.set.trailing_zeros() as usize;
+            self.v[i] = Slot::Absent;
+            self.set &= self.set - 1;
+        }
+        let base = s.as_ptr() as usize;
+        let at = |x: &str| x.as_ptr() as usize - base;
+        let mut p = Scan::new(s);
+        p.ws();
+        p.eat(b'{')?;
+        p.ws();
+        if p.peek() == Some(b'}') {
+            p.i += 1;
+        } else {
+            loop {
+                p.ws();
+                let (key, _) = p.string()?;
+                p.ws();
+                p.eat(b':')?;
+                p.ws();
+                let v = p.value(1)?;
+                if let Some(k) = K::of(key) {
+                    let bit = 1u64 << k as u32;
+                    if self.set & bit != 0 {
+                        return Err(format!("\"{key}\" given twice"));
+                    }
+                    self.set |= bit;
+                    self.v[k as usize] = match v {
+                        Val::Null => Slot::Null,
+                        Val::Bool(b) => Slot::Bool(b),
+                        Val::Num(x) => Slot::Num(at(x), at(x) + x.len()),
+                        Val::Str(x, e) => Slot::Str(at(x), at(x) + x.len(), e),
+                        Val::Raw(x) => Slot::Raw(at(x), at(x) + x.len()),
+                    };
+                }
+                p.ws();
+                match p.peek() {
+                    Some(b',') => p.i += 1,
+                    Some(b'}') => {
+                        p.i += 1;
+                        break;
+                    }
+                    _ => return Err(format!("expected ',' or '}}' at byte {}", p.i)),
+                }
+            }
+        }
+        p.ws();
+        if p.i != p.b.len() {
+            return Err(format!("trailing bytes at {}", p.i));
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Line<'a> {
+    /// The value of `k`, if the line has it.
+    fn get(&self, k: K) -> Option<Val<'a>> {
+        let s = |a: usize, b: usize| self.s.get(a..b).unwrap_or_default();
+        Some(match self.t.v[k as usize] {
+            Slot::Absent => return None,
+            Slot::Null => Val::Null,
+            Slot::Bool(b) => Val::Bool(b),
+            Slot::Num(a, b) => Val::Num(s(a, b)),
+            Slot::Str(a, b, e) => Val::Str(s(a, b), e),
+            Slot::Raw(a, b) => Val::Raw(s(a, b)),
+        })
+    }
+}
+
+/// An optional string (`null` = absent), borrowed unless it holds escapes.
+fn opt_cow<'a>(v: Option<Val<'a>>, key: &str) -> Res<Option<Cow<'a, str>>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Str(s, false)) => Ok(Some(Cow::Borrowed(s))),
+        Some(Val::Str(s, true)) => Ok(Some(Cow::Owned(unescape(s)))),
+        Some(_) => Err(format!("\"{key}\" is not a string")),
+    }
+}
+
+fn opt_string(v: Option<Val<'_>>, key: &str) -> Res<Option<String>> {
+    opt_cow(v, key).map(|c| c.map(Cow::into_owned))
+}
+
+fn opt_int<T: TryFrom<i64>>(v: Option<Val<'_>>, key: &str) -> Res<Option<T>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Num(n)) => {
+            let i: i64 = n
+                .parse()
+                .map_err(|_| format!("\"{key}\" is not an integer: {n}"))?;
+            T::try_from(i)
+                .map(Some)
+                .map_err(|_| format!("\"{key}\" out of range: {n}"))
+        }
+        Some(_) => Err(format!("\"{key}\" is not a number")),
+    }
+}
+
+fn flag(v: Option<Val<'_>>, key: &str) -> Res<bool> {
+    match v {
+        None | Some(Val::Null) => Ok(false),
+        Some(Val::Bool(b)) => Ok(b),
+        Some(_) => Err(format!("\"{key}\" is not true or false")),
+    }
+}
+
+/// An optional array of strings.
+fn opt_strings(v: Option<Val<'_>>, key: &str) -> Res<Option<Vec<String>>> {
+    let raw = match v {
+        None | Some(Val::Null) => return Ok(None),
+        Some(Val::Raw(r)) if r.starts_with('[') => r,
+        Some(_) => return Err(format!("\"{key}\" is not an array")),
+    };
+    // The array was checked when the line was scanned; now only its strings are taken.
+    let mut p = Scan::new(raw);
+    p.i = 1;
+    let mut out = Vec::with_capacity(8);
+    loop {
+        p.ws();
+        match p.peek() {
+            Some(b']') => return Ok(Some(out)),
+            Some(b',') => p.i += 1,
+            Some(b'"') => {
+                let (s, esc) = p.string()?;
+                out.push(if esc { unescape(s) } else { s.to_owned() });
+            }
+            _ => return Err(format!("\"{key}\" holds a non-string")),
+        }
+    }
+}
+
+/// Decimal seconds (`12.000000345`, at most nine decimals, no sign or exponent) as
+/// nanoseconds, exactly.
+pub fn parse_seconds(s: &[u8]) -> Option<u64> {
+    let (int, frac) = match s.iter().position(|&b| b == b'.') {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, &s[s.len()..]),
+    };
+    if int.is_empty() || frac.len() > 9 || (s.len() > int.len() && frac.is_empty()) {
+        return None;
+    }
+    let mut secs: u64 = 0;
+    for &b in int {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        secs = secs.checked_mul(10)?.checked_add((b - b'0') as u64)?;
+    }
+    let mut ns: u64 = 0;
+    for i in 0..9 {
+        let d = match frac.get(i) {
+            Some(&b) if b.is_ascii_digit() => (b - b'0') as u64,
+            Some(_) => return None,
+            None => 0,
+        };
+        ns = ns * 10 + d;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// [`parse_seconds`] with an optional leading `-` (the clock offset).
+fn parse_signed_seconds(s: &[u8]) -> Option<i64> {
+    match s.strip_prefix(b"-") {
+        Some(rest) => i64::try_from(parse_seconds(rest)?).ok().map(|v| -v),
+        None => i64::try_from(parse_seconds(s)?).ok(),
+    }
+}
+
+fn secs(v: Option<Val<'_>>, key: &str) -> Res<Option<u64>> {
+    match v {
+        None | Some(Val::Null) => Ok(None),
+        Some(Val::Num(t)) => parse_seconds(t.as_bytes())
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" is not a decimal number of seconds: {t}")),
+        Some(_) => Err(format!("\"{key}\" is not a number")),
+    }
+}
+
+fn need<T>(v: Option<T>, key: &str) -> Res<T> {
+    v.ok_or_else(|| format!("missing \"{key}\""))
+}
+
+fn pid(v: Option<Val<'_>>, key: &str) -> Res<Pid> {
+    need(opt_int(v, key)?, key)
+}
+
+/// A `pre_existing` fork waiting for the line after it (its exec, if it has one).
+struct HeldExisting {
+    pid: Pid,
+    ppid: Pid,
+    start_ns: Option<u64>,
+}
+
+/// Turns parsed lines into events: the little state the format needs.
+#[derive(Default)]
+struct Decoder {
+    /// The header says `run`: the first fork is the traced command's.
+    run: bool,
+    /// The root was named.
+    rooted: bool,
+    held: Option<HeldExisting>,
+    /// Processes with a `background` line (removed at their exit).
+    background: HashSet<Pid>,
+}
+
+impl Decoder {
+    /// The events of one line (appended to `out`); `end` gives the summary instead.
+    fn decode(&mut self, l: Line<'_>, out: &mut Vec<Event>) -> Res<Option<Summary>> {
+        let ev = need(opt_cow(l.get(K::Event), "event")?, "event")?;
+        let ev = ev.as_ref();
+        if let Some(h) = self.held.take() {
+            let synthetic = ev == "exec"
+                && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
+                && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
+            let details = if synthetic { Some(exec_details(&l)?) } else { None };
+            out.push(Event::Existing {
+                tgid: h.pid,
+                ppid: h.ppid,
+                start_ns: h.start_ns,
+                details,
+            });
+            if synthetic {
+                return Ok(None);
+            }
+        }
+        let ts = || -> Res<u64> { need(secs(l.get(K::Ts), "ts")?, "ts") };
+        match ev {
+            "fork" => {
+                let (p, pp) = (pid(l.get(K::Pid), "pid")?, pid(l.get(K::Ppid), "ppid")?);
+                let t = secs(l.get(K::Ts), "ts")?;
+                if self.run && !self.rooted {
+                    self.rooted = true;
+                    out.push(Event::Root { tgid: p });
+                    // Without a time its fork was lost: the tracker adopts it at its next event.
+                    if let Some(ts) = t {
+                        out.push(fork(ts, pp, p));
+                    }
+                } else if flag(l.get(K::PreExisting), "pre_existing")? {
+                    self.held = Some(HeldExisting {
+                        pid: p,
+                        ppid: pp,
+                        start_ns: t,
+                    });
+                } else {
+                    out.push(match t {
+                        Some(ts) => fork(ts, pp, p),
+                        None => Event::Ancestry {
+                            tgid: p,
+                            ppid: pp,
+                            start_ns: None,
+                        },
+                    });
+                }
+            }
+            "exec" => {
+                let tgid = pid(l.get(K::Pid), "pid")?;
+                let ts = ts()?;
+                let details = exec_details(&l)?;
+                out.push(Event::Exec { ts, tgid });
+                out.push(Event::ExecDetails { tgid, details });
+            }
+            "exit" => {
+                let (p, ts) = (pid(l.get(K::Pid), "pid")?, ts()?);
+                let bg = flag(l.get(K::Background), "background")?;
+                let reported = self.background.remove(&p);
+                if bg && !reported {
+                    out.push(Event::Background {
+                        ts,
+                        tgid: p,
+                        state: BackgroundState::Ready,
+                        report: false,
+                    });
+                }
+                if flag(l.get(K::ExitLost), "exit_lost")? {
+                    out.push(Event::Gone { ts, tgid: p });
+                    return Ok(None);
+                }
+                let core = match l.get(K::Core) {
+                    None | Some(Val::Null) => None,
+                    v => Some(flag(v, "core")?),
+                };
+                let status = match (
+                    opt_int::<i64>(l.get(K::Code), "code")?,
+                    opt_int::<i64>(l.get(K::Signal), "signal")?,
+                ) {
+                    (Some(c), None) if (0..=255).contains(&c) => (c as u32) << 8,
+                    (None, Some(s)) if (1..=127).contains(&s) => {
+                        if core == Some(false) {
+                            out.push(Event::Coredump { ts, tgid: p });
+                        }
+                        s as u32 | if core == Some(true) { 0x80 } else { 0 }
+                    }
+                    (None, None) => return Err("an exit needs \"code\" or \"signal\"".into()),
+                    _ => return Err("bad \"code\"/\"signal\"".into()),
+                };
+                out.push(Event::Exit {
+                    ts,
+                    pid: p,
+                    tgid: p,
+                    status,
+                    parent_tgid: pid(l.get(K::Ppid), "ppid")?,
+                });
+            }
+            "background" => {
+                let p = pid(l.get(K::Pid), "pid")?;
+                let state = match need(opt_cow(l.get(K::State), "state")?, "state")?.as_ref() {
+                    "ready" => BackgroundState::Ready,
+                    "timeout" => BackgroundState::Timeout,
+                    "error" => BackgroundState::Error,
+                    s => return Err(format!("unknown background \"state\" '{s}'")),
+                };
+                out.push(Event::Background {
+                    ts: ts()?,
+                    tgid: p,
+                    state,
+                    report: true,
+                });
+                self.background.insert(p);
+            }
+            "lost" => out.push(Event::Lost {
+                ts: secs(l.get(K::Ts), "ts")?,
+                count: need(opt_int(l.get(K::Count), "count")?, "count")?,
+            }),
+            "uid" => out.push(Event::Uid {
+                ts: ts()?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                ruid: need(opt_int(l.get(K::Ruid), "ruid")?, "ruid")?,
+                euid: need(opt_int(l.get(K::Euid), "euid")?, "euid")?,
+            }),
+            "gid" => out.push(Event::Gid {
+                ts: ts()?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                rgid: need(opt_int(l.get(K::Rgid), "rgid")?, "rgid")?,
+                egid: need(opt_int(l.get(K::Egid), "egid")?, "egid")?,
+            }),
+            "setsid" => out.push(Event::Sid {
+                ts: ts()?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+            }),
+            "ptrace" => out.push(Event::Ptrace {
+                ts: ts()?,
+                tgid: pid(l.get(K::Pid), "pid")?,
+                tracer: pid(l.get(K::Tracer), "tracer")?,
+            }),
+            "comm" => {
+                let p = pid(l.get(K::Pid), "pid")?;
+                out.push(Event::Comm {
+                    ts: ts()?,
+                    pid: p,
+                    tgid: p,
+                    comm: need(opt_string(l.get(K::Comm), "comm")?, "comm")?,
+                });
+            }
+            "region" => {
+                let start = ts()?;
+                let d = need(secs(l.get(K::Duration), "duration")?, "duration")?;
+                out.push(Event::Region {
+                    tgid: pid(l.get(K::Pid), "pid")?,
+                    region: Region {
+                        ts: start,
+                        end: start.checked_add(d).ok_or("\"duration\" out of range")?,
+                        thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
+                        category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
+                        label: opt_string(l.get(K::Label), "label")?.unwrap_or_default(),
+                        msg: opt_string(l.get(K::Msg), "msg")?,
+                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
+                    },
+                });
+            }
+            "data" | "timer" | "counter" => {
+                let per_thread = flag(l.get(K::PerThread), "per_thread")?;
+                let (value, key) = match ev {
+                    "data" => {
+                        let v = match need(l.get(K::Value), "value")? {
+                            Val::Str(s, esc) => DataValue::Text(if esc { unescape(s) } else { s.to_owned() }),
+                            Val::Num(s) | Val::Raw(s) => DataValue::Json(s.to_owned()),
+                            Val::Bool(b) => DataValue::Json(b.to_string()),
+                            Val::Null => DataValue::Json("null".into()),
+                        };
+                        (v, opt_string(l.get(K::Key), "key")?)
+                    }
+                    "timer" => (
+                        DataValue::Timer {
+                            intervals: need(opt_int(l.get(K::Intervals), "intervals")?, "intervals")?,
+                            total_ns: need(secs(l.get(K::Total), "total")?, "total")?,
+                            min_ns: need(secs(l.get(K::Min), "min")?, "min")?,
+                            max_ns: need(secs(l.get(K::Max), "max")?, "max")?,
+                            per_thread,
+                        },
+                        opt_string(l.get(K::Name), "name")?,
+                    ),
+                    _ => (
+                        DataValue::Counter {
+                            count: need(opt_int(l.get(K::Count), "count")?, "count")?,
+                            per_thread,
+                        },
+                        opt_string(l.get(K::Name), "name")?,
+                    ),
+                };
+                out.push(Event::Data {
+                    tgid: pid(l.get(K::Pid), "pid")?,
+                    data: Data {
+                        ts: ts()?,
+                        thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
+                        category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
+                        key: need(key, if ev == "data" { "key" } else { "name" })?,
+                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
+                        value,
+                    },
+                });
+            }
+            "end" => return summary(&l).map(Some),
+            "start" => return Err("a second \"start\" line: two outputs in one file?".into()),
+            other => return Err(format!("unknown event '{other}'")),
+        }
+        Ok(None)
+    }
+
+    /// End of input: what is still held.
+    fn flush(&mut self, out: &mut Vec<Event>) {
+        if let Some(h) = self.held.take() {
+            out.push(Event::Existing {
+                tgid: h.pid,
+                ppid: h.ppid,
+                start_ns: h.start_ns,
+                details: None,
+            });
+        }
+    }
+}
+
+fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
+    Event::Fork {
+        ts,
+        parent_tgid: parent,
+        child_pid: child,
+        child_tgid: child,
+    }
+}
+
+fn exec_details(l: &Line<'_>) -> Res<ExecDetails> {
+    Ok(ExecDetails {
+        argv: opt_strings(l.get(K::Argv), "argv")?,
+        exe: opt_string(l.get(K::Exe), "exe")?,
+        cwd: opt_string(l.get(K::Cwd), "cwd")?,
+        uid: opt_int(l.get(K::Uid), "uid")?,
+        comm: opt_string(l.get(K::Comm), "comm")?,
+    })
+}
+
+fn summary(l: &Line<'_>) -> Res<Summary> {
+    let n = |v: Option<Val<'_>>, key: &str| -> Res<u64> { Ok(opt_int(v, key)?.unwrap_or(0)) };
+    let status = match (
+        opt_int::<i32>(l.get(K::Code), "code")?,
+        opt_int::<i32>(l.get(K::Signal), "signal")?,
+    ) {
+        (Some(c), _) => Some(ExitStatus::Code(c)),
+        (None, Some(signal)) => Some(ExitStatus::Signal { signal, core: false }),
+        (None, None) => None,
+    };
+    Ok(Summary {
+        ts: need(secs(l.get(K::Ts), "ts")?, "ts")?,
+        status,
+        stats: TrackerStats {
+            processes: n(l.get(K::Processes), "processes")?,
+            execs: n(l.get(K::Execs), "execs")?,
+            execs_with_argv: n(l.get(K::ExecsWithArgv), "execs_with_argv")?,
+            exits: n(l.get(K::Exits), "exits")?,
+            lost: n(l.get(K::Lost), "lost")?,
+            exits_inferred: n(l.get(K::ExitsLost), "exits_lost")?,
+            recovered: n(l.get(K::Recovered), "recovered")?,
+            notes: n(l.get(K::Notes), "notes")?,
+            notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
+            ..Default::default()
+        },
+        capture: CaptureSummary {
+            rejected: n(l.get(K::Rejected), "rejected")?,
+            overflows: n(l.get(K::Overflows), "overflows")?,
+            socket_drops: n(l.get(K::SocketDrops), "socket_drops")?,
+            events: n(l.get(K::KernelEvents), "kernel_events")?,
+            receive_buffer: 0,
+        },
+        background: n(l.get(K::Background), "background")?,
+        root: opt_int(l.get(K::Pid), "pid")?,
+        tracer_cpu_ns: secs(l.get(K::TracerCpu), "tracer_cpu")?,
+        backend: opt_string(l.get(K::Backend), "backend")?,
+        argv_reader: opt_string(l.get(K::ArgvReader), "argv_reader")?,
+        filtered: opt_int(l.get(K::Filtered), "filtered")?,
+    })
+}
+
+/// The header of a `start` line; `base` gives what the file does not record (proctrace's pid,
+/// argv, host).
+fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
+    if opt_cow(l.get(K::Tool), "tool")?.as_deref() != Some("proctrace") {
+        return Err("a \"start\" line not written by proctrace (\"tool\")".into());
+    }
+    base.ts = need(secs(l.get(K::Ts), "ts")?, "ts")?;
+    base.real_minus_mono = match l.get(K::WallOffset) {
+        None | Some(Val::Null) => 0,
+        Some(Val::Num(v)) => parse_signed_seconds(v.as_bytes())
+            .ok_or_else(|| format!("\"wall_offset\" is not a decimal number of seconds: {v}"))?,
+        Some(_) => return Err("\"wall_offset\" is not a number".into()),
+    };
+    base.mode = match need(opt_cow(l.get(K::Mode), "mode")?, "mode")?.as_ref() {
+        "run" => Mode::Run {
+            argv: need(opt_strings(l.get(K::Argv), "argv")?, "argv")?,
+        },
+        "watch" => Mode::Watch {
+            root: opt_int(l.get(K::Root), "root")?,
+        },
+        "replay" => Mode::Replay {
+            path: need(opt_string(l.get(K::Capture), "capture")?, "capture")?,
+        },
+        m => return Err(format!("unknown \"mode\" '{m}'")),
+    };
+    base.backend = opt_string(l.get(K::Backend), "backend")?;
+    if let Some(v) = opt_string(l.get(K::Version), "version")? {
+        base.tool.version = v;
+    }
+    Ok(base)
+}
+
+/// What one line held.
+enum Parsed {
+    Header(Header),
+    Events,
+    Summary(Summary),
+}
+
+/// Scans and decodes one line (without its newline): its events go to `out` (nothing on an
+/// error). `first`: a `start` line is the header.
+fn parse_line(
+    line: &[u8],
+    first: bool,
+    base: &Header,
+    table: &mut Table,
+    dec: &mut Decoder,
+    out: &mut Vec<Event>,
+) -> Res<Parsed> {
+    // Written by proctrace, a line is UTF-8; anything else is read lossily rather than refused.
+    let text = match std::str::from_utf8(line) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(line),
+    };
+    table.scan(&text)?;
+    let l = Line { s: &text, t: table };
+    if first && matches!(l.get(K::Event), Some(Val::Str("start", false))) {
+        return header(&l, base.clone()).map(Parsed::Header);
+    }
+    let n = out.len();
+    match dec.decode(l, out) {
+        Ok(Some(s)) => Ok(Parsed::Summary(s)),
+        Ok(None) => Ok(Parsed::Events),
+        Err(e) => {
+            out.truncate(n);
+            Err(e)
+        }
+    }
+}
+
+/// proctrace JSON Lines being read.
+pub struct JsonlInput<R> {
+    path: PathBuf,
+    input: R,
+    header: Header,
+    base: Header,
+    dec: Decoder,
+    table: Box<Table>,
+    /// Events of the line being fed (reused).
+    events: Vec<Event>,
+    summary: Option<Summary>,
+    stats: InputStats,
+    lenient: bool,
+    /// A line that did not fit in the reader's buffer.
+    buf: Vec<u8>,
+}
+
+impl JsonlInput<std::io::BufReader<std::fs::File>> {
+    /// Opens a JSON Lines file.
+    pub fn open(path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
+        let f = std::fs::File::open(path).map_err(|source| InputError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        JsonlInput::new(std::io::BufReader::with_capacity(256 << 10, f), path, opts)
+    }
+}
+
+impl<R: BufRead> JsonlInput<R> {
+    /// Reads proctrace JSON Lines from `input`; `path` names it in errors. Reads up to the
+    /// `start` line, or the first line with events in a file without one (its header is then
+    /// a replay's, starting at that line's time). Any bytes: an error or events, never a panic.
+    pub fn new(input: R, path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
+        let base = opts.fallback_header(&[path.to_path_buf()], 0, 0);
+        let mut me = JsonlInput {
+            path: path.to_path_buf(),
+            input,
+            header: base.clone(),
+            base,
+            dec: Decoder::default(),
+            table: Box::default(),
+            events: Vec::with_capacity(4),
+            summary: None,
+            stats: InputStats {
+                files: 1,
+                ..Default::default()
+            },
+            lenient: opts.lenient,
+            buf: Vec::new(),
+        };
+        while let Some(p) = me.next_line(true)? {
+            match p {
+                Parsed::Header(h) => {
+                    me.dec.run = matches!(h.mode, Mode::Run { .. });
+                    me.header = h;
+                    break;
+                }
+                Parsed::Summary(s) => me.summary = Some(s),
+                Parsed::Events => {
+                    if let Some(ts) = me.events.iter().find_map(|e| e.ts()) {
+                        me.header.ts = ts;
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(me)
+    }
+
+    /// The next good line (its events in `self.events`); `None` at the end or at a truncated
+    /// last line. `first`: a `start` line is the header.
+    fn next_line(&mut self, first: bool) -> Result<Option<Parsed>, InputError> {
+        let io = |path: &Path, source| InputError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        loop {
+            // A line wholly in the reader's buffer is parsed where it lies; one that straddles
+            // the buffer's end is copied out first.
+            let avail = self.input.fill_buf().map_err(|e| io(&self.path, e))?;
+            if avail.is_empty() {
+                return Ok(None);
+            }
+            let (parsed, complete, used) = match memchr::memchr(b'\n', avail) {
+                Some(nl) => {
+                    let line = avail[..nl].trim_ascii();
+                    let p = (!line.is_empty()).then(|| {
+                        parse_line(
+                            line,
+                            first,
+                            &self.base,
+                            &mut self.table,
+                            &mut self.dec,
+                            &mut self.events,
+                        )
+                    });
+                    (p, true, nl + 1)
+                }
+                None => {
+                    self.buf.clear();
+                    let n = self
+                        .input
+                        .read_until(b'\n', &mut self.buf)
+                        .map_err(|e| io(&self.path, e))?;
+                    self.stats.bytes += n as u64;
+                    self.stats.lines += 1;
+                    let complete = self.buf.last() == Some(&b'\n');
+                    let line = self.buf.trim_ascii();
+                    let p = (!line.is_empty()).then(|| {
+                        parse_line(
+                            line,
+                            first,
+                            &self.base,
+                            &mut self.table,
+                            &mut self.dec,
+                            &mut self.events,
+                        )
+                    });
+                    (p, complete, 0)
+                }
+            };
+            if used > 0 {
+                self.input.consume(used);
+                self.stats.bytes += used as u64;
+                self.stats.lines += 1;
+            }
+            match parsed {
+                None => continue,
+                Some(Ok(p)) => return Ok(Some(p)),
+                Some(Err(_)) if !complete => {
+                    self.stats.truncated += 1;
+                    return Ok(None);
+                }
+                Some(Err(_)) if self.lenient => self.stats.skipped_lines += 1,
+                Some(Err(msg)) => {
+                    return Err(InputError::Line {
+                        path: self.path.clone(),
+                        line: self.stats.lines,
+                        msg: format!("not a proctrace JSON Lines line: {msg}"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Input for JsonlInput<R> {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+        loop {
+            for e in self.events.drain(..) {
+                feed(&e);
+            }
+            match self.next_line(false) {
+                Ok(Some(Parsed::Summary(s))) => self.summary = Some(s),
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    self.dec.flush(&mut self.events);
+                    for e in self.events.drain(..) {
+                        feed(&e);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        self.dec.flush(&mut self.events);
+        for e in self.events.drain(..) {
+            feed(&e);
+        }
+        Ok(())
+    }
+
+    fn recorded_summary(&self) -> Option<&Summary> {
+        self.summary.as_ref()
+    }
+
+    fn stats(&self) -> InputStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(
+        bytes: &[u8],
+        lenient: bool,
+    ) -> Result<(Vec<Event>, InputStats, Option<Summary>), InputError> {
+        let opts = InputOptions { lenient, tool: None };
+        let mut input = JsonlInput::new(bytes, Path::new("mem.jsonl"), &opts)?;
+        let mut events = Vec::new();
+        input.feed_all(&mut |e| events.push(e.clone()))?;
+        Ok((events, input.stats(), input.recorded_summary().cloned()))
+    }
+
+    #[test]
+    fn seconds_are_exact() {
+        assert_eq!(parse_seconds(b"12.000000345"), Some(12_000_000_345));
+        assert_eq!(parse_seconds(b"8802.957572757"), Some(8_802_957_572_757));
+        assert_eq!(parse_seconds(b"0.5"), Some(500_000_000));
+        assert_eq!(parse_seconds(b"7"), Some(7_000_000_000));
+        for bad in [
+            &b""[..],
+            b".5",
+            b"1.",
+            b"1.0000000001",
+            b"1e3",
+            b"-1.0",
+            b"1.2.3",
+            b"99999999999999999999",
+        ] {
+            assert_eq!(parse_seconds(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(parse_signed_seconds(b"-1.500000000"), Some(-1_500_000_000));
+    }
+
+    #[test]
+    fn strings_escapes_and_bad_json() {
+        let line = br#"{"event":"start","ts":1.000000000,"tool":"proctrace","version":"0.1.0","wall_offset":-2.5,"mode":"run","argv":["sh","-c","echo \"\u00e9\ud83d\ude00\\\n\"","\ud800x"]}"#;
+        let mut text = line.to_vec();
+        text.extend_from_slice(
+            b"\n{\"event\":\"fork\",\"ts\":1.5,\"pid\":5,\"ppid\":1,\"x\":{\"a\":[1,{\"b\":null}]}}\n",
+        );
+        let opts = InputOptions::default();
+        let input = JsonlInput::new(&text[..], Path::new("m"), &opts).unwrap();
+        let h = input.header();
+        assert_eq!(h.real_minus_mono, -2_500_000_000);
+        assert_eq!(
+            h.mode,
+            Mode::Run {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "echo \"é😀\\\n\"".into(),
+                    "\u{fffd}x".into()
+                ]
+            }
+        );
+        let (ev, _, _) = read_all(&text, false).unwrap();
+        assert_eq!(ev, vec![Event::Root { tgid: 5 }, fork(1_500_000_000, 1, 5)]);
+        for bad in [
+            &br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1"#[..],
+            br#"{"event":"fork","ts":1.5,"pid":5,"pid":6,"ppid":1}"#,
+            br#"{"event":"fork","ts":01.5,"pid":5,"ppid":1}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1} x"#,
+            br#"{"event":"fork","ts":1.5,"pid":"5","ppid":1}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":"a	b"}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":"\q"}"#,
+            br#"{"event":"fork","ts":1.5,"pid":5,"ppid":1,"comm":tru}"#,
+            br#"{"event":"nope","ts":1.5}"#,
+            br#"{"event":"exit","ts":1.5,"pid":5,"ppid":1}"#,
+            br#"{"event":"exit","ts":1.5,"pid":5,"ppid":1,"code":256}"#,
+            br#"{"event":"fork","ts":1.5,"pid":99999999999,"ppid":1}"#,
+        ] {
+            let mut t =
+                b"{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n".to_vec();
+            t.extend_from_slice(bad);
+            t.push(b'\n');
+            match read_all(&t, false) {
+                Err(InputError::Line { line: 2, .. }) => {}
+                other => panic!("{}: {other:?}", String::from_utf8_lossy(bad)),
+            }
+            let (_, st, _) = read_all(&t, true).unwrap();
+            assert_eq!(st.skipped_lines, 1, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// Exit statuses, exits whose status was lost, quiet background marks, core dumps and the
+    /// summary come back as the tracker's own events.
+    #[test]
+    fn exits_and_the_end_line() {
+        let text = "{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n\
+            {\"event\":\"exit\",\"ts\":2.0,\"pid\":5,\"ppid\":1,\"signal\":11,\"core\":true}\n\
+            {\"event\":\"exit\",\"ts\":2.0,\"pid\":6,\"ppid\":1,\"signal\":6,\"core\":false}\n\
+            {\"event\":\"exit\",\"ts\":3.0,\"pid\":7,\"ppid\":1,\"code\":null,\"exit_lost\":true}\n\
+            {\"event\":\"exit\",\"ts\":4.0,\"pid\":8,\"ppid\":1,\"code\":2,\"background\":true}\n\
+            {\"event\":\"end\",\"ts\":5.0,\"pid\":8,\"signal\":9,\"processes\":4,\"background\":2,\"tracer_cpu\":0.25}\n";
+        let (ev, st, sum) = read_all(text.as_bytes(), false).unwrap();
+        let s = 1_000_000_000;
+        assert_eq!(
+            ev,
+            vec![
+                Event::Exit {
+                    ts: 2 * s,
+                    pid: 5,
+                    tgid: 5,
+                    status: 11 | 0x80,
+                    parent_tgid: 1
+                },
+                Event::Coredump { ts: 2 * s, tgid: 6 },
+                Event::Exit {
+                    ts: 2 * s,
+                    pid: 6,
+                    tgid: 6,
+                    status: 6,
+                    parent_tgid: 1
+                },
+                Event::Gone { ts: 3 * s, tgid: 7 },
+                Event::Background {
+                    ts: 4 * s,
+                    tgid: 8,
+                    state: BackgroundState::Ready,
+                    report: false
+                },
+                Event::Exit {
+                    ts: 4 * s,
+                    pid: 8,
+                    tgid: 8,
+                    status: 2 << 8,
+                    parent_tgid: 1
+                },
+            ]
+        );
+        assert_eq!((st.lines, st.skipped_lines, st.truncated), (6, 0, 0));
+        let sum = sum.unwrap();
+        assert_eq!(
+            sum.status,
+            Some(ExitStatus::Signal {
+                signal: 9,
+                core: false
+            })
+        );
+        assert_eq!((sum.root, sum.background, sum.stats.processes), (Some(8), 2, 4));
+        assert_eq!(sum.tracer_cpu_ns, Some(s / 4));
+    }
+
+    /// Lines longer than the reader's buffer are read whole; a cut last line is counted.
+    #[test]
+    fn long_lines_and_a_cut_last_line() {
+        let argv: Vec<String> = (0..5000).map(|i| format!("arg{i}")).collect();
+        let words = argv
+            .iter()
+            .map(|a| format!("\"{a}\""))
+            .collect::<Vec<_>>()
+            .join(",");
+        let text = format!(
+            "{{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}}\n\
+             {{\"event\":\"exec\",\"ts\":2.0,\"pid\":5,\"ppid\":1,\"argv\":[{words}]}}\n\
+             {{\"event\":\"exit\",\"ts\":3.0,\"pid\":5,\"ppid\":1,\"co"
+        );
+        let opts = InputOptions::default();
+        let r = std::io::BufReader::with_capacity(64, text.as_bytes());
+        let mut input = JsonlInput::new(r, Path::new("m"), &opts).unwrap();
+        let mut got = Vec::new();
+        input.feed_all(&mut |e| got.push(e.clone())).unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(
+            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref() == Some(&argv))
+        );
+        assert_eq!((input.stats().lines, input.stats().truncated), (3, 1));
+        assert_eq!(input.stats().bytes, text.len() as u64);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Any bytes: events or an error, never a panic; lenient reading never fails.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = read_all(&bytes, false);
+            prop_assert!(read_all(&bytes, true).is_ok());
+        }
+
+        /// Valid lines with their bytes shuffled about: the same.
+        #[test]
+        fn mangled_lines_never_panic(cut in 0usize..300, byte in any::<u8>(), at in 0usize..300) {
+            let mut t = br#"{"event":"start","ts":1.0,"tool":"proctrace","mode":"run","argv":["a"]}
+{"event":"fork","ts":1.5,"pid":5,"ppid":1,"pre_existing":true}
+{"event":"exec","ts":0.000000000,"pid":5,"ppid":1,"argv":["x\"y"],"comm":"x"}
+{"event":"data","ts":1.6,"pid":5,"ppid":1,"thread":"main","category":"c","key":"k","nesting":1,"value":{"a":[1]}}
+{"event":"region","ts":1.6,"pid":5,"ppid":1,"duration":0.1,"thread":"main","category":"c","label":"l","nesting":1}
+{"event":"end","ts":2.0,"processes":1}
+"#.to_vec();
+            let at = at % t.len();
+            t[at] = byte;
+            t.truncate(cut.max(1) * t.len() / 300);
+            let _ = read_all(&t, false);
+            prop_assert!(read_all(&t, true).is_ok());
+        }
+    }
+}
