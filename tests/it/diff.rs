@@ -27,16 +27,17 @@ fn makefile(dir: &Path, units: &[&str]) {
     .unwrap();
 }
 
-/// Traces `make -k -j2` in `dir` with `--record CAP`; returns proctrace's output and the
-/// capture's path.
-fn traced_make(dir: &Path, name: &str) -> (Output, String) {
+/// Traces `make -k -j2` in `dir` with `--record NAME.cap -o NAME.jsonl`; returns proctrace's
+/// output and the two files' paths.
+fn traced_make(dir: &Path, name: &str) -> (Output, String, String) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "o") {
             std::fs::remove_file(p).unwrap();
         }
     }
-    let cap = tmp(name);
+    let cap = tmp(&format!("{name}.cap"));
+    let jsonl = tmp(&format!("{name}.jsonl"));
     // ptrace reads every argv at its exec; the connector's /proc reader can miss a process
     // as short as `as` on a loaded machine, and an unread argv is a different group.
     let out = Command::new(PROCTRACE)
@@ -47,6 +48,8 @@ fn traced_make(dir: &Path, name: &str) -> (Output, String) {
             "--quiet",
             "--record",
             &cap,
+            "-o",
+            &jsonl,
             "--",
             "make",
             "-s",
@@ -57,7 +60,7 @@ fn traced_make(dir: &Path, name: &str) -> (Output, String) {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    (out, cap)
+    (out, cap, jsonl)
 }
 
 fn diff(args: &[&str]) -> Output {
@@ -99,14 +102,14 @@ fn diff_names_the_slower_unit_first_and_the_failed_new_and_gone_ones() {
         unit(&dir, u, 100);
     }
     makefile(&dir, &["u1", "u2", "u3", "u4", "u5", "u6"]);
-    let (out, old) = traced_make(&dir, "old.cap");
+    let (out, old, old_jsonl) = traced_make(&dir, "old");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     unit(&dir, "u3", 2000);
     std::fs::write(dir.join("u4.c"), "#error this unit is broken now\n").unwrap();
     unit(&dir, "u7", 100);
     makefile(&dir, &["u1", "u2", "u3", "u4", "u5", "u7"]);
-    let (out, new) = traced_make(&dir, "new.cap");
+    let (out, new, new_jsonl) = traced_make(&dir, "new");
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -180,6 +183,18 @@ fn diff_names_the_slower_unit_first_and_the_failed_new_and_gone_ones() {
         serde_json::json!(["make", "-s", "-k", "-j2"])
     );
 
+    // The same runs' `-o` JSON Lines give the same comparison.
+    let out = diff(&["--json", &old_jsonl, &new_jsonl]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let w: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in ["new", "gone", "failed", "fixed", "slower", "faster"] {
+        assert_eq!(list(&w, k), list(&v, k), "{k} from JSON Lines");
+    }
+    for k in ["old", "new"] {
+        let (a, b) = (v["wall_s"][k].as_f64().unwrap(), w["wall_s"][k].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-6, "wall_s.{k}: {a} vs {b}");
+    }
+
     // The text says the same.
     let out = diff(&[&old, &new]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -235,7 +250,8 @@ fn traced_make_once() -> (Output, String) {
     std::fs::create_dir_all(&dir).unwrap();
     unit(&dir, "a", 10);
     makefile(&dir, &["a"]);
-    traced_make(&dir, "one.cap")
+    let (out, cap, _) = traced_make(&dir, "one");
+    (out, cap)
 }
 
 #[test]
