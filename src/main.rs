@@ -89,6 +89,15 @@ Examples:
   proctrace analyze --lenient --json traces/
       A directory of Trace2 files from many machines; bad lines skipped and counted.";
 
+const DIFF_EXAMPLES: &str = "\
+Examples:
+  proctrace run --record before.cap -- make -j8
+  proctrace run --record after.cap -- make -j8
+  proctrace diff before.cap after.cap
+      What got slower, faster, failed, appeared or disappeared, and the new critical path.
+  proctrace diff --json --fail-if-slower 20 main.jsonl branch.jsonl
+      For CI: one JSON object on stdout; exit 1 when the wall time grew by more than 20%.";
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendArg {
     /// The connector when the kernel answers, else ptrace.
@@ -281,6 +290,40 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum)]
         tree: Option<TreeArg>,
+    },
+    /// Compare two saved traces of the same job (anything `analyze` reads): commands new, gone,
+    /// failed now, slower or faster beyond a threshold, matched by argv with volatile parts
+    /// (temp paths, pids, hashes, timestamps) normalised; the change in wall time and the
+    /// critical path.
+    #[command(after_long_help = DIFF_EXAMPLES)]
+    Diff {
+        /// The earlier trace.
+        old: std::path::PathBuf,
+        /// The later trace.
+        new: std::path::PathBuf,
+        /// A command is slower or faster when its total time changed by more than PCT percent of the old total
+        #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+        threshold: f64,
+        /// A command is slower or faster only when its total time also changed by at least MS
+        /// milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 50.0)]
+        min_ms: f64,
+        /// Exit with status 1 when the new wall time is more than PCT percent above the old
+        /// (for CI).
+        #[arg(long, value_name = "PCT")]
+        fail_if_slower: Option<f64>,
+        /// Print the comparison as one JSON object on stdout instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Skip and count lines that are not valid events, instead of stopping at the first.
+        #[arg(long)]
+        lenient: bool,
+        /// Show credentials in URLs instead of redacting them.
+        #[arg(long)]
+        no_redact: bool,
+        /// Never colour output (also: NO_COLOR=1).
+        #[arg(long)]
+        no_color: bool,
     },
     /// Print a shell completion script to stdout (e.g. `source <(proctrace completions bash)`).
     Completions {
@@ -540,6 +583,55 @@ fn main() {
                 None if ok => Ok(exit_codes::OK),
                 None => Ok(exit_codes::INTERNAL),
             }
+        })(),
+        Cmd::Diff {
+            old,
+            new,
+            threshold,
+            min_ms,
+            fail_if_slower,
+            json,
+            lenient,
+            no_redact,
+            no_color,
+        } => (|| {
+            use proctrace::cmd::diff;
+            if !(threshold >= 0.0 && min_ms >= 0.0 && fail_if_slower.is_none_or(|p| p >= 0.0)) {
+                return Err(ProctraceError::Usage(
+                    "--threshold, --min-ms and --fail-if-slower take a number ≥ 0".into(),
+                ));
+            }
+            let a = diff::load(old, lenient, Some(Tool::this_process()))?;
+            let b = diff::load(new, lenient, Some(Tool::this_process()))?;
+            let opts = diff::DiffOptions {
+                threshold_pct: threshold,
+                min_ms,
+                redact: !no_redact,
+            };
+            let r = diff::compare((&a).into(), (&b).into(), opts);
+            let text = if json {
+                diff::render_json(&r)
+            } else {
+                let width = std::env::var("COLUMNS")
+                    .ok()
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(120usize);
+                diff::render_text(&r, proctrace::output::stdout_color(!no_color), width)
+            };
+            use std::io::Write;
+            match std::io::stdout().write_all(text.as_bytes()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(ProctraceError::Io("writing to stdout".into(), e)),
+            }
+            let skipped = a.stats.skipped_lines + b.stats.skipped_lines;
+            if skipped > 0 {
+                eprintln!("proctrace: {skipped} bad lines skipped (--lenient)");
+            }
+            Ok(match fail_if_slower {
+                Some(p) if r.slower_than(p) => diff::EXIT_SLOWER,
+                _ => exit_codes::OK,
+            })
         })(),
         what @ (Cmd::Completions { .. } | Cmd::Man { .. }) => generate(&what),
     };

@@ -72,6 +72,12 @@ fn color_for(stream_is_tty: bool, allowed: bool) -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
+/// Colour for text on stdout (`proctrace diff`): allowed, stdout a terminal, `NO_COLOR` unset,
+/// `TERM` not `dumb`.
+pub fn stdout_color(allowed: bool) -> bool {
+    color_for(std::io::stdout().is_terminal(), allowed)
+}
+
 /// A file (created or truncated) or, for `-`, stdout.
 fn dest(path: &str) -> Result<sink::LineDest, ProctraceError> {
     Ok(if path == "-" {

@@ -9,6 +9,7 @@ mod analyze_trace2;
 mod chrome_check;
 mod chrome_out;
 mod cli;
+mod diff;
 mod errors;
 mod faults;
 mod progress;

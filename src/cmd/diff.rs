@@ -1,0 +1,870 @@
+//! `proctrace diff OLD NEW`: what changed between two traced runs of the same job.
+//!
+//! Each side is anything `analyze` reads (a `--record` capture, `-o` JSON Lines, Trace2
+//! streams); both go through [`crate::cmd::analyze::analyze`] with no outputs, and the finished
+//! models are compared. Nothing here reads a file or a terminal: [`compare`] is a pure function
+//! of the two analyses, [`render_text`] and [`render_json`] format its [`DiffReport`].
+//!
+//! # Matching
+//!
+//! Processes are matched between the runs by their argv with the volatile parts replaced
+//! ([`normalize_argv`]); the processes of one run sharing a normalised argv form a *group*,
+//! compared by count, total and median time. A process that never exec'd counts as
+//! `[fork of COMM]`, one whose argv was not read as `[COMM]`. The traced command itself (the
+//! root) is left out of the groups: its change is the wall time.
+//!
+//! # Normalisation rules (each word of argv)
+//!
+//! A word is read as runs of ASCII letters and digits (*tokens*) between other characters,
+//! which are kept as they are. In order:
+//!
+//! 1. **Timestamps** → `<TIME>`: an ISO 8601 date `YYYY-MM-DD`, with an optional time
+//!    `[T _]HH:MM[:SS[.frac]]` and zone (`Z`, `+HH:MM`, `-HHMM`); a time of day `HH:MM:SS[.frac]`;
+//!    the compact `YYYYMMDDTHHMMSS`.
+//! 2. **Numbers that look like pids, ports or epochs** → `<N>`: a token of 4 or more digits.
+//!    Shorter numbers (`-j8`, `-O2`, `sleep 0.3`, `u12.c`) are kept: they usually mean
+//!    something, and a token mixing letters and digits (`unit1234`) is a name, kept whole.
+//! 3. **Hex hashes and addresses** → `<HEX>` (after rule 4 inside a temp path): a token of 7 or more hex digits with at least one
+//!    digit and one letter `a-f` (a git abbreviated hash, a SHA), or `0x` and 4 or more hex
+//!    digits.
+//! 4. **Temporary paths** → `<TMP>`: inside a path under `/tmp/`, `/var/tmp/` or `/dev/shm/`
+//!    (not `$TMPDIR`: the trace may come from another machine) (where a path starts: the word's first `/`, or after `=`, `:`, `,` or `@`), a
+//!    token of 6 or more characters mixing letters and digits or upper and lower case, or
+//!    made by a known template whatever its letters: gcc's `ccXXXXXX`, mktemp's
+//!    `tmp.XXXXXXXXXX`, Python's `tmpXXXXXXXX` (`/tmp/tmp.Xy3kLm9QzA` → `/tmp/tmp.<TMP>`,
+//!    `/tmp/ccAbc123.s` and `/tmp/ccqwoihv.s` → `/tmp/<TMP>.s`). Other all-lowercase names
+//!    (`/tmp/build`) are kept.
+//!
+//! # What counts as a change
+//!
+//! A group present in both runs is **slower** (or **faster**) when its total time changed by
+//! more than `threshold_pct` percent of the old total *and* by at least `min_ms` milliseconds
+//! (defaults 10% and 50 ms: timings of one process vary by tens of ms on a busy machine).
+//! **Failed** lists the groups with a failed process (non-zero exit or a signal) now and none
+//! before (a new command that fails is both new and failed; one that failed now is not also
+//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. A parent's
+//! time includes its children's, so a wrapper (`sh -c 'cc …'`) and what it runs can both be
+//! listed; lists are sorted by the size of the change, largest first.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::ProctraceError;
+use crate::cmd::analyze::{Analysis, analyze};
+use crate::input::{InputOptions, open};
+use crate::model::event::ExitStatus;
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::redact::redact_arg;
+use crate::report::summary::{StatusJson, summarize, wall};
+use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv};
+use crate::sink::{Fanout, Header, Mode, Summary};
+
+/// The exit status of `proctrace diff --fail-if-slower PCT` when the wall time grew by more
+/// than PCT percent (as `diff(1)` exits 1 when the files differ).
+pub const EXIT_SLOWER: i32 = 1;
+
+/// What counts as a change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiffOptions {
+    /// A group is slower or faster when its total time changed by more than this percentage of
+    /// the old total…
+    pub threshold_pct: f64,
+    /// …and by at least this many milliseconds.
+    pub min_ms: f64,
+    /// Hide URL credentials in argv.
+    pub redact: bool,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            threshold_pct: 10.0,
+            min_ms: 50.0,
+            redact: true,
+        }
+    }
+}
+
+/// Reads one side of a diff: the trace at `path` through the model, with no outputs. A line
+/// that cannot be read is an error naming the file and line (unless `lenient`).
+pub fn load(
+    path: PathBuf,
+    lenient: bool,
+    tool: Option<crate::sink::Tool>,
+) -> Result<Analysis, ProctraceError> {
+    let opts = InputOptions { lenient, tool };
+    let mut input = open(&[path], &opts)?;
+    let mut a = analyze(input.as_mut(), None, Fanout::new());
+    match a.error.take() {
+        Some(e) => Err(e.into()),
+        None => Ok(a),
+    }
+}
+
+/// One run, as compared.
+#[derive(Clone, Copy)]
+pub struct Side<'a> {
+    /// Its header.
+    pub header: &'a Header,
+    /// The finished model (exited records retained).
+    pub tracker: &'a Tracker,
+    /// Its summary.
+    pub summary: &'a Summary,
+}
+
+impl<'a> From<&'a Analysis> for Side<'a> {
+    fn from(a: &'a Analysis) -> Self {
+        Side {
+            header: &a.header,
+            tracker: &a.engine.tracker,
+            summary: &a.summary,
+        }
+    }
+}
+
+/// A pair of values, old and new.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OldNew<T> {
+    /// In the old run.
+    pub old: T,
+    /// In the new run.
+    pub new: T,
+}
+
+/// One run's headline.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// The traced command (`run`), redacted as asked.
+    pub command: Option<Vec<String>>,
+    /// Its status.
+    pub status: Option<StatusJson>,
+    /// Processes seen.
+    pub processes: u64,
+    /// Processes that failed.
+    pub failures: u64,
+}
+
+/// One step of a critical path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathEntry {
+    /// Normalised argv (the matching key).
+    pub argv: Vec<String>,
+    /// 0 for the root, 1 for its children, …
+    pub depth: usize,
+    /// Fork to exit, seconds.
+    pub duration_s: f64,
+    /// The same step's duration in the other run (same normalised argv on its critical
+    /// path), when it is there.
+    pub other_s: Option<f64>,
+}
+
+/// A group of processes with the same normalised argv, compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    /// The normalised argv (the matching key).
+    pub argv: Vec<String>,
+    /// Processes in the run the entry is about: the new one, the old one for `gone`.
+    pub count: u64,
+    /// Processes in the old run.
+    pub old_count: u64,
+    /// Processes in the new run.
+    pub new_count: u64,
+    /// Total fork-to-exit time in the old run, seconds (`null`: not in it).
+    pub old_s: Option<f64>,
+    /// Total time in the new run, seconds (`null`: not in it).
+    pub new_s: Option<f64>,
+    /// Median time of one process in the old run, seconds.
+    pub old_median_s: Option<f64>,
+    /// Median time of one process in the new run, seconds.
+    pub new_median_s: Option<f64>,
+    /// `new_s - old_s` (a missing side counts as 0).
+    pub delta_s: f64,
+    /// Failed processes in the old run.
+    pub old_failed: u64,
+    /// Failed processes in the new run.
+    pub new_failed: u64,
+    /// How the first failure of the run the entry is about ended (`failed`: now; `fixed`:
+    /// before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusJson>,
+    /// One real argv of the group (the new run's when there, else the old's), redacted as
+    /// asked.
+    pub example: Vec<String>,
+    #[serde(skip)]
+    first_status: Option<ExitStatus>,
+}
+
+/// The comparison, ready to render or serialize.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    /// Wall time of each run, seconds (as the summary computes it).
+    pub wall_s: OldNew<f64>,
+    /// Each run's headline.
+    pub runs: OldNew<RunInfo>,
+    /// Each run's critical path.
+    pub critical_path: OldNew<Vec<PathEntry>>,
+    /// What counted as a change.
+    pub threshold: Threshold,
+    /// Groups only in the new run, most total time first.
+    pub new: Vec<Entry>,
+    /// Groups only in the old run, most total time first.
+    pub gone: Vec<Entry>,
+    /// Groups that failed now and did not before, in order of their first fork.
+    pub failed: Vec<Entry>,
+    /// Groups that failed before and do not now.
+    pub fixed: Vec<Entry>,
+    /// Groups slower beyond the threshold, largest change first.
+    pub slower: Vec<Entry>,
+    /// Groups faster beyond the threshold, largest change first.
+    pub faster: Vec<Entry>,
+}
+
+/// The thresholds used, as JSON.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Threshold {
+    /// Percent of the old total.
+    pub pct: f64,
+    /// Absolute, milliseconds.
+    pub min_ms: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+// ---------------------------------------------------------------------------------------------
+
+// Hand-written rather than with `regex` (not a dependency): the rules are about tokens and
+// where a path starts, which a one-pass scanner states directly, without allocation for words
+// that have nothing volatile.
+
+const TEMP_DIRS: [&str; 3] = ["/tmp/", "/var/tmp/", "/dev/shm/"];
+
+/// `argv` with its volatile parts replaced (see the module docs).
+pub fn normalize_argv<S: AsRef<str>>(argv: &[S]) -> Vec<String> {
+    argv.iter().map(|w| normalize_word(w.as_ref())).collect()
+}
+
+/// One word of argv with its volatile parts replaced (see the module docs).
+pub fn normalize_word(w: &str) -> String {
+    let b = w.as_bytes();
+    let mut out = String::with_capacity(w.len());
+    let mut i = 0;
+    let mut in_tmp = false;
+    // Where the last copied stretch of ordinary text started.
+    let mut copy_from = 0;
+    while i < b.len() {
+        let c = b[i];
+        let prev = if i == 0 { None } else { Some(b[i - 1]) };
+        let path_start =
+            c == b'/' && (!w[..i].contains('/') || matches!(prev, Some(b'=' | b':' | b',' | b'@')));
+        if path_start && !in_tmp {
+            let rest = &w[i..];
+            if let Some(d) = TEMP_DIRS.iter().copied().find(|d| rest.starts_with(d)) {
+                out.push_str(&w[copy_from..i]);
+                out.push_str(d);
+                i += d.len();
+                copy_from = i;
+                in_tmp = true;
+                continue;
+            }
+        }
+        if in_tmp && matches!(c, b':' | b',' | b'=' | b';' | b' ') {
+            in_tmp = false;
+        }
+        if !prev.is_some_and(|p| p.is_ascii_alphanumeric()) {
+            if let Some(len) = timestamp_at(&b[i..]) {
+                out.push_str(&w[copy_from..i]);
+                out.push_str("<TIME>");
+                i += len;
+                copy_from = i;
+                continue;
+            }
+        }
+        if c.is_ascii_alphanumeric() {
+            let mut j = i;
+            while j < b.len() && b[j].is_ascii_alphanumeric() {
+                j += 1;
+            }
+            let tmp = match in_tmp {
+                false => Tmp::No,
+                true if w[..i].ends_with("tmp.") => Tmp::AfterTmpDot,
+                true => Tmp::Yes,
+            };
+            if let Some(marker) = token_marker(&w[i..j], tmp) {
+                out.push_str(&w[copy_from..i]);
+                out.push_str(marker);
+                copy_from = j;
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&w[copy_from..]);
+    out
+}
+
+/// The marker replacing a token, if it is volatile.
+/// Where a token is, for the temp-path rule.
+#[derive(Clone, Copy, PartialEq)]
+enum Tmp {
+    /// Not in a temp path.
+    No,
+    /// In a temp path.
+    Yes,
+    /// In a temp path, right after `tmp.` (mktemp's template).
+    AfterTmpDot,
+}
+
+fn token_marker(tok: &str, tmp: Tmp) -> Option<&'static str> {
+    let b = tok.as_bytes();
+    let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+    if digits == b.len() {
+        return (b.len() >= 4).then_some("<N>");
+    }
+    if b.len() == 15 && b[8] == b'T' && digits == 14 {
+        return Some("<TIME>");
+    }
+    // Before the hex rule: a random temp name may be all hex digits (`ccAbc123`).
+    if tmp != Tmp::No && b.len() >= 6 {
+        let upper = b.iter().any(u8::is_ascii_uppercase);
+        let lower = b.iter().any(u8::is_ascii_lowercase);
+        // Random names that happen to be all one case (about 1 in 200 of gcc's) are caught by
+        // the templates they come from: gcc's `ccXXXXXX`, mktemp's `tmp.XXXXXXXXXX`, Python's
+        // `tmpXXXXXXXX`.
+        let template = tmp == Tmp::AfterTmpDot
+            || (b.len() == 8 && b.starts_with(b"cc"))
+            || (b.len() >= 9 && b.starts_with(b"tmp"));
+        if template || (digits > 0 && (upper || lower)) || (upper && lower) {
+            return Some("<TMP>");
+        }
+    }
+    let hex_letters = b
+        .iter()
+        .filter(|c| matches!(c, b'a'..=b'f' | b'A'..=b'F'))
+        .count();
+    if b.len() >= 7 && digits > 0 && hex_letters > 0 && digits + hex_letters == b.len() {
+        return Some("<HEX>");
+    }
+    if b.len() >= 6
+        && (b.starts_with(b"0x") || b.starts_with(b"0X"))
+        && b[2..].iter().all(u8::is_ascii_hexdigit)
+    {
+        return Some("<HEX>");
+    }
+    None
+}
+
+/// The length of a timestamp starting at `b[0]`, if one does (see the module docs).
+fn timestamp_at(b: &[u8]) -> Option<usize> {
+    let digits = |at: usize, n: usize| b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit);
+    let byte = |at: usize| b.get(at).copied();
+    // Optional fractional seconds at `k`.
+    let frac = |mut k: usize| {
+        if matches!(byte(k), Some(b'.' | b',')) && digits(k + 1, 1) {
+            k += 1;
+            while byte(k).is_some_and(|c| c.is_ascii_digit()) {
+                k += 1;
+            }
+        }
+        k
+    };
+    if digits(0, 4) && byte(4) == Some(b'-') && digits(5, 2) && byte(7) == Some(b'-') && digits(8, 2) {
+        let mut k = 10;
+        if matches!(byte(k), Some(b'T' | b' ' | b'_'))
+            && digits(k + 1, 2)
+            && byte(k + 3) == Some(b':')
+            && digits(k + 4, 2)
+        {
+            k += 6;
+            if byte(k) == Some(b':') && digits(k + 1, 2) {
+                k = frac(k + 3);
+            }
+            if byte(k) == Some(b'Z') {
+                k += 1;
+            } else if matches!(byte(k), Some(b'+' | b'-')) && digits(k + 1, 2) {
+                k += 3;
+                if byte(k) == Some(b':') && digits(k + 1, 2) {
+                    k += 3;
+                } else if digits(k, 2) {
+                    k += 2;
+                }
+            }
+        }
+        if !byte(k).is_some_and(|c| c.is_ascii_digit()) {
+            return Some(k);
+        }
+        return None;
+    }
+    if digits(0, 2) && byte(2) == Some(b':') && digits(3, 2) && byte(5) == Some(b':') && digits(6, 2) {
+        let k = frac(8);
+        if !byte(k).is_some_and(|c| c.is_ascii_digit()) {
+            return Some(k);
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups
+// ---------------------------------------------------------------------------------------------
+
+/// The processes of one run sharing a normalised argv.
+#[derive(Debug, Clone, Default)]
+struct Group {
+    /// A real argv of one of them.
+    example: Vec<String>,
+    count: u64,
+    /// Fork-to-exit times of those with both known.
+    durations: Vec<u64>,
+    failed: u64,
+    first_status: Option<ExitStatus>,
+    /// Rank of the first process (fork order) for stable listing.
+    rank: usize,
+}
+
+impl Group {
+    fn total(&self) -> u64 {
+        self.durations.iter().sum()
+    }
+    fn median(&self) -> Option<u64> {
+        let mut d = self.durations.clone();
+        d.sort_unstable();
+        match d.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(d[n / 2]),
+            n => Some((d[n / 2 - 1] + d[n / 2]) / 2),
+        }
+    }
+}
+
+/// The matching key of a process (see the module docs).
+fn key_of(r: &ProcessRecord) -> Vec<String> {
+    match r.argv() {
+        Some(a) if !a.is_empty() => normalize_argv(a),
+        _ if r.execs.is_empty() => vec![format!("[fork of {}]", r.comm.as_deref().unwrap_or("?"))],
+        _ => vec![format!("[{}]", r.comm.as_deref().unwrap_or("?"))],
+    }
+}
+
+/// The record of the traced command: the one the trace names, or the only root there is (a
+/// Trace2 session tree), as the summary's critical path takes it.
+fn root_of(s: Side<'_>) -> Option<ProcId> {
+    let roots = s.tracker.roots();
+    match s.summary.root.or(match s.header.mode {
+        Mode::Watch { root } => root,
+        _ => None,
+    }) {
+        Some(pid) => roots
+            .iter()
+            .copied()
+            .find(|&id| s.tracker.get(id).is_some_and(|r| r.pid == pid)),
+        None if roots.len() == 1 => Some(roots[0]),
+        None => None,
+    }
+}
+
+/// Every record of `t` reachable from its roots, parents before children.
+fn records(t: &Tracker) -> Vec<ProcId> {
+    let mut out = Vec::new();
+    let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
+    while let Some(id) = stack.pop() {
+        let Some(r) = t.get(id) else { continue };
+        out.push(id);
+        stack.extend(r.children.iter().rev().copied());
+    }
+    out
+}
+
+fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
+    let root = root_of(s);
+    let mut ids = records(s.tracker);
+    ids.sort_by_key(|&id| s.tracker.get(id).and_then(|r| r.start_ns));
+    let mut map: HashMap<Vec<String>, Group> = HashMap::new();
+    for (rank, id) in ids.into_iter().enumerate() {
+        if Some(id) == root {
+            continue;
+        }
+        let Some(r) = s.tracker.get(id) else { continue };
+        let g = map.entry(key_of(r)).or_insert_with(|| Group {
+            example: r.argv().map(<[String]>::to_vec).unwrap_or_default(),
+            rank,
+            ..Group::default()
+        });
+        g.count += 1;
+        let status = r.exit.and_then(|x| x.status);
+        if r.background.is_none() && status.is_some() {
+            if let Some(d) = r.duration_ns() {
+                g.durations.push(d);
+            }
+        }
+        if let Some(st) = status.filter(|st| !st.success()) {
+            g.failed += 1;
+            g.first_status.get_or_insert(st);
+        }
+    }
+    map
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+// ---------------------------------------------------------------------------------------------
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn redacted(argv: &[String], redact: bool) -> Vec<String> {
+    if redact {
+        argv.iter().map(|s| redact_arg(s).into_owned()).collect()
+    } else {
+        argv.to_vec()
+    }
+}
+
+fn run_info(s: Side<'_>, redact: bool) -> RunInfo {
+    let r = summarize(s.header, s.tracker, s.summary, redact);
+    RunInfo {
+        command: r.command,
+        status: r.status,
+        processes: r.processes,
+        failures: r.failures.len() as u64,
+    }
+}
+
+fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
+    let r = summarize(s.header, s.tracker, s.summary, false);
+    r.critical_path
+        .iter()
+        .map(|p| {
+            let argv = match &p.step.argv {
+                Some(a) => redacted(&normalize_argv(a), redact),
+                None => vec![format!("[{}]", p.step.program)],
+            };
+            PathEntry {
+                argv,
+                depth: p.depth,
+                duration_s: secs(p.step.duration_ns),
+                other_s: None,
+            }
+        })
+        .collect()
+}
+
+/// Fills each step's `other_s` from the other run's path (the first unused step with the same
+/// argv).
+fn pair_paths(a: &mut [PathEntry], b: &mut [PathEntry]) {
+    let mut used = vec![false; b.len()];
+    for x in a.iter_mut() {
+        if let Some(j) = (0..b.len()).find(|&j| !used[j] && b[j].argv == x.argv) {
+            used[j] = true;
+            x.other_s = Some(b[j].duration_s);
+            b[j].other_s = Some(x.duration_s);
+        }
+    }
+}
+
+/// Compares two runs (see the module docs).
+pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
+    let go = groups(old);
+    let gn = groups(new);
+    let entry = |key: &Vec<String>, a: Option<&Group>, b: Option<&Group>, about_new: bool| -> Entry {
+        let total = |g: Option<&Group>| g.map(Group::total);
+        let (ta, tb) = (total(a), total(b));
+        let about = if about_new { b.or(a) } else { a.or(b) };
+        Entry {
+            argv: redacted(key, o.redact),
+            count: about.map_or(0, |g| g.count),
+            old_count: a.map_or(0, |g| g.count),
+            new_count: b.map_or(0, |g| g.count),
+            old_s: ta.map(secs),
+            new_s: tb.map(secs),
+            old_median_s: a.and_then(Group::median).map(secs),
+            new_median_s: b.and_then(Group::median).map(secs),
+            delta_s: secs(tb.unwrap_or(0)) - secs(ta.unwrap_or(0)),
+            old_failed: a.map_or(0, |g| g.failed),
+            new_failed: b.map_or(0, |g| g.failed),
+            status: about.and_then(|g| g.first_status).map(StatusJson::from),
+            example: redacted(&b.or(a).map(|g| g.example.clone()).unwrap_or_default(), o.redact),
+            first_status: about.and_then(|g| g.first_status),
+        }
+    };
+    let mut new_list = Vec::new();
+    let mut gone = Vec::new();
+    let mut failed = Vec::new();
+    let mut fixed = Vec::new();
+    let mut slower = Vec::new();
+    let mut faster = Vec::new();
+    let mut keys_new: Vec<(&Vec<String>, &Group)> = gn.iter().collect();
+    keys_new.sort_by_key(|(_, g)| g.rank);
+    for (k, b) in keys_new {
+        let a = go.get(k);
+        if b.failed > 0 && a.is_none_or(|a| a.failed == 0) {
+            failed.push(entry(k, a, Some(b), true));
+            if a.is_some() {
+                // Failing is the change; a failed step's time says little (it stopped early).
+                continue;
+            }
+        }
+        let Some(a) = a else {
+            new_list.push(entry(k, None, Some(b), true));
+            continue;
+        };
+        if a.failed > 0 && b.failed == 0 {
+            fixed.push(entry(k, Some(a), Some(b), false));
+        }
+        let (ta, tb) = (a.total() as f64 / 1e6, b.total() as f64 / 1e6);
+        let d = tb - ta;
+        if d.abs() >= o.min_ms && d.abs() > ta * o.threshold_pct / 100.0 {
+            let e = entry(k, Some(a), Some(b), true);
+            if d > 0.0 { slower.push(e) } else { faster.push(e) }
+        }
+    }
+    let mut keys_old: Vec<(&Vec<String>, &Group)> = go.iter().filter(|(k, _)| !gn.contains_key(*k)).collect();
+    keys_old.sort_by_key(|(_, g)| g.rank);
+    for (k, a) in keys_old {
+        gone.push(entry(k, Some(a), None, false));
+    }
+    let by_size = |x: &Entry, y: &Entry| y.delta_s.abs().total_cmp(&x.delta_s.abs());
+    slower.sort_by(by_size);
+    faster.sort_by(by_size);
+    new_list.sort_by(by_size);
+    gone.sort_by(by_size);
+
+    let mut po = path_of(old, o.redact);
+    let mut pn = path_of(new, o.redact);
+    pair_paths(&mut pn, &mut po);
+    DiffReport {
+        wall_s: OldNew {
+            old: secs(wall(old.header, old.tracker, old.summary).1),
+            new: secs(wall(new.header, new.tracker, new.summary).1),
+        },
+        runs: OldNew {
+            old: run_info(old, o.redact),
+            new: run_info(new, o.redact),
+        },
+        critical_path: OldNew { old: po, new: pn },
+        threshold: Threshold {
+            pct: o.threshold_pct,
+            min_ms: o.min_ms,
+        },
+        new: new_list,
+        gone,
+        failed,
+        fixed,
+        slower,
+        faster,
+    }
+}
+
+impl DiffReport {
+    /// The wall time grew by more than `pct` percent (`--fail-if-slower`).
+    pub fn slower_than(&self, pct: f64) -> bool {
+        self.wall_s.new > self.wall_s.old * (1.0 + pct / 100.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------------------------
+
+/// The report as one JSON object (pretty, with a final newline).
+pub fn render_json(r: &DiffReport) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Most entries the text shows in each list (the JSON has them all).
+const TEXT_MAX: usize = 20;
+
+fn ns(s: f64) -> u64 {
+    (s.abs() * 1e9).round() as u64
+}
+
+fn signed(s: f64) -> String {
+    format!("{}{}", if s < 0.0 { "-" } else { "+" }, fmt_duration(ns(s)))
+}
+
+fn pct(old: f64, new: f64) -> String {
+    if old <= 0.0 {
+        return String::new();
+    }
+    format!(" ({:+.0}%)", (new - old) * 100.0 / old)
+}
+
+fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// An argv for people: its program's directory left out (`/usr/lib/gcc/…/cc1` → `cc1`), so
+/// what tells commands apart fits on the line; the JSON keeps it whole.
+fn short(argv: &[String]) -> String {
+    match argv.split_first() {
+        Some((a0, rest)) if a0.contains('/') && !a0.ends_with('/') => {
+            let mut v = Vec::with_capacity(argv.len());
+            v.push(a0.rsplit('/').next().unwrap_or(a0).to_string());
+            v.extend(rest.iter().cloned());
+            quote_argv(&v, false)
+        }
+        _ => quote_argv(argv, false),
+    }
+}
+
+fn label(e: &Entry) -> String {
+    if e.example.is_empty() {
+        e.argv.join(" ")
+    } else {
+        short(&e.example)
+    }
+}
+
+/// The report for people: the wall time, each list, and the new critical path with each step's
+/// change. `color` paints slower and failed red, faster and fixed green; `width` cuts lines.
+pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
+    let p = Paint { on: color };
+    let mut out = String::new();
+    let w = &r.wall_s;
+    let change = w.new - w.old;
+    let paint_change = |s: &str, d: f64| if d > 0.0 { p.failure(s) } else { p.success(s) };
+    let _ = writeln!(
+        out,
+        "{} {} → {}  {}",
+        p.emphasis("wall time:"),
+        fmt_duration(ns(w.old)),
+        fmt_duration(ns(w.new)),
+        paint_change(&format!("{}{}", signed(change), pct(w.old, w.new)), change)
+    );
+    let _ = writeln!(
+        out,
+        "{} {} → {}, failures {} → {}",
+        p.emphasis("processes:"),
+        r.runs.old.processes,
+        r.runs.new.processes,
+        r.runs.old.failures,
+        r.runs.new.failures
+    );
+    let cmd_w = width.saturating_sub(40).max(30);
+    let list = |out: &mut String, title: &str, es: &[Entry], line: &dyn Fn(&Entry) -> String| {
+        if es.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
+        for e in es.iter().take(TEXT_MAX) {
+            let _ = writeln!(out, "  {}", line(e));
+        }
+        if es.len() > TEXT_MAX {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
+            );
+        }
+    };
+    let timed = |e: &Entry| {
+        let o = e.old_s.unwrap_or(0.0);
+        let n = e.new_s.unwrap_or(0.0);
+        let counts = if e.old_count != e.new_count {
+            format!(", ×{} → ×{}", e.old_count, e.new_count)
+        } else if e.new_count > 1 {
+            format!(", ×{}", e.new_count)
+        } else {
+            String::new()
+        };
+        // Padded before painting: escape codes have no width.
+        format!(
+            "{}  {}  {}",
+            paint_change(&format!("{:>9}", signed(e.delta_s)), e.delta_s),
+            cut(&label(e), cmd_w),
+            p.secondary(&format!(
+                "{} → {}{}{counts}",
+                fmt_duration(ns(o)),
+                fmt_duration(ns(n)),
+                pct(o, n)
+            ))
+        )
+    };
+    list(&mut out, "slower:", &r.slower, &timed);
+    list(&mut out, "faster:", &r.faster, &timed);
+    list(&mut out, "failed now:", &r.failed, &|e| {
+        format!(
+            "{}  {}{}",
+            cut(&label(e), cmd_w),
+            exit_text(e.first_status, p),
+            if e.old_count == 0 {
+                " (new)"
+            } else {
+                " (ok before)"
+            }
+        )
+    });
+    list(&mut out, "fixed:", &r.fixed, &|e| {
+        format!(
+            "{}  {}",
+            cut(&label(e), cmd_w),
+            p.success(&format!(
+                "ok now, {} before",
+                exit_text(e.first_status, Paint { on: false })
+            ))
+        )
+    });
+    let one_side = |e: &Entry, s: Option<f64>| {
+        format!(
+            "{}  {}",
+            cut(&label(e), cmd_w),
+            p.secondary(&format!("×{} {}", e.count, fmt_duration(ns(s.unwrap_or(0.0)))))
+        )
+    };
+    list(&mut out, "new:", &r.new, &|e| one_side(e, e.new_s));
+    list(&mut out, "gone:", &r.gone, &|e| one_side(e, e.old_s));
+    if r.slower.is_empty()
+        && r.faster.is_empty()
+        && r.failed.is_empty()
+        && r.new.is_empty()
+        && r.gone.is_empty()
+    {
+        let _ = writeln!(
+            out,
+            "no command changed beyond {}% and {} ms",
+            r.threshold.pct, r.threshold.min_ms
+        );
+    }
+    let path = &r.critical_path.new;
+    if !path.is_empty() {
+        let _ = writeln!(out, "{}", p.emphasis("critical path (new):"));
+        for s in path.iter().take(40) {
+            let d = match s.other_s {
+                Some(o) => {
+                    let d = s.duration_s - o;
+                    paint_change(&signed(d), d)
+                }
+                None => p.secondary("(not on the old path)"),
+            };
+            let indent = "  ".repeat(s.depth.min(10));
+            let _ = writeln!(
+                out,
+                "  {indent}{}  {}  {d}",
+                cut(&short(&s.argv), cmd_w.saturating_sub(indent.len())),
+                fmt_duration(ns(s.duration_s)),
+            );
+        }
+        if path.len() > 40 {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more steps (--json lists all)", path.len() - 40))
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+use super::*;
+use crate::model::event::Event;
+use crate::model::tracker::Scope;
+use crate::testkit::{exec, exit_status, fork, header, summary, tracker};
+
+// ---- normalisation: one test per rule, and what must be kept ----
+
+#[test]
+fn pids_ports_and_long_numbers_become_n() {
+    assert_eq!(normalize_word("12345"), "<N>");
+    assert_eq!(normalize_word("--port=8080"), "--port=<N>");
+    assert_eq!(normalize_word("/proc/4242/status"), "/proc/<N>/status");
+    assert_eq!(normalize_word("log.1700000000"), "log.<N>");
+}
+
+#[test]
+fn short_numbers_and_names_with_digits_are_kept() {
+    for w in ["-j8", "-O2", "0.3", "u12.c", "unit1234.c", "x86_64", "100", "cc1"] {
+        assert_eq!(normalize_word(w), w);
+    }
+}
+
+#[test]
+fn hex_hashes_and_addresses_become_hex() {
+    assert_eq!(normalize_word("3f2a9c1"), "<HEX>");
+    assert_eq!(
+        normalize_word("e83c5163316f89bfbde7d9ab23ca2e25604af290"),
+        "<HEX>"
+    );
+    assert_eq!(normalize_word("HEAD~1..a1b2c3d4e5"), "HEAD~1..<HEX>");
+    assert_eq!(normalize_word("0x7ffd12"), "<HEX>");
+    // Words that happen to be hex letters only, or too short, are words.
+    assert_eq!(normalize_word("deadbeef"), "deadbeef");
+    assert_eq!(normalize_word("abc123"), "abc123");
+}
+
+#[test]
+fn timestamps_become_time() {
+    assert_eq!(normalize_word("2024-05-01"), "<TIME>");
+    assert_eq!(normalize_word("--since=2024-05-01T12:30:45Z"), "--since=<TIME>");
+    assert_eq!(normalize_word("2024-05-01T12:30:45.123+02:00"), "<TIME>");
+    assert_eq!(normalize_word("build-2024-05-01_12:30.log"), "build-<TIME>.log");
+    assert_eq!(normalize_word("at 12:30:45.5"), "at <TIME>");
+    assert_eq!(normalize_word("snap-20240501T123045.tar"), "snap-<TIME>.tar");
+    // Not a time: a version, a ratio.
+    assert_eq!(normalize_word("1.2.3"), "1.2.3");
+    assert_eq!(normalize_word("16:9"), "16:9");
+}
+
+#[test]
+fn temp_paths_lose_their_random_part() {
+    assert_eq!(normalize_word("/tmp/ccAbc123.s"), "/tmp/<TMP>.s");
+    assert_eq!(normalize_word("/tmp/ccRJzmYs.o"), "/tmp/<TMP>.o");
+    assert_eq!(
+        normalize_word("/tmp/tmp.Xy3kLm9QzA/out.txt"),
+        "/tmp/tmp.<TMP>/out.txt"
+    );
+    assert_eq!(normalize_word("-o/tmp/ccAbc123.s"), "-o/tmp/<TMP>.s");
+    assert_eq!(normalize_word("--file=/var/tmp/aB3dE6f"), "--file=/var/tmp/<TMP>");
+    assert_eq!(normalize_word("/dev/shm/sem.Qx81kz"), "/dev/shm/sem.<TMP>");
+    // Random names all in one case, from templates: gcc's ccXXXXXX (seen in a real run),
+    // mktemp's tmp.XXXXXXXXXX, Python's tmpXXXXXXXX.
+    assert_eq!(normalize_word("/tmp/ccqwoihv.s"), "/tmp/<TMP>.s");
+    assert_eq!(normalize_word("/tmp/tmp.abcdefghij"), "/tmp/tmp.<TMP>");
+    assert_eq!(normalize_word("/tmp/tmpkqzjwplx/x.py"), "/tmp/<TMP>/x.py");
+    assert_eq!(normalize_word("/tmp/project/main.c"), "/tmp/project/main.c");
+    // The same token outside a temp directory is a name.
+    assert_eq!(normalize_word("/src/ccZ9y8X7.s"), "/src/ccZ9y8X7.s");
+    // A directory merely named tmp inside a path is not a temp directory.
+    assert_eq!(
+        normalize_word("/work/target/tmp/ccZ9y8X7.s"),
+        "/work/target/tmp/ccZ9y8X7.s"
+    );
+    // Plain words under /tmp stay (build/, out.txt).
+    assert_eq!(normalize_word("/tmp/build/out.txt"), "/tmp/build/out.txt");
+}
+
+#[test]
+fn non_ascii_words_are_kept_intact() {
+    assert_eq!(normalize_word("héllo-12345-wörld"), "héllo-<N>-wörld");
+    assert_eq!(normalize_word("日本"), "日本");
+}
+
+#[test]
+fn argv_of_cc1_from_two_runs_matches() {
+    let a = [
+        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+        "-quiet",
+        "u3.c",
+        "-o",
+        "/tmp/ccQ2aXbz.s",
+    ];
+    let b = [
+        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+        "-quiet",
+        "u3.c",
+        "-o",
+        "/tmp/cc9KpLmn.s",
+    ];
+    assert_eq!(normalize_argv(&a), normalize_argv(&b));
+    assert_ne!(
+        normalize_argv(&a),
+        normalize_argv(&["cc1", "-quiet", "u4.c", "-o", "/tmp/cc9KpLmn.s"])
+    );
+}
+
+// ---- matching and lists, on hand-made runs ----
+
+/// One step of a hand-made run: argv, how long it takes (ms), its raw wait status.
+type StepSpec<'a> = (&'a [&'a str], u64, u32);
+
+/// `sh build.sh` (pid 100) runs `steps` one after another (pids from `first_pid`, so the two
+/// runs of a test differ in pids, as real runs do), then exits 0.
+fn run_of(steps: &[StepSpec<'_>], first_pid: i32) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+    ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+    let mut ts = 1_001 * MS;
+    for (i, (argv, ms, status)) in steps.iter().enumerate() {
+        let pid = first_pid + i as i32;
+        ev.push(fork(ts, 100, pid));
+        ev.extend(exec(ts + 10, pid, argv, None));
+        ts += ms * MS;
+        ev.push(exit_status(ts, pid, *status));
+        ts += MS;
+    }
+    ev.push(exit_status(ts, 100, 0));
+    let mut facts = Vec::new();
+    for e in &ev {
+        t.apply(e, &mut facts);
+    }
+    let h = header(1_000 * MS, &["sh", "build.sh"]);
+    let s = summary(ts, &t, Some(100));
+    (h, t, s)
+}
+
+fn side(r: &(Header, Tracker, Summary)) -> Side<'_> {
+    Side {
+        header: &r.0,
+        tracker: &r.1,
+        summary: &r.2,
+    }
+}
+
+fn argvs(es: &[Entry]) -> Vec<String> {
+    es.iter().map(|e| e.argv.join(" ")).collect()
+}
+
+#[test]
+fn new_gone_failed_slower_faster_are_told_apart() {
+    let old = run_of(
+        &[
+            (&["cc", "-c", "u1.c"], 100, 0),
+            (&["cc", "-c", "u2.c"], 100, 0),
+            (&["cc", "-c", "u3.c"], 400, 0),
+            (&["cc", "-c", "u4.c"], 100, 0),
+            (&["cc", "-c", "gone.c"], 100, 0),
+            (&["cc", "-c", "u5.c"], 100, 0),
+        ],
+        2000,
+    );
+    let new = run_of(
+        &[
+            (&["cc", "-c", "u1.c"], 105, 0),     // within the threshold
+            (&["cc", "-c", "u2.c"], 900, 0),     // slower by 800 ms
+            (&["cc", "-c", "u3.c"], 100, 0),     // faster by 300 ms
+            (&["cc", "-c", "u4.c"], 300, 0),     // slower by 200 ms
+            (&["cc", "-c", "added.c"], 50, 0),   // new
+            (&["cc", "-c", "u5.c"], 10, 1 << 8), // failed (and faster: not listed so)
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.slower), ["cc -c u2.c", "cc -c u4.c"]);
+    assert_eq!(argvs(&r.faster), ["cc -c u3.c"]);
+    assert_eq!(argvs(&r.new), ["cc -c added.c"]);
+    assert_eq!(argvs(&r.gone), ["cc -c gone.c"]);
+    assert_eq!(argvs(&r.failed), ["cc -c u5.c"]);
+    assert!(r.fixed.is_empty());
+    let u2 = &r.slower[0];
+    assert_eq!((u2.count, u2.old_count, u2.new_count), (1, 1, 1));
+    assert!((u2.old_s.unwrap() - 0.1).abs() < 1e-6 && (u2.new_s.unwrap() - 0.9).abs() < 1e-6);
+    assert!((u2.delta_s - 0.8).abs() < 1e-6);
+    assert_eq!(r.failed[0].status.as_ref().and_then(|s| s.code), Some(1));
+    assert_eq!(r.new[0].old_s, None);
+    assert_eq!(r.gone[0].new_s, None);
+    // The root is not a group: its change is the wall time.
+    assert!(r.slower.iter().chain(&r.faster).all(|e| e.argv[0] != "sh"));
+    assert!(r.wall_s.new > r.wall_s.old);
+    // Both critical paths start at the root and pair their steps.
+    assert_eq!(r.critical_path.new[0].argv, ["sh", "build.sh"]);
+    let u2_path = r
+        .critical_path
+        .new
+        .iter()
+        .find(|s| s.argv.join(" ") == "cc -c u2.c")
+        .unwrap();
+    assert!((u2_path.other_s.unwrap() - 0.1).abs() < 1e-6);
+    let text = render_text(&r, false, 120);
+    let pos = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s:?} not in\n{text}"));
+    assert!(
+        pos("slower: (2)") < pos("cc -c u2.c") && pos("cc -c u2.c") < pos("cc -c u4.c"),
+        "{text}"
+    );
+    assert!(
+        text.contains("failed now: (1)\n  cc -c u5.c  exit 1 (ok before)"),
+        "{text}"
+    );
+    assert!(text.contains("new: (1)\n  cc -c added.c"), "{text}");
+    assert!(text.contains("gone: (1)\n  cc -c gone.c"), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(v["slower"][0]["argv"], serde_json::json!(["cc", "-c", "u2.c"]));
+    assert!(v["wall_s"]["old"].is_f64() && v["wall_s"]["new"].is_f64());
+    for k in ["new", "gone", "failed", "slower", "faster"] {
+        assert!(v[k].is_array(), "{k}");
+    }
+}
+
+#[test]
+fn volatile_argv_parts_match_across_runs() {
+    let old = run_of(
+        &[
+            (&["cc1", "u1.c", "-o", "/tmp/ccAbc123.s"], 100, 0),
+            (&["as", "-o", "u1.o", "/tmp/ccAbc123.s"], 100, 0),
+            (&["kill", "-0", "41234"], 10, 0),
+        ],
+        2000,
+    );
+    let new = run_of(
+        &[
+            (&["cc1", "u1.c", "-o", "/tmp/ccZ9y8X7.s"], 500, 0),
+            (&["as", "-o", "u1.o", "/tmp/ccZ9y8X7.s"], 100, 0),
+            (&["kill", "-0", "51999"], 10, 0),
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert!(
+        r.new.is_empty() && r.gone.is_empty(),
+        "{:?} {:?}",
+        argvs(&r.new),
+        argvs(&r.gone)
+    );
+    assert_eq!(argvs(&r.slower), ["cc1 u1.c -o /tmp/<TMP>.s"]);
+    // The example is a real command line from the new run.
+    assert_eq!(r.slower[0].example, ["cc1", "u1.c", "-o", "/tmp/ccZ9y8X7.s"]);
+}
+
+#[test]
+fn groups_compare_counts_totals_and_medians() {
+    let old = run_of(
+        &[(&["./t"], 100, 0), (&["./t"], 100, 0), (&["./t"], 300, 0)],
+        2000,
+    );
+    let new = run_of(
+        &[
+            (&["./t"], 100, 0),
+            (&["./t"], 100, 0),
+            (&["./t"], 300, 0),
+            (&["./t"], 100, 0),
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(r.slower.len(), 1);
+    let e = &r.slower[0];
+    assert_eq!((e.old_count, e.new_count, e.count), (3, 4, 4));
+    assert!((e.old_median_s.unwrap() - 0.1).abs() < 1e-6);
+    assert!((e.new_median_s.unwrap() - 0.1).abs() < 1e-6);
+    assert!((e.delta_s - 0.1).abs() < 1e-6);
+    let text = render_text(&r, false, 120);
+    assert!(text.contains("×3 → ×4"), "{text}");
+}
+
+#[test]
+fn the_threshold_needs_both_the_share_and_the_absolute_change() {
+    // +40 ms on 100 ms is 40% but under 50 ms; +60 ms on 1 s is 6%: neither counts.
+    let old = run_of(&[(&["a"], 100, 0), (&["b"], 1000, 0), (&["c"], 100, 0)], 2000);
+    let new = run_of(&[(&["a"], 140, 0), (&["b"], 1060, 0), (&["c"], 200, 0)], 7000);
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.slower), ["c"]);
+    let loose = DiffOptions {
+        threshold_pct: 5.0,
+        min_ms: 30.0,
+        ..DiffOptions::default()
+    };
+    let r = compare(side(&old), side(&new), loose);
+    assert_eq!(argvs(&r.slower), ["c", "b", "a"]);
+}
+
+#[test]
+fn a_signal_now_is_a_failure_and_a_fixed_one_is_listed() {
+    let old = run_of(&[(&["t1"], 10, 0), (&["t2"], 10, 2 << 8)], 2000);
+    let new = run_of(&[(&["t1"], 10, 9), (&["t2"], 10, 0)], 7000);
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.failed), ["t1"]);
+    assert_eq!(r.failed[0].status.as_ref().and_then(|s| s.signal), Some(9));
+    assert_eq!(argvs(&r.fixed), ["t2"]);
+    let text = render_text(&r, false, 120);
+    assert!(text.contains("t1  killed by SIGKILL (ok before)"), "{text}");
+    assert!(text.contains("fixed: (1)\n  t2  ok now, exit 2 before"), "{text}");
+}
+
+#[test]
+fn identical_runs_report_nothing() {
+    let steps: [StepSpec<'_>; 2] = [(&["cc", "-c", "a.c"], 100, 0), (&["ld", "a.o"], 50, 0)];
+    let r = compare(
+        side(&run_of(&steps, 2000)),
+        side(&run_of(&steps, 7000)),
+        DiffOptions::default(),
+    );
+    assert!(r.new.is_empty() && r.gone.is_empty() && r.failed.is_empty());
+    assert!(r.slower.is_empty() && r.faster.is_empty());
+    assert!(!r.slower_than(0.0));
+    assert!(render_text(&r, false, 120).contains("no command changed beyond 10% and 50 ms"));
+}
+
+#[test]
+fn a_trace_that_names_no_root_uses_its_only_root() {
+    // As a Trace2 session tree: no summary root, one top session.
+    let mut old = run_of(&[(&["cc", "-c", "a.c"], 100, 0)], 2000);
+    let mut new = run_of(&[(&["cc", "-c", "a.c"], 900, 0)], 7000);
+    old.2.root = None;
+    new.2.root = None;
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(
+        argvs(&r.slower),
+        ["cc -c a.c"],
+        "the root is the wall time, not a group"
+    );
+}
+
+/// Pseudo-random words over an alphabet chosen to hit every rule and its edges (separators,
+/// temp directories, digits, hex, multibyte characters): no panic, and normalising twice
+/// changes nothing.
+#[test]
+fn normalisation_never_panics_and_is_idempotent() {
+    const PIECES: [&str; 24] = [
+        "/",
+        "tmp/",
+        "/tmp/",
+        "/var/tmp/",
+        "-",
+        ":",
+        "=",
+        ".",
+        "T",
+        "Z",
+        "+",
+        "0x",
+        "1",
+        "12",
+        "2024",
+        "9",
+        "ab",
+        "Ff",
+        "cc",
+        "Xy",
+        "é",
+        "日",
+        "@",
+        ",",
+    ];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..200_000 {
+        let n = (next() % 12) as usize;
+        let w: String = (0..n)
+            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+            .collect();
+        let once = normalize_word(&w);
+        assert_eq!(normalize_word(&once), once, "from {w:?}");
+    }
+}
