@@ -578,6 +578,20 @@ fn main() {
                     a.stats.skipped_lines
                 );
             }
+            // Nothing lost silently: what reading could not take in is said once, on stderr.
+            if a.stats.too_many_files > 0 && !out.quiet {
+                eprintln!(
+                    "proctrace: a Trace2 target directory hit its file limit (maxFiles) {} time(s): \
+                     later sessions were not written, so processes are missing",
+                    a.stats.too_many_files
+                );
+            }
+            if a.stats.truncated > 0 && !out.quiet {
+                eprintln!(
+                    "proctrace: {} file(s) end in a cut-off line (a writer killed mid-line): ignored",
+                    a.stats.truncated
+                );
+            }
             match a.error {
                 Some(e) => Err(e.into()),
                 None if ok => Ok(exit_codes::OK),

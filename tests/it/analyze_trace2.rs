@@ -319,8 +319,10 @@ fn max_files_makes_too_many_files() {
     let script = format!("git clone -q file://{src} dst");
     let log = traced(&top, &script, &dir, &[("GIT_TRACE2_MAX_FILES", "4")], false);
     assert!(std::path::Path::new(&format!("{dir}/git-trace2-discard")).exists());
-    let (json, lines, _) = analyze(&[&dir], &[]);
+    let (json, lines, err) = analyze(&[&dir], &[]);
     assert_eq!(json["too_many_files"].as_u64(), Some(1));
+    // Not silent for a person either.
+    assert!(err.contains("file limit (maxFiles) 1 time"), "{err}");
     assert_eq!(json["sessions"].as_u64(), Some(3), "two files and the sentinel");
     let ps = processes(&lines);
     // Whatever was traced matches strace (processes that wrote nothing are their parents'
