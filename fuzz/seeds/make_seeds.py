@@ -2,18 +2,22 @@
 """Builds the fuzz seed corpora from real streams (run from the repository root).
 
 fuzz/seeds/capture        tests/fixtures/captures/* (real `run --record` captures), one with
-                          Trace2 regions and data points added to its processes, and a cut one.
+                          Trace2 regions and data points added to its processes, and a cut one;
+                          each cut into pieces of at most 2 KB, the header line first.
 fuzz/seeds/trace2_reader  real GIT_TRACE2_EVENT output: crates/trace2's corpus and, if given,
                           the files/directories named on the command line (git commands run for
-                          the purpose, see BENCHMARKS.md), cut into pieces of at most 6 KB at
+                          the purpose, see BENCHMARKS.md), cut into pieces of at most 2 KB at
                           line boundaries (libFuzzer mutates small inputs faster), plus a
                           truncated-last-line variant of each file.
-fuzz/seeds/jsonl          tests/fixtures/golden/*.jsonl (real `-o` output).
+fuzz/seeds/jsonl          tests/fixtures/golden/*.jsonl (real `-o` output), cut the same way.
+
+Small pieces: one execution costs about its size, and 10 million of them must fit in half an
+hour on a shared core (fuzz/run.sh passes -max_len=2048).
 """
 import json, os, sys, glob, hashlib
 
 OUT = "fuzz/seeds"
-MAX = 6 * 1024
+MAX = 2 * 1024
 
 
 def put(target, data):
@@ -36,6 +40,15 @@ def pieces(data):
         yield cur
 
 
+def headed(target, data):
+    """Pieces of at most MAX bytes, each after the first line (the header) of `data`."""
+    lines = data.splitlines(keepends=True)
+    put(target, data if len(data) <= MAX else lines[0])
+    head, rest = lines[0], b"".join(lines[1:])
+    for p in pieces(rest):
+        put(target, head + p if len(head) + len(p) <= MAX else p)
+
+
 def trace2_file(data):
     for p in pieces(data):
         put("trace2_reader", p)
@@ -47,8 +60,8 @@ def trace2_file(data):
 
 for path in sorted(glob.glob("tests/fixtures/captures/*.jsonl")):
     data = open(path, "rb").read()
-    put("capture", data)
-put("capture", data[: len(data) * 2 // 3])
+    headed("capture", data)
+put("capture", data[: MAX * 2 // 3])
 
 # A capture with Trace2 notes (what `run --trace2 --record` writes): regions and data points on
 # the processes of exec-twice, one after its process's exit and one for a pid never seen.
@@ -72,10 +85,10 @@ notes.append(late)
 body = cap[1:-1] if json.loads(cap[-1]).get("e") == "summary" else cap[1:]
 tail = [cap[-1]] if body is not cap[1:] else []
 lines = [cap[0]] + body + [json.dumps(n, separators=(",", ":")).encode() for n in notes] + tail
-put("capture", b"\n".join(lines) + b"\n")
+headed("capture", b"\n".join(lines) + b"\n")
 
 for path in sorted(glob.glob("tests/fixtures/golden/*.jsonl")):
-    put("jsonl", open(path, "rb").read())
+    headed("jsonl", open(path, "rb").read())
 
 for path in sorted(glob.glob("crates/trace2/tests/fixtures/corpus/*.jsonl")) + sys.argv[1:]:
     if os.path.isdir(path):
@@ -83,3 +96,24 @@ for path in sorted(glob.glob("crates/trace2/tests/fixtures/corpus/*.jsonl")) + s
             trace2_file(open(os.path.join(path, f), "rb").read())
     else:
         trace2_file(open(path, "rb").read())
+
+# Dictionaries (fuzz/dict/TARGET.dict, passed by fuzz/run.sh): every JSON key and every short
+# string value in the seeds, so mutations splice whole tokens (the targets are built without
+# compare tracing, which costs a third of every execution).
+import re
+
+TOKEN = re.compile(rb'"([A-Za-z_][A-Za-z0-9_:.-]{0,30})"')
+for target in sorted(os.listdir(OUT)):
+    d = os.path.join(OUT, target)
+    if not os.path.isdir(d):
+        continue
+    toks = set()
+    for f in os.listdir(d):
+        for m in TOKEN.finditer(open(os.path.join(d, f), "rb").read()):
+            toks.add(m.group(1))
+    os.makedirs("fuzz/dict", exist_ok=True)
+    with open(f"fuzz/dict/{target}.dict", "w") as out:
+        for t in sorted(toks):
+            t = t.decode()
+            out.write(f'"\\"{t}\\""\n')
+            out.write(f'"\\"{t}\\":"\n')

@@ -35,8 +35,8 @@ pub fn sinks() -> Fanout {
     f
 }
 
-/// Every whole-run report from an analysis: tree, text/Markdown/JSON summaries, SVG and
-/// `analyze --json`. Returns the total length, so nothing is optimised away.
+/// Every whole-run report from an analysis: tree, text and Markdown summaries, SVG and
+/// `analyze --json` (the JSON summary and more). Returns the total length, so nothing is optimised away.
 pub fn reports(a: &Analysis) -> usize {
     let t = &a.engine.tracker;
     let tree = tree::render(
@@ -59,10 +59,9 @@ pub fn reports(a: &Analysis) -> usize {
         },
     );
     let md = summary::render_markdown(&r);
-    let json = summary::render_json(&r);
     let picture = svg::render(&a.header, t, &a.summary, svg::SvgOptions::default());
     let analyzed = render_json(a, false);
-    tree.len() + text.len() + md.len() + json.len() + picture.len() + analyzed.len()
+    tree.len() + text.len() + md.len() + picture.len() + analyzed.len()
 }
 
 /// Any input through `analyze` (no root given, as `proctrace analyze` without `--root`) and
@@ -77,27 +76,38 @@ pub fn analyze_all(input: &mut dyn Input) -> Result<usize, InputError> {
     }
 }
 
-/// `--record` capture bytes → [`CaptureInput`] → [`analyze_all`].
-pub fn capture(bytes: &[u8], lenient: bool) -> Result<usize, InputError> {
+/// `--record` capture bytes, read strictly: the first bad line's error (nothing is analysed).
+pub fn capture_strict(bytes: &[u8]) -> Result<(), InputError> {
     let opts = InputOptions {
-        lenient,
+        lenient: false,
+        tool: None,
+    };
+    CaptureInput::new(bytes, Path::new(NAME), &opts)?.feed_all(&mut |_| {})
+}
+
+/// `--record` capture bytes, read leniently → [`CaptureInput`] → [`analyze_all`].
+pub fn capture(bytes: &[u8]) -> Result<usize, InputError> {
+    let opts = InputOptions {
+        lenient: true,
         tool: None,
     };
     let mut input = CaptureInput::new(bytes, Path::new(NAME), &opts)?;
     analyze_all(&mut input)
 }
 
-/// Trace2 event-stream bytes → [`EventReader`] → the reader's post-passes (brief times,
-/// nesting, grouping by SID) → regions and data as model events ([`NoteBuilder`]) → every
-/// record formatted back in the three target formats. A record written in the event format
-/// must read back (the writer and the reader agree on what a line is). Returns the records
-/// read, or the first reading error (strict mode).
-pub fn trace2_stream(bytes: &[u8], lenient: bool) -> Result<Vec<Record>, ReadError> {
-    let mut records = Vec::new();
-    let mut reader = EventReader::new(bytes, NAME, ReadOptions { lenient });
-    for r in reader.by_ref() {
-        records.push(r?);
-    }
+/// Trace2 event-stream bytes, read strictly: every record, or the first bad line's error.
+pub fn trace2_strict(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
+    EventReader::new(bytes, NAME, ReadOptions { lenient: false }).collect()
+}
+
+/// Trace2 event-stream bytes, read leniently → [`EventReader`] → the reader's post-passes
+/// (brief times, nesting, grouping by SID) → regions and data as model events
+/// ([`NoteBuilder`]) → every record formatted back in the three target formats. A record
+/// written in the event format must read back (the writer and the reader agree on what a line
+/// is). Returns the records read.
+pub fn trace2_stream(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
+    let mut records = EventReader::new(bytes, NAME, ReadOptions { lenient: true })
+        .collect::<Result<Vec<_>, _>>()?;
     trace2_records(&mut records);
     Ok(records)
 }
