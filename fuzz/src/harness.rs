@@ -106,8 +106,8 @@ pub fn trace2_strict(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
 /// written in the event format must read back (the writer and the reader agree on what a line
 /// is). Returns the records read.
 pub fn trace2_stream(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
-    let mut records = EventReader::new(bytes, NAME, ReadOptions { lenient: true })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut records =
+        EventReader::new(bytes, NAME, ReadOptions { lenient: true }).collect::<Result<Vec<_>, _>>()?;
     trace2_records(&mut records);
     Ok(records)
 }

@@ -975,12 +975,7 @@ mod tests {
     /// timestamps far from the origin (`cargo fuzz run capture`).
     #[test]
     fn an_exit_before_its_fork_and_far_timestamps_do_not_overflow() {
-        let r = report(&[
-            fork(0, 100, 1),
-            fork(50, 1, 2),
-            exit(30, 2, 1),
-            exit(100, 1, 0),
-        ]);
+        let r = report(&[fork(0, 100, 1), fork(50, 1, 2), exit(30, 2, 1), exit(100, 1, 0)]);
         assert_eq!(r.failures.len(), 1);
         let far = report(&[
             fork(0, 100, 1),

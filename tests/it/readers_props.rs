@@ -170,6 +170,13 @@ proptest! {
         prop_assert!(harness::capture(&bytes).is_ok());
     }
 
+}
+
+// Each case below reads a whole real trace, through every report, in a debug build: fewer
+// cases keep the file under a few seconds (the fuzz targets run millions).
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
     #[test]
     fn capture_made_wrong(pick in any::<usize>(), at in proptest::collection::vec(any::<usize>(), 1..4), w in proptest::collection::vec(wrong(), 1..4)) {
         let caps = captures();
@@ -201,6 +208,11 @@ proptest! {
         prop_assert_eq!(harness::capture(&bytes).unwrap(), good);
     }
 
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
     #[test]
     fn trace2_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         if let Err(e) = harness::trace2_strict(&bytes) {
@@ -209,6 +221,11 @@ proptest! {
         }
         prop_assert!(harness::trace2_stream(&bytes).is_ok());
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn trace2_made_wrong(start in any::<usize>(), len in 1usize..40, at in proptest::collection::vec(any::<usize>(), 1..4), w in proptest::collection::vec(wrong(), 1..4)) {

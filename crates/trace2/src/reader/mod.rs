@@ -541,7 +541,9 @@ mod tests {
         let line = b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":0.004e875,\"code\":0}";
         let e = parse_line(line).unwrap_err();
         assert!(e.contains("t_abs"), "{e}");
-        let ok = parse_line(b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":4e87,\"code\":0}").unwrap();
+        let ok =
+            parse_line(b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":4e87,\"code\":0}")
+                .unwrap();
         assert_eq!(ok.0.t_abs, Some(4e87));
         let mut out = Vec::new();
         assert!(crate::format::format_event(
