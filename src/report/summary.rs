@@ -74,6 +74,54 @@ pub struct RunReport {
     pub critical_path: Vec<PathStep>,
     /// Count and total time by program, most total time first.
     pub by_program: ByProgram,
+    /// The regions processes reported about themselves (Trace2: git's own), when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<Regions>,
+}
+
+/// What the processes reported about their own work (Trace2 regions).
+#[derive(Debug, Clone, Serialize)]
+pub struct Regions {
+    /// How many regions were reported.
+    pub count: u64,
+    /// The longest regions, longest first (at most [`TOP`]).
+    pub slowest: Vec<RegionStep>,
+    /// Count and summed time by `category:label`, most total time first (nested regions count
+    /// in their own name and in their enclosing region's: the time is not split).
+    pub by_name: ByProgram,
+}
+
+/// One region in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionStep {
+    /// `category:label` (or the label alone when there is no category).
+    pub name: String,
+    /// Process that reported it.
+    pub pid: i32,
+    /// Its program (see the module docs).
+    pub program: String,
+    /// Reporting thread (`main`, `th01:…`).
+    pub thread: String,
+    /// Depth, 1 at the top of its thread.
+    pub nesting: u32,
+    /// The region's message, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+    /// Entered, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "secs_signed")]
+    pub start_ns: i64,
+    /// Entered to left, seconds.
+    #[serde(rename = "duration_s", serialize_with = "secs")]
+    pub duration_ns: u64,
+}
+
+/// A region's display name: `category:label`, or whichever is given.
+pub fn region_name(category: &str, label: &str) -> String {
+    match (category.is_empty(), label.is_empty()) {
+        (false, false) => format!("{category}:{label}"),
+        (true, _) => label.to_string(),
+        (false, true) => category.to_string(),
+    }
 }
 
 /// How a process ended, as JSON: `{"code": 3}` or `{"signal": 9, "signal_name": "SIGKILL",
@@ -371,8 +419,29 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let mut programs: Vec<(String, ProgramStat)> = Vec::new();
     let mut prog_index = std::collections::HashMap::new();
     let mut exit_unknown = 0;
+    // Regions: (duration, start, pid, id, index) of each, and totals by name.
+    let mut region_list: Vec<(u64, u64, i32, ProcId, usize)> = Vec::new();
+    let mut region_names: Vec<(String, ProgramStat)> = Vec::new();
+    let mut region_index = std::collections::HashMap::new();
     for &id in &ids {
         let Some(r) = t.get(id) else { continue };
+        for (k, g) in r.regions.iter().enumerate() {
+            let d = g.end.saturating_sub(g.ts);
+            region_list.push((d, g.ts, r.pid, id, k));
+            let name = region_name(&g.category, &g.label);
+            let i = *region_index.entry(name.clone()).or_insert_with(|| {
+                region_names.push((
+                    name,
+                    ProgramStat {
+                        count: 0,
+                        total_ns: 0,
+                    },
+                ));
+                region_names.len() - 1
+            });
+            region_names[i].1.count += 1;
+            region_names[i].1.total_ns += d;
+        }
         let p = program(r);
         let i = *prog_index.entry(p.clone()).or_insert_with(|| {
             programs.push((
@@ -431,6 +500,45 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         .filter_map(|&(dur, s, _, id)| Some(step(t.get(id)?, s, dur)))
         .collect();
     programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    let regions = (!region_list.is_empty()).then(|| {
+        let count = region_list.len() as u64;
+        region_list.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+                .then(a.4.cmp(&b.4))
+        });
+        let slowest = region_list
+            .iter()
+            .take(TOP)
+            .filter_map(|&(d, st, pid, id, k)| {
+                let r = t.get(id)?;
+                let g = r.regions.get(k)?;
+                Some(RegionStep {
+                    name: region_name(&g.category, &g.label),
+                    pid,
+                    program: program(r),
+                    thread: g.thread.clone(),
+                    nesting: g.nesting,
+                    msg: g.msg.as_ref().map(|m| {
+                        if redact {
+                            redact_arg(m).into_owned()
+                        } else {
+                            m.clone()
+                        }
+                    }),
+                    start_ns: off(st),
+                    duration_ns: d,
+                })
+            })
+            .collect();
+        region_names.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        Regions {
+            count,
+            slowest,
+            by_name: ByProgram(region_names),
+        }
+    });
     failures.sort_by_key(|f| (f.start_ns, f.pid));
     background.sort_by_key(|b| (b.start_ns, b.pid));
 
@@ -474,6 +582,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         slowest,
         critical_path,
         by_program: ByProgram(programs),
+        regions,
     }
 }
 
@@ -715,6 +824,78 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
         }
     }
 
+    if let Some(g) = &r.regions {
+        let _ = writeln!(
+            out,
+            "{} {}",
+            p.emphasis("regions:"),
+            p.secondary(&format!(
+                "({} reported by the processes themselves; slowest)",
+                g.count
+            ))
+        );
+        let dw = g
+            .slowest
+            .iter()
+            .map(|s| fmt_duration(s.duration_ns).len())
+            .max()
+            .unwrap_or(0);
+        let w = pidw(&mut g.slowest.iter().map(|s| s.pid));
+        for s in &g.slowest {
+            let thread = if s.thread == "main" {
+                String::new()
+            } else {
+                format!(" [{}]", s.thread)
+            };
+            let _ = writeln!(
+                out,
+                "  {:>dw$}  {}  {}",
+                fmt_duration(s.duration_ns),
+                p.emphasis(&format!("{:>w$}", s.pid)),
+                cut(
+                    &format!("{} {}{thread}", s.program, s.name),
+                    o.width.saturating_sub(dw + w + 6)
+                )
+            );
+        }
+        let _ = writeln!(out, "{}", p.emphasis("regions by name (total time):"));
+        let top: Vec<_> = g.by_name.0.iter().take(TOP).collect();
+        let nw = top
+            .iter()
+            .map(|(n, _)| n.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(48);
+        let cw = top
+            .iter()
+            .map(|(_, s)| s.count.to_string().len())
+            .max()
+            .unwrap_or(1);
+        let tw = top
+            .iter()
+            .map(|(_, s)| fmt_duration(s.total_ns).len())
+            .max()
+            .unwrap_or(0);
+        for (name, s) in top {
+            let name = cut(name, nw);
+            let pad = nw - name.chars().count();
+            let _ = writeln!(
+                out,
+                "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
+                "",
+                s.count,
+                fmt_duration(s.total_ns)
+            );
+        }
+        if g.by_name.0.len() > TOP {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more names", g.by_name.0.len() - TOP))
+            );
+        }
+    }
+
     if !r.critical_path.is_empty() {
         let _ = writeln!(
             out,
@@ -883,6 +1064,38 @@ pub fn render_markdown(r: &RunReport) -> String {
         }
         out.push('\n');
     }
+    if let Some(g) = &r.regions {
+        let _ = writeln!(out, "#### Regions ({} reported by the processes)\n", g.count);
+        let _ = writeln!(out, "| duration | start | pid | program | region | thread |");
+        let _ = writeln!(out, "|---:|---:|---:|---|---|---|");
+        for s in &g.slowest {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                fmt_duration(s.duration_ns),
+                offset(s.start_ns),
+                s.pid,
+                code(&s.program),
+                code(&cut(&s.name, MD_WIDTH)),
+                code(&s.thread)
+            );
+        }
+        let _ = writeln!(out, "\n| region | count | total |");
+        let _ = writeln!(out, "|---|---:|---:|");
+        for (name, s) in g.by_name.0.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                code(&cut(name, MD_WIDTH)),
+                s.count,
+                fmt_duration(s.total_ns)
+            );
+        }
+        if g.by_name.0.len() > TOP {
+            let _ = writeln!(out, "\n… {} more names", g.by_name.0.len() - TOP);
+        }
+        out.push('\n');
+    }
     if !r.failures.is_empty() {
         let _ = writeln!(out, "#### Failures\n");
         let _ = writeln!(out, "| pid | status | command |");
@@ -985,6 +1198,97 @@ mod tests {
         ]);
         assert_eq!(far.failures.len(), 1);
         assert_eq!(far.failures[0].start_ns, Some(-(5 + 1) as i64));
+    }
+
+    fn region(ms: (u64, u64), pid: i32, category: &str, label: &str, nesting: u32) -> Event {
+        Event::Region {
+            tgid: pid,
+            region: crate::model::event::Region {
+                ts: ms.0 * MS,
+                end: ms.1 * MS,
+                thread: "main".into(),
+                category: category.into(),
+                label: label.into(),
+                msg: None,
+                nesting,
+            },
+        }
+    }
+
+    /// Regions: the slowest listed longest first with their process, totals by name; a run
+    /// without regions has no section at all (and no `regions` key in the JSON).
+    #[test]
+    fn regions_are_summarized_only_when_reported() {
+        let mut evs = vec![fork(0, 100, 1)];
+        evs.extend(exec(1, 1, &["git", "fetch"]));
+        evs.extend([
+            fork(10, 1, 2),
+            region((2, 40), 1, "fetch", "remote_refs", 1),
+            region((5, 9), 1, "index", "do_read_index", 2),
+            region((50, 60), 1, "index", "do_read_index", 1),
+            exit(70, 2, 0),
+            region((12, 68), 2, "pack", "write", 1),
+            exit(100, 1, 0),
+        ]);
+        let r = report(&evs);
+        let g = r.regions.as_ref().unwrap();
+        assert_eq!(g.count, 4);
+        let slow: Vec<(&str, i32, u64)> = g
+            .slowest
+            .iter()
+            .map(|s| (s.name.as_str(), s.pid, s.duration_ns / MS))
+            .collect();
+        assert_eq!(
+            slow,
+            [
+                ("pack:write", 2, 56),
+                ("fetch:remote_refs", 1, 38),
+                ("index:do_read_index", 1, 10),
+                ("index:do_read_index", 1, 4)
+            ]
+        );
+        assert_eq!(g.slowest[1].start_ns, 2 * MS as i64);
+        let names: Vec<(&str, u64, u64)> = g
+            .by_name
+            .0
+            .iter()
+            .map(|(n, s)| (n.as_str(), s.count, s.total_ns / MS))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("pack:write", 1, 56),
+                ("fetch:remote_refs", 1, 38),
+                ("index:do_read_index", 2, 14)
+            ]
+        );
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(text.contains("regions: (4 reported"), "{text}");
+        assert!(text.contains(" pack:write\n"), "{text}");
+        assert!(render_markdown(&r).contains("#### Regions (4 reported"));
+        let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(json["regions"]["slowest"][0]["name"], "pack:write");
+        assert_eq!(json["regions"]["by_name"]["index:do_read_index"]["count"], 2);
+
+        let plain = report(&[fork(0, 100, 1), exit(10, 1, 0)]);
+        assert!(plain.regions.is_none());
+        assert!(
+            !render_text(
+                &plain,
+                TextOptions {
+                    color: false,
+                    width: 100
+                }
+            )
+            .contains("regions")
+        );
+        assert!(!render_json(&plain).contains("regions"));
     }
 
     #[test]

@@ -132,6 +132,10 @@ text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:#222
 .ok{fill:#59a14f}.fail{fill:#e15759}.sig{fill:#9c5fc7}.run{fill:#edc948}.lost{fill:#a7a7a7}\
 ";
 
+/// Added to [`STYLE`] when there are regions to draw.
+const REGION_STYLE: &str =
+    ".region{fill:#1f3a68;fill-opacity:.42;stroke:#ffffff;stroke-width:.5;stroke-opacity:.8}";
+
 /// Escapes text for XML content and attribute values. Control characters, which XML 1.0 cannot
 /// carry at all, become their visible Unicode pictures (U+2400…); the noncharacters U+FFFE and
 /// U+FFFF become U+FFFD.
@@ -390,6 +394,116 @@ fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
     {
         let _ = write!(s, "\ncwd {cwd}");
     }
+    s.push_str(&notes_text(r));
+    s
+}
+
+/// How far a top-level region's band is inset in its bar, px (each level deeper: half again).
+const REGION_INSET: f64 = 2.0;
+/// Most regions drawn in one bar (the longest), so the picture stays bounded whatever the run.
+const REGIONS_PER_BAR: usize = 24;
+/// Narrowest region drawn, px: shorter ones would be slivers (the hover text counts them).
+const MIN_REGION_W: f64 = 1.0;
+
+/// The regions of `r` as bands inside its bar (top at `bar_y`): each a translucent band inset
+/// from the bar, deeper levels inset further and so darker where they overlap the ones around
+/// them, each with its hover text (name, message, thread, depth, start, duration). Only the
+/// [`REGIONS_PER_BAR`] longest of those at least [`MIN_REGION_W`] wide; the bar's own hover
+/// text counts them all.
+fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_of: &dyn Fn(u64) -> f64) {
+    if r.regions.is_empty() {
+        return;
+    }
+    let mut wide: Vec<(u64, usize)> = r
+        .regions
+        .iter()
+        .enumerate()
+        .filter_map(|(k, g)| {
+            let (a, b) = (g.ts.clamp(row.start, row.end), g.end.clamp(row.start, row.end));
+            (x_of(b) - x_of(a) >= MIN_REGION_W).then_some((b - a, k))
+        })
+        .collect();
+    wide.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    wide.truncate(REGIONS_PER_BAR);
+    // Outer ones first, so inner ones are drawn over them.
+    wide.sort_by_key(|&(_, k)| (r.regions[k].nesting, r.regions[k].ts, k));
+    for (_, k) in wide {
+        let g = &r.regions[k];
+        let (a, b) = (g.ts.clamp(row.start, row.end), g.end.clamp(row.start, row.end));
+        let level = g.nesting.clamp(1, 4) as f64;
+        let inset = REGION_INSET * (1.0 + (level - 1.0) * 0.5);
+        let name = crate::report::summary::region_name(&g.category, &g.label);
+        let mut title = name.clone();
+        if let Some(m) = &g.msg {
+            let _ = write!(title, " ({})", elide(m, 80));
+        }
+        let _ = write!(
+            title,
+            "\n{} pid {}, thread {}, nesting {}\nentered +{}, took {}",
+            short_name(r),
+            r.pid,
+            g.thread,
+            g.nesting,
+            fmt_duration(g.ts.saturating_sub(t0)),
+            fmt_duration(g.end.saturating_sub(g.ts))
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect class="region" x="{}" y="{}" width="{}" height="{}" data-pid="{}" data-nesting="{}"><title>{}</title></rect>"#,
+            f1(x_of(a)),
+            f1(bar_y + inset),
+            f1(x_of(b) - x_of(a)),
+            f1(BAR_H - 2.0 * inset),
+            r.pid,
+            g.nesting,
+            xml_escape(&title)
+        );
+    }
+}
+
+/// The program's name for a region's hover text.
+fn short_name(r: &ProcessRecord) -> String {
+    crate::report::summary::program(r)
+}
+
+/// What a process reported about itself, for its bar's hover text: its regions (how many, the
+/// longest) and its data points, timers and counters (the first few, values cut short).
+fn notes_text(r: &ProcessRecord) -> String {
+    use crate::model::event::DataValue;
+    let mut s = String::new();
+    if let Some(g) = r.regions.iter().max_by_key(|g| g.end.saturating_sub(g.ts)) {
+        let _ = write!(
+            s,
+            "\n{} region{} reported, longest {} ({})",
+            r.regions.len(),
+            if r.regions.len() == 1 { "" } else { "s" },
+            crate::report::summary::region_name(&g.category, &g.label),
+            fmt_duration(g.end.saturating_sub(g.ts))
+        );
+    }
+    const SHOWN: usize = 8;
+    for d in r.data.iter().take(SHOWN) {
+        let key = if d.category.is_empty() {
+            d.key.clone()
+        } else {
+            format!("{}/{}", d.category, d.key)
+        };
+        let value = match &d.value {
+            DataValue::Text(v) | DataValue::Json(v) => elide(v, 48),
+            DataValue::Timer {
+                intervals, total_ns, ..
+            } => format!(
+                "{} in {intervals} interval{}",
+                fmt_duration(*total_ns),
+                if *intervals == 1 { "" } else { "s" }
+            ),
+            DataValue::Counter { count, .. } => count.to_string(),
+        };
+        let _ = write!(s, "\n{key} = {value}");
+    }
+    if r.data.len() > SHOWN {
+        let _ = write!(s, "\n… {} more data points", r.data.len() - SHOWN);
+    }
     s
 }
 
@@ -476,7 +590,14 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
         px = PLOT_X,
         pw = PLOT_W,
     );
-    let _ = writeln!(s, "<style>{STYLE}</style>");
+    let any_regions = drawn
+        .iter()
+        .any(|&i| t.get(rows[i].id).is_some_and(|p| !p.regions.is_empty()));
+    let _ = writeln!(
+        s,
+        "<style>{STYLE}{}</style>",
+        if any_regions { REGION_STYLE } else { "" }
+    );
     let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
 
     // Title.
@@ -576,6 +697,19 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             legend_y + 1.0,
             lx + 6.0,
             x = lx + 1.0
+        );
+        lx += 6.0 + 22.0 * 6.6 + 16.0;
+    }
+    if any_regions {
+        let _ = writeln!(
+            s,
+            r#"<rect class="ok" x="{}" y="{}" width="24" height="{BAR_H}"/><rect class="region" x="{}" y="{}" width="14" height="{}"/><text x="{}" y="{legend_y}">region the process reported (Trace2), darker when nested</text>"#,
+            f1(lx),
+            legend_y - 10.0,
+            f1(lx + 5.0),
+            legend_y - 10.0 + REGION_INSET,
+            BAR_H - 2.0 * REGION_INSET,
+            f1(lx + 29.0)
         );
     }
 
@@ -718,6 +852,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             r.pid,
             xml_escape(&hover(r, row, t0, o.redact))
         );
+        regions(&mut s, r, row, y + (ROW_H - BAR_H) / 2.0, t0, &x_of);
         for e in r.execs.iter().skip(1) {
             if e.ts < row.start || e.ts > row.end {
                 continue;
@@ -865,6 +1000,34 @@ mod tests {
             );
             drawn_pids.push((pid, s));
         }
+        // Every region band lies inside a bar of its process, with the region's name on hover.
+        for g in doc.descendants().filter(|n| {
+            n.has_tag_name("rect")
+                && n.attribute("class") == Some("region")
+                && n.attribute("data-pid").is_some()
+        }) {
+            let num = |a: &str| g.attribute(a).unwrap().parse::<f64>().unwrap();
+            let pid = g.attribute("data-pid").unwrap();
+            let (gx, gy, gw, gh) = (num("x"), num("y"), num("width"), num("height"));
+            assert!(
+                bars.iter().any(|b| {
+                    let bn = |a: &str| b.attribute(a).unwrap().parse::<f64>().unwrap();
+                    b.attribute("data-pid") == Some(pid)
+                        && bn("x") - 0.051 <= gx
+                        && gx + gw <= bn("x") + bn("width") + 0.11
+                        && bn("y") < gy
+                        && gy + gh < bn("y") + bn("height")
+                }),
+                "region band of pid {pid} at x={gx} is not inside a bar of its process"
+            );
+            let title = g
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .unwrap()
+                .text()
+                .unwrap();
+            assert!(title.contains(&format!("pid {pid}, thread ")), "{title}");
+        }
         // Drawn + folded = every process; the cap holds; ancestors are drawn with their children.
         let folded = doc
             .descendants()
@@ -933,6 +1096,55 @@ mod tests {
             );
             check(&few, &h, &t, &sum, 4);
         }
+    }
+
+    /// git's regions are drawn inside the bars of the processes that reported them (those at
+    /// least a pixel wide), nested ones inset further; the bar's hover text counts them all and
+    /// shows the data.
+    #[test]
+    fn git_regions_are_bands_in_their_bars() {
+        let (h, t, sum) = replayed("git-regions");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        check(&svg, &h, &t, &sum, 200);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let bands: Vec<(i32, u32, String)> = doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("region") && n.attribute("data-pid").is_some())
+            .map(|n| {
+                (
+                    n.attribute("data-pid").unwrap().parse().unwrap(),
+                    n.attribute("data-nesting").unwrap().parse().unwrap(),
+                    n.children()
+                        .find(|c| c.has_tag_name("title"))
+                        .unwrap()
+                        .text()
+                        .unwrap()
+                        .to_string(),
+                )
+            })
+            .collect();
+        // The clone's checkout (1.64 s) with the cache-tree update inside it; pack-objects'
+        // two longer phases (its 2.2 ms enumeration is under a pixel); the larger of status's.
+        assert!(
+            bands
+                .iter()
+                .any(|b| b.0 == 11100 && b.1 == 1 && b.2.starts_with("unpack_trees:unpack_trees\n")),
+            "{bands:?}"
+        );
+        assert!(
+            bands
+                .iter()
+                .any(|b| b.0 == 11100 && b.1 == 2 && b.2.starts_with("cache_tree:update\n")),
+            "{bands:?}"
+        );
+        assert_eq!(bands.iter().filter(|b| b.0 == 11106).count(), 2, "{bands:?}");
+        assert_eq!(bands.len(), 5, "{bands:?}");
+        assert!(svg.contains("10 regions reported, longest unpack_trees:unpack_trees (1.64s)"));
+        assert!(svg.contains("index/write/cache_nr = 1200"));
+        // A run without regions has neither bands nor their legend.
+        let (h, t, sum) = replayed("make-j2");
+        let plain = render(&h, &t, &sum, SvgOptions::default());
+        assert!(!plain.contains("region"));
     }
 
     #[test]

@@ -61,7 +61,7 @@ use std::ops::Bound::Excluded;
 use super::json;
 use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
 use super::{Header, LineWriter, Mode, Sink, Summary};
-use crate::model::event::ExitStatus;
+use crate::model::event::{Data, DataValue, ExitStatus};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
 /// How long a counter change waits for earlier ones that arrive late, ns.
@@ -337,12 +337,14 @@ impl ChromeTrace {
     /// still leaves room for the parent (`room`: its id and start) to follow, else any open one,
     /// else a new one. Open: the slice [`fits`](Lane::fits), and the lane is not claimed by a
     /// running process that is not one of its ancestors (unless it ends before that one began).
+    /// `claim`: the lane becomes the claim of the span's parent (else its claim stays as it was).
     fn place(
         &mut self,
         me: ProcId,
         span: Span,
         prefer: [Option<usize>; 2],
         room: Option<(ProcId, u64)>,
+        claim: bool,
     ) -> io::Result<usize> {
         let (s, e) = (span.s, span.e);
         let (lanes, live, anc) = (&self.lanes, &self.live, &self.anc);
@@ -381,7 +383,10 @@ impl ChromeTrace {
         let l = &mut self.lanes[lane];
         l.insert(span);
         // The parent means to follow its child here: the lane is its, and its descendants'.
-        l.claim = span.parent.filter(|p| self.live.contains_key(p));
+        // (A late region, `me` long gone, leaves the lane's claim as it was.)
+        if claim {
+            l.claim = span.parent.filter(|p| self.live.contains_key(p));
+        }
         if l.ivs.len() > l.compact_at {
             l.compact(&self.starts, &self.live);
         }
@@ -399,17 +404,9 @@ impl ChromeTrace {
         }
     }
 
-    /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
-    fn slice(
-        &mut self,
-        id: ProcId,
-        r: &ProcessRecord,
-        t: &Tracker,
-        end: u64,
-        running: bool,
-    ) -> io::Result<()> {
-        let live = self.live.remove(&id);
-        // Its ancestors, nearest first (a loop guard for a broken chain: a pid-reuse cycle).
+    /// Fills `self.anc` with the ancestors of `r`, nearest first (a loop guard for a broken
+    /// chain: a pid-reuse cycle).
+    fn ancestors(&mut self, r: &ProcessRecord, t: &Tracker) {
         self.anc.clear();
         let mut up = r.parent;
         while let Some(p) = up {
@@ -419,6 +416,160 @@ impl ChromeTrace {
             self.anc.push(p);
             up = t.get(p).and_then(|pr| pr.parent);
         }
+    }
+
+    /// Writes the regions of `id` (slice `[s, e]`, not yet written) as slices nested in it.
+    ///
+    /// Each region is placed on a lane like a child process whose parent is `id`, innermost and
+    /// earliest-ending first (as children exit before their parents), so a region swallows the
+    /// child processes and inner regions that lie inside it and the process's own slice
+    /// swallows them all: the flame chart shows `git fetch` → `fetch:remote_refs` → `git
+    /// index-pack` when that is how they nest in time. A region that overlaps a child process
+    /// only partly cannot nest with it, and goes to a lane of its own (as two threads'
+    /// regions that overlap do); it still lies inside its process's interval.
+    ///
+    /// Times are clamped into the process's slice (Trace2 times are the process's own
+    /// wall-clock microseconds, the slice is the kernel's fork and exit: they may disagree by a
+    /// microsecond), and each start is moved `nesting` ns later: a region entered in the same
+    /// microsecond as its process started or as the region around it then still starts after
+    /// it, as the lanes require (an equal start would make both viewers nest in file order,
+    /// where the outer one comes last). A nanosecond is far below what either clock resolves.
+    fn region_slices(&mut self, id: ProcId, r: &ProcessRecord, s: u64, e: u64) -> io::Result<()> {
+        let mut order: Vec<(u64, u64, u32, usize)> = r
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(k, g)| {
+                let (rs, re) = clamp_region(g.ts, g.end, g.nesting, s, e);
+                (rs, re, g.nesting, k)
+            })
+            .collect();
+        // Earliest end first; inside one end, the latest start (the inner one) first.
+        order.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)).then(b.2.cmp(&a.2)));
+        for (rs, re, _, k) in order {
+            let own = self.live.get(&id).and_then(|l| l.child.map(|c| c.1));
+            let span = Span {
+                s: rs,
+                e: re,
+                parent: Some(id),
+            };
+            let lane = self.place(id, span, [own, None], None, true)?;
+            if let Some(l) = self.live.get_mut(&id) {
+                if l.child.is_none_or(|c| rs < c.0) {
+                    l.child = Some((rs, lane));
+                }
+            }
+            self.write_region(lane, r, k, rs, re, false)?;
+        }
+        Ok(())
+    }
+
+    /// A region that arrived after its process's slice was written (Trace2 notes travel on
+    /// their own channel and may come after the kernel's exit): that lane is closed to it (the
+    /// process's interval there already swallowed its children), so it goes on a lane of its
+    /// own, inside its process's interval in time, marked `late`.
+    fn late_region(&mut self, id: ProcId, index: usize, t: &Tracker) -> io::Result<()> {
+        let Some(r) = t.get(id) else { return Ok(()) };
+        let Some(g) = r.regions.get(index) else {
+            return Ok(());
+        };
+        let s = r.start_ns.unwrap_or(self.t0).max(self.t0);
+        let e = r.exit.map_or(g.end, |x| x.ts).max(s);
+        let (rs, re) = clamp_region(g.ts, g.end, g.nesting, s, e);
+        self.ancestors(r, t);
+        let span = Span {
+            s: rs,
+            e: re,
+            parent: None,
+        };
+        let lane = self.place(id, span, [None, None], None, false)?;
+        self.last_ts = self.last_ts.max(re);
+        self.write_region(lane, r, index, rs, re, true)
+    }
+
+    /// One region's `X` slice on `lane`.
+    fn write_region(
+        &mut self,
+        lane: usize,
+        r: &ProcessRecord,
+        index: usize,
+        rs: u64,
+        re: u64,
+        late: bool,
+    ) -> io::Result<()> {
+        let Some(g) = r.regions.get(index) else {
+            return Ok(());
+        };
+        let t0 = self.t0;
+        let b = self.head("X", Some(lane));
+        b.extend_from_slice(b",\"ts\":");
+        us(b, rs - t0);
+        b.extend_from_slice(b",\"dur\":");
+        us(b, re - rs);
+        b.extend_from_slice(b",\"name\":");
+        json::string(b, &crate::report::summary::region_name(&g.category, &g.label));
+        b.extend_from_slice(b",\"cat\":\"region\",\"args\":{\"pid\":");
+        json::int(b, r.pid as i64);
+        b.extend_from_slice(b",\"thread\":");
+        json::string(b, &g.thread);
+        b.extend_from_slice(b",\"category\":");
+        json::string(b, &g.category);
+        b.extend_from_slice(b",\"label\":");
+        json::string(b, &g.label);
+        b.extend_from_slice(b",\"nesting\":");
+        json::int(b, g.nesting as i64);
+        if let Some(m) = &g.msg {
+            b.extend_from_slice(b",\"msg\":");
+            json::string(b, m);
+        }
+        b.extend_from_slice(b",\"duration\":");
+        json::string(b, &fmt_duration(g.end.saturating_sub(g.ts)));
+        if late {
+            b.extend_from_slice(b",\"late\":true");
+        }
+        b.push(b'}');
+        self.next()
+    }
+
+    /// A data point, timer or counter that arrived after its process's slice was written (the
+    /// ones known at exit are in the slice's `args.trace2`): an instant on the session's own
+    /// thread, naming the process.
+    fn late_data(&mut self, id: ProcId, index: usize, t: &Tracker) -> io::Result<()> {
+        let Some(r) = t.get(id) else { return Ok(()) };
+        let Some(d) = r.data.get(index) else { return Ok(()) };
+        let at = d.ts.max(self.t0) - self.t0;
+        let b = self.head("i", None);
+        b.extend_from_slice(b",\"ts\":");
+        us(b, at);
+        b.extend_from_slice(b",\"s\":\"p\",\"name\":");
+        json::string(b, &format!("{}: {}", r.pid, data_key(d)));
+        b.extend_from_slice(b",\"cat\":\"data\",\"args\":{\"pid\":");
+        json::int(b, r.pid as i64);
+        b.extend_from_slice(b",\"value\":");
+        data_value(b, &d.value);
+        b.push(b'}');
+        self.next()
+    }
+
+    /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
+    fn slice(
+        &mut self,
+        id: ProcId,
+        r: &ProcessRecord,
+        t: &Tracker,
+        end: u64,
+        running: bool,
+    ) -> io::Result<()> {
+        self.ancestors(r, t);
+        if !r.regions.is_empty() {
+            // While it is still live: its regions claim lanes as its children do.
+            let s = match self.live.get(&id) {
+                Some(l) => l.start,
+                None => r.start_ns.unwrap_or(self.t0).max(self.t0),
+            };
+            self.region_slices(id, r, s, end.max(s))?;
+        }
+        let live = self.live.remove(&id);
         let (s, own, counted) = match &live {
             Some(l) => (l.start, l.child.map(|c| c.1), l.counted),
             None => (r.start_ns.unwrap_or(self.t0).max(self.t0), None, false),
@@ -437,7 +588,7 @@ impl ChromeTrace {
             e,
             parent: r.parent,
         };
-        let lane = self.place(id, span, [own, sibling], room)?;
+        let lane = self.place(id, span, [own, sibling], room, true)?;
         if let Some(p) = r.parent.and_then(|p| self.live.get_mut(&p)) {
             if p.child.is_none_or(|c| s < c.0) {
                 p.child = Some((s, lane));
@@ -537,6 +688,26 @@ impl ChromeTrace {
         if !counted {
             b.extend_from_slice(b",\"counted\":false");
         }
+        if !r.regions.is_empty() {
+            b.extend_from_slice(b",\"regions\":");
+            json::int(b, r.regions.len() as i64);
+        }
+        if !r.data.is_empty() {
+            // What it reported about itself, in order: `{"category/key": value}` pairs in a
+            // list (a key may be reported more than once).
+            b.extend_from_slice(b",\"trace2\":[");
+            for (i, d) in r.data.iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                b.push(b'{');
+                json::string(b, &data_key(d));
+                b.push(b':');
+                data_value(b, &d.value);
+                b.push(b'}');
+            }
+            b.push(b']');
+        }
         b.push(b'}');
         self.next()?;
 
@@ -570,6 +741,59 @@ enum MetaValue<'a> {
 fn us(b: &mut Vec<u8>, ns: u64) {
     use std::io::Write;
     let _ = write!(b, "{}.{:03}", ns / 1000, ns % 1000);
+}
+
+/// A region's slice, ns: `[ts, end]` moved `nesting` ns later at the start and clamped into
+/// the process's `[s, e]` (see [`ChromeTrace::region_slices`]).
+fn clamp_region(ts: u64, end: u64, nesting: u32, s: u64, e: u64) -> (u64, u64) {
+    let lo = (s + 1).min(e);
+    let rs = ts.saturating_add(nesting.max(1) as u64).clamp(lo, e);
+    (rs, end.clamp(rs, e))
+}
+
+/// `category/key` of a data point (the key alone without a category).
+fn data_key(d: &Data) -> String {
+    if d.category.is_empty() {
+        d.key.clone()
+    } else {
+        format!("{}/{}", d.category, d.key)
+    }
+}
+
+/// A data point's value as JSON: text as a string, `data_json` as the string it was (it came
+/// from another machine: not trusted to be JSON), timers and counters as objects.
+fn data_value(b: &mut Vec<u8>, v: &DataValue) {
+    match v {
+        DataValue::Text(t) | DataValue::Json(t) => json::string(b, t),
+        DataValue::Timer {
+            intervals,
+            total_ns,
+            min_ns,
+            max_ns,
+            per_thread,
+        } => {
+            b.extend_from_slice(b"{\"timer_intervals\":");
+            json::int(b, *intervals as i64);
+            b.extend_from_slice(b",\"total_us\":");
+            us(b, *total_ns);
+            b.extend_from_slice(b",\"min_us\":");
+            us(b, *min_ns);
+            b.extend_from_slice(b",\"max_us\":");
+            us(b, *max_ns);
+            if *per_thread {
+                b.extend_from_slice(b",\"per_thread\":true");
+            }
+            b.push(b'}');
+        }
+        DataValue::Counter { count, per_thread } => {
+            b.extend_from_slice(b"{\"counter\":");
+            json::int(b, *count as i64);
+            if *per_thread {
+                b.extend_from_slice(b",\"per_thread\":true");
+            }
+            b.push(b'}');
+        }
+    }
 }
 
 /// The slice's title: the program's name.
@@ -693,6 +917,9 @@ impl Sink for ChromeTrace {
                 b.push(b'}');
                 self.next()
             }
+            // Notes of a process still running are drawn with its slice, at its exit.
+            Fact::Region { id, index } if !self.live.contains_key(&id) => self.late_region(id, index, t),
+            Fact::Data { id, index } if !self.live.contains_key(&id) => self.late_data(id, index, t),
             _ => Ok(()),
         }
     }
@@ -743,7 +970,7 @@ mod tests {
     use crate::model::event::Event;
     use crate::model::tracker::Scope;
     use crate::sink::LineDest;
-    use crate::sink::chrome_check::{Expect, validate};
+    use crate::sink::chrome_check::{Expect, validate, validate_regions};
     use crate::testkit::{self, exit, fork, tracker};
 
     #[derive(Clone, Default)]
@@ -973,6 +1200,171 @@ mod tests {
         let (_, text, expected) = drive(&evs, true);
         let got = validate(&text, &expected).unwrap();
         assert_eq!(got.lanes, 2, "{text}");
+    }
+
+    fn region(ts: u64, end: u64, pid: i32, thread: &str, label: &str, nesting: u32) -> Event {
+        Event::Region {
+            tgid: pid,
+            region: crate::model::event::Region {
+                ts,
+                end,
+                thread: thread.into(),
+                category: "c".into(),
+                label: label.into(),
+                msg: None,
+                nesting,
+            },
+        }
+    }
+
+    /// Regions nest inside their process's slice: around a child process that runs inside one,
+    /// beside one that overlaps it partly, a worker thread's next to the main thread's, one
+    /// entered in the microsecond its process started, one of no length, and one that arrives
+    /// after its process's exit (on a lane of its own); data go into the slice's args, or an
+    /// instant when late.
+    #[test]
+    fn regions_nest_inside_their_process() {
+        let data = |ts, pid, key: &str| Event::Data {
+            tgid: pid,
+            data: crate::model::event::Data {
+                ts,
+                thread: "main".into(),
+                category: "cat".into(),
+                key: key.into(),
+                nesting: 1,
+                value: crate::model::event::DataValue::Text("7".into()),
+            },
+        };
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(5_000, 100, 101),
+            exit(9_000, 101, 0),
+            fork(15_000, 100, 102),
+            region(1_000, 2_000, 100, "main", "at-start", 1),
+            region(3_000, 3_000, 100, "main", "empty", 1),
+            region(9_200, 9_800, 100, "main", "inner", 2),
+            region(4_000, 10_000, 100, "main", "around-101", 1),
+            region(11_000, 13_000, 100, "th01:w", "thread", 1),
+            region(12_000, 16_000, 100, "main", "part-102", 1),
+            data(12_500, 100, "k"),
+            exit(20_000, 102, 0),
+            exit(30_000, 100, 0),
+            region(25_000, 29_000, 100, "main", "late", 1),
+            data(29_500, 100, "late-key"),
+        ];
+        let h = header();
+        let (_, text, expected) = drive(&evs, true);
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in &evs {
+            t.apply(ev, &mut facts);
+        }
+        let regions = crate::sink::golden::expected_regions(&t, h.ts, 30_000 + 5_000);
+        assert_eq!(regions.len(), 7);
+        let got = validate_regions(&text, &expected, &regions).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!((got.slices, got.regions), (3, 7), "{text}");
+        // All but the late one and the one overlapping 102 partly are on the process's lane.
+        assert_eq!(got.regions_on_process_lane, 5, "{got:?}\n{text}");
+        assert_eq!(text.matches(r#""late":true"#).count(), 1, "{text}");
+        assert!(text.contains(r#""regions":6,"trace2":[{"cat/k":"7"}]"#), "{text}");
+        assert!(text.contains(r#""name":"100: cat/late-key""#), "{text}");
+        assert_eq!(got.instants.get("data"), Some(&1), "{got:?}");
+    }
+
+    /// Random trees of processes with random regions (nested per thread, two threads, some
+    /// sticking out of their process's lifetime, some arriving after the exit, some of no
+    /// length, many starting in the same microsecond): every trace is valid and shows each
+    /// region once, inside its process's slice.
+    #[test]
+    fn random_trees_with_regions_stay_valid() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let (mut total, mut late, mut on_lane) = (0, 0, 0);
+        for round in 0..300 {
+            // (pid, parent, start, end)
+            let mut procs: Vec<(i32, i32, u64, u64)> = vec![(100, 1, 1_000, 1_000 + 50_000 + rnd(50_000))];
+            for k in 0..(1 + rnd(10)) as usize {
+                let (ppid, ps, pe) = {
+                    let p = procs[rnd(procs.len() as u64) as usize];
+                    (p.0, p.2, p.3)
+                };
+                if pe - ps < 4 {
+                    continue;
+                }
+                let s = ps + 1 + rnd(pe - ps - 2);
+                let e = s + 1 + rnd(pe - s - 1);
+                procs.push((101 + k as i32, ppid, s, e));
+            }
+            // (arrival, order, event)
+            let mut evs: Vec<(u64, u32, Event)> = Vec::new();
+            for &(pid, ppid, s, e) in &procs {
+                evs.push((s, 0, fork(s, ppid, pid)));
+                evs.push((e, 2, exit(e, pid, (rnd(5) == 0) as u32)));
+                for thread in ["main", "th01:w"] {
+                    // Regions nested by splitting: (from, to, nesting).
+                    let mut todo = vec![(s, e, 1u32)];
+                    while let Some((a, b, n)) = todo.pop() {
+                        if n > 3 || b <= a {
+                            continue;
+                        }
+                        let mut at = a;
+                        for _ in 0..rnd(3) {
+                            if at >= b {
+                                break;
+                            }
+                            // Same microsecond as what it is in, now and then.
+                            let rs = if rnd(3) == 0 {
+                                at
+                            } else {
+                                at + rnd((b - at) / 2 + 1)
+                            };
+                            let re = (rs + rnd(b - rs + 1)).min(b);
+                            // Now and then past its process's end (a clock that disagrees).
+                            let (rs, re) = if rnd(10) == 0 {
+                                (rs.saturating_sub(300), re + 300)
+                            } else {
+                                (rs, re)
+                            };
+                            let arrive = if rnd(5) == 0 { e + 1 + rnd(1_000) } else { re };
+                            let label = format!("r{n}-{rs}");
+                            evs.push((arrive, 1, region(rs, re, pid, thread, &label, n)));
+                            todo.push((rs, re, n + 1));
+                            at = re + 1;
+                        }
+                    }
+                }
+            }
+            evs.sort_by_key(|e| (e.0, e.1));
+            let evs: Vec<Event> = evs.into_iter().map(|e| e.2).collect();
+            let (_, text, expected) = drive(&evs, true);
+            let mut t = tracker(Scope::Tree, true, false);
+            t.expect_root(100);
+            let mut facts = Vec::new();
+            let mut end = 0;
+            for ev in &evs {
+                end = end.max(ev.ts().unwrap_or(0));
+                t.apply(ev, &mut facts);
+            }
+            let regions = crate::sink::golden::expected_regions(&t, header().ts, end + 5_000);
+            let got = validate_regions(&text, &expected, &regions)
+                .unwrap_or_else(|e| panic!("round {round}: {e}\n{text}"));
+            assert_eq!(got.regions, regions.len());
+            total += got.regions;
+            on_lane += got.regions_on_process_lane;
+            late += text.matches(r#""late":true"#).count();
+        }
+        // The test drew something: many regions, late ones among them, and most of the others
+        // on their process's lane (two threads' random regions often overlap partly).
+        assert!(
+            total > 3_000 && late > 300 && on_lane * 2 > total - late,
+            "{total} {late} {on_lane}"
+        );
     }
 
     #[test]

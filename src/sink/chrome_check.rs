@@ -20,6 +20,24 @@ pub struct Expect {
     pub status: String,
 }
 
+/// A region (Trace2) the trace must show as a slice inside its process's slice.
+#[derive(Debug, Clone)]
+pub struct ExpectRegion {
+    /// Its process.
+    pub pid: i64,
+    /// `category:label`.
+    pub name: String,
+    /// Start, ns after the session start, clamped into its process's slice; the slice may start
+    /// up to [`REGION_NUDGE_NS`] later (the sink moves each start by its nesting depth).
+    pub start_ns: u64,
+    /// End, ns after the session start, clamped into its process's slice (may be as much later
+    /// as the start, for a region of no length).
+    pub end_ns: u64,
+}
+
+/// How much later than expected a region's slice may start (see [`ExpectRegion::start_ns`]).
+pub const REGION_NUDGE_NS: u64 = 64;
+
 /// What a valid trace held.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -33,6 +51,10 @@ pub struct Checked {
     pub counters: usize,
     /// Highest counter value.
     pub peak_running: i64,
+    /// Region slices (`cat` `region`), not counted in `slices`.
+    pub regions: usize,
+    /// Region slices on the same lane as their process's slice.
+    pub regions_on_process_lane: usize,
 }
 
 /// µs (a JSON number) to ns, rounded as Perfetto does (`llround(v * 1000)`).
@@ -40,8 +62,26 @@ fn ns(v: &Value) -> Option<i64> {
     v.as_f64().map(|f| (f * 1000.0).round() as i64)
 }
 
-/// Checks `text` and that it shows exactly the processes in `expected`.
+/// Checks `text` and that it shows exactly the processes in `expected`; region slices must lie
+/// inside a slice of their process.
 pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
+    validate_impl(text, expected, None)
+}
+
+/// [`validate`], and the trace shows exactly the regions in `regions`, each as one slice.
+pub fn validate_regions(
+    text: &str,
+    expected: &[Expect],
+    regions: &[ExpectRegion],
+) -> Result<Checked, String> {
+    validate_impl(text, expected, Some(regions))
+}
+
+fn validate_impl(
+    text: &str,
+    expected: &[Expect],
+    want_regions: Option<&[ExpectRegion]>,
+) -> Result<Checked, String> {
     let all: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let events = all.as_array().ok_or("not a JSON array")?;
     let mut out = Checked::default();
@@ -58,6 +98,9 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
     let mut all_spans = Vec::new();
     // (tid, start, dur) of every slice, in file order.
     let mut x_order: Vec<(i64, i64, i64)> = Vec::new();
+    // Region slices: (pid, tid, start, end, name), and process slices by pid: (tid, start, end).
+    let mut regions: Vec<(i64, i64, i64, i64, String)> = Vec::new();
+    let mut procs: HashMap<i64, Vec<(i64, i64, i64)>> = HashMap::new();
     for (n, ev) in events.iter().enumerate() {
         let at = || format!("event {n}: {ev}");
         let ph = ev["ph"].as_str().ok_or_else(|| format!("{}: no ph", at()))?;
@@ -104,6 +147,21 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
                 let p = args["pid"]
                     .as_i64()
                     .ok_or_else(|| format!("{}: no args.pid", at()))?;
+                if ev["cat"].as_str() == Some("region") {
+                    args["nesting"]
+                        .as_u64()
+                        .ok_or_else(|| format!("{}: no args.nesting", at()))?;
+                    args["thread"]
+                        .as_str()
+                        .ok_or_else(|| format!("{}: no args.thread", at()))?;
+                    let name = ev["name"].as_str().unwrap_or_default().to_string();
+                    by_tid.entry(tid).or_default().push((ts, ts + dur));
+                    x_order.push((tid, ts, dur));
+                    regions.push((p, tid, ts, ts + dur, name));
+                    out.regions += 1;
+                    continue;
+                }
+                procs.entry(p).or_default().push((tid, ts, ts + dur));
                 args["ppid"]
                     .as_i64()
                     .ok_or_else(|| format!("{}: no args.ppid", at()))?;
@@ -219,6 +277,46 @@ pub fn validate(text: &str, expected: &[Expect]) -> Result<Checked, String> {
             return Err(format!("counter at {t} ns says {v}, {covering} slices cover it"));
         }
     }
+    // Each region inside a slice of its process (on its lane where it could go there).
+    for (p, tid, s, e, name) in &regions {
+        let inside = procs.get(p).and_then(|v| {
+            v.iter()
+                .filter(|x| x.1 <= *s && *e <= x.2)
+                .min_by_key(|x| (x.0 != *tid, x.2 - x.1))
+        });
+        match inside {
+            Some(x) if x.0 == *tid => out.regions_on_process_lane += 1,
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "region {name:?} of pid {p} ({s}..{e} ns) is not inside a slice of its process"
+                ));
+            }
+        }
+    }
+    if let Some(want) = want_regions {
+        if want.len() != regions.len() {
+            return Err(format!(
+                "{} region slices for {} regions",
+                regions.len(),
+                want.len()
+            ));
+        }
+        let mut used = vec![false; regions.len()];
+        for w in want {
+            let found = regions.iter().enumerate().position(|(i, (p, _, s, e, name))| {
+                !used[i]
+                    && *p == w.pid
+                    && *name == w.name
+                    && (w.end_ns as i64..=(w.end_ns + REGION_NUDGE_NS) as i64).contains(e)
+                    && (w.start_ns as i64..=(w.start_ns + REGION_NUDGE_NS) as i64).contains(s)
+            });
+            match found {
+                Some(i) => used[i] = true,
+                None => return Err(format!("region {w:?}: no slice")),
+            }
+        }
+    }
     // Exactly the expected processes, each once, with its duration and status.
     if out.slices != expected.len() {
         return Err(format!("{} slices for {} processes", out.slices, expected.len()));
@@ -293,6 +391,42 @@ mod tests {
         );
         let e = validate(&t, &[expect(10, 1_000, 10_000), expect(11, 1_000, 3_000)]).unwrap_err();
         assert!(e.contains("the longer one last"), "{e}");
+        // Regions: inside their process's slice, nesting with the rest of the lane.
+        let region = |ts: &str, dur: &str, pid: i64| {
+            format!(
+                r#"{{"ph":"X","pid":1,"tid":2,"ts":{ts},"dur":{dur},"name":"c:l","cat":"region","args":{{"pid":{pid},"thread":"main","nesting":1}}}}"#
+            )
+        };
+        let with = |r: &str| {
+            format!(
+                "[{M}\n{},\n{},\n{},\n{r}]",
+                x("1.000", "10.000", 10),
+                x("2.000", "3.000", 11),
+                r#"{"ph":"C","pid":1,"tid":1,"ts":3.0,"name":"running","args":{"processes":2}}"#
+            )
+        };
+        let want_r = |s, e| ExpectRegion {
+            pid: 10,
+            name: "c:l".into(),
+            start_ns: s,
+            end_ns: e,
+        };
+        let t = with(&region("6.000", "2.000", 10));
+        let got = validate_regions(&t, &want, &[want_r(6_000, 8_000)]).unwrap();
+        assert_eq!((got.slices, got.regions, got.regions_on_process_lane), (2, 1, 1));
+        assert!(
+            validate_regions(&t, &want, &[])
+                .unwrap_err()
+                .contains("1 region slices for 0")
+        );
+        assert!(validate_regions(&t, &want, &[want_r(6_000, 9_000)]).is_err());
+        // Outside its process's slice; another process's; overlapping a slice partly.
+        let e = validate(&with(&region("9.000", "5.000", 10)), &want).unwrap_err();
+        assert!(e.contains("not inside") || e.contains("without nesting"), "{e}");
+        let e = validate(&with(&region("6.000", "1.000", 11)), &want).unwrap_err();
+        assert!(e.contains("not inside"), "{e}");
+        let e = validate(&with(&region("4.000", "2.000", 10)), &want).unwrap_err();
+        assert!(e.contains("without nesting"), "{e}");
         // Not closed: not valid JSON (the viewers would cope; the checker wants the whole file).
         assert!(validate(&ok[..ok.len() - 1], &want).is_err());
     }

@@ -24,13 +24,14 @@ use crate::report::summary::{self, TextOptions};
 use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
 use crate::sink::chrome::ChromeTrace;
-use crate::sink::chrome_check::{Expect, validate};
+use crate::sink::chrome_check::{Expect, ExpectRegion, validate_regions};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
 use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
-pub(crate) const CAPTURES: [&str; 7] = [
+pub(crate) const CAPTURES: [&str; 8] = [
     "exec-twice",
+    "git-regions",
     "leader-exits-first",
     "make-j2",
     "reuse-pid",
@@ -139,8 +140,34 @@ fn expected_slices(t: &Tracker, header: &Header, sum: &Summary) -> Vec<Expect> {
     out
 }
 
+/// The regions a Chrome trace of `t` must show: every region of every record, clamped into its
+/// process's slice (from `t0`, the session start, to its exit, else `end`).
+pub(crate) fn expected_regions(t: &Tracker, t0: u64, end: u64) -> Vec<ExpectRegion> {
+    let mut out = Vec::new();
+    let mut todo: Vec<_> = t.roots().to_vec();
+    while let Some(id) = todo.pop() {
+        let Some(r) = t.get(id) else { continue };
+        todo.extend(r.children.iter().copied());
+        let s = r.start_ns.unwrap_or(t0).max(t0);
+        let e = r.exit.map_or(end, |x| x.ts).max(s);
+        for g in &r.regions {
+            let rs = g.ts.clamp((s + 1).min(e), e);
+            out.push(ExpectRegion {
+                pid: r.pid as i64,
+                name: crate::report::summary::region_name(&g.category, &g.label),
+                start_ns: rs - t0,
+                end_ns: g.end.clamp(rs, e) - t0,
+            });
+        }
+    }
+    out
+}
+
+/// What a Chrome trace must show: its processes and their regions.
+type ChromeExpect = (Vec<Expect>, Vec<ExpectRegion>);
+
 /// [`render_all`], also returning what the Chrome trace must show.
-fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, Vec<Expect>) {
+fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     let path = fixtures().join(format!("captures/{name}.jsonl"));
     let text = std::fs::read(&path).unwrap();
     let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
@@ -197,7 +224,10 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, Vec<Expect>) {
     );
 
     let (engine, sum) = replay(&cap, Some(root), sinks, header.clone());
-    let expected = expected_slices(&engine.tracker, &header, &sum);
+    let expected = (
+        expected_slices(&engine.tracker, &header, &sum),
+        expected_regions(&engine.tracker, header.ts, sum.ts),
+    );
     let failures: Vec<String> = engine
         .sinks
         .failures()
@@ -293,6 +323,11 @@ fn exec_twice() {
 }
 
 #[test]
+fn git_regions() {
+    check("git-regions");
+}
+
+#[test]
 fn leader_exits_first() {
     check("leader-exits-first");
 }
@@ -323,15 +358,21 @@ fn threads_then_leader() {
 }
 
 /// Every capture's Chrome trace follows the format's rules and shows every process once, with
-/// its duration and status.
+/// its duration and status, and every region once, inside its process's slice.
 #[test]
 fn chrome_traces_are_valid() {
     for name in CAPTURES {
-        let (outputs, expected) = render_all_with(name);
+        let (outputs, (expected, regions)) = render_all_with(name);
         let chrome = &outputs.iter().find(|o| o.0 == "chrome").unwrap().1;
         let text = String::from_utf8(chrome.clone()).unwrap();
-        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = validate_regions(&text, &expected, &regions).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(got.slices > 0 && got.counters > 0, "{name}: {got:?}");
+        if name == "git-regions" {
+            // git's regions, each in its process's slice; on its lane but for the five the
+            // clone reported while its two children ran on two lanes (they lie inside one).
+            assert_eq!(got.regions, 29, "{got:?}");
+            assert!(got.regions_on_process_lane >= 24, "{got:?}");
+        }
     }
 }
 

@@ -15,6 +15,17 @@
 //!   when the exit was lost) and `child_ready` for a child that outlived the traced command.
 //! - uid/gid changes, setsid, ptrace, renames and lost events are `data` events, category
 //!   `proctrace`.
+//! - what a process reported about itself (Trace2 regions, data, timers, counters: git's own,
+//!   from `run --trace2` or a saved stream) goes into its session as git wrote it:
+//!   `region_enter`/`region_leave` per thread, properly nested, with their `nesting`, `data`,
+//!   `data_json`, `timer`, `counter` (`th_` ones per thread). They are written when the process
+//!   exits (just before its `exit`), not as they come: regions arrive when they end, inner ones
+//!   first, and a stream must enter the outer one first. So within one session they follow
+//!   the `child_start`/`child_exit` events written while it ran, each with its own `time`
+//!   (consumers pair regions per thread, as git's own readers do, and order by time). Notes
+//!   that arrive after the exit are written at once, after `atexit`, as git's detached
+//!   processes write theirs; for that the last 1024 sessions forgotten are remembered. Those
+//!   of a process still running at the end are written at the end.
 //!
 //! Times are the kernel's: `time` is the event's wall time, `t_abs` seconds since that process
 //! forked. Events carry no `file`/`line` (there is no source location to name).
@@ -31,7 +42,7 @@ use trace2::dst::{Destination, DestinationSpec, OpenOptions};
 use trace2::{Event as T2, EventKind as K, FormatOptions, ReadyState, Sid, Str, TargetKind, Timestamp};
 
 use super::{Header, Mode, Sink, Summary};
-use crate::model::event::ExitStatus;
+use crate::model::event::{DataValue, ExitStatus};
 use crate::model::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 
@@ -75,6 +86,18 @@ struct Observed {
     ended: bool,
 }
 
+/// How many forgotten sessions are kept for notes that arrive after them.
+const RECENT: usize = 1024;
+
+/// One event of a process's own notes, by index into the slices [`Trace2Sink::notes`] writes.
+#[derive(Clone, Copy)]
+enum Note {
+    Enter(usize),
+    Leave(usize),
+    /// A data point and its `t_rel`, ns.
+    Data(usize, u64),
+}
+
 /// The trace2 sink.
 pub struct Trace2Sink {
     targets: Vec<Target>,
@@ -88,6 +111,8 @@ pub struct Trace2Sink {
     host: Option<String>,
     /// The latest time seen: stands in for facts that carry none.
     now: u64,
+    /// The last sessions forgotten, for notes that arrive after them: `(process, SID, t0)`.
+    recent: std::collections::VecDeque<(ProcId, String, u64)>,
     buf: Vec<u8>,
     failed: Option<io::Error>,
 }
@@ -134,6 +159,10 @@ impl Trace2Sink {
             targets: out,
             opts: FormatOptions {
                 brief,
+                // The regions written here were already filtered by the program that reported
+                // them (git applies its own `trace2.eventNesting`): every one it sent is kept.
+                // proctrace's own events are all at depth 1.
+                event_nesting: u32::MAX,
                 ..FormatOptions::default()
             },
             redact,
@@ -143,6 +172,7 @@ impl Trace2Sink {
             exe: String::new(),
             host: None,
             now: 0,
+            recent: std::collections::VecDeque::new(),
             buf: Vec::with_capacity(512),
             failed: None,
         })
@@ -171,6 +201,19 @@ impl Trace2Sink {
     /// Emits on the session of `id` (or proctrace's own when `None`): formats the event (no copy
     /// of the SID) for every target, opening the session's own file first for a directory target.
     fn on(&mut self, id: Option<ProcId>, ts: u64, kind: K<'_>) -> io::Result<()> {
+        self.on_thread(id, ts, "main", 1, kind)
+    }
+
+    /// [`on`](Self::on) for an event of another thread, at a region depth (a process's own
+    /// regions and data).
+    fn on_thread(
+        &mut self,
+        id: Option<ProcId>,
+        ts: u64,
+        thread: &str,
+        nesting: u32,
+        kind: K<'_>,
+    ) -> io::Result<()> {
         let session = match id {
             Some(id) => self.observed.get_mut(&id).map(|o| &mut o.session),
             None => self.me.as_mut(),
@@ -178,7 +221,8 @@ impl Trace2Sink {
         let Some(Session { sid, t0, files, .. }) = session else {
             return Ok(());
         };
-        let mut ev = T2::new(sid.as_str(), "main", kind);
+        let mut ev = T2::new(sid.as_str(), thread, kind);
+        ev.nesting = nesting;
         ev.time = Some(wall(self.real_minus_mono, ts));
         ev.t_abs = Some(ts.saturating_sub(*t0) as f64 / 1e9);
         if files.len() < self.targets.len() {
@@ -263,15 +307,63 @@ impl Trace2Sink {
         Ok(())
     }
 
-    /// Forgets an ended session once nothing more can be written to it.
+    /// Forgets an ended session once nothing more can be written to it but late notes (those
+    /// only the [`RECENT`] last ones keep).
     fn release(&mut self, id: ProcId) {
         if self
             .observed
             .get(&id)
             .is_some_and(|o| o.ended && o.open_children == 0)
         {
-            self.observed.remove(&id);
+            if let Some(o) = self.observed.remove(&id) {
+                if self.recent.len() >= RECENT {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back((id, o.session.sid, o.session.t0));
+            }
         }
+    }
+
+    /// Regions and data the process reported that arrived after its exit (Trace2 notes travel
+    /// on their own channel): written in its session at once, after its `atexit`, as git's own
+    /// detached processes write after theirs. A session already forgotten is brought back from
+    /// [`Self::recent`] for it; one older than that is not written to.
+    fn late_notes(
+        &mut self,
+        id: ProcId,
+        r: &ProcessRecord,
+        regions: std::ops::Range<usize>,
+        data: std::ops::Range<usize>,
+    ) -> io::Result<()> {
+        if self.observed.contains_key(&id) {
+            return self.notes(id, r, regions, data);
+        }
+        let Some(i) = self.recent.iter().position(|x| x.0 == id) else {
+            return Ok(());
+        };
+        let sid = self.recent[i].1.clone();
+        let t0 = self.recent[i].2;
+        self.observed.insert(
+            id,
+            Observed {
+                session: Session {
+                    sid,
+                    t0,
+                    next_child: 0,
+                    files: Vec::new(),
+                },
+                child_id: 0,
+                child_start_ts: None,
+                parent: None,
+                started: true,
+                execs: 0,
+                open_children: 0,
+                ended: true,
+            },
+        );
+        let r = self.notes(id, r, regions, data);
+        self.observed.remove(&id);
+        r
     }
 
     fn child_done(&mut self, parent: Option<ProcId>) {
@@ -281,6 +373,171 @@ impl Trace2Sink {
             }
             self.release(p);
         }
+    }
+
+    /// Writes the regions `regions` and data points `data` of `r` (indexes into its lists) in
+    /// its session `id`, as git would have written them: per thread, each region's
+    /// `region_enter` at its start and `region_leave` at its end, properly nested (inner ones
+    /// inside outer ones, in the order a stack gives), data points in time order among them;
+    /// threads merged by time.
+    fn notes(
+        &mut self,
+        id: ProcId,
+        r: &ProcessRecord,
+        regions: std::ops::Range<usize>,
+        data: std::ops::Range<usize>,
+    ) -> io::Result<()> {
+        let regions = r.regions.get(regions).unwrap_or_default();
+        let data = r.data.get(data).unwrap_or_default();
+        if regions.is_empty() && data.is_empty() {
+            return Ok(());
+        }
+        let t0 = self.observed.get(&id).map_or(0, |o| o.session.t0);
+        let mut threads: Vec<&str> = regions
+            .iter()
+            .map(|g| g.thread.as_str())
+            .chain(data.iter().map(|d| d.thread.as_str()))
+            .collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut items: Vec<(u64, usize, usize, Note)> = Vec::with_capacity(2 * regions.len() + data.len());
+        for (ti, th) in threads.iter().enumerate() {
+            let mut rs: Vec<usize> = (0..regions.len()).filter(|&k| regions[k].thread == *th).collect();
+            // Outer before inner: by start, then the shallower, then the longer.
+            rs.sort_by(|&a, &b| {
+                let (a, b) = (&regions[a], &regions[b]);
+                a.ts.cmp(&b.ts)
+                    .then(a.nesting.cmp(&b.nesting))
+                    .then(b.end.cmp(&a.end))
+            });
+            let mut ds: Vec<usize> = (0..data.len()).filter(|&k| data[k].thread == *th).collect();
+            ds.sort_by_key(|&k| data[k].ts);
+            let mut seq = 0;
+            let mut stack: Vec<usize> = Vec::new();
+            // Times within a thread never go back (they could only for regions that overlap
+            // without nesting, which no Trace2 writer produces), so a sort by time keeps order.
+            let mut last = 0;
+            let mut push = |items: &mut Vec<_>, at: u64, n: Note| {
+                last = at.max(last);
+                items.push((last, ti, seq, n));
+                seq += 1;
+            };
+            let mut di = 0;
+            // Data points up to `upto`, timed from the innermost open region (else the start).
+            let mut flush_data = |items: &mut Vec<_>,
+                                  push: &mut dyn FnMut(&mut Vec<_>, u64, Note),
+                                  stack: &[usize],
+                                  upto: u64,
+                                  all: bool| {
+                while di < ds.len() && (all || data[ds[di]].ts < upto) {
+                    let d = ds[di];
+                    let from = stack.last().map_or(t0, |&k| regions[k].ts);
+                    push(items, data[d].ts, Note::Data(d, data[d].ts.saturating_sub(from)));
+                    di += 1;
+                }
+            };
+            for k in rs {
+                let g = &regions[k];
+                // A thread's regions nest as a stack: `g` is inside the open region one level
+                // up (Trace2's `nesting`); the others end first.
+                while let Some(&top) = stack.last() {
+                    if regions[top].nesting < g.nesting && regions[top].end >= g.ts {
+                        break;
+                    }
+                    flush_data(&mut items, &mut push, &stack, regions[top].end + 1, false);
+                    push(&mut items, regions[top].end, Note::Leave(top));
+                    stack.pop();
+                }
+                flush_data(&mut items, &mut push, &stack, g.ts, false);
+                push(&mut items, g.ts, Note::Enter(k));
+                stack.push(k);
+            }
+            while let Some(&top) = stack.last() {
+                flush_data(&mut items, &mut push, &stack, regions[top].end + 1, false);
+                push(&mut items, regions[top].end, Note::Leave(top));
+                stack.pop();
+            }
+            flush_data(&mut items, &mut push, &[], u64::MAX, true);
+        }
+        // Each thread's sequence is in time order already: a stable merge by time.
+        items.sort_by_key(|i| (i.0, i.1, i.2));
+        for (at, ti, _, n) in items {
+            let th = threads[ti];
+            match n {
+                Note::Enter(k) => {
+                    let g = &regions[k];
+                    let kind = K::RegionEnter {
+                        category: Some(Str::Borrowed(g.category.as_str())),
+                        label: Some(Str::Borrowed(g.label.as_str())),
+                        msg: g.msg.as_deref().map(Str::Borrowed),
+                    };
+                    self.on_thread(Some(id), at, th, g.nesting, kind)?;
+                }
+                Note::Leave(k) => {
+                    let g = &regions[k];
+                    let kind = K::RegionLeave {
+                        t_rel: g.end.saturating_sub(g.ts) as f64 / 1e9,
+                        category: Some(Str::Borrowed(g.category.as_str())),
+                        label: Some(Str::Borrowed(g.label.as_str())),
+                        msg: g.msg.as_deref().map(Str::Borrowed),
+                    };
+                    self.on_thread(Some(id), at, th, g.nesting, kind)?;
+                }
+                Note::Data(k, rel) => {
+                    let d = &data[k];
+                    let (category, key) = (Str::Borrowed(d.category.as_str()), Str::Borrowed(d.key.as_str()));
+                    let t_rel = rel as f64 / 1e9;
+                    let secs = |ns: u64| ns as f64 / 1e9;
+                    let kind = match &d.value {
+                        DataValue::Text(v) => K::Data {
+                            t_rel,
+                            category,
+                            key,
+                            value: Str::Borrowed(v.as_str()),
+                        },
+                        // Embedded verbatim by the formatter: only when it is JSON (it may come
+                        // from another machine's file), else as a string.
+                        DataValue::Json(v) if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() => {
+                            K::DataJson {
+                                t_rel,
+                                category,
+                                key,
+                                value: Str::Borrowed(v.as_str()),
+                            }
+                        }
+                        DataValue::Json(v) => K::Data {
+                            t_rel,
+                            category,
+                            key,
+                            value: Str::Borrowed(v.as_str()),
+                        },
+                        DataValue::Timer {
+                            intervals,
+                            total_ns,
+                            min_ns,
+                            max_ns,
+                            per_thread,
+                        } => K::Timer {
+                            per_thread: *per_thread,
+                            category,
+                            name: key,
+                            intervals: *intervals,
+                            t_total: secs(*total_ns),
+                            t_min: secs(*min_ns),
+                            t_max: secs(*max_ns),
+                        },
+                        DataValue::Counter { count, per_thread } => K::Counter {
+                            per_thread: *per_thread,
+                            category,
+                            name: key,
+                            count: *count,
+                        },
+                    };
+                    self.on_thread(Some(id), at, th, d.nesting.max(1), kind)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn data(&mut self, id: Option<ProcId>, ts: u64, key: &str, value: String) -> io::Result<()> {
@@ -374,6 +631,8 @@ impl Trace2Sink {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(x) = r.exit else { return Ok(()) };
                 self.announce(id, r, t, x.ts)?;
+                // What it reported about itself so far, before its end.
+                self.notes(id, r, 0..r.regions.len(), 0..r.data.len())?;
                 match x.status {
                     Some(ExitStatus::Signal { signal, .. }) => {
                         self.on(Some(id), x.ts, K::Signal { signo: signal })?
@@ -427,8 +686,22 @@ impl Trace2Sink {
                 // Released: the parent never reports on it again.
                 self.child_done(parent);
             }
-            // TODO(issue 9): a process's own regions and data inside its session.
-            Fact::Region { .. } | Fact::Data { .. } => {}
+            // A running process's notes wait for its exit (they arrive as regions end, so
+            // not in the order of their `region_enter`); later ones are written at once.
+            Fact::Region { id, index } => {
+                if self.observed.get(&id).is_none_or(|o| o.ended) {
+                    if let Some(r) = t.get(id) {
+                        self.late_notes(id, r, index..index + 1, 0..0)?;
+                    }
+                }
+            }
+            Fact::Data { id, index } => {
+                if self.observed.get(&id).is_none_or(|o| o.ended) {
+                    if let Some(r) = t.get(id) {
+                        self.late_notes(id, r, 0..0, index..index + 1)?;
+                    }
+                }
+            }
             Fact::Lost { ts, count } => {
                 let ts = ts.unwrap_or(self.now);
                 self.data(None, ts, "lost_events", count.to_string())?;
@@ -507,11 +780,310 @@ impl Sink for Trace2Sink {
         self.fact_inner(fact, t)
     }
 
-    fn finish(&mut self, s: &Summary, _t: &Tracker) -> io::Result<()> {
+    fn finish(&mut self, s: &Summary, t: &Tracker) -> io::Result<()> {
         // Processes still open (left running, or whose exit was never seen) keep their sessions
-        // open, as a daemon's would be; proctrace's own session ends here.
+        // open, as a daemon's would be; what they reported about themselves is written now (a
+        // region still open was closed by whoever read it); proctrace's own session ends here.
+        let mut open: Vec<ProcId> = self
+            .observed
+            .iter()
+            .filter(|(_, o)| !o.ended)
+            .map(|(id, _)| *id)
+            .collect();
+        open.sort_unstable();
+        for id in open {
+            if let Some(r) = t.get(id) {
+                self.notes(id, r, 0..r.regions.len(), 0..r.data.len())?;
+            }
+        }
         let code = s.status.map_or(0, |st| st.shell_code()) & 0xff;
         self.on(None, s.ts, K::Exit { code })?;
         self.on(None, s.ts, K::Atexit { code })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::{Data, Event, Region};
+    use crate::model::tracker::Scope;
+    use crate::testkit::{self, exit, fork, tracker};
+
+    fn region(ts: u64, end: u64, pid: i32, thread: &str, label: &str, nesting: u32) -> Event {
+        Event::Region {
+            tgid: pid,
+            region: Region {
+                ts,
+                end,
+                thread: thread.into(),
+                category: "c".into(),
+                label: label.into(),
+                msg: None,
+                nesting,
+            },
+        }
+    }
+
+    fn data(ts: u64, pid: i32, key: &str, nesting: u32, value: DataValue) -> Event {
+        Event::Data {
+            tgid: pid,
+            data: Data {
+                ts,
+                thread: "main".into(),
+                category: "cat".into(),
+                key: key.into(),
+                nesting,
+                value,
+            },
+        }
+    }
+
+    /// A process's regions (arriving inner first, one after its exit, two threads) and data go
+    /// into its own session as a Trace2 reader expects them: each thread's regions balanced
+    /// and nested, in time order, data timed from the innermost region; a process still
+    /// running has its notes written at the end.
+    #[test]
+    fn regions_and_data_in_their_session() {
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-notes-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let targets = [Trace2Target {
+            kind: TargetKind::Event,
+            value: dir.to_string_lossy().into_owned(),
+        }];
+        let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
+        let h = testkit::header(1_000_000, &["git", "fetch"]);
+        sink.start(&h).unwrap();
+        let ms = 1_000_000u64;
+        let evs = [
+            fork(ms, 1, 100),
+            fork(2 * ms, 100, 101),
+            data(3 * ms, 100, "early", 1, DataValue::Text("1".into())),
+            region(5 * ms, 6 * ms, 100, "main", "inner", 2),
+            data(7 * ms, 100, "in-outer", 2, DataValue::Json(r#"{"a":1}"#.into())),
+            region(4 * ms, 8 * ms, 100, "main", "outer", 1),
+            region(4 * ms, 9 * ms, 100, "th01:w", "worker", 1),
+            data(
+                9 * ms,
+                100,
+                "t",
+                1,
+                DataValue::Timer {
+                    intervals: 2,
+                    total_ns: 3 * ms,
+                    min_ns: ms,
+                    max_ns: 2 * ms,
+                    per_thread: false,
+                },
+            ),
+            exit(10 * ms, 100, 0),
+            region(9_500_000, 9_800_000, 100, "main", "late", 1),
+            region(11 * ms, 12 * ms, 101, "main", "still-running", 1),
+        ];
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in &evs {
+            t.apply(ev, &mut facts);
+            for f in facts.drain(..) {
+                sink.fact(&f, &t).unwrap();
+            }
+        }
+        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
+            .unwrap();
+        let text = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let sid_of = |pid: i32| {
+            lines
+                .iter()
+                .find(|e| {
+                    e["event"] == "version" && e["sid"].as_str().unwrap().ends_with(&format!("P{pid:08x}"))
+                })
+                .map(|e| e["sid"].as_str().unwrap().to_string())
+                .unwrap()
+        };
+        let git = sid_of(100);
+        let kinds: Vec<String> = lines
+            .iter()
+            .filter(|e| e["sid"] == git.as_str())
+            .map(|e| {
+                let label = e["label"]
+                    .as_str()
+                    .or(e["key"].as_str())
+                    .or(e["name"].as_str())
+                    .unwrap_or("");
+                format!(
+                    "{}:{}:{}",
+                    e["event"].as_str().unwrap(),
+                    e["thread"].as_str().unwrap(),
+                    label
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds[kinds.iter().position(|k| k.starts_with("data")).unwrap()..],
+            [
+                "data:main:early",
+                "region_enter:main:outer",
+                "region_enter:th01:w:worker",
+                "region_enter:main:inner",
+                "region_leave:main:inner",
+                "data_json:main:in-outer",
+                "region_leave:main:outer",
+                // At the same moment: threads in name order.
+                "timer:main:t",
+                "region_leave:th01:w:worker",
+                "exit:main:",
+                "atexit:main:",
+                "region_enter:main:late",
+                "region_leave:main:late",
+            ],
+            "{text}"
+        );
+        let find = |ev: &str, label: &str| {
+            lines
+                .iter()
+                .find(|e| {
+                    e["sid"] == git.as_str() && e["event"] == ev && (e["label"] == label || e["key"] == label)
+                })
+                .unwrap()
+        };
+        assert_eq!(find("region_enter", "inner")["nesting"], 2);
+        assert_eq!(find("region_leave", "outer")["t_rel"], 0.004);
+        // Timed from the innermost region around it (`outer`, entered at 4 ms).
+        assert_eq!(find("data_json", "in-outer")["t_rel"], 0.003);
+        assert_eq!(find("data_json", "in-outer")["value"]["a"], 1);
+        assert_eq!(
+            find("region_enter", "outer")["time"],
+            "1970-01-01T00:00:00.004000Z"
+        );
+        // The child still running: its region at the end, in its own session.
+        let child = sid_of(101);
+        assert!(
+            lines.iter().any(|e| e["sid"] == child.as_str()
+                && e["event"] == "region_leave"
+                && e["label"] == "still-running"),
+            "{text}"
+        );
+    }
+
+    /// Random nested regions on two threads of two processes, arriving in end order, some after
+    /// the exit: in the event stream every `region_leave` closes the region its thread entered
+    /// last, with the right label, nesting and `t_rel`, each region exactly once, and each
+    /// thread's times never go back before the exit.
+    #[test]
+    fn random_regions_pair_up_in_the_stream() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-rnd-{}", std::process::id()));
+        for round in 0..100 {
+            let _ = std::fs::remove_file(&dir);
+            let targets = [Trace2Target {
+                kind: TargetKind::Event,
+                value: dir.to_string_lossy().into_owned(),
+            }];
+            let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
+            sink.start(&testkit::header(1_000, &["x"])).unwrap();
+            let procs = [(100, 1, 1_000u64, 900_000u64), (101, 100, 5_000, 800_000)];
+            let mut evs: Vec<(u64, u32, Event)> = Vec::new();
+            let mut want = 0;
+            for &(pid, ppid, s, e) in &procs {
+                evs.push((s, 0, fork(s, ppid, pid)));
+                evs.push((e, 2, exit(e, pid, 0)));
+                for thread in ["main", "th01:w"] {
+                    let mut todo = vec![(s, e, 1u32)];
+                    while let Some((a, b, n)) = todo.pop() {
+                        if n > 4 || b <= a + 2 {
+                            continue;
+                        }
+                        let mut at = a + 1;
+                        for _ in 0..rnd(4) {
+                            if at >= b {
+                                break;
+                            }
+                            // Trace2 times are microseconds: equal starts and ends are common.
+                            let rs = if rnd(3) == 0 {
+                                at
+                            } else {
+                                at + rnd((b - at) / 2 + 1)
+                            } / 1_000
+                                * 1_000;
+                            let re = ((rs + rnd(b - rs + 1)).min(b) / 1_000 * 1_000).max(rs);
+                            let arrive = if rnd(6) == 0 { e + 1 + rnd(1_000) } else { re };
+                            evs.push((
+                                arrive,
+                                1,
+                                region(rs.max(at), re.max(at), pid, thread, &format!("r{n}.{rs}"), n),
+                            ));
+                            want += 1;
+                            todo.push((rs.max(at), re.max(at), n + 1));
+                            at = re.max(at) + 1;
+                        }
+                    }
+                }
+            }
+            evs.sort_by_key(|e| (e.0, e.1));
+            let mut t = tracker(Scope::Tree, true, false);
+            t.expect_root(100);
+            let mut facts = Vec::new();
+            for (_, _, ev) in &evs {
+                t.apply(ev, &mut facts);
+                for f in facts.drain(..) {
+                    sink.fact(&f, &t).unwrap();
+                }
+            }
+            sink.finish(&testkit::summary(1_000_000, &t, Some(100)), &t)
+                .unwrap();
+            let text = std::fs::read_to_string(&dir).unwrap();
+            // By (SID, thread): the regions entered and not left, (label, nesting).
+            type Key = (String, String);
+            let mut open: HashMap<Key, Vec<(String, u64)>> = HashMap::new();
+            let mut last: HashMap<Key, String> = HashMap::new();
+            let mut exited: std::collections::HashSet<String> = Default::default();
+            let mut pairs = 0;
+            for line in text.lines() {
+                let e: serde_json::Value = serde_json::from_str(line).unwrap();
+                let sid = e["sid"].as_str().unwrap().to_string();
+                let key = (sid.clone(), e["thread"].as_str().unwrap().to_string());
+                let time = e["time"].as_str().unwrap().to_string();
+                if !exited.contains(&sid) && e["event"].as_str().unwrap().starts_with("region") {
+                    if let Some(prev) = last.get(&key) {
+                        assert!(*prev <= time, "round {round}: time goes back in {key:?}\n{text}");
+                    }
+                    last.insert(key.clone(), time.clone());
+                }
+                match e["event"].as_str().unwrap() {
+                    "region_enter" => open.entry(key).or_default().push((
+                        e["label"].as_str().unwrap().to_string(),
+                        e["nesting"].as_u64().unwrap(),
+                    )),
+                    "region_leave" => {
+                        let (label, nesting) = open
+                            .get_mut(&key)
+                            .and_then(|v| v.pop())
+                            .unwrap_or_else(|| panic!("round {round}: leave without enter\n{text}"));
+                        assert_eq!(e["label"].as_str().unwrap(), label, "round {round}\n{text}");
+                        assert_eq!(e["nesting"].as_u64().unwrap(), nesting, "round {round}");
+                        assert_eq!(format!("r{nesting}."), label[..label.find('.').unwrap() + 1]);
+                        pairs += 1;
+                    }
+                    "atexit" => {
+                        exited.insert(sid);
+                    }
+                    _ => {}
+                }
+            }
+            assert!(
+                open.values().all(Vec::is_empty),
+                "round {round}: regions left open\n{text}"
+            );
+            assert_eq!(pairs, want, "round {round}: {text}");
+        }
+        let _ = std::fs::remove_file(&dir);
     }
 }
