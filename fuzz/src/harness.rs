@@ -95,6 +95,47 @@ pub fn capture(bytes: &[u8]) -> Result<usize, InputError> {
     analyze_all(&mut input)
 }
 
+/// A saved trace of any format, as `proctrace analyze FILE` opens it: `bytes` are written to a
+/// scratch file (in /dev/shm when there is one), its format told by content
+/// ([`proctrace::input::open`]), read strictly (to the first bad line; nothing analysed), then
+/// leniently → [`analyze_all`]. The target for proctrace's own `-o` JSON Lines, and for every
+/// reader `open` knows.
+pub fn any_file(bytes: &[u8]) -> (Result<(), InputError>, Result<usize, InputError>) {
+    thread_local! {
+        static PATH: std::path::PathBuf = {
+            let dir = if Path::new("/dev/shm").is_dir() {
+                std::path::PathBuf::from("/dev/shm")
+            } else {
+                std::env::temp_dir()
+            };
+            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            dir.join(format!("proctrace-fuzz-{}-{n}", std::process::id()))
+        };
+    }
+    PATH.with(|path| {
+        let paths = [path.clone()];
+        if let Err(source) = std::fs::write(path, bytes) {
+            let e = || InputError::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            };
+            return (Err(e()), Err(e()));
+        }
+        let strict = InputOptions {
+            lenient: false,
+            tool: None,
+        };
+        let first = proctrace::input::open(&paths, &strict).and_then(|mut i| i.feed_all(&mut |_| {}));
+        let lenient = InputOptions {
+            lenient: true,
+            tool: None,
+        };
+        let second = proctrace::input::open(&paths, &lenient).and_then(|mut i| analyze_all(i.as_mut()));
+        (first, second)
+    })
+}
+
 /// Trace2 event-stream bytes, read strictly: every record, or the first bad line's error.
 pub fn trace2_strict(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
     EventReader::new(bytes, NAME, ReadOptions { lenient: false }).collect()

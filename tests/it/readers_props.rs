@@ -38,7 +38,7 @@ fn lines_of(path: &str) -> Vec<Vec<u8>> {
 fn captures() -> &'static [Vec<Vec<u8>>] {
     static C: std::sync::OnceLock<Vec<Vec<Vec<u8>>>> = std::sync::OnceLock::new();
     C.get_or_init(|| {
-        ["exec-twice", "reuse-pid", "rich-run", "thread-exec", "make-j2"]
+        ["exec-twice", "reuse-pid", "rich-run", "thread-exec", "make-j2", "git-regions"]
             .iter()
             .map(|n| lines_of(&format!("tests/fixtures/captures/{n}.jsonl")))
             .collect()
