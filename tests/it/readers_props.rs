@@ -38,10 +38,17 @@ fn lines_of(path: &str) -> Vec<Vec<u8>> {
 fn captures() -> &'static [Vec<Vec<u8>>] {
     static C: std::sync::OnceLock<Vec<Vec<Vec<u8>>>> = std::sync::OnceLock::new();
     C.get_or_init(|| {
-        ["exec-twice", "reuse-pid", "rich-run", "thread-exec", "make-j2", "git-regions"]
-            .iter()
-            .map(|n| lines_of(&format!("tests/fixtures/captures/{n}.jsonl")))
-            .collect()
+        [
+            "exec-twice",
+            "reuse-pid",
+            "rich-run",
+            "thread-exec",
+            "make-j2",
+            "git-regions",
+        ]
+        .iter()
+        .map(|n| lines_of(&format!("tests/fixtures/captures/{n}.jsonl")))
+        .collect()
     })
 }
 
@@ -258,5 +265,46 @@ proptest! {
         prop_assert_eq!(trace2_line(&e), at as u64 + 1, "{}", e);
         prop_assert!(e.to_string().starts_with(&format!("{}:{}: ", harness::NAME, at + 1)), "{}", e);
         prop_assert_eq!(harness::trace2_stream(&bytes).unwrap().len(), n);
+    }
+}
+
+/// First lines of each format `analyze` tells by content: arbitrary bytes after one of them go
+/// to that format's reader.
+const HEADS: &[&[u8]] = &[
+    b"{\"e\":\"header\",\"header\":{\"mode\":\"watch\",\"ts\":1}}\n",
+    b"{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"pid\":1}\n",
+    b"{\"event\":\"version\",\"sid\":\"a\",\"thread\":\"main\",\"evt\":\"3\",\"exe\":\"2.47\"}\n",
+    b"",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any bytes as a file given to `analyze`: a format error, a bad line inside the input
+    /// (strict only), or a result; never a panic.
+    #[test]
+    fn any_file_arbitrary_bytes(head in prop::sample::select(HEADS), tail in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(&tail);
+        let (strict, lenient) = harness::any_file(&bytes);
+        for (r, is_strict) in [(strict.map(|_| 0), true), (lenient, false)] {
+            match r {
+                Ok(_) | Err(InputError::Format { .. }) => {}
+                Err(InputError::Line { line, .. }) if is_strict => {
+                    prop_assert!((1..=line_count(&bytes)).contains(&line), "line {line} of {}", line_count(&bytes));
+                }
+                Err(e) => prop_assert!(false, "strict: {is_strict}: {e}"),
+            }
+        }
+    }
+
+    /// A real capture as a file: told by content and read without a bad line.
+    #[test]
+    fn any_file_reads_a_real_capture(pick in any::<usize>()) {
+        let caps = captures();
+        let bytes = join(&caps[pick % caps.len()]);
+        let (strict, lenient) = harness::any_file(&bytes);
+        prop_assert!(strict.is_ok());
+        prop_assert!(lenient.is_ok());
     }
 }
