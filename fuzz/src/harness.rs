@@ -12,6 +12,7 @@ use proctrace::input::capture::CaptureInput;
 use proctrace::input::notes::{Clock, NoteBuilder};
 use proctrace::input::{Input, InputError, InputOptions};
 use proctrace::report::{summary, svg, tree};
+use proctrace::sink::trace2::{Trace2Sink, Trace2Target};
 use proctrace::sink::{Fanout, LineDest};
 use trace2::format::{FormatOptions, TargetKind, format_event};
 use trace2::reader::{EventReader, ReadError, ReadOptions, Record};
@@ -19,10 +20,20 @@ use trace2::reader::{EventReader, ReadError, ReadOptions, Record};
 /// The name inputs get in errors.
 pub const NAME: &str = "fuzz-input";
 
-/// The sinks a hostile trace is fed to: every line sink that needs no file (JSON Lines and the
-/// Chrome timeline, written to nowhere).
+/// The sinks a hostile trace is fed to: JSON Lines and the Chrome timeline (written to
+/// nowhere) and the three Trace2 formats (written to /dev/null).
 pub fn sinks() -> Fanout {
     let mut f = Fanout::new();
+    let targets: Vec<_> = [TargetKind::Event, TargetKind::Perf, TargetKind::Normal]
+        .into_iter()
+        .map(|kind| Trace2Target {
+            kind,
+            value: "/dev/null".into(),
+        })
+        .collect();
+    if let Ok(t2) = Trace2Sink::new(&targets, false, true) {
+        f.add("trace2", Box::new(t2));
+    }
     let nowhere = || LineDest::Stream(Box::new(std::io::sink()));
     f.add(
         "jsonl",

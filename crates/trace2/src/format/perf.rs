@@ -310,7 +310,11 @@ mod tests {
             ev.nesting = nesting;
             let mut out = Vec::new();
             assert!(PerfTarget.format(&ev, &opts, &mut out));
-            out.iter().rev().take_while(|&&b| b != b'|').filter(|&&b| b == b'.').count()
+            out.iter()
+                .rev()
+                .take_while(|&&b| b != b'|')
+                .filter(|&&b| b == b'.')
+                .count()
         };
         assert_eq!(dots(3), 4);
         assert_eq!(dots(1_473_663_709), 2 * 99);
