@@ -271,6 +271,10 @@ pub enum Pumped {
 /// Longest time a line waits in memory before it is written.
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
+/// Longest time a Trace2 note waits for the kernel's event of its process (`run --trace2`): the
+/// listener and the backend are two threads, so a note can overtake the fork it belongs to.
+const EARLY_NOTE_MAX: Duration = Duration::from_secs(2);
+
 /// A live tracing session: a backend feeding an engine.
 pub struct Session {
     /// The engine (tracker and sinks).
@@ -282,6 +286,8 @@ pub struct Session {
     capture: Option<CaptureSummary>,
     failure: Option<String>,
     flush_due: Option<Instant>,
+    /// Trace2 notes whose process was not in the model yet, with when they arrived.
+    early: Vec<(Instant, Event)>,
 }
 
 impl Session {
@@ -296,6 +302,7 @@ impl Session {
             capture: None,
             failure: None,
             flush_due: None,
+            early: Vec::new(),
         }
     }
 
@@ -371,7 +378,14 @@ impl Session {
                     continue;
                 }
             }
-            self.engine.feed(ev);
+            if self.is_early(ev) {
+                self.early.push((Instant::now(), ev.clone()));
+                continue;
+            }
+            self.feed_note_or_event(ev);
+        }
+        if !self.early.is_empty() {
+            self.feed_early(false);
         }
         // Output is written in batches at most FLUSH_EVERY apart: one write per event storm
         // instead of one per wakeup. Lines stay whole either way.
@@ -382,6 +396,52 @@ impl Session {
             None => self.flush_due = Some(now + FLUSH_EVERY),
         }
         self.engine.after_batch();
+    }
+
+    /// A Trace2 note of a process the model has not seen start yet.
+    fn is_early(&self, ev: &Event) -> bool {
+        let (tgid, ts) = match ev {
+            // By its end: a region can begin before its writer (below).
+            Event::Region { tgid, region } => (*tgid, region.end),
+            Event::Data { tgid, data } => (*tgid, data.ts),
+            _ => return false,
+        };
+        self.engine.tracker.lookup_at(tgid, ts).is_none()
+    }
+
+    /// Feeds an event; a region that began before its process did is cut at the process's
+    /// start. That is a fork which inherited its parent's Trace2 state and open regions (git's
+    /// detached `maintenance`/`gc`): it leaves a region its parent entered, and within the
+    /// child that region lasted from its fork to the leave.
+    fn feed_note_or_event(&mut self, ev: &Event) {
+        if let Event::Region { tgid, region } = ev {
+            let start = self
+                .engine
+                .tracker
+                .lookup_at(*tgid, region.end)
+                .and_then(|id| self.engine.tracker.get(id))
+                .and_then(|r| r.start_ns);
+            if let Some(start) = start.filter(|&s| s > region.ts && s <= region.end) {
+                let mut region = region.clone();
+                region.ts = start;
+                self.engine.feed(&Event::Region { tgid: *tgid, region });
+                return;
+            }
+        }
+        self.engine.feed(ev);
+    }
+
+    /// Feeds the held notes whose process has arrived since, those held too long, or (`all`)
+    /// every one: what still has no process is then counted as unmatched by the tracker.
+    fn feed_early(&mut self, all: bool) {
+        let held = std::mem::take(&mut self.early);
+        for (since, ev) in held {
+            if all || since.elapsed() >= EARLY_NOTE_MAX || !self.is_early(&ev) {
+                self.feed_note_or_event(&ev);
+            } else {
+                self.early.push((since, ev));
+            }
+        }
     }
 
     fn flush_outputs(&mut self) {
@@ -445,6 +505,10 @@ impl Session {
             if self.pump(Duration::from_millis(200)) == Pumped::Ended {
                 break;
             }
+        }
+        if !self.early.is_empty() {
+            self.feed_early(true);
+            self.engine.after_batch();
         }
         self.flush_outputs();
     }

@@ -208,6 +208,15 @@ enum Cmd {
         /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
+        /// Merge what git (and programs using the trace2 crate) report about themselves
+        /// (regions, data, timers, counters) into the traced processes: CMD gets
+        /// GIT_TRACE2_EVENT pointed at a socket of proctrace's.
+        #[arg(long)]
+        trace2: bool,
+        /// With --trace2, also set PREFIX_TRACE2_EVENT etc. (for a program using the trace2
+        /// crate with that prefix). Repeatable; GIT is always set.
+        #[arg(long, value_name = "PREFIX", requires = "trace2", value_parser = parse_prefix)]
+        trace2_prefix: Vec<String>,
         /// The command and its arguments. Options end at its first word; a command whose name
         /// starts with `-` needs `--` before it.
         // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.
@@ -248,8 +257,8 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "auto")]
         tree: TreeArg,
     },
-    /// Read saved traces — proctrace's own (`-o` JSON Lines or a `--record` capture) or git
-    /// Trace2 event streams (files or per-session directories, from any producer) — and give
+    /// Read saved traces - proctrace's own (`-o` JSON Lines or a `--record` capture) or git
+    /// Trace2 event streams (files or per-session directories, from any producer) - and give
     /// the outputs of a run: the tree, the summary, a timeline, a picture, Trace2, JSON Lines.
     #[command(after_long_help = ANALYZE_EXAMPLES)]
     Analyze {
@@ -332,6 +341,18 @@ fn generate(what: &Cmd) -> Result<i32, ProctraceError> {
     }
 }
 
+/// A Trace2 variable prefix: what comes before `_TRACE2_EVENT` (`GIT`, `MYAPP`).
+fn parse_prefix(s: &str) -> Result<String, String> {
+    let s = s.strip_suffix('_').unwrap_or(s);
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not a variable prefix (letters, digits and _, as in MYAPP for MYAPP_TRACE2_EVENT)"
+        ))
+    }
+}
+
 fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().last() {
@@ -411,6 +432,8 @@ fn main() {
             fail_on_leak,
             backend,
             tree,
+            trace2,
+            trace2_prefix,
             argv,
         } => (|| {
             run(RunConfig {
@@ -425,6 +448,8 @@ fn main() {
                 },
                 capture: capture(&common),
                 record: common.record.clone(),
+                trace2,
+                trace2_prefixes: trace2_prefix,
             })
         })(),
         Cmd::Watch {

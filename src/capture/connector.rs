@@ -237,12 +237,17 @@ impl ConnectorBackend {
 
     /// Spawns the command with a clean signal mask and starts reaping: the command's status comes
     /// as [`Notice::CommandExited`]; adopted orphans are reaped silently.
-    pub fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+    pub fn spawn(
+        &mut self,
+        argv: &[String],
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Result<Pid, SpawnError> {
         let Some((prog, args)) = argv.split_first() else {
             return Err(SpawnError::from_io(std::io::ErrorKind::NotFound.into()));
         };
         let mut command = std::process::Command::new(prog);
         command.args(args);
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut command, || {

@@ -13,6 +13,7 @@
 //!
 //! [`Backend::open`] is the one place that chooses between them.
 
+use std::ffi::OsString;
 use std::sync::mpsc::{Receiver, Sender};
 
 use crate::model::event::{Event, Pid};
@@ -22,6 +23,7 @@ pub mod connector;
 pub mod enrich;
 pub mod procfs;
 pub mod ptrace;
+pub mod trace2;
 
 /// Which backend the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -162,12 +164,13 @@ impl Backend {
         }
     }
 
-    /// Starts the command; its end comes as [`Notice::CommandExited`]. The backend's own events
-    /// for it are queued before this returns.
-    pub fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+    /// Starts the command with `env` added to (or replacing in) proctrace's environment; its end
+    /// comes as [`Notice::CommandExited`]. The backend's own events for it are queued before this
+    /// returns.
+    pub fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
         match self {
-            Backend::Connector(c) => c.spawn(argv),
-            Backend::Ptrace(p) => p.spawn(argv),
+            Backend::Connector(c) => c.spawn(argv, env),
+            Backend::Ptrace(p) => p.spawn(argv, env),
         }
     }
 

@@ -29,6 +29,7 @@
 //! precise to the tracer's wakeup latency, typically tens of microseconds, more under load.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,7 +50,11 @@ const COLLECT_MAX: usize = 256;
 const HOLD_MAX: Duration = Duration::from_millis(50);
 
 enum Request {
-    Spawn(Vec<String>, Sender<Result<Pid, SpawnError>>),
+    Spawn(
+        Vec<String>,
+        Vec<(OsString, OsString)>,
+        Sender<Result<Pid, SpawnError>>,
+    ),
     Marker(u32),
     Stop,
 }
@@ -126,13 +131,13 @@ impl PtraceBackend {
 
     /// Forks, seizes and execs the command on the tracer thread; returns once it has exec'd
     /// (its fork and exec are queued by then) or failed to.
-    pub fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
+    pub fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
         let (reply, answer) = mpsc::channel();
         let gone = || SpawnError {
             code: crate::exit_codes::INTERNAL,
             error: std::io::Error::other("the ptrace thread is gone"),
         };
-        if !self.ask(Request::Spawn(argv.to_vec(), reply)) {
+        if !self.ask(Request::Spawn(argv.to_vec(), env.to_vec(), reply)) {
             return Err(gone());
         }
         answer.recv().unwrap_or_else(|_| Err(gone()))
@@ -237,8 +242,8 @@ impl Tracer {
             let mut stopping = false;
             while let Ok(r) = self.requests.try_recv() {
                 match r {
-                    Request::Spawn(argv, reply) => {
-                        let r = self.spawn(&argv);
+                    Request::Spawn(argv, env, reply) => {
+                        let r = self.spawn(&argv, &env);
                         // The command's fork and exec go out before the caller learns its pid.
                         self.send_batch();
                         let _ = reply.send(r);
@@ -470,8 +475,8 @@ impl Tracer {
     }
 
     /// Forks the command, seizes it, lets it exec, and waits for the outcome.
-    fn spawn(&mut self, argv: &[String]) -> Result<Pid, SpawnError> {
-        let prepared = sys::Prepared::new(argv).map_err(SpawnError::from_io)?;
+    fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
+        let prepared = sys::Prepared::new(argv, env).map_err(SpawnError::from_io)?;
         let child = sys::fork_waiting(&prepared).map_err(SpawnError::from_io)?;
         let pid = child.pid;
         let fork_ts = procfs::mono_now();
@@ -555,7 +560,7 @@ fn explain_seize(e: &std::io::Error) -> String {
 
 /// The system calls, in one place.
 mod sys {
-    use std::ffi::CString;
+    use std::ffi::{CString, OsString};
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -745,7 +750,8 @@ mod sys {
     }
 
     impl Prepared {
-        pub fn new(argv: &[String]) -> io::Result<Prepared> {
+        /// `env` is added to proctrace's environment, replacing variables of the same name.
+        pub fn new(argv: &[String], env: &[(OsString, OsString)]) -> io::Result<Prepared> {
             let bad = || io::Error::new(io::ErrorKind::InvalidInput, "an argument contains a NUL byte");
             let cargv: Vec<CString> = argv
                 .iter()
@@ -766,6 +772,8 @@ mod sys {
                 }
             }
             let envp = std::env::vars_os()
+                .filter(|(k, _)| !env.iter().any(|(n, _)| n == k))
+                .chain(env.iter().cloned())
                 .filter_map(|(k, v)| {
                     let mut kv = k.into_encoded_bytes();
                     kv.push(b'=');

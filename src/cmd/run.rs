@@ -8,8 +8,10 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use crate::capture::procfs::{self, Clocks};
+use crate::capture::trace2::{Trace2Listener, child_env};
 use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
+use crate::input::notes::Clock;
 use crate::model::event::{Event, ExitStatus, Pid};
 use crate::model::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
 use crate::output::Outputs;
@@ -34,7 +36,16 @@ pub struct RunConfig {
     pub capture: CaptureOptions,
     /// Record events for replay.
     pub record: Option<String>,
+    /// `--trace2`: listen for the command's Trace2 streams and merge them in.
+    pub trace2: bool,
+    /// Variable prefixes besides `GIT` pointed at the listener (`--trace2-prefix`).
+    pub trace2_prefixes: Vec<String>,
 }
+
+/// How long the end of a run waits for the Trace2 connections of finished processes to reach
+/// end of file (what they wrote before exiting is read at once; this only bounds the wait for
+/// connections a surviving background process still holds).
+const TRACE2_GRACE: Duration = Duration::from_millis(300);
 
 /// How a probe of a leftover process went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,9 +113,29 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         tool: Tool::this_process(),
         backend: Some(s.backend.kind().as_str().to_string()),
     };
+    let (listener, env) = if cfg.trace2 {
+        let clock = Clock {
+            offset_ns: header.real_minus_mono,
+        };
+        let l = Trace2Listener::start(clock, s.notifier())
+            .map_err(|e| ProctraceError::Io("starting the trace2 listener".into(), e))?;
+        let mut prefixes = vec!["GIT".to_string()];
+        prefixes.extend(cfg.trace2_prefixes.iter().cloned());
+        let env = child_env(l.socket_path(), &header.trace2_sid(), &prefixes, |k| {
+            std::env::var_os(k)
+        });
+        for (name, old) in &env.replaced {
+            eprintln!(
+                "proctrace: --trace2 takes over {name} for the command (it was '{old}'; the command's events are merged into proctrace's outputs instead)"
+            );
+        }
+        (Some(l), env.vars)
+    } else {
+        (None, Vec::new())
+    };
     s.start(&header);
 
-    let cmd_pid = match s.backend.spawn(&cfg.argv) {
+    let cmd_pid = match s.backend.spawn(&cfg.argv, &env) {
         Ok(pid) => pid,
         Err(e) => {
             s.stop();
@@ -199,6 +230,16 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         }
     }
 
+    if let Some(l) = listener {
+        // What the finished processes wrote is queued ahead of the backend's final message.
+        let st = l.finish(TRACE2_GRACE);
+        if st.malformed > 0 {
+            eprintln!(
+                "proctrace: --trace2: {} of {} lines received were not Trace2 events; ignored",
+                st.malformed, st.lines
+            );
+        }
+    }
     s.stop();
     let sum = s.summary(status, background, Some(cmd_pid));
     s.engine.finish(&sum);

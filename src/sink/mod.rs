@@ -98,6 +98,20 @@ pub struct Header {
     pub backend: Option<String>,
 }
 
+impl Header {
+    /// proctrace's own Trace2 session id: the SID its trace2 outputs give the session, and the
+    /// `GIT_TRACE2_PARENT_SID` that `run --trace2` hands the command, so git's sessions nest
+    /// under it. Nested under the `GIT_TRACE2_PARENT_SID` proctrace was started with.
+    pub fn trace2_sid(&self) -> String {
+        let wall = ::trace2::Timestamp::from_micros((self.ts as i128 + self.real_minus_mono as i128) / 1000);
+        let host = self.tool.host.as_deref().map(str::as_bytes);
+        let comp = ::trace2::Sid::component_with_host(self.tool.pid, wall, host);
+        ::trace2::Sid::nested(self.tool.parent_sid.as_deref(), &comp)
+            .as_str()
+            .to_string()
+    }
+}
+
 /// What the capture layer reported.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CaptureSummary {

@@ -729,10 +729,8 @@ impl Sink for Trace2Sink {
         self.now = h.ts;
         self.host = h.tool.host.clone();
         self.opts.utc_offset = Some(h.tool.utc_offset.unwrap_or(0));
-        let comp = Sid::component_with_host(h.tool.pid, self.wall(h.ts), self.host());
-        let sid = Sid::nested(h.tool.parent_sid.as_deref(), &comp)
-            .as_str()
-            .to_string();
+        // The same SID `run --trace2` gives the command as GIT_TRACE2_PARENT_SID.
+        let sid = h.trace2_sid();
         self.me = Some(Session {
             sid,
             t0: h.ts,

@@ -100,7 +100,7 @@ fn bash_completion_script_sources() {
 
 #[test]
 fn man_pages_are_roff_groff_accepts() {
-    for page in [None, Some("run"), Some("watch"), Some("replay")] {
+    for page in [None, Some("run"), Some("watch"), Some("replay"), Some("analyze")] {
         let mut args = vec!["man"];
         args.extend(page);
         let out = proctrace(&args);

@@ -17,6 +17,7 @@ mod run_realtime;
 mod run_shapes;
 mod run_spawns;
 mod run_status;
+mod run_trace2;
 mod summary;
 mod svg_out;
 mod trace2_out;
