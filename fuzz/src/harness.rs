@@ -107,7 +107,7 @@ pub fn capture(bytes: &[u8]) -> Result<usize, InputError> {
 }
 
 /// A saved trace of any format, as `proctrace analyze FILE` opens it: `bytes` are written to a
-/// scratch file (in /dev/shm when there is one), its format told by content
+/// scratch file (in /dev/shm when there is one; removed after), its format told by content
 /// ([`proctrace::input::open`]), read strictly (to the first bad line; nothing analysed), then
 /// leniently → [`analyze_all`]. The target for proctrace's own `-o` JSON Lines, and for every
 /// reader `open` knows.
@@ -143,6 +143,7 @@ pub fn any_file(bytes: &[u8]) -> (Result<(), InputError>, Result<usize, InputErr
             tool: None,
         };
         let second = proctrace::input::open(&paths, &lenient).and_then(|mut i| analyze_all(i.as_mut()));
+        let _ = std::fs::remove_file(path);
         (first, second)
     })
 }
