@@ -933,7 +933,11 @@ impl Tracker {
             }
             Event::Region { tgid, ref region } => {
                 self.note(tgid, region.ts, facts, |id, r| {
-                    r.regions.push(region.clone());
+                    let mut region = region.clone();
+                    // A saved trace can end a region before it starts: every output may count
+                    // on `ts <= end` (found by fuzzing; the picture overflowed).
+                    region.end = region.end.max(region.ts);
+                    r.regions.push(region);
                     Fact::Region {
                         id,
                         index: r.regions.len() - 1,
@@ -1216,6 +1220,26 @@ mod tests {
         assert!(t.get(parent).unwrap().children.is_empty());
         assert!(t.stats().peak_held <= 3, "{:?}", t.stats());
         assert_eq!(t.roots().len(), 1);
+    }
+
+    /// Found by fuzzing (`cargo fuzz run capture`): a region ending before it starts.
+    #[test]
+    fn a_region_never_ends_before_it_starts() {
+        let mut t = tracker(Scope::All, true, false);
+        let mut f = Vec::new();
+        t.apply(&fork(1, 1, 10), &mut f);
+        let region = crate::model::event::Region {
+            ts: 50,
+            end: 20,
+            thread: "main".into(),
+            category: "c".into(),
+            label: "l".into(),
+            msg: None,
+            nesting: 1,
+        };
+        t.apply(&Event::Region { tgid: 10, region }, &mut f);
+        let r = t.get(t.lookup(10).unwrap()).unwrap();
+        assert_eq!((r.regions[0].ts, r.regions[0].end), (50, 50));
     }
 
     #[test]

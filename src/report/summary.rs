@@ -303,7 +303,10 @@ fn span(r: &ProcessRecord) -> Option<(u64, u64)> {
     if r.background.is_some() {
         return None;
     }
-    Some((r.start_ns?, x.ts))
+    // A saved trace can put an exit before its fork (a hostile or reordered file): the span is
+    // then empty, never negative.
+    let s = r.start_ns?;
+    Some((s, x.ts.max(s)))
 }
 
 /// Every record reachable from the roots, parents before children.
@@ -382,7 +385,8 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let root = designated_root(t, h, sum);
     let root_rec = root.and_then(|id| t.get(id));
     let (origin, wall_ns) = wall_of(root_rec, h, sum);
-    let off = |ts: u64| ts as i64 - origin as i64;
+    // Signed offset from the origin; wrapping, so a timestamp from a hostile file cannot overflow.
+    let off = |ts: u64| ts.wrapping_sub(origin) as i64;
     let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
         r.argv().map(|a| {
             if redact {
@@ -1178,6 +1182,22 @@ mod tests {
 
     fn path(r: &RunReport) -> Vec<(i32, usize)> {
         r.critical_path.iter().map(|s| (s.step.pid, s.depth)).collect()
+    }
+
+    /// Fuzzing found these: a saved trace can hold an exit stamped before its fork, and
+    /// timestamps far from the origin (`cargo fuzz run capture`).
+    #[test]
+    fn an_exit_before_its_fork_and_far_timestamps_do_not_overflow() {
+        let r = report(&[fork(0, 100, 1), fork(50, 1, 2), exit(30, 2, 1), exit(100, 1, 0)]);
+        assert_eq!(r.failures.len(), 1);
+        let far = report(&[
+            fork(0, 100, 1),
+            testkit::fork(u64::MAX - 5, 1, 2),
+            testkit::exit(u64::MAX - 1, 2, 3),
+            exit(100, 1, 0),
+        ]);
+        assert_eq!(far.failures.len(), 1);
+        assert_eq!(far.failures[0].start_ns, Some(-(5 + 1) as i64));
     }
 
     fn region(ms: (u64, u64), pid: i32, category: &str, label: &str, nesting: u32) -> Event {

@@ -14,6 +14,7 @@ mod errors;
 mod faults;
 mod progress;
 mod ptrace;
+mod readers_props;
 mod replay;
 mod run_realtime;
 mod run_shapes;

@@ -64,7 +64,8 @@ impl Timestamp {
         if !s.is_finite() {
             return *self;
         }
-        Self::from_micros(self.as_micros() + (s * 1e6).round() as i128)
+        // Saturating: `s` comes from files (a `t_abs` of 1e300 must not overflow).
+        Self::from_micros(self.as_micros().saturating_add((s * 1e6).round() as i128))
     }
 
     /// Appends `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (UTC), the event target's `time`.
@@ -268,6 +269,20 @@ pub(crate) fn push_num(out: &mut Vec<u8>, v: i64, width: usize) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    /// Found by fuzzing the reader (`cargo fuzz run trace2_reader`): a brief stream's `t_abs`
+    /// can be anything.
+    #[test]
+    fn adding_huge_seconds_saturates() {
+        let t = Timestamp {
+            secs: 1_800_000_000,
+            micros: 42,
+        };
+        assert_eq!(t.add_seconds(1e300).secs, i64::MAX);
+        assert_eq!(t.add_seconds(-1e300).secs, i64::MIN);
+        assert_eq!(t.add_seconds(f64::INFINITY), t);
+        assert_eq!(t.add_seconds(1.5).as_micros(), t.as_micros() + 1_500_000);
+    }
 
     #[test]
     fn utc_shapes() {

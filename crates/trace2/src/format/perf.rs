@@ -16,6 +16,10 @@ const THREAD_WIDTH: usize = 24;
 const EVENT_WIDTH: usize = 12;
 const REPO_WIDTH: usize = 3;
 const CATEGORY_WIDTH: usize = 12;
+/// Most nesting levels drawn as dots. git's depth is that of its real regions (a handful); a
+/// file read back can claim four billion (found by fuzzing: gigabytes of dots on one line, and
+/// `2 * (nesting - 1)` overflowed).
+const MAX_INDENT_LEVELS: u32 = 100;
 
 struct Columns<'c> {
     t_abs: bool,
@@ -73,11 +77,8 @@ fn prefix(ev: &Event<'_>, opts: &FormatOptions, cols: &Columns<'_>, out: &mut Ve
     // `%-12.12s`: truncated to 12 bytes, then padded.
     push_padded(out, &cat[..cat.len().min(CATEGORY_WIDTH)], CATEGORY_WIDTH);
     out.extend_from_slice(b" | ");
-    if ev.nesting > 1 {
-        for _ in 0..2 * (ev.nesting - 1) {
-            out.push(b'.');
-        }
-    }
+    let levels = ev.nesting.clamp(1, MAX_INDENT_LEVELS) - 1;
+    out.resize(out.len() + 2 * levels as usize, b'.');
 }
 
 impl Target for PerfTarget {
@@ -280,5 +281,44 @@ impl Target for PerfTarget {
             K::TooManyFiles | K::Other { .. } => {}
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventKind};
+
+    /// Found by fuzzing the reader and writing what it read (`cargo fuzz run trace2_reader`).
+    #[test]
+    fn a_huge_nesting_is_drawn_capped() {
+        let ev = Event::new(
+            "sid",
+            "main",
+            EventKind::RegionEnter {
+                category: Some("c".into()),
+                label: Some("l".into()),
+                msg: None,
+            },
+        );
+        let opts = FormatOptions {
+            brief: true,
+            ..FormatOptions::default()
+        };
+        let dots = |nesting: u32| {
+            let mut ev = ev.clone();
+            ev.nesting = nesting;
+            let mut out = Vec::new();
+            assert!(PerfTarget.format(&ev, &opts, &mut out));
+            out.iter()
+                .rev()
+                .take_while(|&&b| b != b'|')
+                .filter(|&&b| b == b'.')
+                .count()
+        };
+        assert_eq!(dots(3), 4);
+        assert_eq!(dots(1_473_663_709), 2 * 99);
+        assert_eq!(dots(u32::MAX), 2 * 99);
+        assert_eq!(dots(0), 0);
     }
 }

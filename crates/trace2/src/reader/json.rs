@@ -40,10 +40,11 @@ impl Value {
             _ => None,
         }
     }
-    /// The number as `f64`.
+    /// The number as `f64`; `None` for one out of `f64`'s range (`1e999`: as serde_json, a
+    /// number JSON cannot hold; it would be written back as `inf`, which is not JSON).
     pub fn as_f64(&self) -> Option<f64> {
         match self {
-            Value::Number(n) => n.parse().ok(),
+            Value::Number(n) => n.parse().ok().filter(|f: &f64| f.is_finite()),
             _ => None,
         }
     }

@@ -595,6 +595,28 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
+    /// Found by fuzzing (`cargo fuzz run trace2_reader`): a number out of `f64`'s range read
+    /// as infinity was written back by the event target as `inf`, which no reader takes. It is
+    /// a bad line, as serde_json says ("number out of range").
+    #[test]
+    fn a_number_out_of_range_is_a_bad_line() {
+        let line = b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":0.004e875,\"code\":0}";
+        let e = parse_line(line).unwrap_err();
+        assert!(e.contains("t_abs"), "{e}");
+        let ok =
+            parse_line(b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":4e87,\"code\":0}")
+                .unwrap();
+        assert_eq!(ok.0.t_abs, Some(4e87));
+        let mut out = Vec::new();
+        assert!(crate::format::format_event(
+            crate::format::TargetKind::Event,
+            &ok.0,
+            &crate::format::FormatOptions::default(),
+            &mut out
+        ));
+        parse_line(&out).unwrap();
+    }
+
     #[test]
     fn lenient_and_strict_and_truncated() {
         let input: &[u8] =
