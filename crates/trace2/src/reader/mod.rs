@@ -331,7 +331,8 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(m) => m
                 .number()
-                .and_then(|n| n.parse().ok())
+                // Out of f64's range is not a number JSON can hold (see `Value::as_f64`).
+                .and_then(|n| n.parse().ok().filter(|f: &f64| f.is_finite()))
                 .map(Some)
                 .ok_or_else(|| format!("\"{key}\" is not a number")),
         }
@@ -603,6 +604,10 @@ mod tests {
         let line = b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":0.004e875,\"code\":0}";
         let e = parse_line(line).unwrap_err();
         assert!(e.contains("t_abs"), "{e}");
+        // Any float field, not only the header's (found again after the scanner rewrite).
+        let data = br#"{"event":"data","sid":"s","thread":"main","t_rel":1e999,"category":"c","key":"k","value":"0"}"#;
+        let e = parse_line(data).unwrap_err();
+        assert!(e.contains("t_rel"), "{e}");
         let ok =
             parse_line(b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":4e87,\"code\":0}")
                 .unwrap();
