@@ -64,8 +64,12 @@ impl Timestamp {
         if !s.is_finite() {
             return *self;
         }
-        // Saturating: `s` comes from files (a `t_abs` of 1e300 must not overflow).
-        Self::from_micros(self.as_micros().saturating_add((s * 1e6).round() as i128))
+        // Saturating, and within the years `parse_utc` reads back (0000–9999): `s` comes from
+        // files (a `t_abs` of 1e300 must not overflow, nor make a `time` no reader takes).
+        const MIN_US: i128 = -62_167_219_200 * 1_000_000; // 0000-01-01T00:00:00Z
+        const MAX_US: i128 = 253_402_300_800 * 1_000_000 - 1; // 9999-12-31T23:59:59.999999Z
+        let us = self.as_micros().saturating_add((s * 1e6).round() as i128);
+        Self::from_micros(us.clamp(MIN_US.min(self.as_micros()), MAX_US.max(self.as_micros())))
     }
 
     /// Appends `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (UTC), the event target's `time`.

@@ -608,6 +608,14 @@ mod tests {
         let data = br#"{"event":"data","sid":"s","thread":"main","t_rel":1e999,"category":"c","key":"k","value":"0"}"#;
         let e = parse_line(data).unwrap_err();
         assert!(e.contains("t_rel"), "{e}");
+        // A huge t_abs in a brief stream makes a time that must still be written readably.
+        let t = Timestamp::parse_utc("2026-11-30T19:17:47.196131Z").unwrap();
+        for secs in [8.9e21, -8.9e21] {
+            let mut out = Vec::new();
+            t.add_seconds(secs).write_utc_extended(&mut out);
+            let text = String::from_utf8(out).unwrap();
+            assert!(Timestamp::parse_utc(&text).is_some(), "{text}");
+        }
         let ok =
             parse_line(b"{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":4e87,\"code\":0}")
                 .unwrap();
