@@ -55,7 +55,7 @@ fn jsonl(path: &str) {
         let mut input = JsonlInput::new(&data[..], Path::new(path), &opts).unwrap();
         let mut n = 0u64;
         input
-            .feed_all(&mut |e| n += black_box(e).ts().is_some() as u64)
+            .feed_all(&mut |e| n += black_box(&e).ts().is_some() as u64)
             .unwrap();
         n
     });

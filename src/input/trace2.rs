@@ -994,9 +994,9 @@ impl Input for Trace2Input {
         &self.header
     }
 
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
         for e in std::mem::take(&mut self.events) {
-            feed(&e);
+            feed(e);
         }
         match self.error.take() {
             Some(e) => Err(e),
@@ -1035,7 +1035,7 @@ mod tests {
         let opts = InputOptions { lenient, tool: None };
         let mut input = Trace2Input::from_reader(text, Path::new("mem"), &opts);
         let mut events = Vec::new();
-        let r = input.feed_all(&mut |e| events.push(e.clone()));
+        let r = input.feed_all(&mut |e| events.push(e));
         (input, events, r)
     }
 
