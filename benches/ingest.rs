@@ -23,6 +23,10 @@ use proctrace::sink::Fanout;
 
 const ROUNDS: usize = 5;
 
+/// The allocator `proctrace` itself uses (src/main.rs), so the stages measure what the command does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// This thread's CPU time, s: on a shared machine the wall time also counts other processes.
 fn cpu_s() -> f64 {
     let mut ts = libc::timespec {
