@@ -140,6 +140,26 @@ impl Engine {
         self.emit();
     }
 
+    /// [`feed`](Self::feed) taking the event by value (saved traces): an exec's details, regions
+    /// and data move into the model instead of being copied. Same facts in the same order.
+    pub fn feed_owned(&mut self, ev: Event) {
+        match ev {
+            // None of these asks for ancestry or details: the tracker takes them as they are.
+            Event::ExecDetails { .. }
+            | Event::Region { .. }
+            | Event::Data { .. }
+            | Event::Existing { .. } => {
+                if !matches!(ev, Event::ExecDetails { .. }) {
+                    self.settle_pending();
+                }
+                self.record_event(&ev);
+                self.tracker.apply_owned(ev, &mut self.facts);
+                self.emit();
+            }
+            ev => self.feed(&ev),
+        }
+    }
+
     /// An exec whose details were to follow in the stream, and did not: it has none.
     fn settle_pending(&mut self) {
         if let Some(p) = self.pending.take() {

@@ -50,14 +50,14 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout) -> Analy
         if let Some(ts) = ev.ts() {
             last_ts = last_ts.max(ts);
         }
-        if let Event::Root { tgid } = *ev {
+        if let Event::Root { tgid } = ev {
             named_root.get_or_insert(tgid);
             if !scoped {
                 scoped = true;
                 engine.tracker.set_scope(Scope::Tree);
             }
         }
-        engine.feed(ev);
+        engine.feed_owned(ev);
     });
     // What was read before a bad line is still reported: the outputs end cleanly, then the error.
     engine.settle();

@@ -120,8 +120,8 @@ impl Input for MemoryInput<'_> {
     fn header(&self) -> &Header {
         &self.header
     }
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
-        self.cap.events.iter().for_each(feed);
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
+        self.cap.events.iter().cloned().for_each(feed);
         Ok(())
     }
     fn recorded_summary(&self) -> Option<&Summary> {

@@ -140,13 +140,13 @@ impl<R: BufRead> Input for CaptureInput<R> {
         &self.header
     }
 
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
         for e in std::mem::take(&mut self.pending) {
-            feed(&e);
+            feed(e);
         }
         while let Some(line) = self.next_line()? {
             match line {
-                Line::Event(e) => feed(&e),
+                Line::Event(e) => feed(e),
                 Line::Summary(s) => self.summary = Some(s),
                 // A second header (two captures concatenated) is not a capture.
                 Line::Header(_) => {

@@ -1229,10 +1229,10 @@ impl<R: BufRead> Input for JsonlInput<R> {
         &self.header
     }
 
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
         loop {
             for e in self.events.drain(..) {
-                feed(&e);
+                feed(e);
             }
             match self.next_line(false) {
                 Ok(Some(Parsed::Summary(s))) => self.summary = Some(s),
@@ -1241,7 +1241,7 @@ impl<R: BufRead> Input for JsonlInput<R> {
                 Err(e) => {
                     self.dec.flush(&mut self.events);
                     for e in self.events.drain(..) {
-                        feed(&e);
+                        feed(e);
                     }
                     return Err(e);
                 }
@@ -1249,7 +1249,7 @@ impl<R: BufRead> Input for JsonlInput<R> {
         }
         self.dec.flush(&mut self.events);
         for e in self.events.drain(..) {
-            feed(&e);
+            feed(e);
         }
         Ok(())
     }
@@ -1275,7 +1275,7 @@ mod tests {
         let opts = InputOptions { lenient, tool: None };
         let mut input = JsonlInput::new(bytes, Path::new("mem.jsonl"), &opts)?;
         let mut events = Vec::new();
-        input.feed_all(&mut |e| events.push(e.clone()))?;
+        input.feed_all(&mut |e| events.push(e))?;
         Ok((events, input.stats(), input.recorded_summary().cloned()))
     }
 
@@ -1428,7 +1428,7 @@ mod tests {
         let r = std::io::BufReader::with_capacity(64, text.as_bytes());
         let mut input = JsonlInput::new(r, Path::new("m"), &opts).unwrap();
         let mut got = Vec::new();
-        input.feed_all(&mut |e| got.push(e.clone())).unwrap();
+        input.feed_all(&mut |e| got.push(e)).unwrap();
         assert_eq!(got.len(), 2);
         assert!(
             matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref() == Some(&argv))

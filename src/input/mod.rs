@@ -146,8 +146,9 @@ pub struct InputStats {
 pub trait Input {
     /// The session's header: recorded, or made up from what the trace says.
     fn header(&self) -> &Header;
-    /// Feeds every event, in order, to `feed`. Called once.
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError>;
+    /// Feeds every event, in order and by value (the model keeps what it needs without copying),
+    /// to `feed`. Called once.
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError>;
     /// The summary the trace recorded, if any (known after [`feed_all`](Self::feed_all)).
     fn recorded_summary(&self) -> Option<&Summary>;
     /// Counts (final after [`feed_all`](Self::feed_all)).

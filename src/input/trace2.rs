@@ -117,7 +117,7 @@ impl Session {
 pub struct Trace2Input {
     header: Header,
     stats: InputStats,
-    events: Vec<Event>,
+    events: Ordered,
     /// A bad line (strict mode): reported after what came before it was fed.
     error: Option<InputError>,
 }
@@ -486,8 +486,18 @@ struct Items {
     events: Vec<Option<Event>>,
 }
 
+/// The event stream: a `Root` first (when the trace has one root), then `events` in the order of
+/// the sorted `keys`. The events are not moved into a third vector in that order: they are
+/// taken out as they are fed (a 200 MB stream holds ~150 MB of events; one copy less).
+#[derive(Default)]
+struct Ordered {
+    root: Option<Event>,
+    keys: Vec<(u64, u8, usize)>,
+    events: Vec<Option<Event>>,
+}
+
 /// Builds the processes and the event stream from what was read.
-fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
+fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
     // Regions still open: closed at the end of their session (the last time it showed).
     let by_sid = &r.by_sid;
     let sessions = &r.sessions;
@@ -780,7 +790,13 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
     // The events, in time order: fork < exec < notes < background < exit at equal times,
     // parents before children (creation order).
     // Sorted as small keys, the events moved once (events are large).
-    let mut items: Items = Items::default();
+    // Capacity known up front (the notes; per process fork, exit, background, two per exec):
+    // no doubling of a vector of large events.
+    let cap = r.note_events.len() + procs.iter().map(|p| 2 * p.execs.len() + 3).sum::<usize>();
+    let mut items = Items {
+        keys: Vec::with_capacity(cap),
+        events: Vec::with_capacity(cap),
+    };
     let push = |items: &mut Items, ts: u64, prio: u8, e: Event| {
         items.keys.push((ts, prio, items.events.len()));
         items.events.push(Some(e));
@@ -885,20 +901,17 @@ fn build(mut r: Reader) -> (Vec<Event>, u64, InputStats, Option<InputError>) {
         push(&mut items, ts, 2, e);
     }
     items.keys.sort_unstable();
-    let mut events = Vec::with_capacity(items.keys.len() + 1);
     let root_procs: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
-    if let [only] = root_procs[..] {
-        events.push(Event::Root { tgid: pid_of[only] });
-    }
-    let Items {
-        keys,
-        events: mut all,
-    } = items;
-    events.extend(
-        keys.into_iter()
-            .filter_map(|(_, _, i)| all.get_mut(i).and_then(Option::take)),
-    );
-    (events, earliest, r.stats, r.error)
+    let root = match root_procs[..] {
+        [only] => Some(Event::Root { tgid: pid_of[only] }),
+        _ => None,
+    };
+    let ordered = Ordered {
+        root,
+        keys: items.keys,
+        events: items.events,
+    };
+    (ordered, earliest, r.stats, r.error)
 }
 
 impl Trace2Input {
@@ -994,9 +1007,19 @@ impl Input for Trace2Input {
         &self.header
     }
 
-    fn feed_all(&mut self, feed: &mut dyn FnMut(&Event)) -> Result<(), InputError> {
-        for e in std::mem::take(&mut self.events) {
-            feed(&e);
+    fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
+        let Ordered {
+            root,
+            keys,
+            mut events,
+        } = std::mem::take(&mut self.events);
+        if let Some(r) = root {
+            feed(r);
+        }
+        for (_, _, i) in keys {
+            if let Some(e) = events.get_mut(i).and_then(Option::take) {
+                feed(e);
+            }
         }
         match self.error.take() {
             Some(e) => Err(e),
@@ -1035,7 +1058,7 @@ mod tests {
         let opts = InputOptions { lenient, tool: None };
         let mut input = Trace2Input::from_reader(text, Path::new("mem"), &opts);
         let mut events = Vec::new();
-        let r = input.feed_all(&mut |e| events.push(e.clone()));
+        let r = input.feed_all(&mut |e| events.push(e));
         (input, events, r)
     }
 

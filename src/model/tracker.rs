@@ -696,6 +696,48 @@ impl Tracker {
         }
     }
 
+    /// [`apply`](Self::apply) taking the event by value: an exec's details, a region and a datum
+    /// are moved into the record rather than copied (a saved trace's events are owned; copying
+    /// every exec's argv/exe/cwd was a sixth of `analyze`'s time). Same facts, same followups.
+    pub fn apply_owned(&mut self, ev: Event, facts: &mut Vec<Fact>) -> Followup {
+        match ev {
+            Event::ExecDetails { tgid, details } => {
+                self.apply_exec_details(tgid, details, facts);
+                Followup::None
+            }
+            Event::Region { tgid, region } => {
+                self.note(tgid, region.ts, facts, |id, r| {
+                    r.regions.push(region);
+                    Fact::Region {
+                        id,
+                        index: r.regions.len() - 1,
+                    }
+                });
+                Followup::None
+            }
+            Event::Data { tgid, data } => {
+                self.note(tgid, data.ts, facts, |id, r| {
+                    r.data.push(data);
+                    Fact::Data {
+                        id,
+                        index: r.data.len() - 1,
+                    }
+                });
+                Followup::None
+            }
+            Event::Existing {
+                tgid,
+                ppid,
+                start_ns,
+                details,
+            } => {
+                self.add_existing(tgid, ppid, start_ns, details, facts);
+                Followup::None
+            }
+            ev => self.apply(&ev, facts),
+        }
+    }
+
     /// Applies one event, appending the facts it establishes.
     pub fn apply(&mut self, ev: &Event, facts: &mut Vec<Fact>) -> Followup {
         match *ev {
