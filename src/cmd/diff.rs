@@ -466,21 +466,9 @@ fn root_of(s: Side<'_>) -> Option<ProcId> {
     }
 }
 
-/// Every record of `t` reachable from its roots, parents before children.
-fn records(t: &Tracker) -> Vec<ProcId> {
-    let mut out = Vec::new();
-    let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
-    while let Some(id) = stack.pop() {
-        let Some(r) = t.get(id) else { continue };
-        out.push(id);
-        stack.extend(r.children.iter().rev().copied());
-    }
-    out
-}
-
 fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
     let root = root_of(s);
-    let mut ids = records(s.tracker);
+    let mut ids = crate::report::summary::all_records(s.tracker);
     ids.sort_by_key(|&id| s.tracker.get(id).and_then(|r| r.start_ns));
     let mut map: HashMap<Vec<String>, Group> = HashMap::new();
     for (rank, id) in ids.into_iter().enumerate() {

@@ -310,7 +310,7 @@ fn span(r: &ProcessRecord) -> Option<(u64, u64)> {
 }
 
 /// Every record reachable from the roots, parents before children.
-fn all_records(t: &Tracker) -> Vec<ProcId> {
+pub fn all_records(t: &Tracker) -> Vec<ProcId> {
     let mut out = Vec::new();
     let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
     while let Some(id) = stack.pop() {
@@ -786,42 +786,14 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
     }
 
     if !r.by_program.0.is_empty() {
-        let _ = writeln!(out, "{}", p.emphasis("by program (total time):"));
-        let top: Vec<_> = r.by_program.0.iter().take(TOP).collect();
-        let nw = top
-            .iter()
-            .map(|(n, _)| n.chars().count())
-            .max()
-            .unwrap_or(0)
-            .min(32);
-        let cw = top
-            .iter()
-            .map(|(_, s)| s.count.to_string().len())
-            .max()
-            .unwrap_or(1);
-        let tw = top
-            .iter()
-            .map(|(_, s)| fmt_duration(s.total_ns).len())
-            .max()
-            .unwrap_or(0);
-        for (name, s) in top {
-            let name = cut(name, nw);
-            let pad = nw - name.chars().count();
-            let _ = writeln!(
-                out,
-                "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
-                "",
-                s.count,
-                fmt_duration(s.total_ns)
-            );
-        }
-        if r.by_program.0.len() > TOP {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!("… {} more programs", r.by_program.0.len() - TOP))
-            );
-        }
+        totals_table(
+            &mut out,
+            p,
+            "by program (total time):",
+            &r.by_program.0,
+            32,
+            "programs",
+        );
     }
 
     if let Some(g) = &r.regions {
@@ -858,42 +830,14 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 )
             );
         }
-        let _ = writeln!(out, "{}", p.emphasis("regions by name (total time):"));
-        let top: Vec<_> = g.by_name.0.iter().take(TOP).collect();
-        let nw = top
-            .iter()
-            .map(|(n, _)| n.chars().count())
-            .max()
-            .unwrap_or(0)
-            .min(48);
-        let cw = top
-            .iter()
-            .map(|(_, s)| s.count.to_string().len())
-            .max()
-            .unwrap_or(1);
-        let tw = top
-            .iter()
-            .map(|(_, s)| fmt_duration(s.total_ns).len())
-            .max()
-            .unwrap_or(0);
-        for (name, s) in top {
-            let name = cut(name, nw);
-            let pad = nw - name.chars().count();
-            let _ = writeln!(
-                out,
-                "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
-                "",
-                s.count,
-                fmt_duration(s.total_ns)
-            );
-        }
-        if g.by_name.0.len() > TOP {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!("… {} more names", g.by_name.0.len() - TOP))
-            );
-        }
+        totals_table(
+            &mut out,
+            p,
+            "regions by name (total time):",
+            &g.by_name.0,
+            48,
+            "names",
+        );
     }
 
     if !r.critical_path.is_empty() {
@@ -1133,6 +1077,54 @@ pub fn render_markdown(r: &RunReport) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A "name  count×  total" table of the first [`TOP`] entries (names cut at `max_name`), and how
+/// many more there are.
+fn totals_table(
+    out: &mut String,
+    p: Paint,
+    title: &str,
+    items: &[(String, ProgramStat)],
+    max_name: usize,
+    more: &str,
+) {
+    let _ = writeln!(out, "{}", p.emphasis(title));
+    let top = &items[..items.len().min(TOP)];
+    let nw = top
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(max_name);
+    let cw = top
+        .iter()
+        .map(|(_, s)| s.count.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let tw = top
+        .iter()
+        .map(|(_, s)| fmt_duration(s.total_ns).len())
+        .max()
+        .unwrap_or(0);
+    for (name, s) in top {
+        let name = cut(name, nw);
+        let pad = nw - name.chars().count();
+        let _ = writeln!(
+            out,
+            "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
+            "",
+            s.count,
+            fmt_duration(s.total_ns)
+        );
+    }
+    if items.len() > TOP {
+        let _ = writeln!(
+            out,
+            "  {}",
+            p.secondary(&format!("… {} more {more}", items.len() - TOP))
+        );
+    }
 }
 
 /// The summary as one JSON object (pretty-printed, ending in a newline).
