@@ -11,8 +11,9 @@
 //!   2.47.3: `git -c trace2.eventTarget=… version` writes nothing).
 //! * [`read_early_config`] — what git's `tr2_cfg_list_config_fl()` reads for
 //!   `trace2.configParams` (`read_early_config()`): the same, plus the
-//!   repository found from the current directory (`local`, `worktree`) and
-//!   the command line (`command`).
+//!   repository found from the current directory (`local`; not
+//!   `config.worktree`, which git skips there) and the command line
+//!   (`command`).
 //!
 //! `includeIf` conditions as git evaluates them there: `gitdir:` and
 //! `gitdir/i:` match the discovered repository (never true in the very early
@@ -734,11 +735,10 @@ impl Reader<'_> {
             self.read_file(p, Scope::Global, cb, false)?;
         }
         if let Some(r) = &s.repo {
-            let local = r.common_dir.join("config");
-            self.read_file(&local, Scope::Local, cb, false)?;
-            if worktree_config_enabled(&local) {
-                self.read_file(&r.git_dir.join("config.worktree"), Scope::Worktree, cb, false)?;
-            }
+            // Not `config.worktree`: git reads it only when given a
+            // repository object, and read_early_config() passes none
+            // (checked: git 2.47.3 lists no `worktree` def_param).
+            self.read_file(&r.common_dir.join("config"), Scope::Local, cb, false)?;
         }
         if s.command_line {
             for e in command_line_entries()? {
@@ -943,25 +943,6 @@ fn is_remote_url(key: &str) -> bool {
         .is_some_and(|name| !name.is_empty())
 }
 
-/// `extensions.worktreeConfig` in the repository's config.
-fn worktree_config_enabled(local: &Path) -> bool {
-    let Ok(Some(buf)) = read_optional(local) else {
-        return false;
-    };
-    let Ok(entries) = parse_str(&buf, local, Scope::Local) else {
-        return false;
-    };
-    entries
-        .iter()
-        .rev()
-        .find(|e| e.key == "extensions.worktreeconfig")
-        .is_some_and(|e| {
-            e.value
-                .as_deref()
-                .is_none_or(|v| crate::config::parse_maybe_bool(v) == Some(true))
-        })
-}
-
 /// Reads `sources` in git's order, following includes, and calls `cb` with
 /// every entry (include directives too, as git does). `cb` returning
 /// `Err(detail)` stops the read with a [`GitConfigError::BadLine`] naming
@@ -992,7 +973,7 @@ pub fn read_very_early_config() -> Result<Vec<Entry>, GitConfigError> {
 }
 
 /// git's `read_early_config`: system, global, the current repository's
-/// local and worktree files, and the command line.
+/// `config`, and the command line.
 pub fn read_early_config() -> Result<Vec<Entry>, GitConfigError> {
     read_all(&Sources::early()?)
 }
