@@ -563,11 +563,10 @@ pub fn command_line_entries() -> Result<Vec<Entry>, GitConfigError> {
     Ok(out)
 }
 
+type PushFn<'a> = dyn FnMut(&str, Option<String>) -> Result<(), GitConfigError> + 'a;
+
 /// Old-style `'key=value'` parameter (git's `git_config_parse_parameter`).
-fn old_style(
-    text: &str,
-    push: &mut dyn FnMut(&str, Option<String>) -> Result<(), GitConfigError>,
-) -> Result<(), GitConfigError> {
+fn old_style(text: &str, push: &mut PushFn<'_>) -> Result<(), GitConfigError> {
     let (k, v) = match text.split_once('=') {
         Some((k, v)) => (k, Some(v.to_string())),
         None => (text, None),

@@ -333,7 +333,7 @@ mod tests {
             "XXX/adobe/courier/bold/o/normal//12/120/75/75/m/70/iso8859/1",
             WM_PATHNAME
         ));
-        assert!(m("a[c-c]st", "acrt", 0) == false);
+        assert!(!m("a[c-c]st", "acrt", 0));
         assert!(m("[A-Z]", "a", WM_CASEFOLD));
         assert!(m("[a-z]", "A", WM_CASEFOLD));
         assert!(m("[[:upper:]]", "a", WM_CASEFOLD));

@@ -5,7 +5,7 @@
 //! scrubbing what legitimately differs (times, SIDs, file/line, argv,
 //! versions, the command name).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use trace2::gitconfig::{Scope, parse_str};
@@ -533,44 +533,104 @@ fn parser_matches_git_config_list() {
         "[a]\n\tcont = x\\",
     ];
     for (i, text) in cases.iter().enumerate() {
-        let f = home.join(&format!("c{i}.cfg"));
-        std::fs::write(&f, text).unwrap();
-        let out = run(git(home.path())
-            .args(["config", "--list", "-z", "--file"])
-            .arg(&f));
-        let ours = parse_str(text.as_bytes(), &f, Scope::Unknown);
-        if out.status.success() {
-            let want: Vec<(String, Option<String>)> = out
-                .stdout
-                .split(|&b| b == 0)
-                .filter(|r| !r.is_empty())
-                .map(|r| {
-                    let r = String::from_utf8_lossy(r);
-                    match r.split_once('\n') {
-                        Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                        None => (r.to_string(), None),
-                    }
-                })
-                .collect();
-            let got: Vec<(String, Option<String>)> = ours
-                .unwrap_or_else(|e| panic!("case {i}: git accepts, we reject: {e}"))
-                .into_iter()
-                .map(|e| (e.key, e.value))
-                .collect();
-            assert_eq!(got, want, "case {i}: {text:?}");
-        } else {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let err = ours.expect_err(&format!("case {i}: git rejects ({stderr}), we accept"));
-            assert!(
-                stderr.contains(
-                    &format!("{err}")
-                        .split(" (")
-                        .next()
-                        .unwrap_or_default()
-                        .to_string()
-                ),
-                "case {i}: git says {stderr:?}, we say {err}"
-            );
+        if let Err(e) = compare_with_git(home.path(), &format!("c{i}.cfg"), text.as_bytes()) {
+            panic!("case {i} {text:?}: {e}");
         }
     }
+}
+
+/// Parses `text` with git (`git config --list -z --file`) and with
+/// `parse_str`; `Err` describes the first difference.
+fn compare_with_git(dir: &std::path::Path, name: &str, text: &[u8]) -> Result<(), String> {
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    let out = run(git(dir).args(["config", "--list", "-z", "--file"]).arg(&f));
+    let ours = parse_str(text, &f, Scope::Unknown);
+    if out.status.success() {
+        let want: Vec<(String, Option<String>)> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                let r = String::from_utf8_lossy(r);
+                match r.split_once('\n') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                    None => (r.to_string(), None),
+                }
+            })
+            .collect();
+        let got: Vec<(String, Option<String>)> = ours
+            .map_err(|e| format!("git accepts, we reject: {e}"))?
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect();
+        if got != want {
+            return Err(format!("entries differ: git {want:?}, we {got:?}"));
+        }
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let Err(err) = ours else {
+            return Err(format!("git rejects ({stderr}), we accept"));
+        };
+        let ours = err.to_string();
+        let ours = ours.split(" (").next().unwrap_or_default();
+        if !stderr.contains(&format!("fatal: {ours}\n")) {
+            return Err(format!("git says {stderr:?}, we say {err}"));
+        }
+    }
+    Ok(())
+}
+
+/// Random concatenations of config syntax fragments (valid and not),
+/// parsed by git and by us: same entries, or an error on the same line.
+#[test]
+fn parser_matches_git_on_generated_files() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config as PtConfig, TestRunner};
+    const FRAGMENTS: &[&str] = &[
+        "[a]\n",
+        "[A.b]\n",
+        "[a \"S\\\"q\"]\n",
+        "[a \"x\"",
+        "[",
+        "]",
+        "\n",
+        "\n",
+        "\n",
+        "\r\n",
+        "\r",
+        "\t",
+        " ",
+        "k",
+        "K-1",
+        " = ",
+        "=",
+        "v",
+        "\"",
+        "\\",
+        "\\n",
+        "\\t",
+        "\\\n",
+        ";",
+        "#",
+        "x y",
+        "1",
+        "_",
+        "\u{feff}",
+        "\u{e9}",
+    ];
+    let home = TempDir::new("cfg-prop");
+    let strategy = prop::collection::vec(prop::sample::select(FRAGMENTS), 0..24).prop_map(|v| v.concat());
+    let mut runner = TestRunner::new(PtConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..PtConfig::default()
+    });
+    runner
+        .run(&strategy, |text| {
+            // Start most files inside a section so that entries occur.
+            let text = format!("[s]\n{text}");
+            compare_with_git(home.path(), "gen.cfg", text.as_bytes()).map_err(TestCaseError::fail)
+        })
+        .unwrap();
 }
