@@ -634,3 +634,83 @@ fn parser_matches_git_on_generated_files() {
         })
         .unwrap();
 }
+
+/// `configParams` matching (git's wildmatch with `WM_CASEFOLD`) against
+/// real git: random patterns over a fixed set of keys; the keys git lists
+/// as `def_param` must be exactly those `key_matches` accepts.
+#[test]
+fn config_param_patterns_match_like_git() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config as PtConfig, TestRunner};
+    const PIECES: &[&str] = &[
+        "*",
+        "*",
+        "**",
+        "?",
+        ".",
+        "a",
+        "A",
+        "b",
+        "sec",
+        "Sub",
+        "x-1",
+        "[a-c]",
+        "[!a]",
+        "[^.]",
+        "[[:upper:]]",
+        "[[:digit:]]",
+        "[]]",
+        "\\*",
+        "\\",
+        "/",
+        "[",
+        "[a-",
+        "]",
+    ];
+    let home = TempDir::new("cfg-wild");
+    let cfg = "[sec]\n\ta = 1\n\tB = 2\n\tx-1 = 3\n[Sec \"Sub/dir\"]\n\ta = 4\n[sec \"a*b?\"]\n\tc = 5\n\
+               [sec \"[x]\"]\n\tb9 = 6\n[a.b]\n\tc = 7\n[sec \"\"]\n\tz = 8\n[sec \".\"]\n\ta = 9\n";
+    std::fs::write(home.join(".gitconfig"), cfg).unwrap();
+    let entries = parse_str(cfg.as_bytes(), &home.join(".gitconfig"), Scope::Global).unwrap();
+    let strategy = prop::collection::vec(prop::sample::select(PIECES), 1..6).prop_map(|v| v.concat());
+    let mut runner = TestRunner::new(PtConfig {
+        cases: 160,
+        failure_persistence: None,
+        ..PtConfig::default()
+    });
+    runner
+        .run(&strategy, |pattern| {
+            let ev = home.join("w.ev");
+            let _ = std::fs::remove_file(&ev);
+            let mut c = git(home.path());
+            c.current_dir(home.path())
+                .arg("version")
+                .env("GIT_TRACE2_EVENT", &ev)
+                .env("GIT_TRACE2_CONFIG_PARAMS", &pattern);
+            for v in CONFIG_VARS.iter().filter(|v| **v != "GIT_CONFIG_NOSYSTEM") {
+                c.env_remove(v);
+            }
+            assert!(run(&mut c).status.success());
+            let git_keys: Vec<String> = read(&ev)
+                .lines()
+                .filter_map(|l| {
+                    let m = parse_object_line(l.as_bytes()).unwrap();
+                    (m[0].value.as_str() == Some("def_param"))
+                        .then(|| {
+                            m.iter()
+                                .find(|x| x.key == "param")
+                                .and_then(|x| x.value.as_str().map(String::from))
+                        })
+                        .flatten()
+                })
+                .collect();
+            let ours: Vec<String> = entries
+                .iter()
+                .filter(|e| trace2::gitconfig::key_matches(std::slice::from_ref(&pattern), &e.key))
+                .map(|e| e.key.clone())
+                .collect();
+            prop_assert_eq!(ours, git_keys, "pattern {:?}", pattern);
+            Ok(())
+        })
+        .unwrap();
+}
