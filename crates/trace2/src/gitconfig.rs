@@ -1008,12 +1008,91 @@ fn read_gitfile(file: &Path) -> Option<PathBuf> {
     })
 }
 
+/// git's `is_path_owned_by_current_uid`: owned by the effective user, or,
+/// for root, by root or by `SUDO_UID`.
+fn owned_by_current_user(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let mut euid = crate::sys::euid();
+    if euid == 0 {
+        if m.uid() == 0 {
+            return true;
+        }
+        if let Some(id) = env_var("SUDO_UID").and_then(|v| v.parse::<u32>().ok()) {
+            euid = id;
+        }
+    }
+    m.uid() == euid
+}
+
+/// git's `real_pathdup(p, 0)`: the real path, the last component allowed
+/// to be missing.
+fn real_path(p: &Path) -> Option<PathBuf> {
+    if let Ok(r) = std::fs::canonicalize(p) {
+        return Some(r);
+    }
+    let parent = std::fs::canonicalize(p.parent()?).ok()?;
+    Some(parent.join(p.file_name()?))
+}
+
+/// git's `ensure_valid_ownership`: the paths are the user's own, or the
+/// repository is listed in `safe.directory` (system, global and command
+/// line config, as git's protected config).
+fn ensure_valid_ownership(paths: &[&Path], repo_path: &Path) -> bool {
+    if !env_bool("GIT_TEST_ASSUME_DIFFERENT_OWNER", false).unwrap_or(false)
+        && paths.iter().all(|p| owned_by_current_user(p))
+    {
+        return true;
+    }
+    let Some(path) = real_path(repo_path) else {
+        return false;
+    };
+    let Ok(mut sources) = Sources::very_early() else {
+        return false;
+    };
+    sources.command_line = true;
+    let mut safe = false;
+    let read = read_with(&sources, &mut |e| {
+        if e.key != "safe.directory" {
+            return Ok(());
+        }
+        match e.value.as_deref() {
+            None | Some("") => safe = false,
+            Some("*") => safe = true,
+            Some(v) => {
+                let Some(allowed) = interpolate_path(v, false) else {
+                    return Ok(());
+                };
+                if !allowed.is_absolute() && allowed != Path::new(".") {
+                    return Ok(());
+                }
+                let Some(norm) = real_path(&allowed) else {
+                    return Ok(());
+                };
+                let norm = norm.to_string_lossy();
+                let path = path.to_string_lossy();
+                if let Some(prefix) = norm.strip_suffix('*').filter(|p| p.ends_with('/')) {
+                    if path.starts_with(prefix) {
+                        safe = true;
+                    }
+                } else if path == norm {
+                    safe = true;
+                }
+            }
+        }
+        Ok(())
+    });
+    read.is_ok() && safe
+}
+
 /// The repository git would find from the current directory: `GIT_DIR` if
 /// set, else the nearest directory upwards holding a `.git` directory or
 /// file, or being a bare repository itself; not above a
 /// `GIT_CEILING_DIRECTORIES` entry, nor across file systems unless
-/// `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true. Repository ownership
-/// (`safe.directory`) is not checked.
+/// `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true; and, as git, none if it
+/// belongs to another user and is not listed in `safe.directory`.
 pub fn discover_repo() -> Option<RepoPaths> {
     if let Some(d) = env_var("GIT_DIR").filter(|d| !d.is_empty()) {
         let d = std::path::absolute(d).ok()?;
@@ -1039,15 +1118,15 @@ pub fn discover_repo() -> Option<RepoPaths> {
     loop {
         let dotgit = dir.join(".git");
         if dotgit.is_dir() && is_git_directory(&dotgit) {
-            return Some(repo_paths(dotgit));
+            return ensure_valid_ownership(&[dir, &dotgit], dir).then(|| repo_paths(dotgit));
         }
         if dotgit.is_file() {
             if let Some(g) = read_gitfile(&dotgit).filter(|g| is_git_directory(g)) {
-                return Some(repo_paths(g));
+                return ensure_valid_ownership(&[&dotgit, dir, &g], dir).then(|| repo_paths(g));
             }
         }
         if is_git_directory(dir) {
-            return Some(repo_paths(dir.to_path_buf()));
+            return ensure_valid_ownership(&[dir], dir).then(|| repo_paths(dir.to_path_buf()));
         }
         let parent = dir.parent()?;
         if ceilings.iter().any(|c| c == parent) {

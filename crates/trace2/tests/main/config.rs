@@ -714,3 +714,94 @@ fn config_param_patterns_match_like_git() {
         })
         .unwrap();
 }
+
+/// A repository owned by someone else is not read (git's "dubious
+/// ownership"), unless `safe.directory` lists it or `SUDO_UID` names its
+/// owner — for git and for us alike.
+#[test]
+fn repository_ownership_and_safe_directory() {
+    use std::os::unix::fs::MetadataExt;
+    let mut s = Setup::new("cfg-owner");
+    let (src, _bare) = make_repos(s.home.path());
+    let mut c = git(s.home.path());
+    c.arg("-C").arg(&src).args(["config", "cfg.prop.local", "yes"]);
+    assert!(run(&mut c).status.success());
+    s.write(
+        ".gitconfig",
+        &format!(
+            "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n",
+            s.p("e")
+        ),
+    );
+    s.cwd = src.clone();
+    let defs = |r: &Run| {
+        event_shape(r.texts[0].as_deref().unwrap_or(""))
+            .into_iter()
+            .filter(|l| l.starts_with("def_param"))
+            .collect::<Vec<_>>()
+    };
+    let local = [r#"def_param scope="local" param="cfg.prop.local" value="yes""#];
+    let (g, d) = s.both(&["e"]);
+    assert_eq!(defs(&g), local);
+    assert_eq!(defs(&d), defs(&g));
+
+    // Another owner: git ignores the repository (and so its config).
+    let me = std::fs::metadata(&src).unwrap().uid();
+    let other = if me == 0 { 4242 } else { me };
+    let chown = |uid: u32| {
+        let st = Command::new("chown")
+            .arg("-R")
+            .arg(uid.to_string())
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    if std::fs::metadata(&src).unwrap().uid() == 0 && crate_is_root() {
+        chown(other);
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), Vec::<String>::new(), "{g:?}");
+        assert_eq!(defs(&d), defs(&g));
+
+        // SUDO_UID naming the owner makes it root's own again.
+        s.env("SUDO_UID", &other.to_string());
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), local);
+        assert_eq!(defs(&d), defs(&g));
+        s.unset("SUDO_UID");
+
+        // Listed in safe.directory (exact, then with /*).
+        for entry in [
+            src.display().to_string(),
+            format!("{}/*", s.home.path().display()),
+        ] {
+            s.write(
+                ".gitconfig",
+                &format!(
+                    "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n[safe]\n\tdirectory = {entry}\n",
+                    s.p("e")
+                ),
+            );
+            let (g, d) = s.both(&["e"]);
+            assert_eq!(defs(&g), local, "{entry}");
+            assert_eq!(defs(&d), defs(&g), "{entry}");
+        }
+        // An empty value resets the list.
+        s.write(
+            ".gitconfig",
+            &format!(
+                "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n[safe]\n\tdirectory = *\n\tdirectory =\n",
+                s.p("e")
+            ),
+        );
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), Vec::<String>::new());
+        assert_eq!(defs(&d), defs(&g));
+        chown(0);
+    }
+}
+
+fn crate_is_root() -> bool {
+    let out = run(Command::new("id").arg("-u"));
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
