@@ -127,8 +127,14 @@ pub enum GitConfigError {
         /// The error.
         source: std::io::Error,
     },
+    /// A file included by an `includeIf` (while git collects remote URLs
+    /// for `hasconfig:remote.*.url:`) defines a remote URL.
+    #[error(
+        "remote URLs cannot be configured in file directly or indirectly included by includeIf.hasconfig:remote.*.url"
+    )]
+    ForbiddenRemoteUrl,
     /// An environment variable git parses as a boolean is not one.
-    #[error("bad boolean config value '{value}' for '{name}'")]
+    #[error("bad boolean environment value '{value}' for '{name}'")]
     BadEnvBool {
         /// The variable.
         name: String,
@@ -148,6 +154,11 @@ impl GitConfigError {
                 }
                 eprintln!("fatal: bad config line {line} in file {}", file.display());
             }
+            GitConfigError::IncludeDepth { path, from } => eprintln!(
+                "fatal: exceeded maximum include depth (10) while including\n\t{}\nfrom\n\t{}\nThis might be due to circular includes.",
+                path.display(),
+                from.display()
+            ),
             other => eprintln!("fatal: {other}"),
         }
         std::process::exit(128)
@@ -765,10 +776,15 @@ impl Reader<'_> {
                 line: e.line,
                 detail: Some(detail),
             };
-            if forbid_remote_url && is_remote_url(&e.key) {
-                return Err(bad("remote URLs cannot be configured in file directly or indirectly included by includeIf.hasconfig:remote.*.url".into()));
+            if forbid_remote_url {
+                // git swaps the callback for forbid_remote_url(): entries of
+                // the included file are checked, not collected.
+                if is_remote_url(&e.key) {
+                    return Err(GitConfigError::ForbiddenRemoteUrl);
+                }
+            } else {
+                cb(e).map_err(bad)?;
             }
-            cb(e).map_err(bad)?;
             self.handle_includes(e, cb, forbid_remote_url)
         })
     }
@@ -789,8 +805,9 @@ impl Reader<'_> {
             return Ok(());
         };
         if self.condition_is_true(e, cond)? {
-            let forbid = forbid_remote_url
-                || (self.unconditional_remote_url && cond.starts_with("hasconfig:remote.*.url:"));
+            // While collecting remote URLs, git checks every file an
+            // includeIf brings in (whatever the condition).
+            let forbid = forbid_remote_url || self.unconditional_remote_url;
             self.include_path(e, cb, forbid)?;
         }
         Ok(())

@@ -494,11 +494,14 @@ fn config_params_as_def_param_with_scopes() {
 
 #[test]
 fn bad_config_is_fatal_like_git() {
-    let s = Setup::new("cfg-bad");
+    let mut s = Setup::new("cfg-bad");
+    s.write("inc.cfg", "[remote \"p\"]\n\turl = y\n");
     for text in [
         "[trace2]\n\teventTarget\n",
         "[trace2]\n\teventTarget = /dev/null\n[broken\n",
         "[core]\n\tx = \"unterminated\n",
+        "[include]\n\tpath = .gitconfig\n",
+        "[includeIf \"hasconfig:remote.*.url:**\"]\n\tpath = inc.cfg\n[remote \"o\"]\n\turl = x\n",
     ] {
         s.write(".gitconfig", text);
         let (g, d) = s.both(&[]);
@@ -506,6 +509,11 @@ fn bad_config_is_fatal_like_git() {
         assert_eq!(d.code, g.code, "{d:?}");
         assert_eq!(d.stderr, g.stderr, "for {text:?}");
     }
+    s.write(".gitconfig", "");
+    s.env("GIT_CONFIG_NOSYSTEM", "maybe");
+    let (g, d) = s.both(&[]);
+    assert_eq!((g.code, d.code), (128, 128));
+    assert_eq!(d.stderr, g.stderr);
 }
 
 /// The parser against `git config --list -z` on tricky files: every
