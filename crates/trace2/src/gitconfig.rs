@@ -656,12 +656,14 @@ impl Sources {
             Some(g) => vec![PathBuf::from(g)],
             None => {
                 let mut v = Vec::new();
+                // String concatenation as git's mkpathdup("%s/…"): an empty
+                // HOME gives "/.gitconfig", not a relative path.
                 let xdg = env_var("XDG_CONFIG_HOME")
                     .filter(|x| !x.is_empty())
-                    .map(|x| PathBuf::from(x).join("git/config"))
-                    .or_else(|| home().map(|h| h.join(".config/git/config")));
+                    .map(|x| PathBuf::from(format!("{x}/git/config")))
+                    .or_else(|| env_var("HOME").map(|h| PathBuf::from(format!("{h}/.config/git/config"))));
                 v.extend(xdg);
-                v.extend(home().map(|h| h.join(".gitconfig")));
+                v.extend(env_var("HOME").map(|h| PathBuf::from(format!("{h}/.gitconfig"))));
                 v
             }
         };
