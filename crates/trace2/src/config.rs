@@ -4,7 +4,7 @@
 
 use crate::format::{FormatOptions, TargetKind};
 
-/// Everything [`crate::init`] needs. Build it with [`Config::from_env`] or
+/// Everything [`crate::init()`] needs. Build it with [`Config::from_env`] or
 /// [`Config::new`] and the setters.
 #[derive(Debug, Clone)]
 pub struct Config {

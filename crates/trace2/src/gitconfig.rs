@@ -40,7 +40,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::gitconfig_wildmatch::{WM_CASEFOLD, WM_PATHNAME, wildmatch};
+pub use crate::gitconfig_wildmatch::{WM_CASEFOLD, WM_PATHNAME, wildmatch};
 
 /// Where a configuration entry came from (git's `enum config_scope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
