@@ -6,7 +6,9 @@
 //! mirrors `test-tool trace2 <verb>`). Arguments, exit codes and emitted
 //! events follow `t/helper/test-trace2.c`.
 
+use std::panic::Location;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use trace2::{ChildSpec, Counter, Timer};
@@ -24,6 +26,9 @@ const VERBS: &[(&str, &str)] = &[
     ("005exec", "<git_command_args>"),
     ("006data", "[<category> <key> <value>]+"),
     ("007bug", ""),
+    ("008bug", ""),
+    ("009bug_BUG", ""),
+    ("010bug_BUG", ""),
     ("100timer", "<count> <ms_delay>"),
     ("101timer", "<count> <ms_delay> <threads>"),
     ("200counter", "<v1> [<v2> [<v3> [...]]]"),
@@ -36,12 +41,63 @@ const VERBS: &[(&str, &str)] = &[
     ("901stress", "<threads> <events_per_thread>"),
 ];
 
+/// The exit code test-tool gives `BUG()` (`BUG_exit_code`; git itself aborts).
+const BUG_EXIT_CODE: i32 = 99;
+
+/// git's `bug_called_must_BUG`: set by [`bug`], cleared by [`bug_fatal`]; a
+/// process that exits with it set reports a `BUG()` instead.
+static BUG_CALLED_MUST_BUG: AtomicBool = AtomicBool::new(false);
+
+/// git's `exit()` wrapper (`common_exit`): a `bug()` not followed by
+/// `BUG_if_bug()` turns into a `BUG()`; then the `exit` event and the exit.
+#[track_caller]
+fn exit_process(code: i32) -> ! {
+    if BUG_CALLED_MUST_BUG.load(Ordering::Relaxed) {
+        let msg = "on exit(): had bug() call(s) in this process without explicit BUG_if_bug()";
+        bug_fatal(msg, msg);
+    }
+    std::process::exit(trace2::exit(code))
+}
+
+/// `BUG: <file>:<line>: <msg>` on stderr, and an `error` event (git's
+/// `BUG_vfl_common` followed by `trace2_cmd_error_va`).
+#[track_caller]
+fn report_bug(fmt: &str, msg: &str) {
+    let loc = Location::caller();
+    eprintln!("BUG: {}:{}: {msg}", loc.file(), loc.line());
+    trace2::error_fmt(fmt, msg);
+}
+
+/// git's `bug()`: reports the bug and carries on; the process must call
+/// `BUG_if_bug()` (or dies with a `BUG()` at exit).
+#[track_caller]
+fn bug(fmt: &str, msg: &str) {
+    BUG_CALLED_MUST_BUG.store(true, Ordering::Relaxed);
+    report_bug(fmt, msg);
+}
+
+/// git's `BUG()` as test-tool runs it: report, then exit 99.
+#[track_caller]
+fn bug_fatal(fmt: &str, msg: &str) -> ! {
+    BUG_CALLED_MUST_BUG.store(false, Ordering::Relaxed);
+    report_bug(fmt, msg);
+    std::process::exit(trace2::exit(BUG_EXIT_CODE))
+}
+
+/// git's `BUG_if_bug()`: a `BUG()` if [`bug`] was called.
+#[track_caller]
+fn bug_if_bug(msg: &str) {
+    if BUG_CALLED_MUST_BUG.load(Ordering::Relaxed) {
+        bug_fatal(msg, msg);
+    }
+}
+
 /// git's `die()`: an `error` event, `fatal: …` on stderr, exit 128.
 #[track_caller]
 fn die(fmt: &str, msg: &str) -> ! {
     trace2::error_fmt(fmt, msg);
     eprintln!("fatal: {msg}");
-    std::process::exit(trace2::exit(128))
+    exit_process(128)
 }
 
 #[track_caller]
@@ -77,7 +133,7 @@ fn run(args: &[String]) -> i32 {
             None => die_plain("expect <exit_code>"),
         },
         "002exit" => match get_i(a.first()) {
-            Some(rc) => std::process::exit(trace2::exit(rc)),
+            Some(rc) => exit_process(rc),
             None => die_plain("expect <exit_code>"),
         },
         "003error" => {
@@ -100,7 +156,7 @@ fn run(args: &[String]) -> i32 {
                 Ok(st) => trace2::child::status_code(&st),
                 Err(_) => -1,
             };
-            std::process::exit(trace2::exit(code))
+            exit_process(code)
         }
         "005exec" => {
             if a.is_empty() {
@@ -124,11 +180,23 @@ fn run(args: &[String]) -> i32 {
             }
             0
         }
-        "007bug" => {
-            let loc = std::panic::Location::caller();
-            eprintln!("BUG: {}:{}: the bug message", loc.file(), loc.line());
-            trace2::error_fmt("the bug message", "the bug message");
-            std::process::exit(trace2::exit(99))
+        "007bug" => bug_fatal("the bug message", "the bug message"),
+        "008bug" => {
+            bug("a bug message", "a bug message");
+            bug("another bug message", "another bug message");
+            let msg = "an explicit BUG_if_bug() following bug() call(s) is nice, but not required";
+            bug_if_bug(msg);
+            0
+        }
+        // No `BUG_if_bug()`: the exit turns the `bug()` calls into a `BUG()`.
+        "009bug_BUG" => {
+            bug("a bug message", "a bug message");
+            bug("another bug message", "another bug message");
+            0
+        }
+        "010bug_BUG" => {
+            bug("a %s message", "a bug message");
+            bug_fatal("a %s message", "a BUG message")
         }
         "100timer" => {
             let usage_error = "expect <count> <ms_delay>";
@@ -330,5 +398,5 @@ fn main() {
     }
     trace2::cmd_name("trace2");
     let code = run(&args);
-    std::process::exit(trace2::exit(code));
+    exit_process(code)
 }

@@ -381,6 +381,80 @@ fn v006data_and_007bug() {
     check(&["007bug"], simple(&["007bug"], 99, body, NONE));
 }
 
+/// The messages of `BUG: <file>:<line>: <msg>` lines on stderr, as t0210
+/// reads them (`sed "s/^.*: //"`).
+fn bug_messages(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .map(|l| match l.rfind(": ") {
+            Some(i) => l[i + 2..].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+/// `error` lines for (msg, fmt) pairs in the three formats.
+fn errors(pairs: &[(&str, &str)]) -> (String, String, String) {
+    let mut b = (String::new(), String::new(), String::new());
+    for (msg, fmt) in pairs {
+        b.0 += &format!("error {msg}\n");
+        b.1 += &format!("d0|main|error|||||{msg}\n");
+        b.2 += &format!("error sid=_SID0_ thread=\"main\" msg=\"{msg}\" fmt=\"{fmt}\"\n");
+    }
+    b
+}
+
+#[test]
+fn v008_to_010_bug_calls_exit_99_like_test_tool() {
+    // git's t0210 tests 8-10: `bug()` reports and goes on, `BUG_if_bug()`
+    // or the exit turns it into `BUG()`, which test-tool exits with 99.
+    let explicit = "an explicit BUG_if_bug() following bug() call(s) is nice, but not required";
+    let on_exit = "on exit(): had bug() call(s) in this process without explicit BUG_if_bug()";
+    let cases: [(&str, Vec<(&str, &str)>, Vec<&str>); 3] = [
+        (
+            "008bug",
+            vec![
+                ("a bug message", "a bug message"),
+                ("another bug message", "another bug message"),
+                (explicit, explicit),
+            ],
+            vec!["a bug message", "another bug message", explicit],
+        ),
+        (
+            "009bug_BUG",
+            vec![
+                ("a bug message", "a bug message"),
+                ("another bug message", "another bug message"),
+                (on_exit, on_exit),
+            ],
+            vec![
+                "a bug message",
+                "another bug message",
+                "had bug() call(s) in this process without explicit BUG_if_bug()",
+            ],
+        ),
+        (
+            "010bug_BUG",
+            vec![
+                ("a bug message", "a %s message"),
+                ("a BUG message", "a %s message"),
+            ],
+            vec!["a bug message", "a BUG message"],
+        ),
+    ];
+    for (verb, errs, stderr) in cases {
+        let body = errors(&errs);
+        check(&[verb], simple(&[verb], 99, (&body.0, &body.1, &body.2), NONE));
+        let out = run_verb(&[verb], &[]);
+        assert_eq!(bug_messages(&out.stderr), stderr, "stderr of {verb}");
+        assert!(
+            out.stderr.lines().all(|l| l.starts_with("BUG: ")),
+            "{verb}: {}",
+            out.stderr
+        );
+    }
+}
+
 #[test]
 fn v100timer_and_200counter() {
     let out = run_verb(&["100timer", "3", "2"], &[]);
