@@ -388,7 +388,11 @@ fn sleep_ms(ms: i32) {
 }
 
 fn main() {
-    trace2::init(trace2::Config::from_env("GIT"));
+    trace2::init(
+        trace2::Config::from_env("GIT")
+            .with_git_config()
+            .unwrap_or_else(|e| e.die()),
+    );
     let mut args: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
