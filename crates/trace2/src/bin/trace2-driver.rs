@@ -37,6 +37,7 @@ const VERBS: &[(&str, &str)] = &[
     ("301redact_child_start", "<argv...>"),
     ("302redact_exec", "<exe> <argv...>"),
     ("303redact_def_param", "<key> <value>"),
+    ("400ancestry", "<target> <output_file> [<child_command_line>]"),
     ("900bg", "<ready|timeout|error|exit|signal>"),
     ("901stress", "<threads> <events_per_thread>"),
 ];
@@ -308,6 +309,35 @@ fn run(args: &[String]) -> i32 {
             }
             trace2::def_param(&a[0], Some(&a[1]), "unknown");
             0
+        }
+        // From git 2.54 (t0213): run a child whose only Trace2 target is
+        // <target> into <output_file>, brief, so that its `cmd_ancestry`
+        // can be checked in isolation.
+        "400ancestry" => {
+            if a.len() < 3 {
+                die_plain("expect <target> <output_file> <child_command_line>");
+            }
+            let var = match a[0].as_str() {
+                "normal" => "GIT_TRACE2",
+                "perf" => "GIT_TRACE2_PERF",
+                "event" => "GIT_TRACE2_EVENT",
+                t => die(
+                    "invalid target '%s', expected: normal, perf, event",
+                    &format!("invalid target '{t}', expected: normal, perf, event"),
+                ),
+            };
+            let mut cmd = Command::new(&a[2]);
+            cmd.args(&a[3..])
+                .env("GIT_TRACE2", "")
+                .env("GIT_TRACE2_PERF", "")
+                .env("GIT_TRACE2_EVENT", "")
+                .env("GIT_TRACE2_BRIEF", "1")
+                .env(var, &a[1]);
+            let code = match trace2::child::run(&mut cmd, "?") {
+                Ok(st) => trace2::child::status_code(&st),
+                Err(_) => -1,
+            };
+            exit_process(code)
         }
         // Extensions (not in git's test-tool): the library's background
         // start helper, and many threads writing at once.

@@ -455,6 +455,106 @@ fn v008_to_010_bug_calls_exit_99_like_test_tool() {
     }
 }
 
+/// t0213's filters: the `cmd_ancestry` lists of a trace, immediate parent
+/// first, cut after the outermost `trace2-driver`.
+fn ancestries(target: &str, text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let names: Vec<String> = match target {
+            "normal" => match line.strip_prefix("cmd_ancestry ") {
+                Some(rest) => rest.split(" <- ").map(str::to_string).collect(),
+                None => continue,
+            },
+            "perf" => match line.split_once("ancestry:[") {
+                Some((_, rest)) if line.contains("| cmd_ancestry ") => rest
+                    .trim_end_matches(']')
+                    .split(' ')
+                    .map(str::to_string)
+                    .collect(),
+                _ => continue,
+            },
+            _ => {
+                let m = parse_object_line(line.as_bytes()).expect("valid JSON line");
+                if m[0].value.as_str() != Some("cmd_ancestry") {
+                    continue;
+                }
+                let list = m.iter().find(|x| x.key == "ancestry").expect("ancestry");
+                let raw = String::from_utf8_lossy(&list.raw).into_owned();
+                raw.trim_matches(|c| c == '[' || c == ']')
+                    .split(',')
+                    .map(|n| n.trim_matches('"').to_string())
+                    .collect()
+            }
+        };
+        let cut = names
+            .iter()
+            .rposition(|n| n == "trace2-driver")
+            .map_or(names.len(), |i| i + 1);
+        out.push(names[..cut].to_vec());
+    }
+    out
+}
+
+#[test]
+fn v400ancestry_traces_only_the_child_into_one_target() {
+    // git 2.54's verb for t0213: the child (git resolving an alias, which
+    // runs git again) writes only <target>, brief, into <file>; the driver
+    // writes its own events to its own targets.
+    for target in ["normal", "perf", "event"] {
+        let home = TempDir::new("ancestry");
+        let (out, parent) = (home.join("child.trace"), home.join("parent.json"));
+        let o = run(driver(home.path())
+            .env("GIT_TRACE2_EVENT", &parent)
+            .env("GIT_TRACE2_PERF", home.join("parent.perf"))
+            .args(["trace2", "400ancestry", target])
+            .arg(&out)
+            .args(["git", "-c", "alias.xyz=version", "xyz"]));
+        assert_eq!(o.status.code(), Some(0), "{target}: {o:?}");
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("git version "));
+        let child = read(&out);
+        let want = vec![
+            vec!["trace2-driver".to_string()],
+            vec!["git".into(), "trace2-driver".into()],
+        ];
+        assert_eq!(ancestries(target, &child), want, "{target}: {child}");
+        // Only the chosen format; GIT_TRACE2_BRIEF=1 makes only the normal
+        // target brief (perf and event have their own variables), as in git.
+        let first = child.lines().next().unwrap_or("");
+        match target {
+            "normal" => assert!(first.starts_with("version "), "{first}"),
+            "perf" => assert!(first.contains(" | d1 | main "), "{first}"),
+            _ => assert!(first.starts_with("{\"event\":\"version\""), "{first}"),
+        }
+        // The driver's own stream: one child, none of git's events.
+        let ev = scrub_event(&read(&parent));
+        let kids: Vec<&String> = ev.iter().filter(|l| l.starts_with("child_")).collect();
+        assert_eq!(kids.len(), 2, "{ev:?}");
+        assert!(
+            kids[0].contains("argv=[\"git\",\"-c\",\"alias.xyz=version\",\"xyz\"]"),
+            "{}",
+            kids[0]
+        );
+        assert!(kids[1].contains(" code=0"), "{}", kids[1]);
+        assert!(ev.iter().all(|l| l.contains("sid=_SID0_")), "{ev:?}");
+        let perf = read(&home.join("parent.perf"));
+        assert!(
+            perf.lines().count() > 5 && perf.lines().all(|l| l.contains(" | d0 | main ")),
+            "{perf}"
+        );
+    }
+    // Bad arguments die like git's helper.
+    let home = TempDir::new("ancestry-bad");
+    let o = run(driver(home.path()).args(["trace2", "400ancestry", "bogus", "f", "true"]));
+    assert_eq!(o.status.code(), Some(128));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "fatal: invalid target 'bogus', expected: normal, perf, event\n"
+    );
+    let o = run(driver(home.path()).args(["trace2", "400ancestry", "normal", "f"]));
+    assert_eq!(o.status.code(), Some(128));
+    assert!(!home.join("f").exists());
+}
+
 #[test]
 fn v100timer_and_200counter() {
     let out = run_verb(&["100timer", "3", "2"], &[]);
