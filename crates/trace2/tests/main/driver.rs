@@ -410,7 +410,9 @@ fn v008_to_010_bug_calls_exit_99_like_test_tool() {
     // or the exit turns it into `BUG()`, which test-tool exits with 99.
     let explicit = "an explicit BUG_if_bug() following bug() call(s) is nice, but not required";
     let on_exit = "on exit(): had bug() call(s) in this process without explicit BUG_if_bug()";
-    let cases: [(&str, Vec<(&str, &str)>, Vec<&str>); 3] = [
+    // (verb, `error` events as (msg, fmt), messages on stderr)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<&'a str>);
+    let cases: [Case<'_>; 3] = [
         (
             "008bug",
             vec![
