@@ -153,11 +153,7 @@ fn run(args: &[String]) -> i32 {
             }
             let mut cmd = Command::new(&a[0]);
             cmd.args(&a[1..]);
-            let code = match trace2::child::run(&mut cmd, "?") {
-                Ok(st) => trace2::child::status_code(&st),
-                Err(_) => -1,
-            };
-            exit_process(code)
+            exit_process(run_command(cmd))
         }
         "005exec" => {
             if a.is_empty() {
@@ -333,11 +329,7 @@ fn run(args: &[String]) -> i32 {
                 .env("GIT_TRACE2_EVENT", "")
                 .env("GIT_TRACE2_BRIEF", "1")
                 .env(var, &a[1]);
-            let code = match trace2::child::run(&mut cmd, "?") {
-                Ok(st) => trace2::child::status_code(&st),
-                Err(_) => -1,
-            };
-            exit_process(code)
+            exit_process(run_command(cmd))
         }
         // Extensions (not in git's test-tool): the library's background
         // start helper, and many threads writing at once.
@@ -369,6 +361,103 @@ fn run(args: &[String]) -> i32 {
             0
         }
         _ => usage(),
+    }
+}
+
+/// git's `run_command()`: `child_start`, spawn, wait, `child_exit`; the
+/// child's code, or -1 if it could not be started. A failed start is
+/// reported as git's `start_command` reports it, between `child_start` and
+/// `child_exit`: a name not found on `PATH` is `error: cannot run <name>: …`,
+/// any other failure `fatal: cannot exec '<name>': …` (git prints it with
+/// `die`'s prefix but carries on).
+#[track_caller]
+fn run_command(mut cmd: Command) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    let argv: Vec<String> = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let spec = ChildSpec {
+        class: Some("?"),
+        argv: argv.iter().map(String::as_str).collect(),
+        ..ChildSpec::default()
+    };
+    let id = trace2::child_start_with(&spec);
+    trace2::child::prepare(&mut cmd);
+    let name = argv.first().map(String::as_str).unwrap_or("");
+    if !name.contains('/') && !in_path(name) {
+        let why = strerror(&std::io::Error::from(std::io::ErrorKind::NotFound));
+        let fmt = format!("cannot run %s: {why}");
+        let msg = format!("cannot run {name}: {why}");
+        trace2::error_fmt(&fmt, &msg);
+        eprintln!("error: {msg}");
+        trace2::child_exit(&id, -1, -1);
+        return -1;
+    }
+    match cmd.spawn() {
+        Ok(mut child) => {
+            let pid = i64::from(child.id());
+            let code = match child.wait() {
+                Ok(st) => {
+                    // git's `wait_or_whine`: a death by signal is an error,
+                    // except SIGINT, SIGQUIT and SIGPIPE.
+                    if let Some(sig) = st.signal()
+                        && ![libc::SIGINT, libc::SIGQUIT, libc::SIGPIPE].contains(&sig)
+                    {
+                        let msg = format!("{name} died of signal {sig}");
+                        trace2::error_fmt("%s died of signal %d", &msg);
+                        eprintln!("error: {msg}");
+                    }
+                    trace2::child::status_code(&st)
+                }
+                Err(e) => {
+                    let why = strerror(&e);
+                    let msg = format!("waitpid for {name} failed: {why}");
+                    trace2::error_fmt(&format!("waitpid for %s failed: {why}"), &msg);
+                    eprintln!("error: {msg}");
+                    -1
+                }
+            };
+            trace2::child_exit(&id, pid, code);
+            code
+        }
+        Err(e) => {
+            let why = strerror(&e);
+            let fmt = format!("cannot exec '%s': {why}");
+            let msg = format!("cannot exec '{name}': {why}");
+            trace2::error_fmt(&fmt, &msg);
+            eprintln!("fatal: {msg}");
+            trace2::child_exit(&id, -1, -1);
+            -1
+        }
+    }
+}
+
+/// git's `locate_in_PATH()`: is there an executable regular file `name` in
+/// a `PATH` directory (an empty entry is the current directory)?
+fn in_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH").filter(|p| !p.is_empty()) else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        let file = if dir.as_os_str().is_empty() {
+            std::path::PathBuf::from(name)
+        } else {
+            dir.join(name)
+        };
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// The C library's message for an error (`strerror`), without Rust's
+/// ` (os error N)` suffix.
+fn strerror(e: &std::io::Error) -> String {
+    let code = e.raw_os_error().unwrap_or(libc::ENOENT);
+    let s = std::io::Error::from_raw_os_error(code).to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 

@@ -322,6 +322,108 @@ fn v004child_runs_real_git_and_reports_a_failed_spawn() {
     assert!(out.normal.contains(&"exit elapsed:_T_ code:255".to_string()));
 }
 
+/// The lines of `lines` strictly between the first one starting with
+/// `from` and the next one starting with `to`.
+fn between<'a>(lines: &'a [String], from: &str, to: &str) -> Vec<&'a str> {
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with(from))
+        .unwrap_or_else(|| panic!("no {from} in {lines:?}"));
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| l.starts_with(to))
+            .unwrap_or_else(|| panic!("no {to} in {lines:?}"));
+    lines[start + 1..end].iter().map(String::as_str).collect()
+}
+
+#[test]
+fn v004child_reports_failed_starts_and_signals_like_run_command() {
+    // What git's run_command() reports between child_start and child_exit
+    // (checked against test-tool 2.47.3): a name not on PATH, a path that
+    // cannot be executed, and a child killed by a signal (not SIGPIPE).
+    let home = TempDir::new("not-exec");
+    let not_exec = home.join("data.txt");
+    std::fs::write(&not_exec, "not a program\n").unwrap();
+    let not_exec = not_exec.to_str().unwrap().to_string();
+    // (child argv, exit code, `error` as (msg, fmt), stderr prefix)
+    type Case<'a> = (Vec<&'a str>, i32, Option<(String, &'a str)>, &'a str);
+    let cases: [Case<'_>; 5] = [
+        (
+            vec!["no-such-program-t2gs"],
+            255,
+            Some((
+                "cannot run no-such-program-t2gs: No such file or directory".into(),
+                "cannot run %s: No such file or directory",
+            )),
+            "error: ",
+        ),
+        (
+            vec!["/nonexistent/program"],
+            255,
+            Some((
+                "cannot exec '/nonexistent/program': No such file or directory".into(),
+                "cannot exec '%s': No such file or directory",
+            )),
+            "fatal: ",
+        ),
+        (
+            vec![&not_exec],
+            255,
+            Some((
+                format!("cannot exec '{not_exec}': Permission denied"),
+                "cannot exec '%s': Permission denied",
+            )),
+            "fatal: ",
+        ),
+        (
+            vec!["sh", "-c", "kill -9 $$"],
+            137,
+            Some(("sh died of signal 9".into(), "%s died of signal %d")),
+            "error: ",
+        ),
+        (vec!["sh", "-c", "kill -PIPE $$"], 141, None, ""),
+    ];
+    for (child, code, error, prefix) in cases {
+        let mut args = vec!["004child"];
+        args.extend(&child);
+        let out = run_verb(&args, &[]);
+        assert_eq!(out.code, code, "{args:?}: {}", out.stderr);
+        let normal = between(&out.normal, "child_start", "child_exit");
+        let perf = between(&out.perf, "d0|main|child_start", "d0|main|child_exit");
+        let event = between(&out.event, "child_start", "child_exit");
+        match &error {
+            Some((msg, fmt)) => {
+                assert_eq!(normal, [format!("error {msg}")], "{args:?}");
+                assert_eq!(perf, [format!("d0|main|error|||||{msg}")], "{args:?}");
+                assert_eq!(
+                    event,
+                    [format!(
+                        "error sid=_SID0_ thread=\"main\" msg={msg:?} fmt={fmt:?}"
+                    )],
+                    "{args:?}"
+                );
+                assert_eq!(out.stderr, format!("{prefix}{msg}\n"), "{args:?}");
+            }
+            None => {
+                assert!(
+                    normal.is_empty() && perf.is_empty() && event.is_empty(),
+                    "{out:?}",
+                    out = out.normal
+                );
+                assert_eq!(out.stderr, "", "{args:?}");
+            }
+        }
+        let exit = if code == 255 { -1 } else { code };
+        assert!(
+            out.normal
+                .contains(&format!("child_exit[0] pid:_T_ code:{exit} elapsed:_T_")),
+            "{:?}",
+            out.normal
+        );
+    }
+}
+
 #[test]
 fn v005exec_replaces_the_process_with_git() {
     let out = run_verb(&["005exec", "version"], &[]);
