@@ -599,7 +599,7 @@ pub fn cmd_name(name: &str) {
     );
     if !r.listed_params.swap(true, Ordering::Relaxed) {
         r.list_config(loc);
-        for var in &r.env_vars {
+        for var in r.env_vars.iter().filter(|v| !v.is_empty()) {
             if let Some(v) = std::env::var_os(var)
                 .map(|v| v.to_string_lossy().into_owned())
                 .filter(|v| !v.is_empty())

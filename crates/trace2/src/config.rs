@@ -4,7 +4,7 @@
 
 use crate::format::{FormatOptions, TargetKind};
 
-/// Everything [`crate::init`] needs. Build it with [`Config::from_env`] or
+/// Everything [`crate::init()`] needs. Build it with [`Config::from_env`] or
 /// [`Config::new`] and the setters.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -162,7 +162,19 @@ impl Config {
     /// Errors are git's fatal ones (a syntax error, a `trace2.*` key
     /// without a value, includes nested too deep), naming the file and the
     /// line; [`crate::GitConfigError::die`] reports one and exits as git does.
-    pub fn with_git_config(mut self) -> Result<Config, crate::gitconfig::GitConfigError> {
+    pub fn with_git_config(self) -> Result<Config, crate::gitconfig::GitConfigError> {
+        let sources = crate::gitconfig::Sources::very_early()?;
+        self.with_git_config_from(&sources, &|name| env(name))
+    }
+
+    /// [`Config::with_git_config`] from the files of `sources`, with `getenv`
+    /// deciding which settings the environment already holds (it should
+    /// return only non-empty values).
+    pub fn with_git_config_from(
+        mut self,
+        sources: &crate::gitconfig::Sources,
+        getenv: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, crate::gitconfig::GitConfigError> {
         // git's tr2_sysenv_settings, in its order.
         const KEYS: [(&str, &str); 11] = [
             ("trace2.configparams", "_TRACE2_CONFIG_PARAMS"),
@@ -178,8 +190,7 @@ impl Config {
             ("trace2.maxfiles", "_TRACE2_MAX_FILES"),
         ];
         let mut values: [Option<String>; 11] = Default::default();
-        let sources = crate::gitconfig::Sources::very_early()?;
-        crate::gitconfig::read_with(&sources, &mut |e| {
+        crate::gitconfig::read_with(sources, &mut |e| {
             if let Some(i) = KEYS.iter().position(|(k, _)| *k == e.key) {
                 match &e.value {
                     None => return Err(format!("missing value for '{}'", e.key)),
@@ -190,7 +201,7 @@ impl Config {
         })?;
         let prefix = self.prefix.clone();
         for (i, (_, suffix)) in KEYS.iter().enumerate() {
-            if env(&format!("{prefix}{suffix}")).is_some() {
+            if getenv(&format!("{prefix}{suffix}")).is_some() {
                 continue;
             }
             let Some(v) = values[i].take() else { continue };
@@ -308,6 +319,54 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_config_keys_under_another_prefix() {
+        let dir = std::env::temp_dir().join(format!("trace2-cfg-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("global");
+        std::fs::write(
+            &file,
+            "[trace2]\n\teventTarget = /tmp/from-config\n\tperfTarget = 2\n\tperfBrief = on\n\
+             \teventNesting = 5\n\tmaxFiles = 7\n\tconfigParams = core.*, app.*\n\tenvVars = A,B\n\
+             \tdestinationDebug = 1\n\tnormalBrief = bogus\n",
+        )
+        .unwrap();
+        let sources = crate::gitconfig::Sources {
+            global: vec![file.clone()],
+            ..Default::default()
+        };
+        // MYAPP_TRACE2_EVENT is set: it wins over trace2.eventTarget; GIT_
+        // variables mean nothing to a MYAPP program.
+        let getenv = |name: &str| match name {
+            "MYAPP_TRACE2_EVENT" | "GIT_TRACE2_PERF" => Some("/tmp/from-env".to_string()),
+            _ => None,
+        };
+        let c = Config::new("MYAPP")
+            .target(TargetKind::Event, "/tmp/from-env")
+            .with_git_config_from(&sources, &getenv)
+            .unwrap();
+        assert_eq!(c.targets[2].as_deref(), Some("/tmp/from-env"));
+        assert_eq!(c.targets[1].as_deref(), Some("2"));
+        assert_eq!(c.targets[0], None);
+        assert_eq!(c.brief, [false, true, false], "an invalid brief value is ignored");
+        assert_eq!((c.event_nesting, c.max_files, c.dst_debug), (5, 7, true));
+        assert_eq!(c.config_params, ["core.*", "app.*"]);
+        assert_eq!(c.env_vars, ["A", "B"]);
+
+        std::fs::write(&file, "[trace2]\n\tperfTarget\n").unwrap();
+        let err = Config::new("MYAPP")
+            .with_git_config_from(&sources, &getenv)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "bad config line 2 in file {} (missing value for 'trace2.perftarget')",
+                file.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn c_like_parsing() {

@@ -40,7 +40,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::gitconfig_wildmatch::{WM_CASEFOLD, WM_PATHNAME, wildmatch};
+pub use crate::gitconfig_wildmatch::{WM_CASEFOLD, WM_PATHNAME, wildmatch};
 
 /// Where a configuration entry came from (git's `enum config_scope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,8 +127,14 @@ pub enum GitConfigError {
         /// The error.
         source: std::io::Error,
     },
+    /// A file included by an `includeIf` (while git collects remote URLs
+    /// for `hasconfig:remote.*.url:`) defines a remote URL.
+    #[error(
+        "remote URLs cannot be configured in file directly or indirectly included by includeIf.hasconfig:remote.*.url"
+    )]
+    ForbiddenRemoteUrl,
     /// An environment variable git parses as a boolean is not one.
-    #[error("bad boolean config value '{value}' for '{name}'")]
+    #[error("bad boolean environment value '{value}' for '{name}'")]
     BadEnvBool {
         /// The variable.
         name: String,
@@ -148,6 +154,11 @@ impl GitConfigError {
                 }
                 eprintln!("fatal: bad config line {line} in file {}", file.display());
             }
+            GitConfigError::IncludeDepth { path, from } => eprintln!(
+                "fatal: exceeded maximum include depth (10) while including\n\t{}\nfrom\n\t{}\nThis might be due to circular includes.",
+                path.display(),
+                from.display()
+            ),
             other => eprintln!("fatal: {other}"),
         }
         std::process::exit(128)
@@ -645,12 +656,14 @@ impl Sources {
             Some(g) => vec![PathBuf::from(g)],
             None => {
                 let mut v = Vec::new();
+                // String concatenation as git's mkpathdup("%s/…"): an empty
+                // HOME gives "/.gitconfig", not a relative path.
                 let xdg = env_var("XDG_CONFIG_HOME")
                     .filter(|x| !x.is_empty())
-                    .map(|x| PathBuf::from(x).join("git/config"))
-                    .or_else(|| home().map(|h| h.join(".config/git/config")));
+                    .map(|x| PathBuf::from(format!("{x}/git/config")))
+                    .or_else(|| env_var("HOME").map(|h| PathBuf::from(format!("{h}/.config/git/config"))));
                 v.extend(xdg);
-                v.extend(home().map(|h| h.join(".gitconfig")));
+                v.extend(env_var("HOME").map(|h| PathBuf::from(format!("{h}/.gitconfig"))));
                 v
             }
         };
@@ -765,10 +778,15 @@ impl Reader<'_> {
                 line: e.line,
                 detail: Some(detail),
             };
-            if forbid_remote_url && is_remote_url(&e.key) {
-                return Err(bad("remote URLs cannot be configured in file directly or indirectly included by includeIf.hasconfig:remote.*.url".into()));
+            if forbid_remote_url {
+                // git swaps the callback for forbid_remote_url(): entries of
+                // the included file are checked, not collected.
+                if is_remote_url(&e.key) {
+                    return Err(GitConfigError::ForbiddenRemoteUrl);
+                }
+            } else {
+                cb(e).map_err(bad)?;
             }
-            cb(e).map_err(bad)?;
             self.handle_includes(e, cb, forbid_remote_url)
         })
     }
@@ -789,8 +807,9 @@ impl Reader<'_> {
             return Ok(());
         };
         if self.condition_is_true(e, cond)? {
-            let forbid = forbid_remote_url
-                || (self.unconditional_remote_url && cond.starts_with("hasconfig:remote.*.url:"));
+            // While collecting remote URLs, git checks every file an
+            // includeIf brings in (whatever the condition).
+            let forbid = forbid_remote_url || self.unconditional_remote_url;
             self.include_path(e, cb, forbid)?;
         }
         Ok(())
@@ -1008,12 +1027,91 @@ fn read_gitfile(file: &Path) -> Option<PathBuf> {
     })
 }
 
+/// git's `is_path_owned_by_current_uid`: owned by the effective user, or,
+/// for root, by root or by `SUDO_UID`.
+fn owned_by_current_user(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let mut euid = crate::sys::euid();
+    if euid == 0 {
+        if m.uid() == 0 {
+            return true;
+        }
+        if let Some(id) = env_var("SUDO_UID").and_then(|v| v.parse::<u32>().ok()) {
+            euid = id;
+        }
+    }
+    m.uid() == euid
+}
+
+/// git's `real_pathdup(p, 0)`: the real path, the last component allowed
+/// to be missing.
+fn real_path(p: &Path) -> Option<PathBuf> {
+    if let Ok(r) = std::fs::canonicalize(p) {
+        return Some(r);
+    }
+    let parent = std::fs::canonicalize(p.parent()?).ok()?;
+    Some(parent.join(p.file_name()?))
+}
+
+/// git's `ensure_valid_ownership`: the paths are the user's own, or the
+/// repository is listed in `safe.directory` (system, global and command
+/// line config, as git's protected config).
+fn ensure_valid_ownership(paths: &[&Path], repo_path: &Path) -> bool {
+    if !env_bool("GIT_TEST_ASSUME_DIFFERENT_OWNER", false).unwrap_or(false)
+        && paths.iter().all(|p| owned_by_current_user(p))
+    {
+        return true;
+    }
+    let Some(path) = real_path(repo_path) else {
+        return false;
+    };
+    let Ok(mut sources) = Sources::very_early() else {
+        return false;
+    };
+    sources.command_line = true;
+    let mut safe = false;
+    let read = read_with(&sources, &mut |e| {
+        if e.key != "safe.directory" {
+            return Ok(());
+        }
+        match e.value.as_deref() {
+            None | Some("") => safe = false,
+            Some("*") => safe = true,
+            Some(v) => {
+                let Some(allowed) = interpolate_path(v, false) else {
+                    return Ok(());
+                };
+                if !allowed.is_absolute() && allowed != Path::new(".") {
+                    return Ok(());
+                }
+                let Some(norm) = real_path(&allowed) else {
+                    return Ok(());
+                };
+                let norm = norm.to_string_lossy();
+                let path = path.to_string_lossy();
+                if let Some(prefix) = norm.strip_suffix('*').filter(|p| p.ends_with('/')) {
+                    if path.starts_with(prefix) {
+                        safe = true;
+                    }
+                } else if path == norm {
+                    safe = true;
+                }
+            }
+        }
+        Ok(())
+    });
+    read.is_ok() && safe
+}
+
 /// The repository git would find from the current directory: `GIT_DIR` if
 /// set, else the nearest directory upwards holding a `.git` directory or
 /// file, or being a bare repository itself; not above a
 /// `GIT_CEILING_DIRECTORIES` entry, nor across file systems unless
-/// `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true. Repository ownership
-/// (`safe.directory`) is not checked.
+/// `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true; and, as git, none if it
+/// belongs to another user and is not listed in `safe.directory`.
 pub fn discover_repo() -> Option<RepoPaths> {
     if let Some(d) = env_var("GIT_DIR").filter(|d| !d.is_empty()) {
         let d = std::path::absolute(d).ok()?;
@@ -1039,15 +1137,15 @@ pub fn discover_repo() -> Option<RepoPaths> {
     loop {
         let dotgit = dir.join(".git");
         if dotgit.is_dir() && is_git_directory(&dotgit) {
-            return Some(repo_paths(dotgit));
+            return ensure_valid_ownership(&[dir, &dotgit], dir).then(|| repo_paths(dotgit));
         }
         if dotgit.is_file() {
             if let Some(g) = read_gitfile(&dotgit).filter(|g| is_git_directory(g)) {
-                return Some(repo_paths(g));
+                return ensure_valid_ownership(&[&dotgit, dir, &g], dir).then(|| repo_paths(g));
             }
         }
         if is_git_directory(dir) {
-            return Some(repo_paths(dir.to_path_buf()));
+            return ensure_valid_ownership(&[dir], dir).then(|| repo_paths(dir.to_path_buf()));
         }
         let parent = dir.parent()?;
         if ceilings.iter().any(|c| c == parent) {

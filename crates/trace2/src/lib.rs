@@ -90,7 +90,6 @@ pub use config::{Config, atoi, parse_maybe_bool};
 pub use event::{EVENT_FORMAT_VERSION, Event, EventKind, ReadyState, Str};
 pub use format::{FormatOptions, Target, TargetKind, format_event};
 pub use gitconfig::GitConfigError;
-pub use gitconfig_wildmatch::wildmatch;
 pub use sid::{Sid, sha1};
 pub use sys::{hostname, strerror};
 pub use time::Timestamp;

@@ -135,3 +135,9 @@ pub(crate) fn home_of_user(name: &str) -> Option<std::path::PathBuf> {
         Some(std::path::PathBuf::from(std::ffi::OsString::from_vec(dir)))
     }
 }
+
+/// The effective user id (`geteuid`).
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

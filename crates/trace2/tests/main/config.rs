@@ -494,11 +494,14 @@ fn config_params_as_def_param_with_scopes() {
 
 #[test]
 fn bad_config_is_fatal_like_git() {
-    let s = Setup::new("cfg-bad");
+    let mut s = Setup::new("cfg-bad");
+    s.write("inc.cfg", "[remote \"p\"]\n\turl = y\n");
     for text in [
         "[trace2]\n\teventTarget\n",
         "[trace2]\n\teventTarget = /dev/null\n[broken\n",
         "[core]\n\tx = \"unterminated\n",
+        "[include]\n\tpath = .gitconfig\n",
+        "[includeIf \"hasconfig:remote.*.url:**\"]\n\tpath = inc.cfg\n[remote \"o\"]\n\turl = x\n",
     ] {
         s.write(".gitconfig", text);
         let (g, d) = s.both(&[]);
@@ -506,6 +509,11 @@ fn bad_config_is_fatal_like_git() {
         assert_eq!(d.code, g.code, "{d:?}");
         assert_eq!(d.stderr, g.stderr, "for {text:?}");
     }
+    s.write(".gitconfig", "");
+    s.env("GIT_CONFIG_NOSYSTEM", "maybe");
+    let (g, d) = s.both(&[]);
+    assert_eq!((g.code, d.code), (128, 128));
+    assert_eq!(d.stderr, g.stderr);
 }
 
 /// The parser against `git config --list -z` on tricky files: every
@@ -633,4 +641,175 @@ fn parser_matches_git_on_generated_files() {
             compare_with_git(home.path(), "gen.cfg", text.as_bytes()).map_err(TestCaseError::fail)
         })
         .unwrap();
+}
+
+/// `configParams` matching (git's wildmatch with `WM_CASEFOLD`) against
+/// real git: random patterns over a fixed set of keys; the keys git lists
+/// as `def_param` must be exactly those `key_matches` accepts.
+#[test]
+fn config_param_patterns_match_like_git() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config as PtConfig, TestRunner};
+    const PIECES: &[&str] = &[
+        "*",
+        "*",
+        "**",
+        "?",
+        ".",
+        "a",
+        "A",
+        "b",
+        "sec",
+        "Sub",
+        "x-1",
+        "[a-c]",
+        "[!a]",
+        "[^.]",
+        "[[:upper:]]",
+        "[[:digit:]]",
+        "[]]",
+        "\\*",
+        "\\",
+        "/",
+        "[",
+        "[a-",
+        "]",
+    ];
+    let home = TempDir::new("cfg-wild");
+    let cfg = "[sec]\n\ta = 1\n\tB = 2\n\tx-1 = 3\n[Sec \"Sub/dir\"]\n\ta = 4\n[sec \"a*b?\"]\n\tc = 5\n\
+               [sec \"[x]\"]\n\tb9 = 6\n[a.b]\n\tc = 7\n[sec \"\"]\n\tz = 8\n[sec \".\"]\n\ta = 9\n";
+    std::fs::write(home.join(".gitconfig"), cfg).unwrap();
+    let entries = parse_str(cfg.as_bytes(), &home.join(".gitconfig"), Scope::Global).unwrap();
+    let strategy = prop::collection::vec(prop::sample::select(PIECES), 1..6).prop_map(|v| v.concat());
+    let mut runner = TestRunner::new(PtConfig {
+        cases: 160,
+        failure_persistence: None,
+        ..PtConfig::default()
+    });
+    runner
+        .run(&strategy, |pattern| {
+            let ev = home.join("w.ev");
+            let _ = std::fs::remove_file(&ev);
+            let mut c = git(home.path());
+            c.current_dir(home.path())
+                .arg("version")
+                .env("GIT_TRACE2_EVENT", &ev)
+                .env("GIT_TRACE2_CONFIG_PARAMS", &pattern);
+            for v in CONFIG_VARS.iter().filter(|v| **v != "GIT_CONFIG_NOSYSTEM") {
+                c.env_remove(v);
+            }
+            assert!(run(&mut c).status.success());
+            let git_keys: Vec<String> = read(&ev)
+                .lines()
+                .filter_map(|l| {
+                    let m = parse_object_line(l.as_bytes()).unwrap();
+                    (m[0].value.as_str() == Some("def_param"))
+                        .then(|| {
+                            m.iter()
+                                .find(|x| x.key == "param")
+                                .and_then(|x| x.value.as_str().map(String::from))
+                        })
+                        .flatten()
+                })
+                .collect();
+            let ours: Vec<String> = entries
+                .iter()
+                .filter(|e| trace2::gitconfig::key_matches(std::slice::from_ref(&pattern), &e.key))
+                .map(|e| e.key.clone())
+                .collect();
+            prop_assert_eq!(ours, git_keys, "pattern {:?}", pattern);
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A repository owned by someone else is not read (git's "dubious
+/// ownership"), unless `safe.directory` lists it or `SUDO_UID` names its
+/// owner — for git and for us alike.
+#[test]
+fn repository_ownership_and_safe_directory() {
+    use std::os::unix::fs::MetadataExt;
+    let mut s = Setup::new("cfg-owner");
+    let (src, _bare) = make_repos(s.home.path());
+    let mut c = git(s.home.path());
+    c.arg("-C").arg(&src).args(["config", "cfg.prop.local", "yes"]);
+    assert!(run(&mut c).status.success());
+    s.write(
+        ".gitconfig",
+        &format!(
+            "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n",
+            s.p("e")
+        ),
+    );
+    s.cwd = src.clone();
+    let defs = |r: &Run| {
+        event_shape(r.texts[0].as_deref().unwrap_or(""))
+            .into_iter()
+            .filter(|l| l.starts_with("def_param"))
+            .collect::<Vec<_>>()
+    };
+    let local = [r#"def_param scope="local" param="cfg.prop.local" value="yes""#];
+    let (g, d) = s.both(&["e"]);
+    assert_eq!(defs(&g), local);
+    assert_eq!(defs(&d), defs(&g));
+
+    // Another owner: git ignores the repository (and so its config).
+    let me = std::fs::metadata(&src).unwrap().uid();
+    let other = if me == 0 { 4242 } else { me };
+    let chown = |uid: u32| {
+        let st = Command::new("chown")
+            .arg("-R")
+            .arg(uid.to_string())
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    if std::fs::metadata(&src).unwrap().uid() == 0 && crate_is_root() {
+        chown(other);
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), Vec::<String>::new(), "{g:?}");
+        assert_eq!(defs(&d), defs(&g));
+
+        // SUDO_UID naming the owner makes it root's own again.
+        s.env("SUDO_UID", &other.to_string());
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), local);
+        assert_eq!(defs(&d), defs(&g));
+        s.unset("SUDO_UID");
+
+        // Listed in safe.directory (exact, then with /*).
+        for entry in [
+            src.display().to_string(),
+            format!("{}/*", s.home.path().display()),
+        ] {
+            s.write(
+                ".gitconfig",
+                &format!(
+                    "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n[safe]\n\tdirectory = {entry}\n",
+                    s.p("e")
+                ),
+            );
+            let (g, d) = s.both(&["e"]);
+            assert_eq!(defs(&g), local, "{entry}");
+            assert_eq!(defs(&d), defs(&g), "{entry}");
+        }
+        // An empty value resets the list.
+        s.write(
+            ".gitconfig",
+            &format!(
+                "[trace2]\n\teventTarget = {}\n\tconfigParams = cfg.prop.*\n[safe]\n\tdirectory = *\n\tdirectory =\n",
+                s.p("e")
+            ),
+        );
+        let (g, d) = s.both(&["e"]);
+        assert_eq!(defs(&g), Vec::<String>::new());
+        assert_eq!(defs(&d), defs(&g));
+        chown(0);
+    }
+}
+
+fn crate_is_root() -> bool {
+    let out = run(Command::new("id").arg("-u"));
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
 }
