@@ -17,7 +17,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region};
 
-/// Cheap hasher for pids: they are already well spread integers.
+/// Cheap hasher for pids. The table's bucket is the hash's low bits and its tag the top seven:
+/// a pid is its own low 32 bits, so the pids the kernel hands out one after another land in
+/// neighbouring buckets (one cache line and page for many, where a well-mixed hash sent each to
+/// a random place in a 16 MB table: a cache miss per insert, 7% of `analyze` on 600,000
+/// processes in `perf`), and the top bits are a multiplicative mix, so tags still differ.
 #[derive(Default, Clone, Copy)]
 struct PidHasher(u64);
 
@@ -31,7 +35,8 @@ impl Hasher for PidHasher {
         }
     }
     fn write_i32(&mut self, i: i32) {
-        self.0 = (i as u32 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let p = i as u32 as u64;
+        self.0 = p | (p.wrapping_mul(0x9E37_79B9_7F4A_7C15) & 0xFFFF_FFFF_0000_0000);
     }
 }
 
@@ -435,6 +440,17 @@ impl Tracker {
             to_sweep: Vec::new(),
             last_asked: None,
         }
+    }
+
+    /// Empties the model without freeing its records one by one: for a process about to exit,
+    /// which gives all its memory back at once (`analyze` of 600,000 processes spent 3% of its
+    /// time freeing them).
+    pub fn leak_records(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.slots));
+        self.free.clear();
+        self.roots.clear();
+        std::mem::forget(std::mem::take(&mut self.live));
+        std::mem::forget(std::mem::take(&mut self.exited));
     }
 
     /// Narrows (or widens) what is followed from now on: a saved trace may name its root only
