@@ -1497,6 +1497,46 @@ mod tests {
         assert_eq!(sum.tracer_cpu_ns, Some(s / 4));
     }
 
+    /// An exec's argv is taken while the line is scanned: every shape of array a writer may
+    /// produce reads back, and an array that is not all strings is an error naming its line.
+    #[test]
+    fn argv_words_taken_while_scanning() {
+        let start = r#"{"event":"start","ts":1.0,"tool":"proctrace","mode":"watch"}"#;
+        let argv_of = |arr: &str| {
+            let text =
+                format!("{start}\n{{\"event\":\"exec\",\"ts\":2.0,\"argv\":{arr},\"pid\":5,\"ppid\":1}}\n");
+            let (ev, ..) = read_all(text.as_bytes(), false)?;
+            Ok::<_, InputError>(match ev.as_slice() {
+                [_, Event::ExecDetails { details, .. }] => details.argv.clone(),
+                other => panic!("{other:?}"),
+            })
+        };
+        let v = |w: &[&str]| Some(w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(argv_of(r#"["sh","-c","x"]"#).unwrap(), v(&["sh", "-c", "x"]));
+        assert_eq!(argv_of(r#"[ "a" , "b" ]"#).unwrap(), v(&["a", "b"]));
+        assert_eq!(argv_of("[]").unwrap(), v(&[]));
+        assert_eq!(argv_of("[ ]").unwrap(), v(&[]));
+        assert_eq!(argv_of("null").unwrap(), None);
+        assert_eq!(
+            argv_of(r#"["q\"uote","tab\t","\u00e9\ud83d\ude00",""]"#).unwrap(),
+            v(&["q\"uote", "tab\t", "é😀", ""])
+        );
+        for bad in [
+            r#"["a",1]"#,
+            r#"[["a"]]"#,
+            r#"["a",null]"#,
+            r#""a""#,
+            r#"{"a":"b"}"#,
+        ] {
+            let e = argv_of(bad).unwrap_err().to_string();
+            assert!(e.contains("mem.jsonl:2:") && e.contains("argv"), "{bad}: {e}");
+        }
+        for broken in [r#"["a""#, r#"["a",]"#, r#"["a" "b"]"#, r#"[,"a"]"#] {
+            let e = argv_of(broken).unwrap_err().to_string();
+            assert!(e.contains("mem.jsonl:2:"), "{broken}: {e}");
+        }
+    }
+
     /// Lines longer than the reader's buffer are read whole; a cut last line is counted.
     #[test]
     fn long_lines_and_a_cut_last_line() {

@@ -1264,6 +1264,45 @@ mod tests {
         assert_eq!(t.apply(&exit(5, 500, 0), &mut f), Followup::None);
     }
 
+    /// Records span many slot chunks and pids come round again: every record, every pid's
+    /// latest instance and every parent link stay right (the chunked slots, the pid hash).
+    #[test]
+    fn many_records_across_chunks_and_reused_pids() {
+        let mut t = tracker(Scope::All, true, false);
+        let mut f = Vec::new();
+        let n = 3 * CHUNK as u64 + 17;
+        // Pids cycle through a small range (each comes round again) and every third is above
+        // 2^30, so neighbouring and far-apart pids share the table.
+        let pid_of = |i: u64| 1000 + (i % 5000) as i32 + if i % 3 == 0 { 1 << 30 } else { 0 };
+        for i in 0..n {
+            t.apply(&fork(i * 10, 1, pid_of(i)), &mut f);
+            t.apply(&exit(i * 10 + 5, pid_of(i), (i % 7) as u32), &mut f);
+        }
+        assert_eq!(t.stats().processes, n);
+        let mut seen = 0u64;
+        let mut ids: Vec<ProcId> = f
+            .iter()
+            .filter_map(|x| match x {
+                Fact::Fork(id) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        ids.dedup();
+        for (i, id) in ids.iter().enumerate() {
+            let r = t.get(*id).unwrap();
+            let i = i as u64;
+            assert_eq!((r.pid, r.start_ns), (pid_of(i), Some(i * 10)));
+            assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code((i % 7) as i32)));
+            seen += 1;
+        }
+        assert_eq!(seen, n);
+        // The latest instance of a pid is the one a late note finds.
+        let last = n - 1;
+        let id = t.lookup_at(pid_of(last), last * 10 + 6).unwrap();
+        assert_eq!(t.get(id).unwrap().start_ns, Some(last * 10));
+        assert_eq!(t.live_count(), 0);
+    }
+
     #[test]
     fn tree_scope_ignores_strangers_and_all_scope_adopts_them() {
         let events = [
