@@ -710,8 +710,12 @@ fn opt_strings(v: Option<Val<'_>>, key: &str, scratch: &mut Vec<String>) -> Res<
     loop {
         p.ws();
         match p.peek() {
-            // `Drain` knows its length: the vector is allocated once, to size.
-            Some(b']') => return Ok(Some(scratch.drain(..).collect())),
+            Some(b']') => {
+                // Allocated once, to size (`scratch` keeps its room for the next line).
+                let mut words = Vec::with_capacity(scratch.len());
+                words.append(scratch);
+                return Ok(Some(words));
+            }
             Some(b',') => p.i += 1,
             Some(b'"') => {
                 let (s, esc) = p.string()?;
