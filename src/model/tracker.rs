@@ -726,7 +726,10 @@ impl Tracker {
             self.stats.exits_inferred += 1;
         }
         facts.push(Fact::Exit(id));
-        self.to_sweep.push(id);
+        // Retained records are never swept: no list of them to grow.
+        if !self.opts.retain_exited {
+            self.to_sweep.push(id);
+        }
     }
 
     /// [`Event::ExecDetails`] taking the details by value, so the live path (which has just read
@@ -740,7 +743,15 @@ impl Tracker {
             }
             r.details_pending = false;
             if let Some(c) = &details.comm {
-                r.comm = Some(c.clone());
+                match &mut r.comm {
+                    // The name inherited at fork gives its buffer: an allocation and a free
+                    // less for nearly every exec.
+                    Some(rc) => {
+                        rc.clear();
+                        rc.push_str(c);
+                    }
+                    None => r.comm = Some(c.clone()),
+                }
             }
             if let Some(euid) = details.uid {
                 r.uid = Some((r.uid.map_or(euid, |x| x.0), euid));
