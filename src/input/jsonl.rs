@@ -78,8 +78,14 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Skips whitespace. Lines as proctrace writes them have none: one comparison says so
+    /// (the four-way match alone was a tenth of the line scanner's time in `perf`).
+    #[inline(always)]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.b.get(self.i) {
+        while let Some(&c) = self.b.get(self.i) {
+            if c > b' ' || !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
+                return;
+            }
             self.i += 1;
         }
     }
@@ -553,11 +559,8 @@ struct Line<'a> {
 impl Table {
     /// Scans one line (a JSON object and nothing else) into the table.
     fn scan(&mut self, s: &str) -> Res<()> {
-        while self.set != 0 {
-            let i = self.set.trailing_zeros() as usize;
-            self.v[i] = Slot::Absent;
-            self.set &= self.set - 1;
-        }
+        // A slot whose bit is not set is absent, whatever it still holds from an earlier line.
+        self.set = 0;
         self.words_ok = false;
         let base = s.as_ptr() as usize;
         let at = |x: &str| x.as_ptr() as usize - base;
@@ -625,6 +628,9 @@ impl Table {
 impl<'a> Line<'a> {
     /// The value of `k`, if the line has it.
     fn get(&self, k: K) -> Option<Val<'a>> {
+        if self.t.set & (1u64 << k as u32) == 0 {
+            return None;
+        }
         let s = |a: usize, b: usize| self.s.get(a..b).unwrap_or_default();
         Some(match self.t.v[k as usize] {
             Slot::Absent => return None,
