@@ -69,6 +69,9 @@ pub struct Layout {
     pub cpu_delay_total: usize,
     /// `blkio_count`.
     pub blkio_count: usize,
+    /// `cpu_run_virtual_total`: `se.sum_exec_runtime`, ns (filled whatever the delay
+    /// accounting switch says).
+    pub cpu_run_virtual_total: usize,
     /// `blkio_delay_total` (ns waiting for synchronous block I/O; needs `kernel.task_delayacct`).
     pub blkio_delay_total: usize,
     /// `ac_comm[32]`.
@@ -120,6 +123,7 @@ pub const LAYOUT: Layout = Layout {
     cpu_delay_total: 24,
     blkio_count: 32,
     blkio_delay_total: 40,
+    cpu_run_virtual_total: 72,
     ac_comm: 80,
     ac_uid: 120,
     ac_pid: 128,
@@ -137,6 +141,7 @@ pub const LAYOUT_V15: Layout = Layout {
     cpu_delay_total: 24,
     blkio_count: 48,
     blkio_delay_total: 56,
+    cpu_run_virtual_total: 72 + 48,
     ac_comm: 80 + 48,
     ac_uid: 120 + 48,
     ac_pid: 128 + 48,

@@ -59,7 +59,10 @@
 //!   a thread's record was lost ([`ProcessUsage::threads_lost`]). `hiwater_rss` is the address
 //!   space's, shared by the threads: the maximum, not the sum.
 //! - **Units**: `ac_utime`/`ac_stime`/`ac_etime` µs; `hiwater_rss`/`hiwater_vm` KiB;
-//!   `read_char`/`write_char`/`read_bytes`/`write_bytes` bytes; delays ns; `ac_btime` s since the
+//!   `read_char`/`write_char`/`read_bytes`/`write_bytes` bytes, **rounded down to a KiB per
+//!   task** (`xacct_add_tsk` masks them, and the syscall counts, with `KB_MASK`: measured, rchar
+//!   3980 in `/proc/PID/io`, 3072 in the record), so a process's sum is up to 1023 bytes per
+//!   thread below `/proc/PID/io`; delays ns; `ac_btime` s since the
 //!   epoch (`ac_btime64` from v10), computed at exit as `now - elapsed` in whole seconds.
 //! - **Config**: CPU times, `ac_*` and context switches always; `hiwater_*`, `read_char`,
 //!   `write_char`, `*_syscalls` need `CONFIG_TASK_XACCT`; `read_bytes`, `write_bytes`,
@@ -70,6 +73,15 @@
 //! - **Versions**: the struct grows at its end (v10 `ac_btime64`, v12 `ac_tgid`, `ac_tgetime`,
 //!   v13 wpcopy, v14 irq, v16/v17 delay maxima/minima at the end), except v15, which inserted
 //!   16 bytes after each delay total; [`abi::LAYOUT_V15`] reads it.
+//! - **CPU**: `ac_utime`/`ac_stime` are the raw tick samples (`task_cputime`); on this loaded
+//!   2-vCPU VM their sum was measured at half of what `wait4` reported (172 ms against 334 ms).
+//!   `cpu_run_virtual_total` is `se.sum_exec_runtime`, the precise run time `wait4` scales to,
+//!   filled even with delay accounting off; [`Usage`] splits it in the samples' proportion like
+//!   the kernel's `cputime_adjust`, summed over threads first like
+//!   `thread_group_cputime_adjusted`. CPU spent after the record is made (freeing the address
+//!   space in `exit_mm`, closing files, the final switch) is in `wait4` but not here: a few ms for
+//!   a 48 MiB process; likewise each thread's final context switch (voluntary switches up to one
+//!   per thread below `wait4`'s).
 //! - **Exit code**: `ac_exitcode` is the wait status for thread group leaders, 0 for other threads.
 //! - **`wait4`/`time -v` versus taskstats.** `wait4`'s `rusage` of a child includes the CPU of the
 //!   descendants it reaped, and `ru_maxrss` is the maximum over the child's address spaces

@@ -17,7 +17,8 @@ pub struct Usage {
     pub cpu_sys_ns: u64,
     /// Peak resident set of the process's last address space (the one it exited with), KiB.
     pub max_rss_kib: u64,
-    /// Bytes through read-like calls (`rchar`).
+    /// Bytes through read-like calls (`rchar`). From taskstats each thread's figure is rounded
+    /// down to a KiB, as are the other byte counts here (crate docs).
     pub read_chars: u64,
     /// Bytes through write-like calls (`wchar`).
     pub write_chars: u64,
@@ -41,9 +42,10 @@ pub struct Usage {
 impl Usage {
     /// One task's figures. `io_delay` says whether block I/O delay accounting was on.
     pub fn from_task(r: &TaskRecord, io_delay: bool) -> Usage {
+        let (cpu_user_ns, cpu_sys_ns) = split_cpu(r.utime_us * 1000, r.stime_us * 1000, r.run_ns);
         Usage {
-            cpu_user_ns: r.utime_us.saturating_mul(1000),
-            cpu_sys_ns: r.stime_us.saturating_mul(1000),
+            cpu_user_ns,
+            cpu_sys_ns,
             max_rss_kib: r.hiwater_rss_kib,
             read_chars: r.read_char,
             write_chars: r.write_char,
@@ -75,8 +77,28 @@ impl Usage {
     }
 }
 
+/// The kernel's `cputime_adjust` (what `wait4` and `/proc/PID/stat` report): the precise run
+/// time `rtime`, split between user and system in the proportion of the tick samples.
+pub fn split_cpu(utime_ns: u64, stime_ns: u64, rtime_ns: u64) -> (u64, u64) {
+    if rtime_ns == 0 {
+        return (utime_ns, stime_ns); // no scheduler figure: the samples as they are
+    }
+    if stime_ns == 0 {
+        return (rtime_ns, 0);
+    }
+    if utime_ns == 0 {
+        return (0, rtime_ns);
+    }
+    let stime = (stime_ns as u128 * rtime_ns as u128 / (utime_ns as u128 + stime_ns as u128)) as u64;
+    (rtime_ns - stime, stime)
+}
+
 fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     Some(a? + b?)
+}
+
+fn add_raw(raw: (u64, u64, u64), r: &TaskRecord) -> (u64, u64, u64) {
+    (raw.0 + r.utime_us * 1000, raw.1 + r.stime_us * 1000, raw.2 + r.run_ns)
 }
 
 /// A whole process's figures, with what the caller needs to join them with the process's exit
@@ -132,6 +154,8 @@ pub struct Accumulator {
 
 #[derive(Debug)]
 struct Pending {
+    /// Tick samples and run time summed, ns, to split once like `thread_group_cputime_adjusted`.
+    raw: (u64, u64, u64),
     usage: Usage,
     threads: u32,
     leader: Option<TaskRecord>,
@@ -162,7 +186,9 @@ impl Accumulator {
                 },
                 threads: 0,
                 leader: None,
+                raw: (0, 0, 0),
             });
+            p.raw = add_raw(p.raw, &exit.task);
             p.usage.add_thread(&u);
             p.threads += 1;
             if is_leader {
@@ -170,8 +196,8 @@ impl Accumulator {
             }
             return None;
         }
-        let (mut usage, mut threads, leader) = match self.pending.remove(&tgid) {
-            Some(p) => (p.usage, p.threads, p.leader),
+        let (mut usage, mut threads, leader, mut raw) = match self.pending.remove(&tgid) {
+            Some(p) => (p.usage, p.threads, p.leader, p.raw),
             None => {
                 if exit.group.is_some() && !is_leader {
                     self.split += 1;
@@ -184,10 +210,13 @@ impl Accumulator {
                     },
                     0,
                     None,
+                    (0, 0, 0),
                 )
             }
         };
         usage.add_thread(&u);
+        raw = add_raw(raw, &exit.task);
+        (usage.cpu_user_ns, usage.cpu_sys_ns) = split_cpu(raw.0, raw.1, raw.2);
         threads += 1;
         let lead = if is_leader { exit.task } else { leader.unwrap_or(exit.task) };
         Some(ProcessUsage {
@@ -199,9 +228,7 @@ impl Accumulator {
             ppid: lead.ppid,
             btime_s: lead.btime_s,
             elapsed_us: exit.task.tgetime_us.unwrap_or(lead.etime_us),
-            threads_lost: exit.group.is_some_and(|(_, g)| {
-                (g.utime_us + g.stime_us).saturating_mul(1000) > usage.cpu_user_ns + usage.cpu_sys_ns
-            }),
+            threads_lost: exit.group.is_some_and(|(_, g)| g.run_ns > raw.2 || (g.utime_us + g.stime_us) * 1000 > raw.0 + raw.1),
         })
     }
 
