@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 use taskstats::{Accumulator, Listener, Options, Received};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let secs: u64 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(5);
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(5);
     let raw = std::env::args().nth(2);
     let mut ts = Listener::open(&Options::default())?;
     ts.tap_raw(raw.is_some());
@@ -45,7 +49,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         t.nvcsw,
                         t.nivcsw,
                         t.cpu_delay_ns,
-                        e.group.map(|(g, r)| format!("{g}: {r:?} task tgetime {:?} etime {}", t.tgetime_us, t.etime_us)).unwrap_or_default(), e.group.map(|(g, r)| format!("{g}: utime {} rss {} rchar {} cs {}/{} cpudelay {} etime {} tgetime {:?}", r.utime_us, r.hiwater_rss_kib, r.read_char, r.nvcsw, r.nivcsw, r.cpu_delay_ns, r.etime_us, r.tgetime_us)).unwrap_or_default()
+                        e.group
+                            .map(|(g, r)| format!(
+                                "{g}: {r:?} task tgetime {:?} etime {}",
+                                t.tgetime_us, t.etime_us
+                            ))
+                            .unwrap_or_default(),
+                        e.group
+                            .map(|(g, r)| format!(
+                                "{g}: utime {} rss {} rchar {} cs {}/{} cpudelay {} etime {} tgetime {:?}",
+                                r.utime_us,
+                                r.hiwater_rss_kib,
+                                r.read_char,
+                                r.nvcsw,
+                                r.nivcsw,
+                                r.cpu_delay_ns,
+                                r.etime_us,
+                                r.tgetime_us
+                            ))
+                            .unwrap_or_default()
                     );
                     if let Some(p) = acc.feed(e) {
                         println!("  process {} threads {} {:?}", p.tgid, p.threads, p.usage);

@@ -196,7 +196,14 @@ mod tests {
 
     #[test]
     fn request_is_aligned_and_sized() {
-        let r = request(GENL_ID_CTRL, 1, 7, CTRL_CMD_GETFAMILY, 1, &[(CTRL_ATTR_FAMILY_NAME, TASKSTATS_GENL_NAME)]);
+        let r = request(
+            GENL_ID_CTRL,
+            1,
+            7,
+            CTRL_CMD_GETFAMILY,
+            1,
+            &[(CTRL_ATTR_FAMILY_NAME, TASKSTATS_GENL_NAME)],
+        );
         assert_eq!(r.len(), 16 + 4 + align4(4 + 10));
         assert_eq!(u32::from_ne_bytes(r[..4].try_into().unwrap()) as usize, r.len());
     }

@@ -103,4 +103,4 @@ pub use parse::{Messages, Parsed, Rejected, TaskExit, TaskRecord, encode, encode
 pub use socket::{
     Listener, Loss, OpenError, Options, Received, RecvError, Stats, Waker, io_delay_accounting, possible_cpus,
 };
-pub use usage::{Accumulator, ProcessUsage, Usage};
+pub use usage::{Accumulator, ProcessUsage, Usage, split_cpu};

@@ -198,7 +198,10 @@ impl Iterator for Messages<'_> {
         if len < abi::NLMSG_HDRLEN || len > self.rest.len() {
             let available = self.rest.len();
             self.rest = &[];
-            return Some(Err(Rejected::BadLength { claimed: len, available }));
+            return Some(Err(Rejected::BadLength {
+                claimed: len,
+                available,
+            }));
         }
         let msg = &self.rest[..len];
         self.rest = &self.rest[abi::align4(len).min(self.rest.len())..];
@@ -275,11 +278,17 @@ fn aggregate(nest: &[u8], id_type: u16) -> Result<(u32, TaskRecord), Rejected> {
 /// Decodes a `struct taskstats` by its version.
 pub fn record(s: &[u8]) -> Result<TaskRecord, Rejected> {
     if s.len() < 2 {
-        return Err(Rejected::ShortStats { version: 0, len: s.len() });
+        return Err(Rejected::ShortStats {
+            version: 0,
+            len: s.len(),
+        });
     }
     let version = u16_at(s, 0);
     let l: &Layout = abi::layout(version);
-    let short = Rejected::ShortStats { version, len: s.len() };
+    let short = Rejected::ShortStats {
+        version,
+        len: s.len(),
+    };
     if s.len() < l.u64_block + 18 * 8 {
         return Err(short);
     }
@@ -385,7 +394,14 @@ pub fn encode(family: u16, seq: u32, exit: &TaskExit, stats_len: usize) -> Vec<u
     if let Some((tgid, g)) = &exit.group {
         nest(abi::TYPE_AGGR_TGID, abi::TYPE_TGID, *tgid, g);
     }
-    let mut v = abi::request(family, 0, seq, abi::TASKSTATS_CMD_NEW, abi::TASKSTATS_GENL_VERSION, &[]);
+    let mut v = abi::request(
+        family,
+        0,
+        seq,
+        abi::TASKSTATS_CMD_NEW,
+        abi::TASKSTATS_GENL_VERSION,
+        &[],
+    );
     v.extend_from_slice(&attrs);
     let len = v.len() as u32;
     v[..4].copy_from_slice(&len.to_ne_bytes());

@@ -286,11 +286,18 @@ impl Listener {
         }
         let mut mask = l.cpus.clone().into_bytes();
         mask.push(0);
-        let seq = l.send(l.family, abi::TASKSTATS_CMD_GET, abi::CMD_ATTR_REGISTER_CPUMASK, &mask)?;
+        let seq = l.send(
+            l.family,
+            abi::TASKSTATS_CMD_GET,
+            abi::CMD_ATTR_REGISTER_CPUMASK,
+            &mask,
+        )?;
         match l.wait_reply(seq, opts.reply_timeout, "TASKSTATS_CMD_ATTR_REGISTER_CPUMASK")? {
             Reply::Ack(0) => {}
             Reply::Ack(libc::EPERM) => {
-                return Err(OpenError::PermissionDenied(io::Error::from_raw_os_error(libc::EPERM)));
+                return Err(OpenError::PermissionDenied(io::Error::from_raw_os_error(
+                    libc::EPERM,
+                )));
             }
             Reply::Ack(libc::EINVAL) => return Err(OpenError::Refused { cpus: l.cpus.clone() }),
             Reply::Ack(e) => {
@@ -313,7 +320,14 @@ impl Listener {
     fn send(&mut self, family: u16, cmd: u8, attr: u16, data: &[u8]) -> Result<u32, OpenError> {
         self.seq = self.seq.wrapping_add(1);
         let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
-        let msg = abi::request(family, flags, self.seq, cmd, abi::TASKSTATS_GENL_VERSION, &[(attr, data)]);
+        let msg = abi::request(
+            family,
+            flags,
+            self.seq,
+            cmd,
+            abi::TASKSTATS_GENL_VERSION,
+            &[(attr, data)],
+        );
         let dst = kernel_addr();
         // SAFETY: msg and dst are valid for the lengths given.
         let rc = unsafe {
@@ -331,7 +345,10 @@ impl Listener {
             if e.raw_os_error() == Some(libc::EPERM) {
                 return Err(OpenError::PermissionDenied(e));
             }
-            return Err(OpenError::Sys { call: "sendto(NETLINK_GENERIC)", source: e });
+            return Err(OpenError::Sys {
+                call: "sendto(NETLINK_GENERIC)",
+                source: e,
+            });
         }
         Ok(self.seq)
     }
@@ -358,7 +375,10 @@ impl Listener {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(OpenError::Sys { call: "poll", source: e });
+                return Err(OpenError::Sys {
+                    call: "poll",
+                    source: e,
+                });
             }
             if rc == 0 {
                 continue;
@@ -384,7 +404,12 @@ impl Listener {
                         self.stats.overflows += 1;
                         continue;
                     }
-                    _ => return Err(OpenError::Sys { call: "recvfrom(NETLINK_GENERIC)", source: e }),
+                    _ => {
+                        return Err(OpenError::Sys {
+                            call: "recvfrom(NETLINK_GENERIC)",
+                            source: e,
+                        });
+                    }
                 }
             }
             if from.nl_pid != 0 {
@@ -438,7 +463,9 @@ impl Listener {
 
     /// A handle that wakes [`recv`](Self::recv) from another thread.
     pub fn waker(&self) -> Waker {
-        Waker { fd: self.wake_fd.clone() }
+        Waker {
+            fd: self.wake_fd.clone(),
+        }
     }
 
     /// Keeps a copy of every datagram received, each prefixed by its length as a native u32
@@ -462,8 +489,16 @@ impl Listener {
         let fd = self.fd.as_raw_fd();
         if timeout_ms != 0 {
             let mut fds = [
-                libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: self.wake_fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.wake_fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
             // SAFETY: fds is a valid array of two pollfd.
             let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
@@ -472,7 +507,10 @@ impl Listener {
                 if e.kind() == io::ErrorKind::Interrupted {
                     return Ok(());
                 }
-                return Err(RecvError { call: "poll", source: e });
+                return Err(RecvError {
+                    call: "poll",
+                    source: e,
+                });
             }
             if fds[1].revents & libc::POLLIN != 0 {
                 let mut v = 0u64;
@@ -536,7 +574,10 @@ impl Listener {
                 Some(libc::EAGAIN) => Ok(Batch::Empty),
                 Some(libc::EINTR) => Ok(Batch::Got(0)),
                 Some(libc::ENOBUFS) => Ok(Batch::Overflow),
-                _ => Err(RecvError { call: "recvmmsg", source: e }),
+                _ => Err(RecvError {
+                    call: "recvmmsg",
+                    source: e,
+                }),
             };
         }
         let n = n as usize;
@@ -640,7 +681,11 @@ fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: libc::c_int) -> io::Resul
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<libc::c_int> {
@@ -648,7 +693,11 @@ fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<libc::c_int> {
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: v and len are live and sized correctly.
     let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut libc::c_int).cast(), &mut len) };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(v) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
 }
 
 impl Drop for Listener {
@@ -658,7 +707,12 @@ impl Drop for Listener {
         if self.family != 0 {
             let mut mask = self.cpus.clone().into_bytes();
             mask.push(0);
-            let _ = self.send(self.family, abi::TASKSTATS_CMD_GET, abi::CMD_ATTR_DEREGISTER_CPUMASK, &mask);
+            let _ = self.send(
+                self.family,
+                abi::TASKSTATS_CMD_GET,
+                abi::CMD_ATTR_DEREGISTER_CPUMASK,
+                &mask,
+            );
         }
     }
 }

@@ -98,7 +98,11 @@ fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 fn add_raw(raw: (u64, u64, u64), r: &TaskRecord) -> (u64, u64, u64) {
-    (raw.0 + r.utime_us * 1000, raw.1 + r.stime_us * 1000, raw.2 + r.run_ns)
+    (
+        raw.0 + r.utime_us * 1000,
+        raw.1 + r.stime_us * 1000,
+        raw.2 + r.run_ns,
+    )
 }
 
 /// A whole process's figures, with what the caller needs to join them with the process's exit
@@ -218,7 +222,11 @@ impl Accumulator {
         raw = add_raw(raw, &exit.task);
         (usage.cpu_user_ns, usage.cpu_sys_ns) = split_cpu(raw.0, raw.1, raw.2);
         threads += 1;
-        let lead = if is_leader { exit.task } else { leader.unwrap_or(exit.task) };
+        let lead = if is_leader {
+            exit.task
+        } else {
+            leader.unwrap_or(exit.task)
+        };
         Some(ProcessUsage {
             tgid,
             threads,
@@ -228,7 +236,9 @@ impl Accumulator {
             ppid: lead.ppid,
             btime_s: lead.btime_s,
             elapsed_us: exit.task.tgetime_us.unwrap_or(lead.etime_us),
-            threads_lost: exit.group.is_some_and(|(_, g)| g.run_ns > raw.2 || (g.utime_us + g.stime_us) * 1000 > raw.0 + raw.1),
+            threads_lost: exit
+                .group
+                .is_some_and(|(_, g)| g.run_ns > raw.2 || (g.utime_us + g.stime_us) * 1000 > raw.0 + raw.1),
         })
     }
 

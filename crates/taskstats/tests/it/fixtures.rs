@@ -98,9 +98,18 @@ fn short_stats_are_rejected() {
     // A v16 record cut before ac_tgid: claims a version its bytes do not hold.
     let mut stats = taskstats::encode_record(&exit.task, 560);
     stats.truncate(360);
-    assert!(matches!(taskstats::record(&stats), Err(Rejected::ShortStats { version: 16, len: 360 })));
+    assert!(matches!(
+        taskstats::record(&stats),
+        Err(Rejected::ShortStats {
+            version: 16,
+            len: 360
+        })
+    ));
     stats.truncate(287);
-    assert!(matches!(taskstats::record(&stats), Err(Rejected::ShortStats { .. })));
+    assert!(matches!(
+        taskstats::record(&stats),
+        Err(Rejected::ShortStats { .. })
+    ));
 }
 
 /// Datagrams the kernel sent (length-prefixed), recorded while a three-thread python process and
@@ -116,7 +125,9 @@ fn recorded_kernel_datagrams() {
         let dgram = &rest[4..4 + len];
         rest = &rest[4 + len..];
         for m in parse(dgram, FAMILY) {
-            let Parsed::Exit(e) = m.unwrap() else { panic!("only exits recorded") };
+            let Parsed::Exit(e) = m.unwrap() else {
+                panic!("only exits recorded")
+            };
             assert_eq!(e.task.version, 16);
             assert_eq!(e.task.pid, e.pid);
             exits += 1;
@@ -129,7 +140,10 @@ fn recorded_kernel_datagrams() {
     assert!(exits >= 4);
     assert_eq!(python.len(), 3, "three threads");
     let mut acc = taskstats::Accumulator::new(false);
-    let p = python.iter().find_map(|e| acc.feed(e)).expect("complete with the aggregate");
+    let p = python
+        .iter()
+        .find_map(|e| acc.feed(e))
+        .expect("complete with the aggregate");
     assert_eq!(p.threads, 3);
     assert!(groups >= 1);
     let (_, agg) = python[2].group.unwrap();

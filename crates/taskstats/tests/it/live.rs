@@ -27,7 +27,9 @@ pub fn workload() -> &'static str {
 
 fn scratch(name: &str) -> String {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    dir.join(format!("ts-{}-{name}", std::process::id())).to_string_lossy().into_owned()
+    dir.join(format!("ts-{}-{name}", std::process::id()))
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// What the launcher printed.
@@ -45,7 +47,12 @@ struct Launched {
 fn launch(cpu_ms: u64, mib: u64, bytes: u64, threads: u32, sig: i32) -> Launched {
     let file = scratch(&format!("out-{cpu_ms}-{threads}-{sig}"));
     let out = Command::new(workload())
-        .args(["launch", &cpu_ms.to_string(), &mib.to_string(), &bytes.to_string()])
+        .args([
+            "launch",
+            &cpu_ms.to_string(),
+            &mib.to_string(),
+            &bytes.to_string(),
+        ])
         .args([threads.to_string(), file.clone(), sig.to_string(), "0".into()])
         .output()
         .unwrap();
@@ -80,7 +87,11 @@ fn parse_launched(text: &str) -> Launched {
 }
 
 /// Receives until `want` processes are complete or the deadline passes.
-fn collect(ts: &mut Listener, want: &[u32], deadline: Duration) -> (HashMap<u32, ProcessUsage>, Vec<TaskExit>, u64) {
+fn collect(
+    ts: &mut Listener,
+    want: &[u32],
+    deadline: Duration,
+) -> (HashMap<u32, ProcessUsage>, Vec<TaskExit>, u64) {
     let mut acc = Accumulator::new(ts.io_delay_accounting());
     let mut done = HashMap::new();
     let mut tasks = Vec::new();
@@ -135,12 +146,19 @@ fn check_against_truth(p: &ProcessUsage, l: &Launched, bytes: u64) {
             p.threads
         )
     };
-    assert_eq!(u.write_chars, bytes, "wchar: exactly the bytes written (a KiB multiple, one thread)");
+    assert_eq!(
+        u.write_chars, bytes,
+        "wchar: exactly the bytes written (a KiB multiple, one thread)"
+    );
     kib(l.io["wchar"], u.write_chars, "wchar");
     kib(l.io["rchar"], u.read_chars, "rchar");
     kib(l.io["read_bytes"], u.read_bytes, "read_bytes");
     kib(l.io["write_bytes"], u.write_bytes, "write_bytes");
-    assert!(u.write_bytes >= bytes, "fsynced bytes reached storage: {} < {bytes}", u.write_bytes);
+    assert!(
+        u.write_bytes >= bytes,
+        "fsynced bytes reached storage: {} < {bytes}",
+        u.write_bytes
+    );
     // Each thread switches at least once more after its record is made (its last schedule()).
     let switches = |got: u64, truth: u64, what: &str| {
         assert!(
@@ -162,9 +180,14 @@ fn single_thread_matches_wait4() {
     let l = launch(300, 48, bytes, 1, 0);
     let (done, tasks, lost) = collect(&mut ts, &[l.pid], Duration::from_secs(20));
     assert_eq!(lost, 0);
-    let p = done.get(&l.pid).unwrap_or_else(|| panic!("no record for {}: {tasks:?}", l.pid));
+    let p = done
+        .get(&l.pid)
+        .unwrap_or_else(|| panic!("no record for {}: {tasks:?}", l.pid));
     assert_eq!(p.threads, 1);
-    assert!(tasks[0].group.is_none(), "a single-threaded process has no group aggregate");
+    assert!(
+        tasks[0].group.is_none(),
+        "a single-threaded process has no group aggregate"
+    );
     check_against_truth(p, &l, bytes);
     assert!(p.usage.cpu_user_ns >= 250_000_000, "spun 300 ms: {:?}", p.usage);
     assert!(p.usage.max_rss_kib >= 48 << 10);
@@ -177,18 +200,26 @@ fn threads_are_summed_into_the_process() {
     let l = launch(150, 16, bytes, 4, 0);
     let (done, tasks, lost) = collect(&mut ts, &[l.pid], Duration::from_secs(20));
     assert_eq!(lost, 0);
-    let p = done.get(&l.pid).unwrap_or_else(|| panic!("no record for {}: {tasks:?}", l.pid));
+    let p = done
+        .get(&l.pid)
+        .unwrap_or_else(|| panic!("no record for {}: {tasks:?}", l.pid));
     assert_eq!(p.threads, 4, "{tasks:?}");
     assert_eq!(tasks.len(), 4);
     let last = tasks.last().unwrap();
-    let (g, agg) = last.group.expect("the last thread's record carries the group aggregate");
+    let (g, agg) = last
+        .group
+        .expect("the last thread's record carries the group aggregate");
     assert_eq!(g, l.pid);
     // The aggregate sums CPU and switches, and nothing of memory or I/O (crate docs).
     assert_eq!(agg.run_ns, p.usage.cpu_user_ns + p.usage.cpu_sys_ns);
     assert_eq!(agg.nvcsw, p.usage.vol_ctx_switches);
     assert_eq!((agg.hiwater_rss_kib, agg.read_char, agg.write_char), (0, 0, 0));
     check_against_truth(p, &l, bytes);
-    assert!(p.usage.cpu_user_ns + p.usage.cpu_sys_ns >= 4 * 130_000_000, "{:?}", p.usage);
+    assert!(
+        p.usage.cpu_user_ns + p.usage.cpu_sys_ns >= 4 * 130_000_000,
+        "{:?}",
+        p.usage
+    );
 }
 
 #[test]
@@ -204,9 +235,16 @@ fn killed_by_a_signal() {
 }
 
 fn burst(n: usize) -> Vec<u32> {
-    let out = Command::new(workload()).args(["burst", &n.to_string()]).output().unwrap();
+    let out = Command::new(workload())
+        .args(["burst", &n.to_string()])
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().lines().map(|s| s.parse().unwrap()).collect()
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|s| s.parse().unwrap())
+        .collect()
 }
 
 #[test]
@@ -241,9 +279,15 @@ fn tiny_buffer_loss_is_counted_exactly() {
             .sum::<u64>();
     let st = ts.stats();
     assert!(lost > 0, "a full 4 KiB queue drops records");
-    assert_eq!(lost, st.socket_drops, "every drop the kernel counted is reported, once");
+    assert_eq!(
+        lost, st.socket_drops,
+        "every drop the kernel counted is reported, once"
+    );
     assert_eq!(st.lost_reported, st.socket_drops);
     assert!(st.overflows >= 1, "ENOBUFS seen");
     let missing = (pids.len() - done.len()) as u64;
-    assert!(missing > 0 && missing <= lost, "missing {missing} of ours, lost {lost} in all");
+    assert!(
+        missing > 0 && missing <= lost,
+        "missing {missing} of ours, lost {lost} in all"
+    );
 }
