@@ -149,7 +149,7 @@ pub fn clock_ticks() -> u64 {
 pub fn process_clocks(pid: Pid) -> Option<(u64, u64, u64)> {
     let read = |which: i32| -> Option<u64> {
         // MAKE_PROCESS_CPUCLOCK(pid, which) from the kernel's posix-timers.h.
-        let clock = (!(pid as i32) << 3) | which;
+        let clock = (!pid << 3) | which;
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
