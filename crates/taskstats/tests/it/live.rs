@@ -251,7 +251,17 @@ fn burst(n: usize) -> Vec<u32> {
 fn burst_every_exit_has_its_record() {
     let mut ts = Listener::open(&Options::default()).unwrap();
     let pids = burst(500);
-    let (done, _, lost) = collect(&mut ts, &pids, Duration::from_secs(30));
+    let queued = ts.queued_bytes().unwrap();
+    let (done, tasks, lost) = collect(&mut ts, &pids, Duration::from_secs(30));
+    // Everything received so far was queued when measured, ours and other processes' exits.
+    let per_record = queued / ts.stats().exits.max(1);
+    eprintln!("receive buffer charged per queued exit record: {per_record} bytes");
+    assert!(
+        queued >= 500 * 1024 && (1024..=8192).contains(&per_record),
+        "{queued} B for {} records",
+        ts.stats().exits
+    );
+    assert_eq!(tasks.len(), 500);
     assert_eq!(lost, 0, "a 16 MiB buffer holds the burst");
     assert_eq!(done.len(), pids.len(), "every exit has its record");
     for p in done.values() {
