@@ -128,7 +128,8 @@ pub struct ProcessUsage {
     /// leader's `ac_etime`).
     pub elapsed_us: u64,
     /// The kernel's thread group aggregate counted more CPU than the thread records summed here:
-    /// some thread's record was lost (its figures are missing from `usage`).
+    /// some thread's record was lost, or the leader's went out alone before (see
+    /// [`Accumulator`]); either way figures are missing from `usage`.
     pub threads_lost: bool,
 }
 
@@ -257,5 +258,106 @@ impl Accumulator {
     /// there were any.
     pub fn forget(&mut self, tgid: u32) -> bool {
         self.pending.remove(&tgid).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(pid: u32, tgid: u32, run_ms: u64, rss: u64, wchar: u64) -> TaskRecord {
+        TaskRecord {
+            version: 16,
+            pid,
+            tgid: Some(tgid),
+            exit_code: if pid == tgid { 3 << 8 } else { 0 },
+            utime_us: run_ms * 1000 * 3 / 4,
+            stime_us: run_ms * 1000 / 4,
+            run_ns: run_ms * 1_000_000 + 7,
+            hiwater_rss_kib: rss,
+            write_char: wchar,
+            nvcsw: 1,
+            ..TaskRecord::default()
+        }
+    }
+
+    fn exit(t: TaskRecord, group: Option<TaskRecord>) -> TaskExit {
+        TaskExit {
+            pid: t.pid,
+            task: t,
+            group: group.map(|g| (t.tgid.unwrap_or(t.pid), g)),
+        }
+    }
+
+    #[test]
+    fn single_threaded_process_completes_at_once() {
+        let mut acc = Accumulator::new(false);
+        let p = acc.feed(&exit(task(10, 10, 40, 900, 5), None)).unwrap();
+        assert_eq!((p.tgid, p.threads, p.exit_code), (10, 1, 3 << 8));
+        assert_eq!(
+            p.usage.cpu_user_ns + p.usage.cpu_sys_ns,
+            40_000_007,
+            "the precise run time"
+        );
+        assert_eq!(
+            p.usage.cpu_sys_ns, 10_000_001,
+            "split in the samples' 3:1 proportion"
+        );
+        assert_eq!(p.usage.io_delay_ns, None, "not accounted: no figure, not 0");
+        assert!(!p.threads_lost);
+    }
+
+    #[test]
+    fn threads_sum_peak_is_a_maximum_and_the_aggregate_closes() {
+        let mut acc = Accumulator::new(true);
+        assert_eq!(acc.feed(&exit(task(21, 20, 100, 5000, 0), None)), None);
+        assert_eq!(acc.feed(&exit(task(22, 20, 100, 5100, 7), None)), None);
+        assert_eq!(acc.pending(), 1);
+        let agg = TaskRecord {
+            run_ns: 300_000_021,
+            utime_us: 225_000,
+            stime_us: 75_000,
+            ..TaskRecord::default()
+        };
+        let p = acc.feed(&exit(task(20, 20, 100, 5200, 1), Some(agg))).unwrap();
+        assert_eq!(p.threads, 3);
+        assert_eq!(p.usage.cpu_user_ns + p.usage.cpu_sys_ns, 300_000_021);
+        assert_eq!(p.usage.max_rss_kib, 5200);
+        assert_eq!(p.usage.write_chars, 8);
+        assert_eq!(p.usage.vol_ctx_switches, 3);
+        assert_eq!(p.usage.io_delay_ns, Some(0));
+        assert_eq!(p.exit_code, 3 << 8, "the leader's status");
+        assert!(!p.threads_lost);
+        assert_eq!(acc.pending(), 0);
+    }
+
+    #[test]
+    fn a_lost_thread_record_is_seen_in_the_aggregate() {
+        let mut acc = Accumulator::new(false);
+        let agg = TaskRecord {
+            run_ns: 200_000_014,
+            ..TaskRecord::default()
+        };
+        // Thread 31's record never arrived.
+        let p = acc.feed(&exit(task(30, 30, 100, 10, 0), Some(agg))).unwrap();
+        assert!(p.threads_lost);
+        assert_eq!(p.threads, 1);
+    }
+
+    #[test]
+    fn leader_exiting_first_splits_the_process() {
+        let mut acc = Accumulator::new(false);
+        assert!(
+            acc.feed(&exit(task(40, 40, 10, 10, 0), None)).is_some(),
+            "looks single-threaded"
+        );
+        let agg = TaskRecord {
+            run_ns: 20_000_014,
+            ..TaskRecord::default()
+        };
+        let rest = acc.feed(&exit(task(41, 40, 10, 10, 0), Some(agg))).unwrap();
+        assert_eq!(rest.tgid, 40);
+        assert_eq!(acc.split_groups(), 1);
+        assert!(rest.threads_lost, "the aggregate counts the leader's share too");
     }
 }
