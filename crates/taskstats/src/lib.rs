@@ -91,6 +91,29 @@
 //! - **Joining with an exit from cn_proc**: key by tgid; guard against pid reuse with the start
 //!   time ([`ProcessUsage::btime_s`], ±1 s against the process's start from another clock) and
 //!   the elapsed time ([`ProcessUsage::elapsed_us`]).
+//!
+//! # Cost (measured on the loaded 2-vCPU 6.18 VM, load average 8–11: noisy)
+//!
+//! `cargo run --release -p proctrace-taskstats --example exit-cost -- 15 -- bw storm 2 2000 F`
+//! (`EXITS=4000`; `bw` is bench/workload.c), modes alternated round by round, medians:
+//!
+//! | fork + `_exit` storm, per exit | wall | CPU of the exiting processes |
+//! |---|---|---|
+//! | no listener | 150.4 µs | 188.7 µs |
+//! | listener draining (a thread: `recv` + [`Accumulator`]) | 197.4 µs | 192.0 µs |
+//! | listener registered, never read (every record dropped) | 164.9 µs | 195.8 µs |
+//! | draining, lingering 2 ms after each wakeup | 158.7 µs | 198.9 µs |
+//!
+//! Over five such runs the exiting processes' CPU rose by 3–14 µs per exit with a listener
+//! (median about 5 µs, 2–3 %: `fill_stats`, one skb, one unicast per listener, in the exiting
+//! task), the same whether or not the records are read: a full queue never blocks an exit. The
+//! wall-clock cost of draining comes from the consumer: woken once per record it spent
+//! 15.6 µs of CPU per record on the two shared vCPUs (+31 % wall on the storm); lingering 2 ms
+//! after each wakeup batches the records (2.8 µs per record, +5.5 % wall). For
+//! `posix_spawn /bin/true` (7 rounds, 2000 spawns) CPU per spawn was 693.2 µs without and
+//! 698.0 µs with a draining listener; wall times were dominated by the machine's noise.
+//! Taskstats' functions are not traceable on this kernel (no kprobes), so the in-kernel cost was
+//! not timed directly.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
