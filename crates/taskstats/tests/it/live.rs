@@ -159,10 +159,11 @@ fn check_against_truth(p: &ProcessUsage, l: &Launched, bytes: u64) {
         "fsynced bytes reached storage: {} < {bytes}",
         u.write_bytes
     );
-    // Each thread switches at least once more after its record is made (its last schedule()).
+    // Each thread switches at least once more after its record is made (its last schedule()),
+    // and the exit's tail (freeing the address space) can be preempted on a busy machine.
     let switches = |got: u64, truth: u64, what: &str| {
         assert!(
-            got <= truth && truth - got <= 2 * p.threads as u64,
+            got <= truth && truth - got <= 2 * p.threads as u64 + truth / 50,
             "{what} switches: taskstats {got}, wait4 {truth}"
         )
     };
@@ -189,7 +190,12 @@ fn single_thread_matches_wait4() {
         "a single-threaded process has no group aggregate"
     );
     check_against_truth(p, &l, bytes);
-    assert!(p.usage.cpu_user_ns >= 250_000_000, "spun 300 ms: {:?}", p.usage);
+    // The spin counts its thread's CPU (user and system): the split is the kernel's samples.
+    assert!(
+        p.usage.cpu_user_ns + p.usage.cpu_sys_ns >= 300_000_000,
+        "spun 300 ms: {:?}",
+        p.usage
+    );
     assert!(p.usage.max_rss_kib >= 48 << 10);
 }
 
@@ -197,7 +203,7 @@ fn single_thread_matches_wait4() {
 fn threads_are_summed_into_the_process() {
     let mut ts = Listener::open(&Options::default()).unwrap();
     let bytes = 1 << 20;
-    let l = launch(150, 16, bytes, 4, 0);
+    let l = launch(150, 32, bytes, 4, 0);
     let (done, tasks, lost) = collect(&mut ts, &[l.pid], Duration::from_secs(20));
     assert_eq!(lost, 0);
     let p = done
@@ -226,7 +232,7 @@ fn threads_are_summed_into_the_process() {
 fn killed_by_a_signal() {
     let mut ts = Listener::open(&Options::default()).unwrap();
     let bytes = 64 << 10;
-    let l = launch(50, 8, bytes, 2, libc::SIGKILL);
+    let l = launch(50, 32, bytes, 2, libc::SIGKILL);
     assert_eq!(l.status & 0x7f, libc::SIGKILL);
     let (done, _, lost) = collect(&mut ts, &[l.pid], Duration::from_secs(20));
     assert_eq!(lost, 0);
