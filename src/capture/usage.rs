@@ -265,7 +265,7 @@ mod tests {
         out.read_to_string(&mut rest).unwrap();
         assert!(child.wait().unwrap().success());
         let _ = std::fs::remove_file(&file);
-        let mut truth = HashMap::new();
+        let mut truth = HashMap::from([("pid".to_string(), pid as i64)]);
         for l in rest.lines() {
             let w: Vec<&str> = l.split_whitespace().collect();
             let pairs = if w[0] == "io" { &w[1..] } else { &w[..] };
@@ -301,10 +301,41 @@ mod tests {
         let _ = threads;
     }
 
+    /// The taskstats record of `pid`, waiting for it up to 20 s.
+    fn taskstats_of(ts: &mut taskstats::Listener, pid: u32) -> taskstats::ProcessUsage {
+        let mut acc = taskstats::Accumulator::new(ts.io_delay_accounting());
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut items = Vec::new();
+        while std::time::Instant::now() < end {
+            items.clear();
+            ts.recv(&mut items, 100).unwrap();
+            for it in &items {
+                if let taskstats::Received::Exit(e) = it
+                    && let Some(p) = acc.feed(e)
+                    && p.tgid == pid
+                {
+                    return p;
+                }
+            }
+        }
+        panic!("no taskstats record for {pid}");
+    }
+
     #[test]
-    fn traced_process_at_its_exit_stop_matches_wait4() {
+    fn traced_process_at_its_exit_stop_matches_wait4_and_taskstats() {
+        let mut ts = taskstats::Listener::open(&taskstats::Options::default()).unwrap();
         let bytes = 2 << 20;
         let (u, t) = traced_run(250, 40, bytes, 1, 0);
+        // Both backends' figures of the same process agree.
+        let k = taskstats_of(&mut ts, t["pid"] as u32).usage;
+        let (a, b) = (u.cpu_user_ns + u.cpu_sys_ns, k.cpu_user_ns + k.cpu_sys_ns);
+        assert!(
+            a.abs_diff(b) as f64 <= 10e6 + 0.02 * b as f64,
+            "CPU: ptrace {a} ns, taskstats {b} ns"
+        );
+        assert!(u.max_rss_kib.abs_diff(k.max_rss_kib) as f64 <= 0.02 * k.max_rss_kib as f64);
+        assert_eq!(k.write_chars, u.write_chars);
+        assert_eq!(k.read_chars, u.read_chars & !1023, "taskstats rounds to KiB");
         assert_eq!(t["status"], 0);
         check(&u, &t, bytes as u64, 1);
         // The spin counts its thread's CPU (user and system): the split is the kernel's samples.
