@@ -63,7 +63,8 @@ pub enum OpenError {
     PermissionDenied(io::Error),
     /// EINVAL on registering: not in the initial user and pid namespaces, or a bad CPU list.
     #[error(
-        "the kernel refused the registration (EINVAL): taskstats exits are only for the initial user and pid namespaces, with CPUs among the possible ones ({cpus})"
+        "the kernel refused the registration for CPUs {cpus}: taskstats exits are only for the initial user and pid namespaces, with CPUs among the possible ones ({})",
+        possible_cpus()
     )]
     Refused {
         /// The CPU list sent.
@@ -303,7 +304,11 @@ impl Listener {
                     libc::EPERM,
                 )));
             }
-            Reply::Ack(libc::EINVAL) => return Err(OpenError::Refused { cpus: l.cpus.clone() }),
+            // EINVAL: not a subset of the possible CPUs, or not the initial namespaces; ERANGE: a
+            // CPU number at or beyond the kernel's NR_CPUS.
+            Reply::Ack(libc::EINVAL | libc::ERANGE) => {
+                return Err(OpenError::Refused { cpus: l.cpus.clone() });
+            }
             Reply::Ack(e) => {
                 return Err(OpenError::Sys {
                     call: "TASKSTATS_CMD_ATTR_REGISTER_CPUMASK",

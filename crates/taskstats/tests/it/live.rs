@@ -307,3 +307,29 @@ fn tiny_buffer_loss_is_counted_exactly() {
         "missing {missing} of ours, lost {lost} in all"
     );
 }
+
+#[test]
+fn cpus_outside_the_possible_ones_are_refused_with_a_clear_error() {
+    let err = Listener::open(&Options {
+        cpus: Some("1000".into()),
+        ..Options::default()
+    })
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(
+            err,
+            taskstats::OpenError::Refused { .. } | taskstats::OpenError::Sys { .. }
+        ),
+        "{err:?}"
+    );
+    assert!(msg.contains("1000") || msg.contains("REGISTER_CPUMASK"), "{msg}");
+    // The possible CPUs are accepted, and an explicit list is what gets registered.
+    let all = taskstats::possible_cpus();
+    let ts = Listener::open(&Options {
+        cpus: Some(all.clone()),
+        ..Options::default()
+    })
+    .unwrap();
+    assert_eq!(ts.cpus(), all);
+}
