@@ -105,12 +105,7 @@ pub fn read_at_exit(pid: Pid) -> io::Result<Usage> {
     let (hwm, _, _) = parse_status(&std::fs::read_to_string(format!("{dir}/status"))?);
     let (cpu_user_ns, cpu_sys_ns) = match process_clocks(pid) {
         Some((virt, prof, sched)) => taskstats::split_cpu(virt, prof.saturating_sub(virt), sched),
-        None => {
-            let (ut, st) = parse_stat_times(&std::fs::read_to_string(format!("{dir}/stat"))?)
-                .ok_or_else(|| bad("stat"))?;
-            let tick = 1_000_000_000 / clock_ticks();
-            (ut * tick, st * tick)
-        }
+        None => stat_cpu(pid)?,
     };
     let (mut vol, mut invol) = (0, 0);
     for entry in std::fs::read_dir(format!("{dir}/task"))? {
@@ -135,6 +130,17 @@ pub fn read_at_exit(pid: Pid) -> io::Result<Usage> {
         cpu_delay_ns: None,
         io_delay_ns: None,
     })
+}
+
+/// User and system CPU of the whole process from `/proc/PID/stat`, ns: `wait4`'s figures
+/// truncated to clock ticks (10 ms each at `USER_HZ` 100). The fallback when the process CPU
+/// clocks cannot be read.
+pub fn stat_cpu(pid: Pid) -> io::Result<(u64, u64)> {
+    let path = format!("/proc/{pid}/stat");
+    let (ut, st) = parse_stat_times(&std::fs::read_to_string(&path)?)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: unexpected format")))?;
+    let tick = 1_000_000_000 / clock_ticks();
+    Ok((ut * tick, st * tick))
 }
 
 /// `sysconf(_SC_CLK_TCK)` (`USER_HZ`, 100 on Linux).
@@ -253,7 +259,16 @@ mod tests {
                 "tracee ended without its exit stop: {st:#x}"
             );
             if st >> 8 == (libc::SIGTRAP | (libc::PTRACE_EVENT_EXIT << 8)) {
-                break read_at_exit(pid as Pid).unwrap();
+                let u = read_at_exit(pid as Pid).unwrap();
+                // The fallback agrees, to its two truncated 10 ms ticks.
+                let (su, ss) = stat_cpu(pid as Pid).unwrap();
+                let (precise, ticks) = (u.cpu_user_ns + u.cpu_sys_ns, su + ss);
+                let slack = 2 * 1_000_000_000 / clock_ticks() + precise / 50;
+                assert!(
+                    ticks <= precise + 1_000_000 && precise.saturating_sub(ticks) <= slack,
+                    "{ticks} {precise}"
+                );
+                break u;
             }
             let sig = if st >> 16 == 0 { libc::WSTOPSIG(st) } else { 0 };
             // SAFETY: resumes the stopped tracee, passing on a signal it was stopped for.
