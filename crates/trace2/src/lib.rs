@@ -70,6 +70,8 @@ mod config;
 pub mod dst;
 mod event;
 pub mod format;
+#[cfg(feature = "tracing")]
+pub mod layer;
 pub mod quote;
 pub mod reader;
 pub mod sid;
