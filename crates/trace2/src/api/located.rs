@@ -146,9 +146,23 @@ pub(crate) fn error_at(src: Src<'_>, msg: &str) {
     r.emit_here_src(src, kind);
 }
 
-/// Emits `exit` with `code` unless the program already reported one.
+/// Emits `exit` with `code` unless the program already reported one. It is
+/// written as the `main` thread's, whichever thread calls `exit(3)`.
 pub(crate) fn exit_unless_reported(code: i32) {
-    if rt().is_some() && !EXIT_REPORTED.load(Ordering::Relaxed) {
-        crate::exit(code);
+    let Some(r) = rt() else { return };
+    if EXIT_REPORTED.swap(true, Ordering::Relaxed) {
+        return;
     }
+    let c = code & 0xff;
+    r.exit_code.store(i64::from(c), Ordering::Relaxed);
+    let now = r.now_us();
+    let name = lock(&r.main_ctx).name.clone();
+    r.emit(
+        &name,
+        1,
+        Some(Location::caller()),
+        None,
+        Some(now),
+        EventKind::Exit { code: c },
+    );
 }

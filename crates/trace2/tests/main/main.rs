@@ -9,4 +9,5 @@ mod concurrency;
 mod driver;
 mod formats;
 mod fuzz;
+mod layer;
 mod reader;
