@@ -141,7 +141,7 @@ fn check_streams(brief: bool) {
     assert_eq!(ours, written);
     // 3. perf.
     infer_nesting(&mut records);
-    let written: Vec<String> = read(&p).lines().map(|l| mask_clock(l)).collect();
+    let written: Vec<String> = read(&p).lines().map(mask_clock).collect();
     let (mut ours, mut masked) = (Vec::new(), Vec::new());
     for r in &records {
         let mut buf = Vec::new();
