@@ -38,7 +38,10 @@ fn measure(mode: &str, file: &str, n_spans: u64, n_events: u64) {
     let mut row = |what: &str, n: u64, ns: f64| {
         let bytes = file_len(file) - before;
         before = file_len(file);
-        println!("{mode:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op", bytes as f64 / n as f64);
+        println!(
+            "{mode:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op",
+            bytes as f64 / n as f64
+        );
     };
     let ns = ns_per(n_spans, || {
         for i in 0..n_spans {
@@ -74,7 +77,11 @@ fn native(file: &str) {
     let mut row = |what: &str, n: u64, ns: f64| {
         let bytes = file_len(file) - before;
         before = file_len(file);
-        println!("{:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op", "native", bytes as f64 / n as f64);
+        println!(
+            "{:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op",
+            "native",
+            bytes as f64 / n as f64
+        );
     };
     let ns = ns_per(ON_SPANS, || {
         for i in 0..ON_SPANS {

@@ -174,8 +174,12 @@ impl Trace2Layer {
         if located::thread_known() {
             return;
         }
-        let current = std::thread::current();
-        located::thread_start_at(src(meta), current.name().unwrap_or("unknown"));
+        // `thread::current` may panic in a thread-local destructor (a first
+        // report from there); such a thread is named "unknown".
+        let name = std::panic::catch_unwind(|| std::thread::current().name().map(str::to_owned))
+            .ok()
+            .flatten();
+        located::thread_start_at(src(meta), name.as_deref().unwrap_or("unknown"));
         // Registered after the API's own thread-locals, so destroyed before them.
         THREAD_EXIT.with(|_| {});
     }
