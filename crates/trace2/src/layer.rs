@@ -12,7 +12,7 @@
 //! # The session
 //!
 //! Building the layer ([`Trace2Layer::from_env`], [`Trace2Layer::new`] or
-//! [`layer!`](crate::layer!)) calls [`crate::init`]: `version`, `start` and
+//! [`layer!`](crate::layer!)) calls [`crate::init`](fn@crate::init): `version`, `start` and
 //! `cmd_ancestry` are written then, with the SID nested under
 //! `<PREFIX>_TRACE2_PARENT_SID` or `GIT_TRACE2_PARENT_SID` — a program run
 //! by git (an alias `!prog`, a hook, `git-foo`) is a child session of git's.
@@ -118,7 +118,7 @@ fn register_exit_hook() {
 }
 
 impl Trace2Layer {
-    /// Turns tracing on from `<prefix>_TRACE2*` variables ([`crate::init`]
+    /// Turns tracing on from `<prefix>_TRACE2*` variables ([`crate::init`](fn@crate::init)
     /// with [`Config::from_env`]) and returns the layer, or `None` if no
     /// target is on. `version.exe` is this crate's version; the
     /// [`layer!`](crate::layer!) macro uses the calling crate's.
@@ -127,7 +127,7 @@ impl Trace2Layer {
         Trace2Layer::new(Config::from_env(prefix))
     }
 
-    /// Turns tracing on from `config` ([`crate::init`]) and returns the
+    /// Turns tracing on from `config` ([`crate::init`](fn@crate::init)) and returns the
     /// layer, or `None` if no target is on.
     #[track_caller]
     pub fn new(config: Config) -> Option<Trace2Layer> {
@@ -138,7 +138,7 @@ impl Trace2Layer {
         }
     }
 
-    /// The layer for a program that already called [`crate::init`], or
+    /// The layer for a program that already called [`crate::init`](fn@crate::init), or
     /// `None` if tracing is off.
     pub fn current() -> Option<Trace2Layer> {
         if !crate::is_enabled() {
