@@ -17,7 +17,7 @@ use crate::common::*;
 use crate::formats::{format_all, mask_clock, mask_perf_tabs, mask_tgt_line, target_location};
 
 /// The example's binary: cargo builds examples beside `deps/` for `cargo
-/// test` (the whole package or workspace, or with `--examples`).
+/// test` (the whole package or workspace).
 fn demo_exe() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap();
@@ -28,7 +28,8 @@ fn demo_exe() -> PathBuf {
     assert!(
         built.is_some_and(|b| Some(b) >= newest),
         "{} is missing or older than the sources: run `cargo test -p proctrace-trace2` (which \
-         builds examples; `--examples --test main layer` for these tests alone)",
+         builds examples), or `cargo build -p proctrace-trace2 --example tracing_demo` before \
+         running these tests alone",
         demo.display()
     );
     demo
