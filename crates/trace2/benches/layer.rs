@@ -6,8 +6,9 @@
 //!
 //! Run: `cargo bench -p proctrace-trace2 --bench layer`
 //!
-//! Each mode runs in a child process of this benchmark (a global subscriber
-//! and trace2 are set once per process), selected by `TRACE2_LAYER_BENCH_MODE`.
+//! Every figure is the fastest of five runs. Each mode runs in a child
+//! process of this benchmark (a global subscriber and trace2 are set once
+//! per process), selected by `TRACE2_LAYER_BENCH_MODE`.
 
 use std::hint::black_box;
 use std::process::Command;
@@ -21,10 +22,18 @@ const OFF_CALLS: u64 = 20_000_000;
 const ON_SPANS: u64 = 100_000;
 const ON_EVENTS: u64 = 200_000;
 
-fn ns_per(n: u64, f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_nanos() as f64 / n as f64
+/// Rounds per measurement; the fastest is reported (the machine is shared).
+const ROUNDS: usize = 5;
+
+/// The fastest of [`ROUNDS`] runs of `f`, in ns per operation (`n` per run).
+fn ns_per(n: u64, f: impl Fn()) -> f64 {
+    (0..ROUNDS)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_nanos() as f64 / n as f64
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 fn file_len(file: &str) -> u64 {
@@ -36,7 +45,7 @@ fn file_len(file: &str) -> u64 {
 fn measure(mode: &str, file: &str, n_spans: u64, n_events: u64) {
     let mut before = file_len(file);
     let mut row = |what: &str, n: u64, ns: f64| {
-        let bytes = file_len(file) - before;
+        let bytes = (file_len(file) - before) / ROUNDS as u64;
         before = file_len(file);
         println!(
             "{mode:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op",
@@ -75,7 +84,7 @@ fn native(file: &str) {
     }
     let mut before = file_len(file);
     let mut row = |what: &str, n: u64, ns: f64| {
-        let bytes = file_len(file) - before;
+        let bytes = (file_len(file) - before) / ROUNDS as u64;
         before = file_len(file);
         println!(
             "{:<12} {what:<28} {ns:9.2} ns/op  {:6.0} bytes/op",
