@@ -6,6 +6,7 @@
 mod api;
 mod common;
 mod concurrency;
+mod config;
 mod driver;
 mod formats;
 mod fuzz;
