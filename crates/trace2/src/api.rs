@@ -21,6 +21,9 @@ use crate::format::{FormatOptions, Target, TargetKind};
 use crate::sid::Sid;
 use crate::time::Timestamp;
 
+#[cfg(feature = "tracing")]
+pub(crate) mod located;
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
@@ -174,12 +177,28 @@ impl Runtime {
         t_abs: Option<u64>,
         kind: EventKind<'_>,
     ) {
+        let (file, line) = loc.map_or((None, 0), |l| (Some(l.file()), l.line()));
+        self.emit_src(thread, nesting, file, line, repo, t_abs, kind);
+    }
+
+    /// [`Runtime::emit`] with the source location as data.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_src(
+        &self,
+        thread: &str,
+        nesting: u32,
+        file: Option<&str>,
+        line: u32,
+        repo: Option<i64>,
+        t_abs: Option<u64>,
+        kind: EventKind<'_>,
+    ) {
         let ev = Event {
             sid: Cow::Borrowed(self.sid.as_str()),
             thread: Cow::Borrowed(thread),
             time: Some(Timestamp::now()),
-            file: loc.map(|l| Cow::Borrowed(l.file())),
-            line: loc.map(|l| l.line()).unwrap_or(0),
+            file: file.map(Cow::Borrowed),
+            line,
             repo,
             nesting,
             t_abs: t_abs.map(us_to_s),
@@ -492,6 +511,8 @@ pub fn init_from_env(prefix: &str) -> bool {
 #[track_caller]
 pub fn exit(code: i32) -> i32 {
     if let Some(r) = rt() {
+        #[cfg(feature = "tracing")]
+        located::EXIT_REPORTED.store(true, Ordering::Relaxed);
         let c = code & 0xff;
         r.exit_code.store(i64::from(c), Ordering::Relaxed);
         r.emit_here(Location::caller(), None, EventKind::Exit { code: c });

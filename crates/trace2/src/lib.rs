@@ -72,6 +72,8 @@ mod event;
 pub mod format;
 pub mod gitconfig;
 mod gitconfig_wildmatch;
+#[cfg(feature = "tracing")]
+pub mod layer;
 pub mod quote;
 pub mod reader;
 pub mod sid;

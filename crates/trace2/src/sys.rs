@@ -98,6 +98,19 @@ pub(crate) fn register_atexit(f: extern "C" fn()) -> bool {
     unsafe { libc::atexit(f) == 0 }
 }
 
+/// Registers a process-exit hook that receives the exit status (glibc's
+/// `on_exit`, run in reverse order of registration together with `atexit`
+/// hooks).
+#[cfg(all(feature = "tracing", target_os = "linux", target_env = "gnu"))]
+pub(crate) fn register_on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void)) -> bool {
+    unsafe extern "C" {
+        fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+    }
+    // SAFETY: `f` is a plain `extern "C"` function valid for the life of the
+    // program that ignores its argument; on_exit only stores both pointers.
+    unsafe { on_exit(f, std::ptr::null_mut()) == 0 }
+}
+
 /// `strerror(code)` as git prints it in `exec_result`.
 pub fn strerror(code: i32) -> String {
     let s = io::Error::from_raw_os_error(code).to_string();

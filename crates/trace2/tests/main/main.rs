@@ -10,4 +10,5 @@ mod config;
 mod driver;
 mod formats;
 mod fuzz;
+mod layer;
 mod reader;
