@@ -109,6 +109,57 @@ impl<R: BufRead> EventReader<R> {
     }
 }
 
+impl<R: BufRead> EventReader<R> {
+    /// The next event and its 1-based line number, without the per-line copies of the
+    /// iterator (no [`Record`]: unknown keys and the source name are not kept).
+    pub fn next_event(&mut self) -> Option<Result<(Event<'_>, usize), ReadError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(ReadError::Io {
+                        path: PathBuf::from(&self.name),
+                        source: e,
+                    }));
+                }
+            }
+            self.line_no += 1;
+            self.stats.lines += 1;
+            let complete = self.buf.last() == Some(&b'\n');
+            let line = trim_line(&self.buf);
+            if line.is_empty() {
+                continue;
+            }
+            match parse_line(line) {
+                Ok((event, _)) => return Some(Ok((event, self.line_no))),
+                Err(_) if !complete => {
+                    self.stats.truncated_last_line = true;
+                    self.done = true;
+                    return None;
+                }
+                Err(_) if self.opts.lenient => self.stats.bad_lines += 1,
+                Err(reason) => {
+                    return Some(Err(ReadError::Malformed {
+                        source_name: self.name.clone(),
+                        line: self.line_no,
+                        reason,
+                    }));
+                }
+            }
+        }
+    }
+}
+
 impl<R: BufRead> Iterator for EventReader<R> {
     type Item = Result<Record, ReadError>;
 
