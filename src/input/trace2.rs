@@ -1884,6 +1884,103 @@ mod tests {
         assert_eq!(model(&events)[0].3, Some(ExitStatus::Code(0)));
     }
 
+    /// A whole session (version, start, a region, exit, atexit) of `sid` from `t0` to `t1`
+    /// seconds (< 60), pid from the SID.
+    fn session(sid: &str, t0: f64, t1: f64, argv: &str) -> Vec<String> {
+        let t = |s: f64| format!("{s:09.6}");
+        vec![
+            line("version", sid, Some(&t(t0)), r#""evt":"4","exe":"x""#),
+            line("start", sid, Some(&t(t0)), &format!(r#""t_abs":0.0,"argv":["git","{argv}"]"#)),
+            line(
+                "region_enter",
+                sid,
+                Some(&t(t0 + 0.001)),
+                r#""nesting":1,"category":"c","label":"l""#,
+            ),
+            line(
+                "region_leave",
+                sid,
+                Some(&t(t1 - 0.001)),
+                r#""t_rel":0.0,"nesting":1,"category":"c","label":"l""#,
+            ),
+            line("exit", sid, Some(&t(t1)), r#""t_abs":0.0,"code":0"#),
+            line("atexit", sid, Some(&t(t1)), r#""t_abs":0.0,"code":0"#),
+        ]
+    }
+
+    #[test]
+    fn lines_out_of_order_within_the_window_are_fed_in_order() {
+        // Session A ends (at 1.5 s) before session B's first line (at 0.5 s) is written: 1 s
+        // late, within the window. Then C, 1.9 s after B: A and B are built and fed first.
+        let a = "a-P00000064";
+        let b = "b-P000000c8";
+        let c = "c-P0000012c";
+        let mut s = session(a, 1.0, 1.5, "a").concat();
+        s += &session(b, 0.5, 1.2, "b").concat();
+        s += &session(c, 3.1, 3.2, "c").concat();
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().late_lines, 0);
+        let ts: Vec<u64> = events.iter().filter_map(|e| e.ts()).collect();
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{events:#?}");
+        let forks: Vec<Pid> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Fork { child_tgid, .. } => Some(*child_tgid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(forks, vec![200, 100, 300]);
+        let m = model(&events);
+        assert_eq!(m.len(), 3);
+        assert!(m.iter().all(|p| p.3 == Some(ExitStatus::Code(0))));
+    }
+
+    #[test]
+    fn a_line_older_than_the_window_is_counted_and_still_read() {
+        // A ends at 5 s and C starts at 9 s: A is fed. Then B, from 1 s to 2 s: older than what
+        // was fed, beyond the window. Its 6 lines are counted late, and B is still a process
+        // with its region.
+        let mut s = session("a-P00000064", 4.0, 5.0, "a").concat();
+        s += &line("version", "c-P0000012c", Some("09.000000"), r#""evt":"4","exe":"x""#);
+        s += &session("b-P000000c8", 1.0, 2.0, "b").concat();
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().late_lines, 6);
+        let m = model(&events);
+        assert_eq!(m.iter().map(|p| p.0).collect::<Vec<_>>(), vec![100, 200, 300]);
+        assert_eq!(m[1].3, Some(ExitStatus::Code(0)));
+        assert!(events.iter().any(|e| matches!(e, Event::Region { tgid: 200, .. })));
+        // Within each process, still in order: B's fork before its region and its exit.
+        let pos = |f: &dyn Fn(&Event) -> bool| events.iter().position(f).unwrap();
+        let fork = pos(&|e| matches!(e, Event::Fork { child_tgid: 200, .. }));
+        let region = pos(&|e| matches!(e, Event::Region { tgid: 200, .. }));
+        let exit = pos(&|e| matches!(e, Event::Exit { tgid: 200, .. }));
+        assert!(fork < region && region < exit);
+    }
+
+    #[test]
+    fn sessions_that_ended_are_dropped_while_reading() {
+        // 200 sessions one after another, 1 s apart: at most the window's worth are live.
+        let mut st = Stream::new(false);
+        let mut fed = 0usize;
+        let mut most = 0usize;
+        for i in 0..200u32 {
+            let sid = format!("s{i}-P{:08x}", 1000 + i);
+            let t0 = f64::from(i) * 1.0;
+            let text = session(&sid, t0 % 60.0, t0 % 60.0 + 0.5, "x").concat();
+            // Minutes roll over: shift the whole line's minute.
+            let text = text.replace("10:00:", &format!("10:{:02}:", i / 60));
+            st.read(text.as_bytes(), Path::new("mem"), &mut |_| fed += 1);
+            most = most.max(st.fams.iter().flatten().count());
+        }
+        st.finish(&mut |_| fed += 1);
+        assert!(most <= 4, "{most} families live at once");
+        assert_eq!(st.stats.sessions, Some(200));
+        // fork, exec, exec details, region, exit per session.
+        assert_eq!(fed, 200 * 5);
+    }
+
     #[test]
     fn same_pid_alive_twice_gets_a_stand_in_and_sid_parts_are_opaque() {
         let mut s = String::new();
