@@ -399,20 +399,18 @@ impl Stream {
                 lenient: self.lenient,
             },
         );
-        let mut ok = true;
-        loop {
-            match r.next_event() {
-                None => break,
-                Some(Ok((ev, _))) => self.take(&ev, feed),
-                Some(Err(e)) => {
-                    self.error = Some(input_error(e, name));
-                    ok = false;
-                    break;
-                }
+        let res = r.for_each_event(|ev, _| {
+            self.take(&ev, feed);
+            true
+        });
+        self.count(r.stats());
+        match res {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(input_error(e, name));
+                false
             }
         }
-        self.count(r.stats());
-        ok
     }
 
     fn count(&mut self, st: trace2::reader::ReadStats) {
@@ -1235,10 +1233,12 @@ fn first_time(path: &Path) -> Result<u64, InputError> {
         String::new(),
         ReadOptions { lenient: true },
     );
-    Ok(match r.next_event() {
-        Some(Ok((ev, _))) => ev.time.map_or(0, ns),
-        _ => 0,
-    })
+    let mut first = 0;
+    let _ = r.for_each_event(|ev, _| {
+        first = ev.time.map_or(0, ns);
+        false
+    });
+    Ok(first)
 }
 
 /// How many files the merge keeps open at once: half the soft limit on descriptors (the rest
