@@ -4,8 +4,31 @@
 //!
 //! Reading is one pass over every line that keeps, per session (SID), only what makes the
 //! process tree: its command line, exits, execs, children (`child_start`/`child_exit`/
-//! `child_ready`) and the regions and data it reported (paired by [`NoteBuilder`]). Memory grows
-//! with the number of sessions and their notes, never with bytes or lines.
+//! `child_ready`) and the regions and data it reported (paired by [`NoteBuilder`]).
+//!
+//! It streams: memory follows the sessions alive at once, not the size of the input.
+//! - Sessions are grouped in **families** by their SID's first component (a root and every
+//!   session under it: one process tree). A family lives from its first line until all its
+//!   processes ended (`atexit`/`signal` of every session) and no line of it came for
+//!   [`WINDOW_NS`] (2 s of stream time, the newest time seen); then it is built into events
+//!   (below) and dropped. Families with a session that never ends (killed) live to the end.
+//!   A line for a family already built (a detached fork writing more than the window after
+//!   its parent's `atexit`) starts a new family: its session becomes a root of its own.
+//! - Built events wait in a heap and are fed in time order once nothing can come before them:
+//!   earlier than every live family's first time and than the window behind the newest time.
+//!   Writers append in near time order, so lines up to the window out of order come out in
+//!   order. A line older than events already fed (beyond the window) is still read and its
+//!   events fed, out of order, and counted (`late_lines`); never dropped. At most
+//!   [`MAX_HELD`] events wait (beyond, the oldest go).
+//! - Nothing is fed before it is known whether the trace has one root (a `Root` event comes
+//!   first then): at a second root, or at the end.
+//! - pids are claimed as families are built: a pid alive in an earlier-built process over the
+//!   same time gets a stand-in; what was fed and ended is forgotten.
+//! - Files: one file is read straight through; several (a target directory, or many paths)
+//!   are ordered by the time of their first event (only the first line is read at open) and
+//!   merged by time, a file opened when the merge reaches its first event and closed at its
+//!   end: open files are the sessions overlapping in time, at most half the descriptor soft
+//!   limit (a file waits for one to close beyond that; its lines may then come late).
 //!
 //! Then sessions become processes:
 //! - A session whose parent SID (`parent/child`, parts opaque) is absent is a root.
@@ -29,6 +52,9 @@
 //! stand-in above `PID_MAX_LIMIT` (4194304) so it never collides with a real one; the same pid
 //! alive twice at once (streams from many hosts) gets a stand-in for the later one. Failed
 //! spawns (`child_exit` pid -1) are not processes.
+//!
+//! Within a family, matching (child sessions to `child_start`s, execs) sees the whole family, as
+//! it always did: the look-ahead is the family's life plus the window.
 //!
 //! Times: the model's clock is UTC ns (`real_minus_mono = 0`); an event without `time` (brief
 //! streams) is placed at `version.time + t_abs`, else at the last time its session showed.
@@ -119,7 +145,7 @@ pub const WINDOW_NS: u64 = 2_000_000_000;
 
 /// Built events held for ordering at most; beyond it the oldest go out (and lines older than
 /// them are counted late).
-const MAX_HELD: usize = 1 << 20;
+pub const MAX_HELD: usize = 1 << 20;
 
 /// Git Trace2 event streams, read: an [`Input`].
 pub struct Trace2Input {
@@ -424,7 +450,10 @@ impl Stream {
     /// The family of `sid` (made when new).
     fn family(&mut self, sid: &str) -> usize {
         let key = sid.split('/').next().unwrap_or(sid);
-        if let Some(i) = self.last_fam.filter(|&i| self.fams[i].as_ref().is_some_and(|f| f.key == key)) {
+        if let Some(i) = self
+            .last_fam
+            .filter(|&i| self.fams[i].as_ref().is_some_and(|f| f.key == key))
+        {
             return i;
         }
         let i = match self.fam_of.get(key) {
@@ -477,7 +506,9 @@ impl Stream {
                 Some(&i) => i,
                 None => {
                     let i = fam.sessions.len();
-                    let root = sid.rsplit_once('/').is_none_or(|(p, _)| !fam.by_sid.contains_key(p));
+                    let root = sid
+                        .rsplit_once('/')
+                        .is_none_or(|(p, _)| !fam.by_sid.contains_key(p));
                     self.root_sessions += u64::from(root);
                     if root && self.root_sessions >= 2 {
                         // Several roots: no `Root` event; what is held may go.
@@ -1426,7 +1457,12 @@ impl Trace2Input {
         }
         // Stable: files starting together stay in name order.
         files.sort_by_key(|f| f.first);
-        let earliest = files.iter().map(|f| f.first).filter(|&t| t > 0).min().unwrap_or(0);
+        let earliest = files
+            .iter()
+            .map(|f| f.first)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
         Ok(Trace2Input {
             header: opts.analyze_header(paths, earliest, 0),
             stats: InputStats {
@@ -1890,7 +1926,12 @@ mod tests {
         let t = |s: f64| format!("{s:09.6}");
         vec![
             line("version", sid, Some(&t(t0)), r#""evt":"4","exe":"x""#),
-            line("start", sid, Some(&t(t0)), &format!(r#""t_abs":0.0,"argv":["git","{argv}"]"#)),
+            line(
+                "start",
+                sid,
+                Some(&t(t0)),
+                &format!(r#""t_abs":0.0,"argv":["git","{argv}"]"#),
+            ),
             line(
                 "region_enter",
                 sid,
@@ -1942,7 +1983,12 @@ mod tests {
         // was fed, beyond the window. Its 6 lines are counted late, and B is still a process
         // with its region.
         let mut s = session("a-P00000064", 4.0, 5.0, "a").concat();
-        s += &line("version", "c-P0000012c", Some("09.000000"), r#""evt":"4","exe":"x""#);
+        s += &line(
+            "version",
+            "c-P0000012c",
+            Some("09.000000"),
+            r#""evt":"4","exe":"x""#,
+        );
         s += &session("b-P000000c8", 1.0, 2.0, "b").concat();
         let (input, events, r) = read(s.as_bytes(), false);
         r.unwrap();
@@ -1950,7 +1996,11 @@ mod tests {
         let m = model(&events);
         assert_eq!(m.iter().map(|p| p.0).collect::<Vec<_>>(), vec![100, 200, 300]);
         assert_eq!(m[1].3, Some(ExitStatus::Code(0)));
-        assert!(events.iter().any(|e| matches!(e, Event::Region { tgid: 200, .. })));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Region { tgid: 200, .. }))
+        );
         // Within each process, still in order: B's fork before its region and its exit.
         let pos = |f: &dyn Fn(&Event) -> bool| events.iter().position(f).unwrap();
         let fork = pos(&|e| matches!(e, Event::Fork { child_tgid: 200, .. }));

@@ -31,10 +31,16 @@ fn git_run(script: &str, target: &str) {
 /// the JSON object, the JSON Lines and stderr.
 fn analyze(prefix: &[&str], path: &str) -> (Value, Vec<Value>, String) {
     let out_file = tmp("analyze.jsonl");
-    let (cmd, pre) = prefix.split_first().map_or((PROCTRACE, &[][..]), |(c, r)| (*c, r));
+    let (cmd, pre) = prefix
+        .split_first()
+        .map_or((PROCTRACE, &[][..]), |(c, r)| (*c, r));
     let out = Command::new(cmd)
         .args(pre)
-        .args(if prefix.is_empty() { vec![] } else { vec![PROCTRACE] })
+        .args(if prefix.is_empty() {
+            vec![]
+        } else {
+            vec![PROCTRACE]
+        })
         .args(["analyze", "--json", "--tree", "none", "-o", &out_file, path])
         .env("NO_COLOR", "1")
         .output()
@@ -81,7 +87,16 @@ fn a_directory_with_more_sessions_than_file_descriptors() {
 /// The peak RSS (KiB) of `proctrace analyze FILE --tree none EXTRA`, and its JSON.
 fn peak_rss(path: &str, extra: &[&str]) -> (u64, Value) {
     let out = Command::new("/usr/bin/time")
-        .args(["-f", "maxrss %M", PROCTRACE, "analyze", "--json", "--tree", "none", path])
+        .args([
+            "-f",
+            "maxrss %M",
+            PROCTRACE,
+            "analyze",
+            "--json",
+            "--tree",
+            "none",
+            path,
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -105,7 +120,9 @@ fn shifted(text: &str, copy: usize, shift_s: f64) -> String {
             Some(at) => {
                 let from = at + key.len();
                 let to = from + line[from..].find('"').unwrap();
-                let t = trace2::Timestamp::parse_utc(&line[from..to]).unwrap().add_seconds(shift_s);
+                let t = trace2::Timestamp::parse_utc(&line[from..to])
+                    .unwrap()
+                    .add_seconds(shift_s);
                 let mut b = Vec::new();
                 t.write_utc_extended(&mut b);
                 out.push_str(&line[..from]);
@@ -136,7 +153,8 @@ fn memory_stays_flat_when_the_same_sessions_repeat() {
             trace2::Timestamp::parse_utc(&l[at..at + l[at..].find('"')?])
         })
         .collect();
-    let span = (times.iter().max().unwrap().as_micros() - times.iter().min().unwrap().as_micros()) as f64 / 1e6;
+    let span =
+        (times.iter().max().unwrap().as_micros() - times.iter().min().unwrap().as_micros()) as f64 / 1e6;
     let write = |name: &str, copies: usize| {
         let path = tmp(name);
         let mut all = String::new();
@@ -154,7 +172,10 @@ fn memory_stays_flat_when_the_same_sessions_repeat() {
     let (rss1, _) = peak_rss(&small, &["--root", "1"]);
     let (rssn, jn) = peak_rss(&big, &["--root", "1"]);
     assert_eq!(jn["input"]["late_lines"].as_u64(), Some(0));
-    assert_eq!(jn["input"]["lines"].as_u64(), Some(text.lines().count() as u64 * n as u64));
+    assert_eq!(
+        jn["input"]["lines"].as_u64(),
+        Some(text.lines().count() as u64 * n as u64)
+    );
     let mb = std::fs::metadata(&big).unwrap().len() / 1_000_000;
     // Holding the input's events until the end would take about its size again; a window of
     // sessions, a few MB at most.
@@ -166,5 +187,8 @@ fn memory_stays_flat_when_the_same_sessions_repeat() {
     // Following every process, the same copies are all there.
     let (_, j1) = peak_rss(&small, &[]);
     let (_, jn) = peak_rss(&big, &[]);
-    assert_eq!(jn["processes"].as_u64(), Some(j1["processes"].as_u64().unwrap() * n as u64));
+    assert_eq!(
+        jn["processes"].as_u64(),
+        Some(j1["processes"].as_u64().unwrap() * n as u64)
+    );
 }

@@ -724,14 +724,25 @@ mod tests {
         assert!(matches!(e.thread, Cow::Borrowed("th02:preload")));
         match e.kind {
             EventKind::RegionEnter { category, label, .. } => {
-                assert_eq!((category.as_deref(), label.as_deref()), (Some("c\"q"), Some("lé")));
+                assert_eq!(
+                    (category.as_deref(), label.as_deref()),
+                    (Some("c\"q"), Some("lé"))
+                );
                 assert!(matches!(category, Some(Cow::Owned(_))), "unescaped: a copy");
             }
             k => panic!("{k:?}"),
         }
         // Bad lines are refused alike.
-        for bad in [r#"{"event":"exit","sid":"a"}"#, r#"{"sid":"a"}"#, "{", r#"{"event":"x","sid":1}"#] {
-            assert_eq!(parse_line_borrowed(bad.as_bytes()).err(), parse_line(bad.as_bytes()).err());
+        for bad in [
+            r#"{"event":"exit","sid":"a"}"#,
+            r#"{"sid":"a"}"#,
+            "{",
+            r#"{"event":"x","sid":1}"#,
+        ] {
+            assert_eq!(
+                parse_line_borrowed(bad.as_bytes()).err(),
+                parse_line(bad.as_bytes()).err()
+            );
         }
     }
 
