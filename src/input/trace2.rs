@@ -10,12 +10,12 @@
 //! - Sessions are grouped in **families** by their SID's first component (a root and every
 //!   session under it: one process tree). A family lives from its first line until all its
 //!   processes ended (`atexit`/`signal` of every session) and no line of it came for
-//!   [`WINDOW_NS`] (2 s of stream time, the newest time seen); then it is built into events
+//!   [`WINDOW_NS`] (2 s of stream time: the time of the latest line); then it is built into events
 //!   (below) and dropped. Families with a session that never ends (killed) live to the end.
 //!   A line for a family already built (a detached fork writing more than the window after
 //!   its parent's `atexit`) starts a new family: its session becomes a root of its own.
 //! - Built events wait in a heap and are fed in time order once nothing can come before them:
-//!   earlier than every live family's first time and than the window behind the newest time.
+//!   earlier than every live family's first time and than the window behind stream time.
 //!   Writers append in near time order, so lines up to the window out of order come out in
 //!   order. A line older than events already fed (beyond the window) is still read and its
 //!   events fed, out of order, and counted (`late_lines`); never dropped. At most
@@ -198,8 +198,8 @@ impl Family {
     }
 }
 
-/// One built event waiting for its turn: ordered by (time, fork < exec < notes < background
-/// < exit, creation).
+/// One built event waiting for its turn, fed by (time, fork < exec < notes < background <
+/// exit, creation).
 struct Item {
     ts: u64,
     prio: u8,
@@ -207,27 +207,69 @@ struct Item {
     ev: Event,
 }
 
-impl PartialEq for Item {
-    fn eq(&self, o: &Self) -> bool {
-        (self.ts, self.prio, self.seq) == (o.ts, o.prio, o.seq)
-    }
+/// Built events in time order: one sorted run per family, merged by a heap of the runs'
+/// first keys (events move once into their run and once out, never through heap sifts).
+#[derive(Default)]
+struct Held {
+    /// The run being built.
+    building: Vec<Item>,
+    runs: Vec<std::collections::VecDeque<Item>>,
+    free: Vec<usize>,
+    /// (time, priority, creation, run) of each run's first event.
+    heads: BinaryHeap<std::cmp::Reverse<(u64, u8, u64, usize)>>,
+    len: usize,
 }
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
+
+impl Held {
+    fn push(&mut self, it: Item) {
+        self.building.push(it);
     }
-}
-impl Ord for Item {
-    /// Reversed: the earliest is the greatest (top of a max-heap).
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (o.ts, o.prio, o.seq).cmp(&(self.ts, self.prio, self.seq))
+
+    /// The run built since the last call joins the merge.
+    fn end_run(&mut self) {
+        if self.building.is_empty() {
+            return;
+        }
+        let mut run = std::mem::take(&mut self.building);
+        run.sort_unstable_by_key(|i| (i.ts, i.prio, i.seq));
+        self.len += run.len();
+        let r = self.free.pop().unwrap_or_else(|| {
+            self.runs.push(Default::default());
+            self.runs.len() - 1
+        });
+        self.runs[r] = run.into();
+        self.head(r);
+    }
+
+    fn head(&mut self, r: usize) {
+        if let Some(i) = self.runs[r].front() {
+            self.heads.push(std::cmp::Reverse((i.ts, i.prio, i.seq, r)));
+        } else {
+            self.runs[r] = Default::default();
+            self.free.push(r);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn peek_ts(&self) -> Option<u64> {
+        self.heads.peek().map(|h| h.0.0)
+    }
+
+    fn pop(&mut self) -> Option<Item> {
+        let std::cmp::Reverse((_, _, _, r)) = self.heads.pop()?;
+        let it = self.runs[r].pop_front();
+        self.head(r);
+        self.len -= usize::from(it.is_some());
+        it
     }
 }
 
 /// The output side: built events in time order, and the pids handed out.
 struct Out {
-    held: BinaryHeap<Item>,
+    held: Held,
     seq: u64,
     /// The latest time fed.
     watermark: u64,
@@ -246,7 +288,7 @@ struct Out {
 impl Out {
     fn new() -> Out {
         Out {
-            held: BinaryHeap::new(),
+            held: Held::default(),
             seq: 0,
             watermark: 0,
             pids: HashMap::new(),
@@ -290,7 +332,7 @@ impl Out {
         if self.intervals < self.prune_at {
             return;
         }
-        let min = self.held.peek().map_or(u64::MAX, |i| i.ts);
+        let min = self.held.peek_ts().unwrap_or(u64::MAX);
         let mut n = 0;
         self.pids.retain(|_, v| {
             v.retain(|&(_, e)| e >= min);
@@ -311,8 +353,8 @@ impl Out {
             self.decided = true;
         }
         let forcing = self.held.len() > MAX_HELD;
-        while let Some(top) = self.held.peek() {
-            if top.ts >= low && !(forcing && self.held.len() > MAX_HELD / 2) {
+        while let Some(top) = self.held.peek_ts() {
+            if top >= low && !(forcing && self.held.len() > MAX_HELD / 2) {
                 break;
             }
             if let Some(it) = self.held.pop() {
@@ -353,7 +395,8 @@ struct Stream {
     starts: BTreeSet<(u64, u64)>,
     /// Families whose processes all ended: (time they may be built, slot, id).
     closing: BinaryHeap<std::cmp::Reverse<(u64, usize, u64)>>,
-    /// Latest time seen.
+    /// The time of the latest line that had one: stream time. (Not the newest time seen: when
+    /// a stream's times jump back — streams concatenated — the window follows the lines.)
     now: u64,
     /// Earliest time seen.
     min_time: Option<u64>,
@@ -548,7 +591,7 @@ impl Stream {
                 fam.first = Some(t);
             }
             fam.last = Some(fam.last.map_or(t, |l| l.max(t)));
-            self.now = self.now.max(t);
+            self.now = t;
             self.min_time = Some(self.min_time.map_or(t, |m| m.min(t)));
             if t < self.out.watermark {
                 // Later events were fed already: this line's events come out of order.
@@ -1245,6 +1288,7 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
     if out.roots >= 2 {
         out.decided = true;
     }
+    out.held.end_run();
 }
 
 /// A file to read and the time of its first event (where the merge opens it).

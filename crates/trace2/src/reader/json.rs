@@ -72,7 +72,7 @@ const MAX_DEPTH: usize = 128;
 
 /// The first `"` or `\\` in `b`: a plain loop for the short strings most are, then eight bytes
 /// at a time (SWAR) for long ones (argv, paths). No dependency for this one search.
-fn memchr2(x: u8, y: u8, b: &[u8]) -> Option<usize> {
+pub(crate) fn memchr2(x: u8, y: u8, b: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let has = |w: u64, c: u8| {

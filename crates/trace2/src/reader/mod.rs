@@ -18,7 +18,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 pub use json::Value;
-use json::{Kind, RawMember, scan_object_line};
+use json::{Kind, RawMember, memchr2, scan_object_line};
 
 use crate::event::{Event, EventKind, ReadyState, Str};
 use crate::time::Timestamp;
@@ -115,17 +115,15 @@ impl<R: BufRead> EventReader<R> {
     /// the event borrows the line where it can ([`parse_line_borrowed`]), and neither unknown
     /// keys nor the source name are kept.
     pub fn for_each_event(&mut self, mut f: impl FnMut(Event<'_>, usize) -> bool) -> Result<(), ReadError> {
+        // Lines are parsed where they lie in the reader's buffer; only a line that straddles
+        // two fills is copied (into `buf`).
+        self.buf.clear();
         loop {
             if self.done {
                 return Ok(());
             }
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) => {
-                    self.done = true;
-                    return Ok(());
-                }
-                Ok(_) => {}
+            let avail = match self.input.fill_buf() {
+                Ok(b) => b,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.done = true;
@@ -134,35 +132,114 @@ impl<R: BufRead> EventReader<R> {
                         source: e,
                     });
                 }
-            }
-            self.line_no += 1;
-            self.stats.lines += 1;
-            let complete = self.buf.last() == Some(&b'\n');
-            let line = trim_line(&self.buf);
-            if line.is_empty() {
-                continue;
-            }
-            match parse_line_borrowed(line) {
-                Ok(event) => {
-                    if !f(event, self.line_no) {
-                        return Ok(());
-                    }
+            };
+            if avail.is_empty() {
+                // The end: what is in `buf` is a last line without LF.
+                self.done = true;
+                if self.buf.is_empty() {
+                    return Ok(());
                 }
-                Err(_) if !complete => {
-                    self.stats.truncated_last_line = true;
+                let line = std::mem::take(&mut self.buf);
+                self.line_no += 1;
+                let flow = one_line(
+                    &line,
+                    false,
+                    self.line_no,
+                    &mut self.stats,
+                    self.opts,
+                    &self.name,
+                    &mut f,
+                );
+                self.buf = line;
+                self.buf.clear();
+                return flow.map(|_| ());
+            }
+            let Some(n) = memchr2(b'\n', b'\n', avail) else {
+                self.buf.extend_from_slice(avail);
+                let l = avail.len();
+                self.input.consume(l);
+                continue;
+            };
+            self.line_no += 1;
+            let flow = if self.buf.is_empty() {
+                let flow = one_line(
+                    &avail[..n],
+                    true,
+                    self.line_no,
+                    &mut self.stats,
+                    self.opts,
+                    &self.name,
+                    &mut f,
+                );
+                self.input.consume(n + 1);
+                flow
+            } else {
+                self.buf.extend_from_slice(&avail[..n]);
+                self.input.consume(n + 1);
+                let flow = one_line(
+                    &self.buf,
+                    true,
+                    self.line_no,
+                    &mut self.stats,
+                    self.opts,
+                    &self.name,
+                    &mut f,
+                );
+                self.buf.clear();
+                flow
+            };
+            match flow {
+                Ok(Flow::Go) => {}
+                Ok(Flow::Stop) => return Ok(()),
+                Ok(Flow::End) => {
                     self.done = true;
                     return Ok(());
                 }
-                Err(_) if self.opts.lenient => self.stats.bad_lines += 1,
-                Err(reason) => {
-                    return Err(ReadError::Malformed {
-                        source_name: self.name.clone(),
-                        line: self.line_no,
-                        reason,
-                    });
-                }
+                Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// What [`EventReader::for_each_event`] does after a line.
+enum Flow {
+    Go,
+    /// The caller asked to stop.
+    Stop,
+    /// A cut-off last line: the end.
+    End,
+}
+
+/// One line (without its LF) for [`EventReader::for_each_event`].
+fn one_line(
+    raw: &[u8],
+    complete: bool,
+    line_no: usize,
+    stats: &mut ReadStats,
+    opts: ReadOptions,
+    name: &str,
+    f: &mut impl FnMut(Event<'_>, usize) -> bool,
+) -> Result<Flow, ReadError> {
+    stats.lines += 1;
+    let line = trim_line(raw);
+    if line.is_empty() {
+        return Ok(Flow::Go);
+    }
+    match parse_line_borrowed(line) {
+        Ok(event) => Ok(if f(event, line_no) { Flow::Go } else { Flow::Stop }),
+        Err(_) if !complete => {
+            stats.truncated_last_line = true;
+            Ok(Flow::End)
+        }
+        Err(_) if opts.lenient => {
+            stats.bad_lines += 1;
+            Ok(Flow::Go)
+        }
+        Err(reason) => Err(ReadError::Malformed {
+            source_name: name.to_string(),
+            line: line_no,
+            reason,
+        }),
     }
 }
 
@@ -706,6 +783,46 @@ mod tests {
     /// Found by fuzzing (`cargo fuzz run trace2_reader`): a number out of `f64`'s range read
     /// as infinity was written back by the event target as `inf`, which no reader takes. It is
     /// a bad line, as serde_json says ("number out of range").
+    #[test]
+    fn for_each_event_matches_the_iterator_across_buffer_fills() {
+        let text = concat!(
+            "{\"event\":\"version\",\"sid\":\"a\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"x\"}\r\n",
+            "\n",
+            "not json\n",
+            "{\"event\":\"start\",\"sid\":\"a/b\",\"thread\":\"main\",\"t_abs\":0.1,\"argv\":[\"git\",\"a b\"]}\n",
+            "{\"event\":\"exit\",\"sid\":\"a\",\"thr"
+        );
+        for cap in [1, 7, 64, 4096] {
+            for lenient in [true, false] {
+                let opts = ReadOptions { lenient };
+                let mut it = EventReader::new(io::BufReader::with_capacity(cap, text.as_bytes()), "m", opts);
+                let mut want: Vec<Result<(Event<'static>, usize), String>> = Vec::new();
+                for r in it.by_ref() {
+                    let stop = r.is_err();
+                    want.push(r.map(|r| (r.event, r.line_no)).map_err(|e| e.to_string()));
+                    if stop {
+                        break;
+                    }
+                }
+                let mut each =
+                    EventReader::new(io::BufReader::with_capacity(cap, text.as_bytes()), "m", opts);
+                let mut got: Vec<Result<(Event<'static>, usize), String>> = Vec::new();
+                if let Err(e) = each.for_each_event(|e, n| {
+                    got.push(Ok((e.into_owned(), n)));
+                    true
+                }) {
+                    got.push(Err(e.to_string()));
+                }
+                assert_eq!(got, want, "capacity {cap}, lenient {lenient}");
+                if lenient {
+                    assert_eq!(each.stats(), it.stats());
+                    assert_eq!((each.stats().lines, each.stats().bad_lines), (5, 1));
+                    assert!(each.stats().truncated_last_line);
+                }
+            }
+        }
+    }
+
     #[test]
     fn borrowed_parse_is_the_same_event_and_borrows_plain_strings() {
         let lines = [
