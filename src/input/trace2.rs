@@ -145,7 +145,12 @@ pub const WINDOW_NS: u64 = 2_000_000_000;
 
 /// Built events held for ordering at most; beyond it the oldest go out (and lines older than
 /// them are counted late).
-pub const MAX_HELD: usize = 1 << 20;
+pub const MAX_HELD: usize = 1 << 18;
+
+/// A family whose processes all ended is built at the latest this many lines later, whatever
+/// the times say (streams whose times jump back, like files concatenated, never reach a
+/// deadline in stream time).
+pub const WINDOW_LINES: u64 = 100_000;
 
 /// Git Trace2 event streams, read: an [`Input`].
 pub struct Trace2Input {
@@ -184,6 +189,8 @@ struct Family {
     last: Option<u64>,
     /// Sessions whose current process has not ended (no `atexit`/`signal` yet).
     open: usize,
+    /// The line at which `open` last came to 0.
+    closed_line: u64,
 }
 
 impl Family {
@@ -395,6 +402,10 @@ struct Stream {
     starts: BTreeSet<(u64, u64)>,
     /// Families whose processes all ended: (time they may be built, slot, id).
     closing: BinaryHeap<std::cmp::Reverse<(u64, usize, u64)>>,
+    /// The same families in the order they closed: (line, slot, id).
+    closed_fifo: std::collections::VecDeque<(u64, usize, u64)>,
+    /// Lines taken.
+    lines: u64,
     /// The time of the latest line that had one: stream time. (Not the newest time seen: when
     /// a stream's times jump back — streams concatenated — the window follows the lines.)
     now: u64,
@@ -445,6 +456,8 @@ impl Stream {
             last_fam: None,
             starts: BTreeSet::new(),
             closing: BinaryHeap::new(),
+            closed_fifo: Default::default(),
+            lines: 0,
             now: 0,
             min_time: None,
             root_sessions: 0,
@@ -515,6 +528,7 @@ impl Stream {
                     first: None,
                     last: None,
                     open: 0,
+                    closed_line: 0,
                 };
                 self.next_id += 1;
                 let i = match self.free.pop() {
@@ -538,6 +552,7 @@ impl Stream {
     /// Takes one event.
     fn take(&mut self, ev: &trace2::Event<'_>, feed: &mut dyn FnMut(Event)) {
         let sid = ev.sid.as_ref();
+        self.lines += 1;
         let fi = self.family(sid);
         let Some(fam) = self.fams[fi].as_mut() else {
             return;
@@ -716,6 +731,8 @@ impl Stream {
             if fam.open == 0 {
                 let at = fam.last.unwrap_or(0).saturating_add(WINDOW_NS);
                 self.closing.push(std::cmp::Reverse((at, fi, fam.id)));
+                fam.closed_line = self.lines;
+                self.closed_fifo.push_back((self.lines, fi, fam.id));
             }
         }
         self.poll(feed);
@@ -742,6 +759,19 @@ impl Stream {
             }
             self.build_family(fi);
             built = true;
+        }
+        while let Some(&(line, fi, id)) = self.closed_fifo.front() {
+            if line + WINDOW_LINES > self.lines {
+                break;
+            }
+            self.closed_fifo.pop_front();
+            let ready = self.fams[fi]
+                .as_ref()
+                .is_some_and(|f| f.id == id && f.open == 0 && f.closed_line == line);
+            if ready {
+                self.build_family(fi);
+                built = true;
+            }
         }
         if built || self.out.held.len() > MAX_HELD {
             self.emit(feed);
@@ -788,6 +818,7 @@ impl Stream {
             self.build_family(fi);
         }
         self.closing.clear();
+        self.closed_fifo.clear();
         self.out.finish(feed);
     }
 }
