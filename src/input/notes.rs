@@ -85,9 +85,7 @@ impl NoteBuilder {
                 if !self.open.contains_key(sid) {
                     self.open.insert(sid.to_string(), HashMap::new());
                 }
-                let Some(threads) = self.open.get_mut(sid) else {
-                    return None;
-                };
+                let threads = self.open.get_mut(sid)?;
                 if !threads.contains_key(thread) {
                     threads.insert(thread.to_string(), (tgid, Vec::new()));
                 }

@@ -10,8 +10,9 @@
 //! - Sessions are grouped in **families** by their SID's first component (a root and every
 //!   session under it: one process tree). A family lives from its first line until all its
 //!   processes ended (`atexit`/`signal` of every session) and no line of it came for
-//!   [`WINDOW_NS`] (2 s of stream time: the time of the latest line); then it is built into events
-//!   (below) and dropped. Families with a session that never ends (killed) live to the end.
+//!   [`WINDOW_NS`] (2 s of stream time: the time of the latest line; or [`WINDOW_LINES`] lines
+//!   were read since, for streams whose times jump back); then it is built into events (below)
+//!   and dropped. Families with a session that never ends (killed) live to the end.
 //!   A line for a family already built (a detached fork writing more than the window after
 //!   its parent's `atexit`) starts a new family: its session becomes a root of its own.
 //! - Built events wait in a heap and are fed in time order once nothing can come before them:
