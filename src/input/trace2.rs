@@ -761,6 +761,13 @@ impl Stream {
             self.build_family(fi);
             built = true;
         }
+        // Entries of families built by the line rule stay in `closing` when stream time never
+        // reaches them: dropped once they outnumber the live families.
+        if self.closing.len() > 2 * (self.fam_of.len() + 512) {
+            let fams = &self.fams;
+            self.closing
+                .retain(|e| fams[e.0.1].as_ref().is_some_and(|f| f.id == e.0.2 && f.open == 0));
+        }
         while let Some(&(line, fi, id)) = self.closed_fifo.front() {
             if line + WINDOW_LINES > self.lines {
                 break;

@@ -18,7 +18,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 pub use json::Value;
-use json::{Kind, RawMember, memchr2, scan_object_line};
+use json::{Kind, RawMember, find_lf, scan_object_line};
 
 use crate::event::{Event, EventKind, ReadyState, Str};
 use crate::time::Timestamp;
@@ -154,7 +154,7 @@ impl<R: BufRead> EventReader<R> {
                 self.buf.clear();
                 return flow.map(|_| ());
             }
-            let Some(n) = memchr2(b'\n', b'\n', avail) else {
+            let Some(n) = find_lf(avail) else {
                 self.buf.extend_from_slice(avail);
                 let l = avail.len();
                 self.input.consume(l);
@@ -783,6 +783,28 @@ mod tests {
     /// Found by fuzzing (`cargo fuzz run trace2_reader`): a number out of `f64`'s range read
     /// as infinity was written back by the event target as `inf`, which no reader takes. It is
     /// a bad line, as serde_json says ("number out of range").
+    #[test]
+    fn find_lf_finds_the_first_lf_anywhere() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                // Bytes that could fool a SWAR search: 0x0b (LF + 1), 0x8a (LF with its high bit).
+                if len > 0 {
+                    b[len - 1] = 0x8a;
+                    b[0] = 0x0b;
+                }
+                let want = (at < len).then_some(at);
+                if at < len {
+                    b[at] = b'\n';
+                    if at + 1 < len {
+                        b[at + 1] = b'\n';
+                    }
+                }
+                assert_eq!(json::find_lf(&b), want, "{b:?}");
+            }
+        }
+    }
+
     #[test]
     fn for_each_event_matches_the_iterator_across_buffer_fills() {
         let text = concat!(
