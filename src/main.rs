@@ -601,6 +601,13 @@ fn main() {
                     a.stats.truncated
                 );
             }
+            if a.stats.late_lines > 0 && !out.quiet {
+                eprintln!(
+                    "proctrace: {} Trace2 line(s) older than events already output (beyond the 2 s \
+                     reorder window): read, but their events came out of time order",
+                    a.stats.late_lines
+                );
+            }
             // The process ends next: its memory goes back at once, not record by record.
             a.engine.tracker.leak_records();
             match a.error {

@@ -140,6 +140,9 @@ pub struct InputStats {
     /// Trace2 `too_many_files` events: a directory target hit its `maxFiles` limit, so later
     /// processes wrote nothing (they appear only as their parents' children).
     pub too_many_files: u64,
+    /// Trace2 lines older than events already fed (beyond the reorder window, or a file
+    /// waiting for a descriptor): still read, their events fed out of time order.
+    pub late_lines: u64,
 }
 
 /// A saved trace, opened: its header is known; its events are fed once, in order.

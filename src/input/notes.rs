@@ -49,7 +49,8 @@ struct Open {
 /// Pairs regions and converts data points, per (SID, thread).
 #[derive(Default)]
 pub struct NoteBuilder {
-    open: HashMap<(String, String), (Pid, Vec<Open>)>,
+    /// SID → thread → (process, regions open): looked up by `&str`, no key made per event.
+    open: HashMap<String, HashMap<String, (Pid, Vec<Open>)>>,
     last_ts: u64,
 }
 
@@ -80,8 +81,15 @@ impl NoteBuilder {
         };
         match &ev.kind {
             EventKind::RegionEnter { category, label, msg } => {
-                let key = (ev.sid.to_string(), thread.to_string());
-                let slot = self.open.entry(key).or_insert_with(|| (tgid, Vec::new()));
+                let sid = ev.sid.as_ref();
+                if !self.open.contains_key(sid) {
+                    self.open.insert(sid.to_string(), HashMap::new());
+                }
+                let threads = self.open.get_mut(sid)?;
+                if !threads.contains_key(thread) {
+                    threads.insert(thread.to_string(), (tgid, Vec::new()));
+                }
+                let slot = threads.get_mut(thread)?;
                 slot.0 = tgid;
                 slot.1.push(Open {
                     ts,
@@ -98,8 +106,11 @@ impl NoteBuilder {
                 label,
                 ..
             } => {
-                let key = (ev.sid.to_string(), thread.to_string());
-                let open = self.open.get_mut(&key).and_then(|(_, v)| v.pop());
+                let open = self
+                    .open
+                    .get_mut(ev.sid.as_ref())
+                    .and_then(|t| t.get_mut(thread))
+                    .and_then(|(_, v)| v.pop());
                 let region = match open {
                     Some(o) => Region {
                         ts: o.ts.min(ts),
@@ -167,16 +178,15 @@ impl NoteBuilder {
     /// Regions of session `sid` still open, closed at `end` (the session ended without leaving
     /// them: killed, or `exit` called inside a region), innermost first.
     pub fn close_session(&mut self, sid: &str, end: u64) -> Vec<Event> {
-        let keys: Vec<_> = self.open.keys().filter(|(s, _)| s == sid).cloned().collect();
         let mut out = Vec::new();
-        for k in keys {
-            if let Some((tgid, stack)) = self.open.remove(&k) {
+        for (thread, (tgid, stack)) in self.open.remove(sid).unwrap_or_default() {
+            {
                 out.extend(stack.into_iter().rev().map(|o| Event::Region {
                     tgid,
                     region: Region {
                         ts: o.ts.min(end),
                         end,
-                        thread: k.1.clone(),
+                        thread: thread.clone(),
                         category: o.category,
                         label: o.label,
                         msg: o.msg,
@@ -192,27 +202,29 @@ impl NoteBuilder {
     /// (calling [`close_session`](Self::close_session) per session would be quadratic).
     pub fn close_all_at(&mut self, end: impl Fn(&str) -> u64) -> Vec<Event> {
         let mut out = Vec::new();
-        for ((sid, thread), (tgid, stack)) in self.open.drain() {
+        for (sid, threads) in self.open.drain() {
             let end = end(&sid);
-            out.extend(stack.into_iter().rev().map(|o| Event::Region {
-                tgid,
-                region: Region {
-                    ts: o.ts.min(end),
-                    end,
-                    thread: thread.clone(),
-                    category: o.category,
-                    label: o.label,
-                    msg: o.msg,
-                    nesting: o.nesting,
-                },
-            }));
+            for (thread, (tgid, stack)) in threads {
+                out.extend(stack.into_iter().rev().map(|o| Event::Region {
+                    tgid,
+                    region: Region {
+                        ts: o.ts.min(end),
+                        end,
+                        thread: thread.clone(),
+                        category: o.category,
+                        label: o.label,
+                        msg: o.msg,
+                        nesting: o.nesting,
+                    },
+                }));
+            }
         }
         out
     }
 
     /// Every region still open, closed at the last time seen.
     pub fn close_open(&mut self) -> Vec<Event> {
-        let sids: Vec<String> = self.open.keys().map(|(s, _)| s.clone()).collect();
+        let sids: Vec<String> = self.open.keys().cloned().collect();
         let end = self.last_ts;
         let mut out = Vec::new();
         for s in sids {

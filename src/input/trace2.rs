@@ -4,8 +4,32 @@
 //!
 //! Reading is one pass over every line that keeps, per session (SID), only what makes the
 //! process tree: its command line, exits, execs, children (`child_start`/`child_exit`/
-//! `child_ready`) and the regions and data it reported (paired by [`NoteBuilder`]). Memory grows
-//! with the number of sessions and their notes, never with bytes or lines.
+//! `child_ready`) and the regions and data it reported (paired by [`NoteBuilder`]).
+//!
+//! It streams: memory follows the sessions alive at once, not the size of the input.
+//! - Sessions are grouped in **families** by their SID's first component (a root and every
+//!   session under it: one process tree). A family lives from its first line until all its
+//!   processes ended (`atexit`/`signal` of every session) and no line of it came for
+//!   [`WINDOW_NS`] (2 s of stream time: the time of the latest line; or [`WINDOW_LINES`] lines
+//!   were read since, for streams whose times jump back); then it is built into events (below)
+//!   and dropped. Families with a session that never ends (killed) live to the end.
+//!   A line for a family already built (a detached fork writing more than the window after
+//!   its parent's `atexit`) starts a new family: its session becomes a root of its own.
+//! - Built events wait in a heap and are fed in time order once nothing can come before them:
+//!   earlier than every live family's first time and than the window behind stream time.
+//!   Writers append in near time order, so lines up to the window out of order come out in
+//!   order. A line older than events already fed (beyond the window) is still read and its
+//!   events fed, out of order, and counted (`late_lines`); never dropped. At most
+//!   [`MAX_HELD`] events wait (beyond, the oldest go).
+//! - Nothing is fed before it is known whether the trace has one root (a `Root` event comes
+//!   first then): at a second root, or at the end.
+//! - pids are claimed as families are built: a pid alive in an earlier-built process over the
+//!   same time gets a stand-in; what was fed and ended is forgotten.
+//! - Files: one file is read straight through; several (a target directory, or many paths)
+//!   are ordered by the time of their first event (only the first line is read at open) and
+//!   merged by time, a file opened when the merge reaches its first event and closed at its
+//!   end: open files are the sessions overlapping in time, at most half the descriptor soft
+//!   limit (a file waits for one to close beyond that; its lines may then come late).
 //!
 //! Then sessions become processes:
 //! - A session whose parent SID (`parent/child`, parts opaque) is absent is a root.
@@ -30,10 +54,13 @@
 //! alive twice at once (streams from many hosts) gets a stand-in for the later one. Failed
 //! spawns (`child_exit` pid -1) are not processes.
 //!
+//! Within a family, matching (child sessions to `child_start`s, execs) sees the whole family, as
+//! it always did: the look-ahead is the family's life plus the window.
+//!
 //! Times: the model's clock is UTC ns (`real_minus_mono = 0`); an event without `time` (brief
 //! streams) is placed at `version.time + t_abs`, else at the last time its session showed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -113,18 +140,42 @@ impl Session {
     }
 }
 
+/// How far (stream time) a line may lag behind the latest time seen and still be put in order,
+/// and how long a family whose processes all ended waits for more lines before it is built.
+pub const WINDOW_NS: u64 = 2_000_000_000;
+
+/// Built events held for ordering at most; beyond it the oldest go out (and lines older than
+/// them are counted late).
+pub const MAX_HELD: usize = 1 << 18;
+
+/// A family whose processes all ended is built at the latest this many lines later, whatever
+/// the times say (streams whose times jump back, like files concatenated, never reach a
+/// deadline in stream time).
+pub const WINDOW_LINES: u64 = 100_000;
+
 /// Git Trace2 event streams, read: an [`Input`].
 pub struct Trace2Input {
     header: Header,
     stats: InputStats,
-    events: Ordered,
+    source: Source,
     /// A bad line (strict mode): reported after what came before it was fed.
     error: Option<InputError>,
 }
 
-/// What reading collects before the tree is built.
-struct Reader {
-    lenient: bool,
+/// Where the events come from: files, read as they are fed, or events already made (a stream
+/// from memory).
+enum Source {
+    Files { files: Vec<FileStart>, lenient: bool },
+    Made(Vec<Event>),
+    Done,
+}
+
+/// The sessions that share a root SID (its first component): one process tree, built as a
+/// whole once all of its processes ended (and no line came for [`WINDOW_NS`]) or at the end.
+struct Family {
+    /// Unique among every family ever made (slab slots are reused).
+    id: u64,
+    key: String,
     sessions: Vec<Session>,
     by_sid: HashMap<String, usize>,
     /// The session of the previous line.
@@ -135,6 +186,235 @@ struct Reader {
     slot_of: HashMap<(usize, usize), Pid>,
     /// Notes with their slot as tgid.
     note_events: Vec<Event>,
+    first: Option<u64>,
+    last: Option<u64>,
+    /// Sessions whose current process has not ended (no `atexit`/`signal` yet).
+    open: usize,
+    /// The line at which `open` last came to 0.
+    closed_line: u64,
+}
+
+impl Family {
+    fn slot(&mut self, session: usize, phase: usize) -> Pid {
+        if let Some(&s) = self.slot_of.get(&(session, phase)) {
+            return s;
+        }
+        let s = self.slots.len() as Pid;
+        self.slots.push((session, phase));
+        self.slot_of.insert((session, phase), s);
+        s
+    }
+}
+
+/// One built event waiting for its turn, fed by (time, fork < exec < notes < background <
+/// exit, creation).
+struct Item {
+    ts: u64,
+    prio: u8,
+    seq: u64,
+    ev: Event,
+}
+
+/// Built events in time order: one sorted run per family, merged by a heap of the runs'
+/// first keys (events move once into their run and once out, never through heap sifts).
+#[derive(Default)]
+struct Held {
+    /// The run being built.
+    building: Vec<Item>,
+    runs: Vec<std::collections::VecDeque<Item>>,
+    free: Vec<usize>,
+    /// (time, priority, creation, run) of each run's first event.
+    heads: BinaryHeap<std::cmp::Reverse<(u64, u8, u64, usize)>>,
+    len: usize,
+}
+
+impl Held {
+    fn push(&mut self, it: Item) {
+        self.building.push(it);
+    }
+
+    /// The run built since the last call joins the merge.
+    fn end_run(&mut self) {
+        if self.building.is_empty() {
+            return;
+        }
+        let mut run = std::mem::take(&mut self.building);
+        run.sort_unstable_by_key(|i| (i.ts, i.prio, i.seq));
+        self.len += run.len();
+        let r = self.free.pop().unwrap_or_else(|| {
+            self.runs.push(Default::default());
+            self.runs.len() - 1
+        });
+        self.runs[r] = run.into();
+        self.head(r);
+    }
+
+    fn head(&mut self, r: usize) {
+        if let Some(i) = self.runs[r].front() {
+            self.heads.push(std::cmp::Reverse((i.ts, i.prio, i.seq, r)));
+        } else {
+            self.runs[r] = Default::default();
+            self.free.push(r);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn peek_ts(&self) -> Option<u64> {
+        self.heads.peek().map(|h| h.0.0)
+    }
+
+    fn pop(&mut self) -> Option<Item> {
+        let std::cmp::Reverse((_, _, _, r)) = self.heads.pop()?;
+        let it = self.runs[r].pop_front();
+        self.head(r);
+        self.len -= usize::from(it.is_some());
+        it
+    }
+}
+
+/// The output side: built events in time order, and the pids handed out.
+struct Out {
+    held: Held,
+    seq: u64,
+    /// The latest time fed.
+    watermark: u64,
+    /// pid → (fork, exit) of processes given it whose exit may not have been fed yet.
+    pids: HashMap<Pid, Vec<(u64, u64)>>,
+    intervals: usize,
+    prune_at: usize,
+    next_standin: Pid,
+    /// Processes without a parent built so far, and the last one's pid.
+    roots: usize,
+    root_pid: Option<Pid>,
+    /// Whether a `Root` comes first is settled (and it was fed if so): nothing is fed before.
+    decided: bool,
+}
+
+impl Out {
+    fn new() -> Out {
+        Out {
+            held: Held::default(),
+            seq: 0,
+            watermark: 0,
+            pids: HashMap::new(),
+            intervals: 0,
+            prune_at: 4096,
+            next_standin: PID_MAX_LIMIT + 1,
+            roots: 0,
+            root_pid: None,
+            decided: false,
+        }
+    }
+
+    fn push(&mut self, ts: u64, prio: u8, ev: Event) {
+        self.seq += 1;
+        self.held.push(Item {
+            ts,
+            prio,
+            seq: self.seq,
+            ev,
+        });
+    }
+
+    /// `pid` for a process alive over `[fork, end]`, unless another process holds it then: a
+    /// stand-in.
+    fn claim(&mut self, pid: Option<Pid>, fork: u64, end: u64) -> Pid {
+        if let Some(pid) = pid {
+            let v = self.pids.entry(pid).or_default();
+            if v.iter().all(|&(f, e)| e < fork || end < f) {
+                v.push((fork, end));
+                self.intervals += 1;
+                return pid;
+            }
+        }
+        let s = self.next_standin;
+        self.next_standin = self.next_standin.saturating_add(1);
+        s
+    }
+
+    /// Forgets the processes whose exit was fed (every held event is later than it).
+    fn prune(&mut self) {
+        if self.intervals < self.prune_at {
+            return;
+        }
+        let min = self.held.peek_ts().unwrap_or(u64::MAX);
+        let mut n = 0;
+        self.pids.retain(|_, v| {
+            v.retain(|&(_, e)| e >= min);
+            n += v.len();
+            !v.is_empty()
+        });
+        self.intervals = n;
+        self.prune_at = (2 * n).max(4096);
+    }
+
+    /// Feeds the held events earlier than `low` (nothing can come before them any more), and
+    /// the oldest beyond [`MAX_HELD`].
+    fn emit(&mut self, low: u64, feed: &mut dyn FnMut(Event)) {
+        if !self.decided {
+            if self.roots < 2 && self.held.len() <= MAX_HELD {
+                return;
+            }
+            self.decided = true;
+        }
+        let forcing = self.held.len() > MAX_HELD;
+        while let Some(top) = self.held.peek_ts() {
+            if top >= low && !(forcing && self.held.len() > MAX_HELD / 2) {
+                break;
+            }
+            if let Some(it) = self.held.pop() {
+                self.watermark = self.watermark.max(it.ts);
+                feed(it.ev);
+            }
+        }
+        self.prune();
+    }
+
+    /// The end: a `Root` first when there was exactly one root, then everything held.
+    fn finish(&mut self, feed: &mut dyn FnMut(Event)) {
+        if !self.decided {
+            self.decided = true;
+            if let (1, Some(tgid)) = (self.roots, self.root_pid) {
+                feed(Event::Root { tgid });
+            }
+        }
+        while let Some(it) = self.held.pop() {
+            self.watermark = self.watermark.max(it.ts);
+            feed(it.ev);
+        }
+    }
+}
+
+/// The streaming reader: lines in, families of sessions built as they end, events out in time
+/// order.
+struct Stream {
+    lenient: bool,
+    /// Live families (a slab: built ones leave a hole for the next).
+    fams: Vec<Option<Family>>,
+    free: Vec<usize>,
+    fam_of: HashMap<String, usize>,
+    next_id: u64,
+    /// The family of the previous line.
+    last_fam: Option<usize>,
+    /// Live families by first time: the earliest bounds what may be fed.
+    starts: BTreeSet<(u64, u64)>,
+    /// Families whose processes all ended: (time they may be built, slot, id).
+    closing: BinaryHeap<std::cmp::Reverse<(u64, usize, u64)>>,
+    /// The same families in the order they closed: (line, slot, id).
+    closed_fifo: std::collections::VecDeque<(u64, usize, u64)>,
+    /// Lines taken.
+    lines: u64,
+    /// The time of the latest line that had one: stream time. (Not the newest time seen: when
+    /// a stream's times jump back — streams concatenated — the window follows the lines.)
+    now: u64,
+    /// Earliest time seen.
+    min_time: Option<u64>,
+    /// Root sessions seen (a parent SID not among the family's sessions).
+    root_sessions: u64,
+    out: Out,
     stats: InputStats,
     error: Option<InputError>,
 }
@@ -166,17 +446,23 @@ fn wait_status(s: ExitStatus) -> u32 {
     }
 }
 
-impl Reader {
-    fn new(lenient: bool) -> Reader {
-        Reader {
+impl Stream {
+    fn new(lenient: bool) -> Stream {
+        Stream {
             lenient,
-            sessions: Vec::new(),
-            by_sid: HashMap::new(),
-            last_session: None,
-            notes: NoteBuilder::new(),
-            slots: Vec::new(),
-            slot_of: HashMap::new(),
-            note_events: Vec::new(),
+            fams: Vec::new(),
+            free: Vec::new(),
+            fam_of: HashMap::new(),
+            next_id: 0,
+            last_fam: None,
+            starts: BTreeSet::new(),
+            closing: BinaryHeap::new(),
+            closed_fifo: Default::default(),
+            lines: 0,
+            now: 0,
+            min_time: None,
+            root_sessions: 0,
+            out: Out::new(),
             stats: InputStats {
                 sessions: Some(0),
                 ..Default::default()
@@ -187,7 +473,7 @@ impl Reader {
 
     /// Reads one stream; `name` names it in errors. Returns false when reading must stop (a
     /// bad line in strict mode).
-    fn read<R: BufRead>(&mut self, input: R, name: &Path) -> bool {
+    fn read<R: BufRead>(&mut self, input: R, name: &Path, feed: &mut dyn FnMut(Event)) -> bool {
         self.stats.files += 1;
         let mut r = EventReader::new(
             input,
@@ -196,70 +482,111 @@ impl Reader {
                 lenient: self.lenient,
             },
         );
-        let mut ok = true;
-        for rec in r.by_ref() {
-            match rec {
-                Ok(rec) => self.take(&rec.event),
-                Err(ReadError::Malformed { line, reason, .. }) => {
-                    self.error = Some(InputError::Line {
-                        path: name.to_path_buf(),
-                        line: line as u64,
-                        msg: format!("not a Trace2 event: {reason}"),
-                    });
-                    ok = false;
-                    break;
-                }
-                Err(ReadError::Io { source, .. }) => {
-                    self.error = Some(InputError::Io {
-                        path: name.to_path_buf(),
-                        source,
-                    });
-                    ok = false;
-                    break;
-                }
+        let res = r.for_each_event(|ev, _| {
+            self.take(&ev, feed);
+            true
+        });
+        self.count(r.stats());
+        match res {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(input_error(e, name));
+                false
             }
         }
-        let st = r.stats();
+    }
+
+    fn count(&mut self, st: trace2::reader::ReadStats) {
         self.stats.lines += st.lines as u64;
         self.stats.skipped_lines += st.bad_lines as u64;
         if st.truncated_last_line {
             self.stats.truncated += 1;
         }
-        ok
     }
 
-    fn slot(&mut self, session: usize, phase: usize) -> Pid {
-        if let Some(&s) = self.slot_of.get(&(session, phase)) {
-            return s;
+    /// The family of `sid` (made when new).
+    fn family(&mut self, sid: &str) -> usize {
+        let key = sid.split('/').next().unwrap_or(sid);
+        if let Some(i) = self
+            .last_fam
+            .filter(|&i| self.fams[i].as_ref().is_some_and(|f| f.key == key))
+        {
+            return i;
         }
-        let s = self.slots.len() as Pid;
-        self.slots.push((session, phase));
-        self.slot_of.insert((session, phase), s);
-        s
+        let i = match self.fam_of.get(key) {
+            Some(&i) => i,
+            None => {
+                let f = Family {
+                    id: self.next_id,
+                    key: key.to_string(),
+                    sessions: Vec::new(),
+                    by_sid: HashMap::new(),
+                    last_session: None,
+                    notes: NoteBuilder::new(),
+                    slots: Vec::new(),
+                    slot_of: HashMap::new(),
+                    note_events: Vec::new(),
+                    first: None,
+                    last: None,
+                    open: 0,
+                    closed_line: 0,
+                };
+                self.next_id += 1;
+                let i = match self.free.pop() {
+                    Some(i) => {
+                        self.fams[i] = Some(f);
+                        i
+                    }
+                    None => {
+                        self.fams.push(Some(f));
+                        self.fams.len() - 1
+                    }
+                };
+                self.fam_of.insert(key.to_string(), i);
+                i
+            }
+        };
+        self.last_fam = Some(i);
+        i
     }
 
     /// Takes one event.
-    fn take(&mut self, ev: &trace2::Event<'_>) {
+    fn take(&mut self, ev: &trace2::Event<'_>, feed: &mut dyn FnMut(Event)) {
         let sid = ev.sid.as_ref();
+        self.lines += 1;
+        let fi = self.family(sid);
+        let Some(fam) = self.fams[fi].as_mut() else {
+            return;
+        };
         // Lines mostly come in runs of one session: compare before hashing.
-        let idx = match self.last_session.filter(|&i| self.sessions[i].sid == sid) {
+        let idx = match fam.last_session.filter(|&i| fam.sessions[i].sid == sid) {
             Some(i) => i,
-            None => match self.by_sid.get(sid) {
+            None => match fam.by_sid.get(sid) {
                 Some(&i) => i,
                 None => {
-                    let i = self.sessions.len();
-                    self.sessions.push(Session {
+                    let i = fam.sessions.len();
+                    let root = sid
+                        .rsplit_once('/')
+                        .is_none_or(|(p, _)| !fam.by_sid.contains_key(p));
+                    self.root_sessions += u64::from(root);
+                    if root && self.root_sessions >= 2 {
+                        // Several roots: no `Root` event; what is held may go.
+                        self.out.decided = true;
+                    }
+                    fam.sessions.push(Session {
                         sid: sid.to_string(),
                         ..Default::default()
                     });
-                    self.by_sid.insert(sid.to_string(), i);
-                    self.stats.sessions = Some(self.sessions.len() as u64);
+                    fam.by_sid.insert(sid.to_string(), i);
+                    fam.open += 1;
+                    let n = self.stats.sessions.unwrap_or(0) + 1;
+                    self.stats.sessions = Some(n);
                     i
                 }
             },
         };
-        self.last_session = Some(idx);
-        let s = &mut self.sessions[idx];
+        fam.last_session = Some(idx);
+        let s = &mut fam.sessions[idx];
         if let (EventKind::Version { .. }, Some(t)) = (&ev.kind, ev.time) {
             s.base.get_or_insert(t);
         }
@@ -272,11 +599,28 @@ impl Reader {
         if let Some(t) = ts {
             s.first = Some(s.first.map_or(t, |f| f.min(t)));
             s.last = Some(s.last.map_or(t, |l| l.max(t)));
+            if fam.first.is_none_or(|f| t < f) {
+                if let Some(f) = fam.first {
+                    self.starts.remove(&(f, fam.id));
+                }
+                self.starts.insert((t, fam.id));
+                fam.first = Some(t);
+            }
+            fam.last = Some(fam.last.map_or(t, |l| l.max(t)));
+            self.now = t;
+            self.min_time = Some(self.min_time.map_or(t, |m| m.min(t)));
+            if t < self.out.watermark {
+                // Later events were fed already: this line's events come out of order.
+                self.stats.late_lines += 1;
+            }
         }
         // Lines after an atexit (or a second exit) are a detached fork's.
         let second_exit =
             matches!(ev.kind, EventKind::Exit { .. }) && s.phases.last().is_some_and(|p| p.exit.is_some());
         if s.phase_closed || second_exit {
+            if s.phase_closed {
+                fam.open += 1;
+            }
             s.phases.push(Phase::default());
             s.phase_closed = false;
         }
@@ -287,6 +631,7 @@ impl Reader {
             ph.last = Some(ph.last.map_or(t, |l| l.max(t)));
         }
         let t = ts.unwrap_or(0);
+        let mut closed = false;
         match &ev.kind {
             EventKind::Start { argv } => {
                 s.argv.get_or_insert_with(|| strings(argv));
@@ -301,10 +646,12 @@ impl Reader {
             EventKind::Atexit { code } => {
                 s.phase().atexit.get_or_insert((t, *code));
                 s.phase_closed = true;
+                closed = true;
             }
             EventKind::Signal { signo } => {
                 s.phase().signal.get_or_insert((t, *signo));
                 s.phase_closed = true;
+                closed = true;
             }
             EventKind::ChildStart {
                 child_id,
@@ -373,13 +720,128 @@ impl Reader {
             | EventKind::DataJson { .. }
             | EventKind::Timer { .. }
             | EventKind::Counter { .. } => {
-                let slot = self.slot(idx, phase_idx);
-                if let Some(e) = self.notes.on_event(slot, t, ev) {
-                    self.note_events.push(e);
+                let slot = fam.slot(idx, phase_idx);
+                if let Some(e) = fam.notes.on_event(slot, t, ev) {
+                    fam.note_events.push(e);
                 }
             }
             _ => {}
         }
+        if closed {
+            fam.open = fam.open.saturating_sub(1);
+            if fam.open == 0 {
+                let at = fam.last.unwrap_or(0).saturating_add(WINDOW_NS);
+                self.closing.push(std::cmp::Reverse((at, fi, fam.id)));
+                fam.closed_line = self.lines;
+                self.closed_fifo.push_back((self.lines, fi, fam.id));
+            }
+        }
+        self.poll(feed);
+    }
+
+    /// Builds the families whose time came, and feeds what can go.
+    fn poll(&mut self, feed: &mut dyn FnMut(Event)) {
+        let mut built = false;
+        while let Some(&std::cmp::Reverse((at, fi, id))) = self.closing.peek() {
+            if at > self.now {
+                break;
+            }
+            self.closing.pop();
+            let Some(fam) = self.fams[fi].as_ref().filter(|f| f.id == id) else {
+                continue;
+            };
+            if fam.open > 0 {
+                continue;
+            }
+            let ready = fam.last.unwrap_or(0).saturating_add(WINDOW_NS);
+            if ready > self.now {
+                self.closing.push(std::cmp::Reverse((ready, fi, id)));
+                continue;
+            }
+            self.build_family(fi);
+            built = true;
+        }
+        // Entries of families built by the line rule stay in `closing` when stream time never
+        // reaches them: dropped once they outnumber the live families.
+        if self.closing.len() > 2 * (self.fam_of.len() + 512) {
+            let fams = &self.fams;
+            self.closing
+                .retain(|e| fams[e.0.1].as_ref().is_some_and(|f| f.id == e.0.2 && f.open == 0));
+        }
+        while let Some(&(line, fi, id)) = self.closed_fifo.front() {
+            if line + WINDOW_LINES > self.lines {
+                break;
+            }
+            self.closed_fifo.pop_front();
+            let ready = self.fams[fi]
+                .as_ref()
+                .is_some_and(|f| f.id == id && f.open == 0 && f.closed_line == line);
+            if ready {
+                self.build_family(fi);
+                built = true;
+            }
+        }
+        if built || self.out.held.len() > MAX_HELD {
+            self.emit(feed);
+        }
+    }
+
+    /// Feeds what nothing can come before any more: earlier than every live family's start
+    /// and than the window behind the latest time.
+    fn emit(&mut self, feed: &mut dyn FnMut(Event)) {
+        let live = self.starts.first().map_or(u64::MAX, |&(t, _)| t);
+        let low = live.min(self.now.saturating_sub(WINDOW_NS));
+        self.out.emit(low, feed);
+    }
+
+    fn build_family(&mut self, fi: usize) {
+        let Some(fam) = self.fams[fi].take() else {
+            return;
+        };
+        self.free.push(fi);
+        self.fam_of.remove(&fam.key);
+        if let Some(f) = fam.first {
+            self.starts.remove(&(f, fam.id));
+        }
+        if self.last_fam == Some(fi) {
+            self.last_fam = None;
+        }
+        // A family that showed no time at all is placed where the output is (in order).
+        let fallback = fam
+            .first
+            .unwrap_or_else(|| self.out.watermark.max(self.min_time.unwrap_or(0)));
+        build(fam, fallback, &mut self.out);
+    }
+
+    /// End of input: every family left is built (in start order), everything is fed.
+    fn finish(&mut self, feed: &mut dyn FnMut(Event)) {
+        let mut left: Vec<(u64, u64, usize)> = self
+            .fams
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.as_ref().map(|f| (f.first.unwrap_or(0), f.id, i)))
+            .collect();
+        left.sort_unstable();
+        for (_, _, fi) in left {
+            self.build_family(fi);
+        }
+        self.closing.clear();
+        self.closed_fifo.clear();
+        self.out.finish(feed);
+    }
+}
+
+fn input_error(e: ReadError, name: &Path) -> InputError {
+    match e {
+        ReadError::Malformed { line, reason, .. } => InputError::Line {
+            path: name.to_path_buf(),
+            line: line as u64,
+            msg: format!("not a Trace2 event: {reason}"),
+        },
+        ReadError::Io { source, .. } => InputError::Io {
+            path: name.to_path_buf(),
+            source,
+        },
     }
 }
 
@@ -479,25 +941,10 @@ fn comm_of(argv: &[String]) -> Option<String> {
     Some(base[..end].to_string())
 }
 
-/// Events with their sort keys: (time, fork < exec < notes < background < exit, creation).
-#[derive(Default)]
-struct Items {
-    keys: Vec<(u64, u8, usize)>,
-    events: Vec<Option<Event>>,
-}
-
-/// The event stream: a `Root` first (when the trace has one root), then `events` in the order of
-/// the sorted `keys`. The events are not moved into a third vector in that order: they are
-/// taken out as they are fed (a 200 MB stream holds ~150 MB of events; one copy less).
-#[derive(Default)]
-struct Ordered {
-    root: Option<Event>,
-    keys: Vec<(u64, u8, usize)>,
-    events: Vec<Option<Event>>,
-}
-
 /// Builds the processes and the event stream from what was read.
-fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
+/// Builds one family's processes and hands their events to `out` (pids claimed there).
+/// `earliest`: the time of a session that showed none.
+fn build(mut r: Family, earliest: u64, out: &mut Out) {
     // Regions still open: closed at the end of their session (the last time it showed).
     let by_sid = &r.by_sid;
     let sessions = &r.sessions;
@@ -506,7 +953,6 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
         .close_all_at(|sid| by_sid.get(sid).and_then(|&i| sessions[i].last).unwrap_or(0));
     r.note_events.extend(closed);
     let sessions = &r.sessions;
-    let earliest = sessions.iter().filter_map(|s| s.first).min().unwrap_or(0);
 
     // Child sessions per session, in start order; roots.
     let mut kids: Vec<Vec<usize>> = vec![Vec::new(); sessions.len()];
@@ -765,42 +1211,19 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
             b.0 = b.0.max(f).min(exit.unwrap_or(u64::MAX));
         }
     }
-    // pids: known ones unless the same pid is alive twice at once; stand-ins otherwise.
+    // pids: known ones unless the same pid is alive twice at once (in this family or one
+    // built before whose exit is not fed yet); stand-ins otherwise.
     let mut order: Vec<usize> = (0..procs.len()).collect();
     order.sort_by_key(|&i| (procs[i].pid, procs[i].fork, i));
-    let mut next_standin = PID_MAX_LIMIT + 1;
     let mut pid_of = vec![0; procs.len()];
-    let mut prev: Option<(Pid, u64)> = None;
     for &i in &order {
         let end = procs[i].exit.map_or(u64::MAX, |x| x.0);
-        let pid = match procs[i].pid {
-            Some(pid) if prev.is_none_or(|(pp, pend)| pp != pid || pend < procs[i].fork) => {
-                prev = Some((pid, end));
-                Some(pid)
-            }
-            _ => None,
-        };
-        pid_of[i] = pid.unwrap_or_else(|| {
-            let s = next_standin;
-            next_standin = next_standin.saturating_add(1);
-            s
-        });
+        pid_of[i] = out.claim(procs[i].pid, procs[i].fork, end);
     }
 
     // The events, in time order: fork < exec < notes < background < exit at equal times,
     // parents before children (creation order).
-    // Sorted as small keys, the events moved once (events are large).
-    // Capacity known up front (the notes; per process fork, exit, background, two per exec):
-    // no doubling of a vector of large events.
-    let cap = r.note_events.len() + procs.iter().map(|p| 2 * p.execs.len() + 3).sum::<usize>();
-    let mut items = Items {
-        keys: Vec::with_capacity(cap),
-        events: Vec::with_capacity(cap),
-    };
-    let push = |items: &mut Items, ts: u64, prio: u8, e: Event| {
-        items.keys.push((ts, prio, items.events.len()));
-        items.events.push(Some(e));
-    };
+    let mut push = |ts: u64, prio: u8, e: Event| out.push(ts, prio, e);
     // Parents are created before their children (a parent's index is smaller), so one pass
     // gives every depth; feeding by depth puts a parent's fork before its children's at equal
     // times.
@@ -817,7 +1240,6 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
         let pid = pid_of[i];
         let ppid = pr.parent.map_or(0, |p| pid_of[p]);
         push(
-            &mut items,
             pr.fork,
             0,
             Event::Fork {
@@ -828,9 +1250,8 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
             },
         );
         for (t, argv) in &pr.execs {
-            push(&mut items, *t, 1, Event::Exec { ts: *t, tgid: pid });
+            push(*t, 1, Event::Exec { ts: *t, tgid: pid });
             push(
-                &mut items,
                 *t,
                 1,
                 Event::ExecDetails {
@@ -845,7 +1266,6 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
         }
         if let Some((t, state)) = pr.background {
             push(
-                &mut items,
                 t,
                 3,
                 Event::Background {
@@ -858,7 +1278,6 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
         }
         if let Some((t, st)) = pr.exit {
             push(
-                &mut items,
                 t,
                 4,
                 Event::Exit {
@@ -898,83 +1317,265 @@ fn build(mut r: Reader) -> (Ordered, u64, InputStats, Option<InputError>) {
             }
             _ => continue,
         };
-        push(&mut items, ts, 2, e);
+        push(ts, 2, e);
     }
-    items.keys.sort_unstable();
-    let root_procs: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
-    let root = match root_procs[..] {
-        [only] => Some(Event::Root { tgid: pid_of[only] }),
-        _ => None,
+    let roots: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
+    out.roots += roots.len();
+    if let Some(&last) = roots.last() {
+        out.root_pid = Some(pid_of[last]);
+    }
+    if out.roots >= 2 {
+        out.decided = true;
+    }
+    out.held.end_run();
+}
+
+/// A file to read and the time of its first event (where the merge opens it).
+struct FileStart {
+    path: PathBuf,
+    first: u64,
+}
+
+/// The time of a file's first event (0 when its first line has none: opened first).
+fn first_time(path: &Path) -> Result<u64, InputError> {
+    let file = std::fs::File::open(path).map_err(|source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut r = EventReader::new(
+        std::io::BufReader::with_capacity(8 << 10, file),
+        String::new(),
+        ReadOptions { lenient: true },
+    );
+    let mut first = 0;
+    let _ = r.for_each_event(|ev, _| {
+        first = ev.time.map_or(0, ns);
+        false
+    });
+    Ok(first)
+}
+
+/// How many files the merge keeps open at once: half the soft limit on descriptors (the rest
+/// is the outputs' and the process's), at least 4, at most 4096.
+fn max_open_files() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    let ordered = Ordered {
-        root,
-        keys: items.keys,
-        events: items.events,
+    // SAFETY: getrlimit writes the struct it is given, nothing else.
+    let soft = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } {
+        0 => r.rlim_cur,
+        _ => 1024,
     };
-    (ordered, earliest, r.stats, r.error)
+    usize::try_from(soft / 2).unwrap_or(4096).clamp(4, 4096)
+}
+
+/// One file of the merge, open, with its next event.
+struct OpenFile {
+    path: PathBuf,
+    reader: EventReader<std::io::BufReader<std::fs::File>>,
+    /// The time of the last event that had one (for lines without `time`).
+    last: u64,
+}
+
+impl OpenFile {
+    /// The next event and the time it is merged at, or None at the end (the error, if any,
+    /// goes to `err`).
+    fn next(&mut self, err: &mut Option<InputError>) -> Option<(u64, trace2::Event<'static>)> {
+        match self.reader.next()? {
+            Ok(rec) => {
+                if let Some(t) = rec.event.time {
+                    self.last = self.last.max(ns(t));
+                }
+                Some((self.last, rec.event))
+            }
+            Err(e) => {
+                *err = Some(input_error(e, &self.path));
+                None
+            }
+        }
+    }
+}
+
+/// Reads `files` (sorted by first time) through `st`: one file straight through; several as a
+/// k-way merge by time that opens a file when the merge reaches its first event and closes it
+/// at its end, so open files are the sessions overlapping in time (waiting, at the descriptor
+/// limit, for one to close: its lines then come late, counted).
+fn read_files(files: &[FileStart], lenient: bool, st: &mut Stream, feed: &mut dyn FnMut(Event)) {
+    if let [one] = files {
+        st.stats.bytes += std::fs::metadata(&one.path).map(|m| m.len()).unwrap_or(0);
+        match std::fs::File::open(&one.path) {
+            Ok(f) => {
+                st.read(std::io::BufReader::with_capacity(256 << 10, f), &one.path, feed);
+            }
+            Err(source) => {
+                st.error = Some(InputError::Io {
+                    path: one.path.clone(),
+                    source,
+                })
+            }
+        }
+        return;
+    }
+    let cap = max_open_files();
+    let mut open: Vec<Option<(OpenFile, trace2::Event<'static>)>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut heap: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut next = 0;
+    let mut n_open = 0;
+    let mut err = None;
+    let close = |st: &mut Stream, f: OpenFile| st.count(f.reader.stats());
+    'merge: loop {
+        // Open the files that start before the earliest pending event.
+        while let Some(fs) = files.get(next) {
+            let head = heap.peek().map(|r| r.0.0);
+            if head.is_some_and(|h| fs.first > h || n_open >= cap) {
+                break;
+            }
+            next += 1;
+            st.stats.files += 1;
+            let file = match std::fs::File::open(&fs.path) {
+                Ok(f) => f,
+                Err(source) => {
+                    err = Some(InputError::Io {
+                        path: fs.path.clone(),
+                        source,
+                    });
+                    break 'merge;
+                }
+            };
+            st.stats.bytes += file.metadata().map(|m| m.len()).unwrap_or(0);
+            let mut of = OpenFile {
+                path: fs.path.clone(),
+                reader: EventReader::new(
+                    std::io::BufReader::with_capacity(64 << 10, file),
+                    fs.path.display().to_string(),
+                    ReadOptions { lenient },
+                ),
+                last: fs.first,
+            };
+            match of.next(&mut err) {
+                Some((t, ev)) => {
+                    let slot = free.pop().unwrap_or_else(|| {
+                        open.push(None);
+                        open.len() - 1
+                    });
+                    open[slot] = Some((of, ev));
+                    heap.push(std::cmp::Reverse((t, slot)));
+                    n_open += 1;
+                }
+                None => {
+                    close(st, of);
+                    if err.is_some() {
+                        break 'merge;
+                    }
+                }
+            }
+        }
+        let Some(std::cmp::Reverse((_, slot))) = heap.pop() else {
+            break;
+        };
+        let Some((mut of, ev)) = open[slot].take() else {
+            continue;
+        };
+        st.take(&ev, feed);
+        match of.next(&mut err) {
+            Some((t, ev)) => {
+                open[slot] = Some((of, ev));
+                heap.push(std::cmp::Reverse((t, slot)));
+            }
+            None => {
+                close(st, of);
+                free.push(slot);
+                n_open -= 1;
+                if err.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    for (of, _) in open.into_iter().flatten() {
+        close(st, of);
+    }
+    if err.is_some() {
+        st.error = err;
+    }
 }
 
 impl Trace2Input {
-    /// Reads Trace2 event files and target directories (every regular file in them, in name
-    /// order). A path that cannot be read is an error; a bad line is one too (strict mode),
-    /// reported by [`feed_all`](Input::feed_all) after what came before it.
+    /// Opens Trace2 event files and target directories (every regular file in them). Only the
+    /// first line of each file is read here (to order the files by time); the rest is read
+    /// while [`feed_all`](Input::feed_all) runs. A path that cannot be read is an error; a bad
+    /// line is one too (strict mode), reported by `feed_all` after what came before it.
     pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Trace2Input, InputError> {
-        let mut r = Reader::new(opts.lenient);
         let mut seen = std::collections::HashSet::new();
-        'paths: for path in paths {
+        let mut files = Vec::new();
+        for path in paths {
             let io = |source| InputError::Io {
                 path: path.clone(),
                 source,
             };
             let meta = std::fs::metadata(path).map_err(io)?;
-            let files = if meta.is_dir() {
-                let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            let names = if meta.is_dir() {
+                let mut names: Vec<PathBuf> = std::fs::read_dir(path)
                     .map_err(io)?
                     .filter_map(|e| e.ok())
                     .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
                     .map(|e| e.path())
                     .collect();
-                files.sort();
-                files
+                names.sort();
+                names
             } else {
                 vec![path.clone()]
             };
-            for f in files {
+            for f in names {
                 // A file named twice (a directory and a file in it) is read once: its lines
                 // twice would look like a second run of every session in it.
                 if !seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
                     continue;
                 }
-                let file = std::fs::File::open(&f).map_err(|source| InputError::Io {
-                    path: f.clone(),
-                    source,
-                })?;
-                r.stats.bytes += file.metadata().map(|m| m.len()).unwrap_or(0);
-                if !r.read(std::io::BufReader::with_capacity(256 << 10, file), &f) {
-                    break 'paths;
-                }
+                let first = first_time(&f)?;
+                files.push(FileStart { path: f, first });
             }
         }
-        Ok(Trace2Input::finish(r, paths, opts))
-    }
-
-    /// Reads one stream from memory or any reader (`name` names it in errors and the header).
-    /// Never fails here and never panics: a bad line is reported by [`feed_all`](Input::feed_all).
-    pub fn from_reader<R: BufRead>(input: R, name: &Path, opts: &InputOptions) -> Trace2Input {
-        let mut r = Reader::new(opts.lenient);
-        let mut counted = CountingReader { inner: input, n: 0 };
-        r.read(&mut counted, name);
-        r.stats.bytes += counted.n;
-        Trace2Input::finish(r, &[name.to_path_buf()], opts)
-    }
-
-    fn finish(r: Reader, paths: &[PathBuf], opts: &InputOptions) -> Trace2Input {
-        let (events, earliest, stats, error) = build(r);
-        Trace2Input {
+        // Stable: files starting together stay in name order.
+        files.sort_by_key(|f| f.first);
+        let earliest = files
+            .iter()
+            .map(|f| f.first)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
+        Ok(Trace2Input {
             header: opts.analyze_header(paths, earliest, 0),
-            stats,
-            events,
-            error,
+            stats: InputStats {
+                sessions: Some(0),
+                ..Default::default()
+            },
+            source: Source::Files {
+                files,
+                lenient: opts.lenient,
+            },
+            error: None,
+        })
+    }
+
+    /// Reads one stream from memory or any reader (`name` names it in errors and the header),
+    /// whole, here. Never fails here and never panics: a bad line is reported by
+    /// [`feed_all`](Input::feed_all).
+    pub fn from_reader<R: BufRead>(input: R, name: &Path, opts: &InputOptions) -> Trace2Input {
+        let mut st = Stream::new(opts.lenient);
+        let mut counted = CountingReader { inner: input, n: 0 };
+        let mut events = Vec::new();
+        let feed = &mut |e| events.push(e);
+        st.read(&mut counted, name, feed);
+        st.finish(feed);
+        st.stats.bytes += counted.n;
+        Trace2Input {
+            header: opts.analyze_header(&[name.to_path_buf()], st.min_time.unwrap_or(0), 0),
+            stats: st.stats,
+            source: Source::Made(events),
+            error: st.error,
         }
     }
 }
@@ -1008,18 +1609,18 @@ impl Input for Trace2Input {
     }
 
     fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
-        let Ordered {
-            root,
-            keys,
-            mut events,
-        } = std::mem::take(&mut self.events);
-        if let Some(r) = root {
-            feed(r);
-        }
-        for (_, _, i) in keys {
-            if let Some(e) = events.get_mut(i).and_then(Option::take) {
-                feed(e);
+        match std::mem::replace(&mut self.source, Source::Done) {
+            Source::Files { files, lenient } => {
+                let mut st = Stream::new(lenient);
+                read_files(&files, lenient, &mut st, feed);
+                st.finish(feed);
+                self.stats = st.stats;
+                if let Some(e) = st.error {
+                    self.error = Some(e);
+                }
             }
+            Source::Made(events) => events.into_iter().for_each(feed),
+            Source::Done => {}
         }
         match self.error.take() {
             Some(e) => Err(e),
@@ -1402,6 +2003,117 @@ mod tests {
         assert_eq!(model(&events)[0].3, Some(ExitStatus::Code(0)));
     }
 
+    /// A whole session (version, start, a region, exit, atexit) of `sid` from `t0` to `t1`
+    /// seconds (< 60), pid from the SID.
+    fn session(sid: &str, t0: f64, t1: f64, argv: &str) -> Vec<String> {
+        let t = |s: f64| format!("{s:09.6}");
+        vec![
+            line("version", sid, Some(&t(t0)), r#""evt":"4","exe":"x""#),
+            line(
+                "start",
+                sid,
+                Some(&t(t0)),
+                &format!(r#""t_abs":0.0,"argv":["git","{argv}"]"#),
+            ),
+            line(
+                "region_enter",
+                sid,
+                Some(&t(t0 + 0.001)),
+                r#""nesting":1,"category":"c","label":"l""#,
+            ),
+            line(
+                "region_leave",
+                sid,
+                Some(&t(t1 - 0.001)),
+                r#""t_rel":0.0,"nesting":1,"category":"c","label":"l""#,
+            ),
+            line("exit", sid, Some(&t(t1)), r#""t_abs":0.0,"code":0"#),
+            line("atexit", sid, Some(&t(t1)), r#""t_abs":0.0,"code":0"#),
+        ]
+    }
+
+    #[test]
+    fn lines_out_of_order_within_the_window_are_fed_in_order() {
+        // Session A ends (at 1.5 s) before session B's first line (at 0.5 s) is written: 1 s
+        // late, within the window. Then C, 1.9 s after B: A and B are built and fed first.
+        let a = "a-P00000064";
+        let b = "b-P000000c8";
+        let c = "c-P0000012c";
+        let mut s = session(a, 1.0, 1.5, "a").concat();
+        s += &session(b, 0.5, 1.2, "b").concat();
+        s += &session(c, 3.1, 3.2, "c").concat();
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().late_lines, 0);
+        let ts: Vec<u64> = events.iter().filter_map(|e| e.ts()).collect();
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{events:#?}");
+        let forks: Vec<Pid> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Fork { child_tgid, .. } => Some(*child_tgid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(forks, vec![200, 100, 300]);
+        let m = model(&events);
+        assert_eq!(m.len(), 3);
+        assert!(m.iter().all(|p| p.3 == Some(ExitStatus::Code(0))));
+    }
+
+    #[test]
+    fn a_line_older_than_the_window_is_counted_and_still_read() {
+        // A ends at 5 s and C starts at 9 s: A is fed. Then B, from 1 s to 2 s: older than what
+        // was fed, beyond the window. Its 6 lines are counted late, and B is still a process
+        // with its region.
+        let mut s = session("a-P00000064", 4.0, 5.0, "a").concat();
+        s += &line(
+            "version",
+            "c-P0000012c",
+            Some("09.000000"),
+            r#""evt":"4","exe":"x""#,
+        );
+        s += &session("b-P000000c8", 1.0, 2.0, "b").concat();
+        let (input, events, r) = read(s.as_bytes(), false);
+        r.unwrap();
+        assert_eq!(input.stats().late_lines, 6);
+        let m = model(&events);
+        assert_eq!(m.iter().map(|p| p.0).collect::<Vec<_>>(), vec![100, 200, 300]);
+        assert_eq!(m[1].3, Some(ExitStatus::Code(0)));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Region { tgid: 200, .. }))
+        );
+        // Within each process, still in order: B's fork before its region and its exit.
+        let pos = |f: &dyn Fn(&Event) -> bool| events.iter().position(f).unwrap();
+        let fork = pos(&|e| matches!(e, Event::Fork { child_tgid: 200, .. }));
+        let region = pos(&|e| matches!(e, Event::Region { tgid: 200, .. }));
+        let exit = pos(&|e| matches!(e, Event::Exit { tgid: 200, .. }));
+        assert!(fork < region && region < exit);
+    }
+
+    #[test]
+    fn sessions_that_ended_are_dropped_while_reading() {
+        // 200 sessions one after another, 1 s apart: at most the window's worth are live.
+        let mut st = Stream::new(false);
+        let mut fed = 0usize;
+        let mut most = 0usize;
+        for i in 0..200u32 {
+            let sid = format!("s{i}-P{:08x}", 1000 + i);
+            let t0 = f64::from(i) * 1.0;
+            let text = session(&sid, t0 % 60.0, t0 % 60.0 + 0.5, "x").concat();
+            // Minutes roll over: shift the whole line's minute.
+            let text = text.replace("10:00:", &format!("10:{:02}:", i / 60));
+            st.read(text.as_bytes(), Path::new("mem"), &mut |_| fed += 1);
+            most = most.max(st.fams.iter().flatten().count());
+        }
+        st.finish(&mut |_| fed += 1);
+        assert!(most <= 4, "{most} families live at once");
+        assert_eq!(st.stats.sessions, Some(200));
+        // fork, exec, exec details, region, exit per session.
+        assert_eq!(fed, 200 * 5);
+    }
+
     #[test]
     fn same_pid_alive_twice_gets_a_stand_in_and_sid_parts_are_opaque() {
         let mut s = String::new();
@@ -1507,14 +2219,16 @@ mod tests {
             fn streams_become_consistent_events(lines in proptest::collection::vec(event_line(), 0..40), cut in 0..8usize) {
                 let mut text = lines.concat().into_bytes();
                 text.truncate(text.len().saturating_sub(cut));
-                let (_, events, r) = read(&text, false);
+                let (input, events, r) = read(&text, false);
                 prop_assert!(r.is_ok());
+                // Lines further apart than the window come out of order, and are counted.
+                let in_order = input.stats().late_lines == 0;
                 let mut last = 0;
                 let mut alive = std::collections::HashSet::new();
                 let mut seen = std::collections::HashSet::new();
                 for e in &events {
                     if let Some(ts) = e.ts() {
-                        if !matches!(e, Event::Region { .. }) {
+                        if in_order && !matches!(e, Event::Region { .. }) {
                             prop_assert!(ts >= last, "{e:?} before {last}");
                             last = ts;
                         }

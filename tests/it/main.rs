@@ -24,4 +24,5 @@ mod run_trace2;
 mod summary;
 mod svg_out;
 mod trace2_out;
+mod trace2_stream;
 mod watch;

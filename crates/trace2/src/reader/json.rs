@@ -72,7 +72,36 @@ const MAX_DEPTH: usize = 128;
 
 /// The first `"` or `\\` in `b`: a plain loop for the short strings most are, then eight bytes
 /// at a time (SWAR) for long ones (argv, paths). No dependency for this one search.
-fn memchr2(x: u8, y: u8, b: &[u8]) -> Option<usize> {
+/// The first LF in `b`, sixteen bytes at a time (SWAR): line splitting.
+pub(crate) fn find_lf(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const LF: u64 = LO * b'\n' as u64;
+    // The lowest set bit marks the first LF exactly (borrows only reach bytes above a match).
+    let lf = |w: u64| {
+        let v = w ^ LF;
+        v.wrapping_sub(LO) & !v & HI
+    };
+    let word = |c: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        u64::from_le_bytes(w)
+    };
+    let mut i = 0;
+    while let Some(c) = b.get(i..i + 16) {
+        let (m1, m2) = (lf(word(&c[..8])), lf(word(&c[8..])));
+        if m1 != 0 {
+            return Some(i + (m1.trailing_zeros() / 8) as usize);
+        }
+        if m2 != 0 {
+            return Some(i + 8 + (m2.trailing_zeros() / 8) as usize);
+        }
+        i += 16;
+    }
+    b[i..].iter().position(|&c| c == b'\n').map(|p| i + p)
+}
+
+pub(crate) fn memchr2(x: u8, y: u8, b: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let has = |w: u64, c: u8| {
@@ -211,7 +240,10 @@ impl RawMember<'_> {
         if self.key_esc {
             self.key_string() == k
         } else {
-            self.key == k.as_bytes()
+            // Length and first byte first: most keys asked for are not this one, and this
+            // saves a memcmp call for each (measured: 4% of a Trace2 analyze was memcmp).
+            let k = k.as_bytes();
+            self.key.len() == k.len() && self.key.first() == k.first() && self.key == k
         }
     }
 
