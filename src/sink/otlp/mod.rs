@@ -202,17 +202,18 @@ fn base_name(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
 
-/// The span's name: the program.
+/// The span's name: the program as it was called (the base name of the last exec's `argv[0]`),
+/// else its `comm`, else the executable's base name.
 fn program(r: &ProcessRecord) -> String {
-    let d = r.execs.last().and_then(|e| e.details.as_ref());
-    if let Some(exe) = d.and_then(|d| d.exe.as_deref()).filter(|e| !e.is_empty()) {
-        return base_name(exe.trim_end_matches(" (deleted)")).to_string();
+    if let Some(a0) = r.argv().and_then(|a| a.first()).filter(|a| !a.is_empty()) {
+        return base_name(a0).to_string();
     }
     if let Some(c) = &r.comm {
         return c.clone();
     }
-    if let Some(a0) = r.argv().and_then(|a| a.first()) {
-        return base_name(a0).to_string();
+    let d = r.execs.last().and_then(|e| e.details.as_ref());
+    if let Some(exe) = d.and_then(|d| d.exe.as_deref()).filter(|e| !e.is_empty()) {
+        return base_name(exe.trim_end_matches(" (deleted)")).to_string();
     }
     format!("pid {}", r.pid)
 }
