@@ -377,3 +377,142 @@ fn a_503_with_retry_after_is_retried() {
     assert!(waited >= 0.9, "Retry-After: 1 not honoured ({waited} s)");
     assert_eq!(rx.spans().len(), processes(&lines).len());
 }
+
+#[test]
+fn run_trace2_regions_are_child_spans_of_their_process() {
+    let rx = Receiver::start(&[]);
+    let repo = tmp("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .current_dir(&repo)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("GIT_TRACE2_EVENT")
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    git(&["init", "-q"]);
+    std::fs::write(format!("{repo}/a"), "a\n").unwrap();
+    git(&["add", "a"]);
+    let jsonl = tmp("run.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "-q", "--trace2", "-o", &jsonl, "--otlp", &rx.url(), "--"])
+        .args(["git", "-C", &repo, "status"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_EVENT")
+        .env_remove("GIT_TRACE2_PARENT_SID")
+        .env_remove("TRACEPARENT")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&jsonl);
+    let spans = rx.spans();
+    let git_span = spans.iter().find(|s| s["name"] == "git").unwrap();
+    let regions: Vec<&Value> = lines.iter().filter(|l| l["event"] == "region").collect();
+    let region_spans: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["trace2.category"].is_string())
+        .collect();
+    assert!(!regions.is_empty(), "git status reported no regions");
+    assert_eq!(region_spans.len(), regions.len());
+    let read_index = region_spans
+        .iter()
+        .find(|s| s["name"] == "index:do_read_index")
+        .unwrap();
+    assert_eq!(read_index["parent_span_id"], git_span["span_id"]);
+    assert_eq!(read_index["trace_id"], git_span["trace_id"]);
+    assert!(read_index["start"].as_u64() >= git_span["start"].as_u64());
+    assert!(read_index["end"].as_u64() <= git_span["end"].as_u64());
+}
+
+#[test]
+fn watch_sends_each_top_level_tree_as_its_own_trace() {
+    let rx = Receiver::start(&[]);
+    let file = tmp("watch.jsonl");
+    let mut w = Command::new(PROCTRACE)
+        .args(["watch", "-o", &file, "--otlp", &rx.url(), "--duration", "30"])
+        .env_remove("TRACEPARENT")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&file)
+        .unwrap_or_default()
+        .contains("\"event\":\"start\"")
+    {
+        assert!(Instant::now() < end, "watch never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let marker = tmp("marker");
+    for tree in ["a", "b"] {
+        let st = Command::new("/bin/sh")
+            .args([
+                "-c",
+                &format!("/bin/echo {marker} {tree} >/dev/null; /bin/echo {marker} {tree} >/dev/null"),
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    // Batches leave at most a second after their spans: wait for all six (2 × sh + 2 echo).
+    let mine = |spans: &[Value]| -> Vec<Value> {
+        spans
+            .iter()
+            .filter(|s| {
+                s["attributes"]["process.command_args"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x.as_str().is_some_and(|x| x.contains(&marker))))
+            })
+            .cloned()
+            .collect()
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while mine(&rx.spans()).len() < 6 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(w.id() as i32, libc::SIGINT) };
+    let st = w.wait().unwrap();
+    assert!(st.success());
+    let spans = mine(&rx.spans());
+    assert_eq!(spans.len(), 6, "{spans:#?}");
+    let tree = |t: &str| -> Vec<&Value> {
+        spans
+            .iter()
+            .filter(|s| {
+                s["attributes"]["process.command_args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == t)
+            })
+            .collect()
+    };
+    let mut traces = Vec::new();
+    for t in ["a", "b"] {
+        let ss = tree(t);
+        // sh -c "... a ..." carries the marker in one word; the echos as separate words.
+        let sh = spans
+            .iter()
+            .find(|s| {
+                s["name"] == "sh"
+                    && s["attributes"]["process.command_args"][2]
+                        .as_str()
+                        .unwrap()
+                        .ends_with(&format!("{t} >/dev/null"))
+            })
+            .unwrap();
+        assert_eq!(ss.len(), 2, "{ss:#?}");
+        for e in &ss {
+            assert_eq!(e["trace_id"], sh["trace_id"]);
+            assert_eq!(e["parent_span_id"], sh["span_id"]);
+        }
+        assert_eq!(sh["parent_span_id"], "", "a top-level tree's root has no parent");
+        traces.push(sh["trace_id"].clone());
+    }
+    assert_ne!(traces[0], traces[1]);
+}

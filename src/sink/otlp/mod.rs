@@ -477,12 +477,8 @@ impl<D: SpanDest> Sink for Otlp<D> {
             Fact::Fork(id) => {
                 self.ids_for(id, t);
             }
-            Fact::Exit(id) => {
-                // `run` sends its command last, with the session's totals.
-                if self.command != Some(id) {
-                    self.emit_process(id, t, None, None);
-                }
-            }
+            // `run` sends its command last, with the session's totals.
+            Fact::Exit(id) if self.command != Some(id) => self.emit_process(id, t, None, None),
             Fact::Lost { count, .. } => self.lost += count,
             Fact::Region { id, index } => {
                 let Some(ids) = self.ids.get(&id).copied() else {
