@@ -569,3 +569,198 @@ impl<D: SpanDest> Sink for Otlp<D> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::cmd::replay::{parse_capture, replay};
+    use crate::sink::golden::CAPTURES;
+    use crate::sink::{Fanout, Tool};
+
+    /// Keeps what was sent.
+    #[derive(Clone, Default)]
+    struct Memory(Rc<RefCell<(Option<Resource>, Vec<Span>)>>);
+
+    impl SpanDest for Memory {
+        fn start(&mut self, resource: Resource) -> io::Result<()> {
+            self.0.borrow_mut().0 = Some(resource);
+            Ok(())
+        }
+        fn send(&mut self, spans: Vec<Span>) {
+            self.0.borrow_mut().1.extend(spans);
+        }
+        fn finish(&mut self) -> Delivery {
+            Delivery {
+                delivered: self.0.borrow().1.len() as u64,
+                ..Delivery::default()
+            }
+        }
+    }
+
+    fn cfg(parent: Option<TraceParent>) -> OtlpConfig {
+        OtlpConfig {
+            url: "http://127.0.0.1:1/v1/traces".into(),
+            headers: Vec::new(),
+            gzip: true,
+            timeout: std::time::Duration::from_secs(1),
+            resource: vec![("service.name".into(), "proctrace".into())],
+            parent,
+            parent_error: None,
+            trace_state: String::new(),
+            seed: 42,
+            propagate: true,
+        }
+    }
+
+    /// Replays a capture as `run` into the sink; the tracker's records (pid, parent pid, exit
+    /// code, regions) and the spans.
+    fn export(
+        name: &str,
+        parent: Option<TraceParent>,
+    ) -> (
+        Vec<(i32, Option<i32>, Option<ExitStatus>, usize)>,
+        Vec<Span>,
+        Resource,
+    ) {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/captures/{name}.jsonl"));
+        let text = std::fs::read(&path).unwrap();
+        let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
+        cap.header = None;
+        let root = cap.command_pid().unwrap();
+        let header = Header {
+            mode: Mode::Run {
+                argv: vec!["x".into()],
+            },
+            ts: cap.events.iter().find_map(|e| e.ts()).unwrap_or(0),
+            real_minus_mono: 1_717_243_200_000_000_000,
+            tool: Tool {
+                pid: 1,
+                argv: vec![],
+                version: "0".into(),
+                parent_sid: None,
+                host: Some("golden-host".into()),
+                utc_offset: None,
+            },
+            backend: None,
+        };
+        let mem = Memory::default();
+        let mut sinks = Fanout::new();
+        sinks.add("otlp", Box::new(Otlp::new(cfg(parent), true, mem.clone())));
+        let (engine, _) = replay(&cap, Some(root), sinks, header);
+        assert!(engine.sinks.failures().is_empty());
+        let t = &engine.tracker;
+        let mut recs = Vec::new();
+        let mut todo: Vec<ProcId> = t.roots().to_vec();
+        while let Some(id) = todo.pop() {
+            let r = t.get(id).unwrap();
+            todo.extend(r.children.iter().copied());
+            let parent = r.parent.and_then(|p| t.get(p)).map(|p| p.pid);
+            recs.push((r.pid, parent, r.exit.and_then(|x| x.status), r.regions.len()));
+        }
+        let (res, spans) = mem.0.borrow().clone();
+        (recs, spans, res.unwrap())
+    }
+
+    fn int_attr(s: &Span, k: &str) -> Option<i64> {
+        s.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .and_then(|a| match a.value.as_ref()?.value {
+                Some(any_value::Value::IntValue(i)) => Some(i),
+                _ => None,
+            })
+    }
+
+    #[test]
+    fn every_capture_maps_to_one_span_per_process_nested_as_the_tree() {
+        for name in CAPTURES {
+            let (recs, spans, res) = export(name, None);
+            assert_eq!(res.attributes.len(), 2, "{name}: service.name and host.name");
+            let procs: Vec<&Span> = spans
+                .iter()
+                .filter(|s| int_attr(s, "process.pid").is_some())
+                .collect();
+            let regions = spans.len() - procs.len();
+            assert_eq!(procs.len(), recs.len(), "{name}");
+            assert_eq!(regions, recs.iter().map(|r| r.3).sum::<usize>(), "{name}");
+            let trace = &spans[0].trace_id;
+            assert!(spans.iter().all(|s| &s.trace_id == trace), "{name}: one trace");
+            let mut by_span: HashMap<&[u8], &Span> = HashMap::new();
+            for s in &spans {
+                assert!(
+                    by_span.insert(&s.span_id, s).is_none(),
+                    "{name}: span ids are unique"
+                );
+            }
+            // The command's span is span 0, known before it ran.
+            let root = recs.first().unwrap();
+            let root_span = procs
+                .iter()
+                .find(|s| int_attr(s, "process.pid") == Some(root.0 as i64))
+                .unwrap();
+            assert_eq!(root_span.span_id, span_id(42, 0));
+            assert!(root_span.parent_span_id.is_empty());
+            for (pid, parent, status, _) in &recs {
+                // Pids may be reused within a capture: match by pid and parent.
+                let s = procs
+                    .iter()
+                    .find(|s| {
+                        int_attr(s, "process.pid") == Some(*pid as i64)
+                            && match parent {
+                                Some(pp) => by_span
+                                    .get(s.parent_span_id.as_slice())
+                                    .is_some_and(|p| int_attr(p, "process.pid") == Some(*pp as i64)),
+                                None => s.parent_span_id.is_empty(),
+                            }
+                    })
+                    .unwrap_or_else(|| panic!("{name}: no span for pid {pid} under {parent:?}"));
+                let error = s.status.as_ref().unwrap().code == StatusCode::Error as i32;
+                let failed = matches!(status, Some(ExitStatus::Code(c)) if *c != 0)
+                    || matches!(status, Some(ExitStatus::Signal { .. }));
+                assert_eq!(error, failed, "{name}: pid {pid} {status:?}");
+                assert!(s.end_time_unix_nano >= s.start_time_unix_nano);
+                assert!(s.start_time_unix_nano > 1_717_243_200_000_000_000);
+            }
+            for s in spans.iter().filter(|s| int_attr(s, "process.pid").is_none()) {
+                let p = by_span[s.parent_span_id.as_slice()];
+                assert!(
+                    int_attr(p, "process.pid").is_some(),
+                    "{name}: a region's parent is a process"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn spans_are_a_function_of_the_events_and_join_the_callers_trace() {
+        let (_, a, _) = export("make-j2", None);
+        let (_, b, _) = export("make-j2", None);
+        assert_eq!(a, b);
+        let caller = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        let (_, c, _) = export("make-j2", Some(caller));
+        assert!(c.iter().all(|s| s.trace_id == caller.trace_id));
+        let roots: Vec<&Span> = c.iter().filter(|s| s.parent_span_id == caller.span_id).collect();
+        assert_eq!(roots.len(), 1);
+        assert_eq!(roots[0].span_id, command_traceparent(&cfg(Some(caller))).span_id);
+        assert_eq!(command_traceparent(&cfg(Some(caller))).trace_id, caller.trace_id);
+        assert_eq!(command_traceparent(&cfg(None)).trace_id.to_vec(), a[0].trace_id);
+    }
+
+    #[test]
+    fn ids_are_never_zero_and_differ() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..10_000 {
+            let s = span_id(0, n);
+            assert_ne!(s, [0; 8]);
+            assert!(seen.insert(s));
+        }
+        assert_ne!(trace_id(1, 0), trace_id(1, 1));
+        assert_ne!(trace_id(1, 0), trace_id(2, 0));
+    }
+}
