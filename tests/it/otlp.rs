@@ -516,3 +516,55 @@ fn watch_sends_each_top_level_tree_as_its_own_trace() {
     }
     assert_ne!(traces[0], traces[1]);
 }
+
+/// A CA and a certificate for `localhost` / 127.0.0.1 signed by it, made with openssl; returns
+/// (ca.pem, cert.pem, key.pem).
+fn test_pki() -> (String, String, String) {
+    let dir = tmp("pki");
+    let dir = dir.as_str();
+    let sh = format!(
+        "set -e; cd {dir}; \
+         openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=proctrace-test-ca \
+           -keyout ca.key -out ca.pem 2>/dev/null; \
+         openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout key.pem -out req.pem 2>/dev/null; \
+         printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > ext; \
+         openssl x509 -req -in req.pem -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+           -extfile ext -out cert.pem 2>/dev/null"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let st = Command::new("sh").args(["-c", &sh]).status().unwrap();
+    assert!(st.success(), "openssl failed");
+    (
+        format!("{dir}/ca.pem"),
+        format!("{dir}/cert.pem"),
+        format!("{dir}/key.pem"),
+    )
+}
+
+#[test]
+fn https_endpoints_are_verified_against_the_system_roots() {
+    let (ca, cert, key) = test_pki();
+    let rx = Receiver::start(&["--tls", &cert, &key]);
+    let url = format!("https://localhost:{}", rx.port);
+    let argv = vec!["sh".to_string(), "-c".to_string(), "/bin/true".to_string()];
+    // The test CA as the system's store (SSL_CERT_FILE, as OpenSSL reads it): delivered.
+    let (out, _, _) = run_env(&["--otlp", &url], &[("SSL_CERT_FILE", &ca)], &argv);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not delivered"), "{}", stderr(&out));
+    assert_eq!(rx.spans().len(), 2);
+    // The machine's own roots do not know the test CA: refused, reported, command unharmed.
+    let rx = Receiver::start(&["--tls", &cert, &key]);
+    let url = format!("https://localhost:{}", rx.port);
+    let (out, _, _) = run_env(
+        &["--otlp", &url],
+        &[("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")],
+        &argv,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("otlp: 2 spans not delivered: TLS: invalid peer certificate"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(rx.spans().is_empty());
+}

@@ -9,6 +9,7 @@ Decodes each POST to /v1/traces with the OpenTelemetry project's own protobuf de
 Faults, for the tests that need a bad collector:
   --fail-first N   answer the first N requests 503 with `Retry-After: 1`
   --stall          read each request, then never answer (until the test kills us)
+  --tls CERT KEY   serve https with this certificate
 It exits by itself after --lifetime seconds so a test that forgets it leaves nothing behind.
 """
 import argparse
@@ -47,6 +48,7 @@ def main():
     ap.add_argument("--fail-first", type=int, default=0)
     ap.add_argument("--stall", action="store_true")
     ap.add_argument("--lifetime", type=float, default=120.0)
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https")
     args = ap.parse_args()
     lock = threading.Lock()
     state = {"requests": 0}
@@ -148,6 +150,12 @@ def main():
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
+    if args.tls:
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls[0], args.tls[1])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     threading.Timer(args.lifetime, server.shutdown).start()
     print(f"listening {server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -247,7 +247,13 @@ fn transport_failure(e: ureq::Error) -> Failure {
         E::HostNotFound => "host not found".to_string(),
         other => other.to_string(),
     };
+    // A certificate the roots do not vouch for will not be vouched for on a retry.
+    let tls = match &e {
+        E::Io(io) => io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()),
+        _ => false,
+    };
     match e {
+        E::Io(io) if tls => Failure::Fatal(format!("TLS: {io}")),
         E::Tls(_) | E::Rustls(_) | E::BadUri(_) | E::Http(_) => Failure::Fatal(reason),
         _ => Failure::Retry { reason, after: None },
     }
