@@ -568,3 +568,73 @@ fn https_endpoints_are_verified_against_the_system_roots() {
     );
     assert!(rx.spans().is_empty());
 }
+
+#[test]
+fn a_bad_setting_stops_before_the_command_runs() {
+    let (out, marker) = run_touching_marker(&["--otlp", "127.0.0.1:4318"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--otlp: '127.0.0.1:4318' is not an http:// or https:// URL"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!std::path::Path::new(&marker).exists());
+    let marker = tmp("ran");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--", "touch", &marker])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign' is not key=value"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!std::path::Path::new(&marker).exists());
+}
+
+#[test]
+fn analyze_exports_a_saved_trace_under_the_callers_span() {
+    let tp = tmp("traceparent");
+    let jsonl = tmp("saved.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "-q", "-o", &jsonl, "--"])
+        .args(workload(&tp))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let lines = read_lines(&jsonl);
+    let rx = Receiver::start(&[]);
+    let out = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "--otlp", &rx.url(), &jsonl])
+        .env("TRACEPARENT", CALLER)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let spans = rx.spans();
+    let ps = processes(&lines);
+    assert_eq!(spans.len(), ps.len());
+    let roots: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["parent_span_id"] == "00f067aa0ba902b7")
+        .collect();
+    assert_eq!(roots.len(), 1);
+    assert!(
+        spans
+            .iter()
+            .all(|s| s["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
+    );
+    for s in &spans {
+        let pid = pid_of(s);
+        let fork = lines
+            .iter()
+            .find(|l| l["event"] == "fork" && l["pid"] == pid)
+            .unwrap();
+        assert!(
+            (s["start"].as_f64().unwrap() - wall_ns(&lines, &fork["ts"])).abs() < 10_000.0,
+            "{s} {fork}"
+        );
+    }
+}
