@@ -617,16 +617,12 @@ mod tests {
         }
     }
 
+    /// A record as the test compares it: pid, parent's pid, exit, number of regions.
+    type Rec = (i32, Option<i32>, Option<ExitStatus>, usize);
+
     /// Replays a capture as `run` into the sink; the tracker's records (pid, parent pid, exit
     /// code, regions) and the spans.
-    fn export(
-        name: &str,
-        parent: Option<TraceParent>,
-    ) -> (
-        Vec<(i32, Option<i32>, Option<ExitStatus>, usize)>,
-        Vec<Span>,
-        Resource,
-    ) {
+    fn export(name: &str, parent: Option<TraceParent>) -> (Vec<Rec>, Vec<Span>, Resource) {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/captures/{name}.jsonl"));
         let text = std::fs::read(&path).unwrap();
