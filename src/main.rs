@@ -565,7 +565,10 @@ fn main() {
             tree,
         } => (|| {
             let cap = replay::read_capture(&capture)?;
-            let out = outputs(&out, false, tree_mode(tree), true, false);
+            let mut out = outputs(&out, false, tree_mode(tree), true, false);
+            if let Some(o) = &mut out.otlp {
+                o.offline = true;
+            }
             let sinks = out.open_sinks()?;
             let fallback = Header {
                 mode: Mode::Replay {
@@ -595,7 +598,10 @@ fn main() {
             tree,
         } => (|| {
             let tree = tree.map_or(if json { TreeMode::None } else { TreeMode::Auto }, tree_mode);
-            let outs = outputs(&out, false, tree, true, false);
+            let mut outs = outputs(&out, false, tree, true, false);
+            if let Some(o) = &mut outs.otlp {
+                o.offline = true;
+            }
             let opts = proctrace::input::InputOptions {
                 lenient,
                 tool: Some(Tool::this_process()),

@@ -123,6 +123,9 @@ pub struct OtlpConfig {
     /// Give the traced command a `TRACEPARENT` naming its own process span (`run`; off with
     /// `--no-propagate`).
     pub propagate: bool,
+    /// The events come from a saved trace (`analyze`, `replay`): with the queue full, wait for
+    /// room (up to the timeout) instead of dropping, since no capture can fall behind.
+    pub offline: bool,
 }
 
 /// A setting that could not be used.
@@ -319,6 +322,7 @@ pub fn from_env(
         trace_state,
         seed,
         propagate,
+        offline: false,
     }))
 }
 

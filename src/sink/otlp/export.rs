@@ -17,7 +17,8 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -35,10 +36,9 @@ use super::config::OtlpConfig;
 const MAX_BATCH: usize = 512;
 /// How long a part-filled batch waits for more spans before it is sent.
 const BATCH_DELAY: Duration = Duration::from_millis(1000);
-/// Messages (each a batch of spans from one engine batch) the queue holds.
-const QUEUE_MESSAGES: usize = 1024;
-/// Spans held while the collector does not take them; beyond this new ones are dropped (counted).
-const MAX_PENDING: usize = 65_536;
+/// Spans held (queued or waiting for the collector) at most; beyond this, live capture drops new
+/// ones (counted) and offline input (`analyze`, `replay`) waits for room up to the timeout.
+const MAX_HELD: usize = 32_768;
 /// First retry delay; doubled per failed attempt up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
@@ -73,17 +73,22 @@ enum Msg {
 
 /// The export thread's handle.
 pub struct Exporter {
-    tx: Option<SyncSender<Msg>>,
+    tx: Option<Sender<Msg>>,
     thread: Option<JoinHandle<Delivery>>,
     timeout: Duration,
     dropped: u64,
+    /// Spans handed over and not yet delivered or given up on.
+    held: Arc<AtomicUsize>,
+    wait_for_room: bool,
 }
 
 impl Exporter {
     /// Starts the thread. Fails only when the thread or the TLS roots cannot be had.
     pub fn start(cfg: &OtlpConfig, resource: Resource) -> io::Result<Exporter> {
         let agent = agent(&cfg.url)?;
-        let (tx, rx) = sync_channel(QUEUE_MESSAGES);
+        let (tx, rx) = channel();
+        let held = Arc::new(AtomicUsize::new(0));
+        let thread_held = held.clone();
         let post = Post {
             agent,
             url: cfg.url.clone(),
@@ -93,25 +98,50 @@ impl Exporter {
         };
         let thread = std::thread::Builder::new()
             .name("proctrace-otlp".into())
-            .spawn(move || export_loop(post, resource, rx))?;
+            .spawn(move || export_loop(post, resource, rx, &thread_held))?;
         Ok(Exporter {
             tx: Some(tx),
             thread: Some(thread),
             timeout: cfg.timeout,
             dropped: 0,
+            held,
+            wait_for_room: cfg.offline,
         })
     }
 
-    /// Hands spans over without waiting; when the queue is full they are counted as lost.
-    pub fn send(&mut self, spans: Vec<Span>) {
-        let n = spans.len() as u64;
+    /// Hands spans over. When [`MAX_HELD`] are already held they are counted as lost — or, when
+    /// waiting for room was asked for, after waiting up to the timeout for the thread to make some.
+    pub fn send(&mut self, mut spans: Vec<Span>) {
+        // A batch larger than a request goes in request-sized parts, so it always fits once
+        // the thread has room.
+        while spans.len() > MAX_BATCH {
+            let rest = spans.split_off(MAX_BATCH);
+            self.send_part(spans);
+            spans = rest;
+        }
+        self.send_part(spans);
+    }
+
+    fn send_part(&mut self, spans: Vec<Span>) {
+        let n = spans.len();
         let Some(tx) = &self.tx else {
-            self.dropped += n;
+            self.dropped += n as u64;
             return;
         };
-        match tx.try_send(Msg::Spans(spans)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.dropped += n,
+        let mut waited: Option<Instant> = None;
+        while self.held.load(Ordering::Acquire) + n > MAX_HELD {
+            let start = *waited.get_or_insert_with(Instant::now);
+            if !self.wait_for_room || start.elapsed() >= self.timeout {
+                self.dropped += n as u64;
+                return;
+            }
+            // Offline only: nothing is being captured while this waits.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.held.fetch_add(n, Ordering::AcqRel);
+        if tx.send(Msg::Spans(spans)).is_err() {
+            self.held.fetch_sub(n, Ordering::AcqRel);
+            self.dropped += n as u64;
         }
     }
 
@@ -120,8 +150,7 @@ impl Exporter {
         let deadline = Instant::now() + self.timeout;
         let mut d = match (self.tx.take(), self.thread.take()) {
             (Some(tx), Some(t)) => {
-                // Blocking send: the thread drains the queue while it waits for the collector,
-                // and it gives up at the deadline, so this cannot hang.
+                // The thread gives up at the deadline, so this cannot hang.
                 let _ = tx.send(Msg::Finish(deadline));
                 drop(tx);
                 t.join().unwrap_or_else(|_| Delivery {
@@ -287,7 +316,7 @@ fn encode(resource: &Resource, spans: Vec<Span>, gzip: bool) -> io::Result<Vec<u
 
 /// The thread: gather spans, send a batch when it is full or [`BATCH_DELAY`] old, retry with
 /// backoff, give up at the deadline the finish message brings.
-fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>) -> Delivery {
+fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicUsize) -> Delivery {
     let mut d = Delivery::default();
     let mut pending: std::collections::VecDeque<Span> = std::collections::VecDeque::new();
     let mut oldest: Option<Instant> = None;
@@ -328,14 +357,10 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>) -> Delivery {
             let wait = due.map_or(Duration::from_secs(3600), |t| t - now);
             match rx.recv_timeout(wait) {
                 Ok(Msg::Spans(v)) => {
-                    let room = MAX_PENDING.saturating_sub(pending.len());
-                    if v.len() > room {
-                        d.lose((v.len() - room) as u64, "export queue full");
-                    }
                     if oldest.is_none() {
                         oldest = Some(Instant::now());
                     }
-                    pending.extend(v.into_iter().take(room));
+                    pending.extend(v);
                 }
                 Ok(Msg::Finish(end)) => deadline = Some(end),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -364,6 +389,7 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>) -> Delivery {
             Ok(b) => b,
             Err(e) => {
                 pending.drain(..n);
+                held.fetch_sub(n, Ordering::AcqRel);
                 d.lose(n as u64, &format!("cannot compress a request: {e}"));
                 continue;
             }
@@ -379,6 +405,7 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>) -> Delivery {
         match post.send(&body, timeout) {
             Ok((rejected, why)) => {
                 pending.drain(..n);
+                held.fetch_sub(n, Ordering::AcqRel);
                 d.delivered += n as u64 - rejected.min(n as u64);
                 d.lose(rejected.min(n as u64), &why);
                 retry_at = None;
@@ -391,6 +418,7 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>) -> Delivery {
             }
             Err(Failure::Fatal(why)) => {
                 pending.drain(..n);
+                held.fetch_sub(n, Ordering::AcqRel);
                 d.lose(n as u64, &why);
                 last_error = Some(why);
                 retry_at = None;

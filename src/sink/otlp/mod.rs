@@ -516,6 +516,10 @@ impl<D: SpanDest> Sink for Otlp<D> {
             }
             _ => {}
         }
+        // Offline input may bring thousands of facts between flushes: hand over full batches.
+        if self.out.len() >= 512 {
+            self.flush()?;
+        }
         Ok(())
     }
 
@@ -614,6 +618,7 @@ mod tests {
             trace_state: String::new(),
             seed: 42,
             propagate: true,
+            offline: false,
         }
     }
 
