@@ -638,3 +638,29 @@ fn analyze_exports_a_saved_trace_under_the_callers_span() {
         );
     }
 }
+
+#[test]
+fn replay_of_a_100k_process_capture_delivers_every_span() {
+    // More spans than the exporter holds at once (32k): offline input waits for room.
+    let cap = tmp("100k.jsonl");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/summary-capture.py");
+    assert!(
+        Command::new("python3")
+            .args([script, &cap])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let rx = Receiver::start(&["--count-only"]);
+    let out = Command::new(PROCTRACE)
+        .args(["replay", &cap, "-q", "--tree", "none", "--otlp", &rx.url()])
+        .env_remove("TRACEPARENT")
+        // gzip is tested elsewhere; unoptimised (test-build) deflate of 30 MB would dominate.
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not delivered"), "{}", stderr(&out));
+    let delivered: u64 = rx.requests().iter().filter_map(|r| r["spans"].as_u64()).sum();
+    assert_eq!(delivered, 100_001);
+}

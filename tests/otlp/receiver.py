@@ -10,6 +10,7 @@ Faults, for the tests that need a bad collector:
   --fail-first N   answer the first N requests 503 with `Retry-After: 1`
   --stall          read each request, then never answer (until the test kills us)
   --tls CERT KEY   serve https with this certificate
+  --count-only     decode, but log only the number of spans per request
 It exits by itself after --lifetime seconds so a test that forgets it leaves nothing behind.
 """
 import argparse
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--fail-first", type=int, default=0)
     ap.add_argument("--stall", action="store_true")
     ap.add_argument("--lifetime", type=float, default=120.0)
+    ap.add_argument("--count-only", action="store_true", help="log requests, not spans")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https")
     args = ap.parse_args()
     lock = threading.Lock()
@@ -106,6 +108,14 @@ def main():
                 self.end_headers()
                 return
             spans = []
+            if args.count_only:
+                record["status"] = 200
+                record["spans"] = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
+                write(record)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             for rs in req.resource_spans:
                 resource = attrs(rs.resource.attributes)
                 for ss in rs.scope_spans:
