@@ -131,12 +131,12 @@ fn wall_ns(lines: &[Value], ts: &Value) -> f64 {
     (ts.as_f64().unwrap() + off) * 1e9
 }
 
-#[test]
-fn run_exports_one_span_per_process_in_the_callers_trace() {
+both_backends! {
+fn run_exports_one_span_per_process_in_the_callers_trace(backend: &str) {
     let rx = Receiver::start(&[]);
     let tp = tmp("traceparent");
     let (out, lines, _) = run_env(
-        &["--otlp", &rx.url()],
+        &["--backend", backend, "--otlp", &rx.url()],
         &[
             ("TRACEPARENT", CALLER),
             ("OTEL_SERVICE_NAME", "ci-build"),
@@ -282,6 +282,7 @@ fn run_exports_one_span_per_process_in_the_callers_trace() {
     assert_eq!(sleep.background.as_deref(), Some("ready"));
     assert_eq!(attr(by_pid[&sleep.pid], "proctrace.background"), "ready");
     assert_eq!(root["status"]["message"], "exit code 5");
+}
 }
 
 #[test]
