@@ -13,7 +13,7 @@
 //!   `proctrace.still_running`, `proctrace.events_lost` on root spans);
 //! - status ERROR for a non-zero exit or a signal, with the reason as message; UNSET otherwise;
 //! - Trace2 regions (`run --trace2`, `analyze` of Trace2 streams) are child spans of their
-//!   process's span;
+//!   process's span, nested by time and nesting level within a thread;
 //! - `run` and `analyze` send one trace; `watch` sends each top-level process tree as its own.
 //!
 //! Span ids are derived, not drawn: id *n* of the session is a 64-bit mix of the session's seed and
@@ -39,7 +39,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 
 use super::{Header, Mode, Sink, Summary};
-use crate::model::event::ExitStatus;
+use crate::model::event::{ExitStatus, Region};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::sink::text::signal_name;
@@ -169,6 +169,8 @@ pub struct Otlp<D: SpanDest> {
     command: Option<ProcId>,
     lost: u64,
     out: Vec<Span>,
+    /// Regions whose process's span has not been sent yet (indices into its `regions`).
+    deferred: HashMap<ProcId, Vec<usize>>,
 }
 
 /// The sink as `run`, `watch` and `analyze` use it: spans to the collector.
@@ -218,6 +220,39 @@ fn program(r: &ProcessRecord) -> String {
     format!("pid {}", r.pid)
 }
 
+/// For each region, the index of the region it nests in: the innermost one of the same thread
+/// with a lower nesting whose time encloses it. One sort and a stack per thread.
+fn region_parents(regions: &[&Region]) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..regions.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (regions[a], regions[b]);
+        (x.thread.as_str(), x.ts, std::cmp::Reverse(x.end), x.nesting).cmp(&(
+            y.thread.as_str(),
+            y.ts,
+            std::cmp::Reverse(y.end),
+            y.nesting,
+        ))
+    });
+    let mut parents = vec![None; regions.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    for (k, &i) in order.iter().enumerate() {
+        let g = regions[i];
+        if k > 0 && regions[order[k - 1]].thread != g.thread {
+            stack.clear();
+        }
+        while let Some(&top) = stack.last() {
+            let p = regions[top];
+            if p.ts <= g.ts && g.end <= p.end && p.nesting < g.nesting {
+                break;
+            }
+            stack.pop();
+        }
+        parents[i] = stack.last().copied();
+        stack.push(i);
+    }
+    parents
+}
+
 impl<D: SpanDest> Otlp<D> {
     /// A sink sending its spans to `dest`.
     pub fn new(cfg: OtlpConfig, redact: bool, dest: D) -> Self {
@@ -235,6 +270,7 @@ impl<D: SpanDest> Otlp<D> {
             command: None,
             lost: 0,
             out: Vec::new(),
+            deferred: HashMap::new(),
         }
     }
 
@@ -431,6 +467,48 @@ impl<D: SpanDest> Otlp<D> {
         }
     }
 
+    fn region_span(&self, ids: &SpanIds, g: &Region, span: [u8; 8], parent: [u8; 8]) -> Span {
+        let mut a = vec![
+            kv_str("trace2.category", &g.category),
+            kv_str("trace2.thread", &g.thread),
+            kv_int("trace2.nesting", g.nesting as i64),
+        ];
+        if let Some(m) = &g.msg {
+            a.push(kv_str("trace2.msg", m));
+        }
+        let name = match (g.category.is_empty(), g.label.is_empty()) {
+            (false, false) => format!("{}:{}", g.category, g.label),
+            (true, false) => g.label.clone(),
+            _ => g.category.clone(),
+        };
+        Span {
+            trace_id: ids.trace.to_vec(),
+            span_id: span.to_vec(),
+            trace_state: self.cfg.trace_state.clone(),
+            parent_span_id: parent.to_vec(),
+            name,
+            kind: SpanKind::Internal as i32,
+            start_time_unix_nano: self.unix(g.ts),
+            end_time_unix_nano: self.unix(g.end.max(g.ts)),
+            attributes: a,
+            ..Default::default()
+        }
+    }
+
+    /// The regions `idx` of `r` as spans, each under the innermost region of its thread that
+    /// encloses it at a lower nesting, else under the process.
+    fn emit_regions(&mut self, ids: &SpanIds, r: &ProcessRecord, idx: &[usize]) {
+        let regions: Vec<&Region> = idx.iter().filter_map(|&i| r.regions.get(i)).collect();
+        // Ids in arrival order, so they do not depend on the sort below.
+        let spans: Vec<[u8; 8]> = regions.iter().map(|_| self.alloc_span()).collect();
+        let parents = region_parents(&regions);
+        for (i, g) in regions.iter().enumerate() {
+            let parent = parents[i].map_or(ids.span, |p| spans[p]);
+            let s = self.region_span(ids, g, spans[i], parent);
+            self.out.push(s);
+        }
+    }
+
     fn emit_process(&mut self, id: ProcId, t: &Tracker, end: Option<u64>, lost: Option<u64>) {
         let Some(ids) = self.ids_for(id, t) else { return };
         if ids.sent {
@@ -443,6 +521,9 @@ impl<D: SpanDest> Otlp<D> {
         let lost = lost.or(ids.root.then(|| self.lost - ids.lost_before));
         let span = self.process_span(&ids, r, end, lost);
         self.out.push(span);
+        if let Some(idx) = self.deferred.remove(&id) {
+            self.emit_regions(&ids, r, &idx);
+        }
         if self.shape == Shape::Watch {
             self.ids.remove(&id);
         } else if let Some(i) = self.ids.get_mut(&id) {
@@ -484,35 +565,19 @@ impl<D: SpanDest> Sink for Otlp<D> {
                 let Some(ids) = self.ids.get(&id).copied() else {
                     return Ok(());
                 };
-                let Some(g) = t.get(id).and_then(|r| r.regions.get(index)) else {
-                    return Ok(());
-                };
-                let mut a = vec![
-                    kv_str("trace2.category", &g.category),
-                    kv_str("trace2.thread", &g.thread),
-                    kv_int("trace2.nesting", g.nesting as i64),
-                ];
-                if let Some(m) = &g.msg {
-                    a.push(kv_str("trace2.msg", m));
+                if ids.sent {
+                    // After its process's span left: a child of it, unnested.
+                    let Some(g) = t.get(id).and_then(|r| r.regions.get(index)) else {
+                        return Ok(());
+                    };
+                    let span = self.alloc_span();
+                    let s = self.region_span(&ids, g, span, ids.span);
+                    self.out.push(s);
+                } else {
+                    // Regions arrive as they end, inner ones first: they are nested when the
+                    // process's span is sent.
+                    self.deferred.entry(id).or_default().push(index);
                 }
-                let name = match (g.category.is_empty(), g.label.is_empty()) {
-                    (false, false) => format!("{}:{}", g.category, g.label),
-                    (true, false) => g.label.clone(),
-                    _ => g.category.clone(),
-                };
-                let span = Span {
-                    trace_id: ids.trace.to_vec(),
-                    span_id: self.alloc_span().to_vec(),
-                    trace_state: self.cfg.trace_state.clone(),
-                    parent_span_id: ids.span.to_vec(),
-                    name,
-                    kind: SpanKind::Internal as i32,
-                    start_time_unix_nano: self.unix(g.ts),
-                    end_time_unix_nano: self.unix(g.end.max(g.ts)),
-                    attributes: a,
-                    ..Default::default()
-                };
-                self.out.push(span);
             }
             _ => {}
         }
@@ -680,6 +745,7 @@ mod tests {
 
     #[test]
     fn every_capture_maps_to_one_span_per_process_nested_as_the_tree() {
+        let mut nested = 0;
         for name in CAPTURES {
             let (recs, spans, res) = export(name, None);
             assert_eq!(res.attributes.len(), 2, "{name}: service.name and host.name");
@@ -728,14 +794,31 @@ mod tests {
                 assert!(s.end_time_unix_nano >= s.start_time_unix_nano);
                 assert!(s.start_time_unix_nano > 1_717_243_200_000_000_000);
             }
+            let thread = |s: &Span| s.attributes.iter().find(|a| a.key == "trace2.thread").cloned();
             for s in spans.iter().filter(|s| int_attr(s, "process.pid").is_none()) {
+                // A region nests in a region of its thread with a lower nesting that encloses
+                // it, else in its process.
                 let p = by_span[s.parent_span_id.as_slice()];
-                assert!(
-                    int_attr(p, "process.pid").is_some(),
-                    "{name}: a region's parent is a process"
-                );
+                let n = int_attr(s, "trace2.nesting").unwrap();
+                let encloses = |q: &Span| {
+                    int_attr(q, "trace2.nesting").is_some_and(|m| m < n)
+                        && thread(q) == thread(s)
+                        && q.start_time_unix_nano <= s.start_time_unix_nano
+                        && s.end_time_unix_nano <= q.end_time_unix_nano
+                };
+                if int_attr(p, "process.pid").is_none() {
+                    assert!(encloses(p), "{name}: {s:?} under {p:?}");
+                    nested += 1;
+                } else {
+                    let siblings = |q: &&Span| q.parent_span_id == s.parent_span_id;
+                    assert!(
+                        !spans.iter().filter(siblings).any(encloses),
+                        "{name}: {s:?} has an enclosing region but sits under its process"
+                    );
+                }
             }
         }
+        assert!(nested > 0, "git-regions has nested regions");
     }
 
     #[test]
