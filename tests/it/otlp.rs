@@ -429,6 +429,21 @@ fn run_trace2_regions_are_child_spans_of_their_process() {
     assert_eq!(read_index["trace_id"], git_span["trace_id"]);
     assert!(read_index["start"].as_u64() >= git_span["start"].as_u64());
     assert!(read_index["end"].as_u64() <= git_span["end"].as_u64());
+    // Nested regions (git status's diff:* inside status:*) nest as spans too.
+    let by_span: HashMap<&str, &Value> = spans
+        .iter()
+        .map(|s| (s["span_id"].as_str().unwrap(), s))
+        .collect();
+    let inner: Vec<&&Value> = region_spans
+        .iter()
+        .filter(|s| s["attributes"]["trace2.nesting"] == 2)
+        .collect();
+    assert!(!inner.is_empty(), "no nested regions: {region_spans:#?}");
+    for s in inner {
+        let p = by_span[s["parent_span_id"].as_str().unwrap()];
+        assert_eq!(p["attributes"]["trace2.nesting"], 1, "{s} under {p}");
+        assert!(p["start"].as_u64() <= s["start"].as_u64() && s["end"].as_u64() <= p["end"].as_u64());
+    }
 }
 
 #[test]
