@@ -608,7 +608,7 @@ fn main() {
             };
             let mut input = proctrace::input::open(&paths, &opts)?;
             let sinks = outs.open_sinks()?;
-            let a = proctrace::cmd::analyze::analyze(input.as_mut(), root, sinks);
+            let mut a = proctrace::cmd::analyze::analyze(input.as_mut(), root, sinks);
             if !(json && tree == TreeMode::None) {
                 outs.print_tree(&a.engine.tracker, &a.header, &a.summary);
             }
@@ -638,6 +638,8 @@ fn main() {
                     a.stats.truncated
                 );
             }
+            // The process ends next: its memory goes back at once, not record by record.
+            a.engine.tracker.leak_records();
             match a.error {
                 Some(e) => Err(e.into()),
                 None if ok => Ok(exit_codes::OK),

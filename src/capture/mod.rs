@@ -24,6 +24,7 @@ pub mod enrich;
 pub mod procfs;
 pub mod ptrace;
 pub mod trace2;
+pub mod usage;
 
 /// Which backend the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

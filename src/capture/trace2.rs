@@ -71,6 +71,8 @@ pub struct ListenerStats {
     pub notes: u64,
     /// Connections still open when the listener stopped (a process outlived the run).
     pub open_at_end: u64,
+    /// Regions still open on those connections, ended at the run's end.
+    pub cut_at_end: u64,
 }
 
 /// The variables `run --trace2` sets in the command's environment.
@@ -314,6 +316,17 @@ impl Server {
             }
         }
         self.stats.open_at_end = self.conns.len() as u64;
+        // A process that outlived the run (a daemon git started) may still be inside a region:
+        // it ends with the run, so every output shows where the run left it.
+        let end = self.clock.ns(trace2::Timestamp::now());
+        for i in 0..self.conns.len() {
+            for sid in std::mem::take(&mut self.conns[i].sids) {
+                let closed = self.notes.close_session(&sid, end);
+                self.stats.notes += closed.len() as u64;
+                self.stats.cut_at_end += closed.len() as u64;
+                self.batch.extend(closed);
+            }
+        }
         self.send();
         self.stats
     }
@@ -620,5 +633,65 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!sock.exists());
+    }
+    /// A process that outlives the run, still inside a region when the listener stops: the
+    /// region ends at the run's end (not lost), and the connection is counted as still open.
+    #[test]
+    fn a_region_still_open_when_the_run_ends_ends_with_the_run() {
+        let (tx, rx) = mpsc::channel();
+        let l = Trace2Listener::start(Clock { offset_ns: 0 }, tx).unwrap();
+        let sock = l.socket_path().to_path_buf();
+        let now = trace2::Timestamp::now();
+        let mut time = Vec::new();
+        now.write_utc_extended(&mut time);
+        // A daemon (a real process, holding its own connection) enters a region and stays.
+        let enter = format!(
+            r#"{{"event":"region_enter","sid":"D1","thread":"main","time":"{}","nesting":1,"category":"daemon","label":"serve"}}"#,
+            String::from_utf8_lossy(&time)
+        );
+        let script = format!(
+            "exec python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode()+b\"\\n\"); print(\"up\", flush=True); time.sleep(60)' '{}' '{enter}'",
+            sock.display()
+        );
+        let mut daemon = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = daemon.id() as Pid;
+        let mut up = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(daemon.stdout.take().unwrap()),
+            &mut up,
+        )
+        .unwrap();
+        assert_eq!(up.trim(), "up");
+        let stats = l.finish(Duration::from_millis(300));
+        let end = Clock { offset_ns: 0 }.ns(trace2::Timestamp::now());
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        assert_eq!(stats.open_at_end, 1, "{stats:?}");
+        assert_eq!(stats.cut_at_end, 1, "{stats:?}");
+        let got: Vec<Event> = rx
+            .try_iter()
+            .filter_map(|m| match m {
+                CaptureMsg::Events(b) => Some(b),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let Event::Region { tgid, region } = &got[0] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(*tgid, pid);
+        assert_eq!(region.label, "serve");
+        assert_eq!(region.ts, Clock { offset_ns: 0 }.ns(now));
+        // Ended when the listener stopped: after the grace, before this test read the clock.
+        assert!(
+            region.end >= region.ts + 300_000_000 && region.end <= end,
+            "{region:?}"
+        );
     }
 }

@@ -220,6 +220,40 @@ pub struct DiffReport {
     pub slower: Vec<Entry>,
     /// Groups faster beyond the threshold, largest change first.
     pub faster: Vec<Entry>,
+    /// Regions the processes reported about themselves (Trace2), compared by name.
+    pub regions: RegionDiff,
+}
+
+/// Regions of one name (Trace2 `category:label`), compared: every region of that name in the
+/// run, in any process, nested ones included (as the summary's `regions.by_name` counts them).
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionEntry {
+    /// `category:label`.
+    pub name: String,
+    /// Regions of this name in the old run.
+    pub old_count: u64,
+    /// Regions of this name in the new run.
+    pub new_count: u64,
+    /// Their total time in the old run, seconds (`null`: none).
+    pub old_s: Option<f64>,
+    /// Their total time in the new run, seconds (`null`: none).
+    pub new_s: Option<f64>,
+    /// `new_s - old_s` (a missing side counts as 0).
+    pub delta_s: f64,
+}
+
+/// The regions' changes, by the same thresholds as the commands'. Empty lists when neither run
+/// has regions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RegionDiff {
+    /// Names only in the new run, most total time first.
+    pub new: Vec<RegionEntry>,
+    /// Names only in the old run, most total time first.
+    pub gone: Vec<RegionEntry>,
+    /// Names slower beyond the threshold, largest change first.
+    pub slower: Vec<RegionEntry>,
+    /// Names faster beyond the threshold, largest change first.
+    pub faster: Vec<RegionEntry>,
 }
 
 /// The thresholds used, as JSON.
@@ -496,6 +530,65 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
     map
 }
 
+/// Count and total time of the regions of each name, in every record of the run.
+fn region_totals(s: Side<'_>) -> HashMap<String, (u64, u64)> {
+    let mut map: HashMap<String, (u64, u64)> = HashMap::new();
+    for id in crate::report::summary::all_records(s.tracker) {
+        let Some(r) = s.tracker.get(id) else { continue };
+        for g in &r.regions {
+            let e = map
+                .entry(crate::report::summary::region_name(&g.category, &g.label))
+                .or_default();
+            e.0 += 1;
+            e.1 += g.end.saturating_sub(g.ts);
+        }
+    }
+    map
+}
+
+fn compare_regions(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> RegionDiff {
+    let ro = region_totals(old);
+    let rn = region_totals(new);
+    let entry = |name: &str, a: Option<&(u64, u64)>, b: Option<&(u64, u64)>| RegionEntry {
+        name: name.to_string(),
+        old_count: a.map_or(0, |x| x.0),
+        new_count: b.map_or(0, |x| x.0),
+        old_s: a.map(|x| secs(x.1)),
+        new_s: b.map(|x| secs(x.1)),
+        delta_s: secs(b.map_or(0, |x| x.1)) - secs(a.map_or(0, |x| x.1)),
+    };
+    let mut d = RegionDiff::default();
+    for (name, b) in &rn {
+        let Some(a) = ro.get(name) else {
+            d.new.push(entry(name, None, Some(b)));
+            continue;
+        };
+        let (ta, tb) = (a.1 as f64 / 1e6, b.1 as f64 / 1e6);
+        let ch = tb - ta;
+        if ch.abs() >= o.min_ms && ch.abs() > ta * o.threshold_pct / 100.0 {
+            let e = entry(name, Some(a), Some(b));
+            if ch > 0.0 {
+                d.slower.push(e)
+            } else {
+                d.faster.push(e)
+            }
+        }
+    }
+    for (name, a) in ro.iter().filter(|(k, _)| !rn.contains_key(*k)) {
+        d.gone.push(entry(name, Some(a), None));
+    }
+    let by_size = |x: &RegionEntry, y: &RegionEntry| {
+        y.delta_s
+            .abs()
+            .total_cmp(&x.delta_s.abs())
+            .then(x.name.cmp(&y.name))
+    };
+    for l in [&mut d.new, &mut d.gone, &mut d.slower, &mut d.faster] {
+        l.sort_by(by_size);
+    }
+    d
+}
+
 // ---------------------------------------------------------------------------------------------
 // Comparison
 // ---------------------------------------------------------------------------------------------
@@ -644,6 +737,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         fixed,
         slower,
         faster,
+        regions: compare_regions(old, new, o),
     }
 }
 
@@ -812,6 +906,46 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     };
     list(&mut out, "new:", &r.new, &|e| one_side(e, e.new_s));
     list(&mut out, "gone:", &r.gone, &|e| one_side(e, e.old_s));
+    let rg = &r.regions;
+    let region_line = |e: &RegionEntry| {
+        let (o, n) = (e.old_s.unwrap_or(0.0), e.new_s.unwrap_or(0.0));
+        let counts = if e.old_count != e.new_count {
+            format!(", ×{} → ×{}", e.old_count, e.new_count)
+        } else {
+            format!(", ×{}", e.new_count)
+        };
+        format!(
+            "{}  {}  {}",
+            paint_change(&format!("{:>9}", signed(e.delta_s)), e.delta_s),
+            cut(&e.name, cmd_w),
+            p.secondary(&format!(
+                "{} → {}{}{counts}",
+                fmt_duration(ns(o)),
+                fmt_duration(ns(n)),
+                pct(o, n)
+            ))
+        )
+    };
+    let region_list = |out: &mut String, title: &str, es: &[RegionEntry]| {
+        if es.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
+        for e in es.iter().take(TEXT_MAX) {
+            let _ = writeln!(out, "  {}", region_line(e));
+        }
+        if es.len() > TEXT_MAX {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
+            );
+        }
+    };
+    region_list(&mut out, "regions slower:", &rg.slower);
+    region_list(&mut out, "regions faster:", &rg.faster);
+    region_list(&mut out, "regions new:", &rg.new);
+    region_list(&mut out, "regions gone:", &rg.gone);
     if r.slower.is_empty()
         && r.faster.is_empty()
         && r.failed.is_empty()

@@ -82,14 +82,16 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     }
     while let Some((id, prefix, last, is_root)) = stack.pop() {
         let Some(r) = t.get(id) else { continue };
-        let head = if is_root {
-            String::new()
-        } else {
-            format!("{prefix}{}", if last { "└─ " } else { "├─ " })
-        };
         if lines >= o.max_lines {
+            // Only counted from here on: no text for the hidden (600,000 records under
+            // `--tree none` made their prefixes 4% of `analyze`).
             hidden += 1;
         } else {
+            let head = if is_root {
+                String::new()
+            } else {
+                format!("{prefix}{}", if last { "└─ " } else { "├─ " })
+            };
             let desc = truncate(
                 &describe(r, o.redact),
                 o.width.saturating_sub(head.chars().count() + 30),
@@ -100,7 +102,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             rows.push((plain.chars().count(), shown, dur, status(r, p)));
             lines += 1;
         }
-        let child_prefix = if is_root {
+        let child_prefix = if is_root || lines >= o.max_lines {
             String::new()
         } else {
             format!("{prefix}{}", if last { "   " } else { "│  " })

@@ -21,6 +21,9 @@ use crate::format::{FormatOptions, Target, TargetKind};
 use crate::sid::Sid;
 use crate::time::Timestamp;
 
+#[cfg(feature = "tracing")]
+pub(crate) mod located;
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
@@ -92,6 +95,7 @@ struct Runtime {
     redact: bool,
     prefix: String,
     env_vars: Vec<String>,
+    config_params: Vec<String>,
     parent_name: Option<String>,
     hierarchy: Mutex<Option<String>>,
     listed_params: AtomicBool,
@@ -173,12 +177,28 @@ impl Runtime {
         t_abs: Option<u64>,
         kind: EventKind<'_>,
     ) {
+        let (file, line) = loc.map_or((None, 0), |l| (Some(l.file()), l.line()));
+        self.emit_src(thread, nesting, file, line, repo, t_abs, kind);
+    }
+
+    /// [`Runtime::emit`] with the source location as data.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_src(
+        &self,
+        thread: &str,
+        nesting: u32,
+        file: Option<&str>,
+        line: u32,
+        repo: Option<i64>,
+        t_abs: Option<u64>,
+        kind: EventKind<'_>,
+    ) {
         let ev = Event {
             sid: Cow::Borrowed(self.sid.as_str()),
             thread: Cow::Borrowed(thread),
             time: Some(Timestamp::now()),
-            file: loc.map(|l| Cow::Borrowed(l.file())),
-            line: loc.map(|l| l.line()).unwrap_or(0),
+            file: file.map(Cow::Borrowed),
+            line,
             repo,
             nesting,
             t_abs: t_abs.map(us_to_s),
@@ -245,6 +265,29 @@ impl Runtime {
         }
         for (f, c) in fc.iter_mut().zip(&ctx.counters) {
             *f = f.wrapping_add(*c);
+        }
+    }
+
+    /// git's `tr2_cfg_list_config_fl`: one `def_param` per config entry
+    /// whose key matches a `configParams` pattern. The configuration is
+    /// read once, here, only when there are patterns; if it cannot be read
+    /// (git would have died already) nothing is listed.
+    fn list_config(&self, loc: &Location<'_>) {
+        if self.config_params.is_empty() {
+            return;
+        }
+        let Ok(entries) = crate::gitconfig::read_early_config() else {
+            return;
+        };
+        for e in entries {
+            if crate::gitconfig::key_matches(&self.config_params, &e.key) {
+                let kind = EventKind::DefParam {
+                    scope: Some(Cow::Borrowed(e.scope.name())),
+                    param: Cow::Borrowed(&e.key),
+                    value: e.value.as_deref().map(|v| self.redact_one(v)),
+                };
+                self.emit_here(loc, None, kind);
+            }
         }
     }
 
@@ -386,6 +429,7 @@ pub fn init(config: Config) -> bool {
         redact: config.redact,
         prefix: config.prefix.clone(),
         env_vars: config.env_vars.clone(),
+        config_params: config.config_params.clone(),
         parent_name: config.parent_name.clone(),
         hierarchy: Mutex::new(None),
         listed_params: AtomicBool::new(false),
@@ -467,6 +511,8 @@ pub fn init_from_env(prefix: &str) -> bool {
 #[track_caller]
 pub fn exit(code: i32) -> i32 {
     if let Some(r) = rt() {
+        #[cfg(feature = "tracing")]
+        located::EXIT_REPORTED.store(true, Ordering::Relaxed);
         let c = code & 0xff;
         r.exit_code.store(i64::from(c), Ordering::Relaxed);
         r.emit_here(Location::caller(), None, EventKind::Exit { code: c });
@@ -546,8 +592,10 @@ pub fn cmd_path(path: &str) {
 }
 
 /// Emits `cmd_name` with its hierarchy (`<parent name>/…/name`). The first
-/// call also reports the variables listed in `<P>_TRACE2_ENV_VARS` as
-/// `def_param` (scope `command`).
+/// call also reports, as `def_param`, the git config entries matching the
+/// `configParams` patterns (`<P>_TRACE2_CONFIG_PARAMS` or
+/// `trace2.configParams`, with each entry's scope, in git's reading order)
+/// and then the variables listed in `<P>_TRACE2_ENV_VARS` (scope `command`).
 #[track_caller]
 pub fn cmd_name(name: &str) {
     let Some(r) = rt() else { return };
@@ -571,7 +619,8 @@ pub fn cmd_name(name: &str) {
         },
     );
     if !r.listed_params.swap(true, Ordering::Relaxed) {
-        for var in &r.env_vars {
+        r.list_config(loc);
+        for var in r.env_vars.iter().filter(|v| !v.is_empty()) {
             if let Some(v) = std::env::var_os(var)
                 .map(|v| v.to_string_lossy().into_owned())
                 .filter(|v| !v.is_empty())
@@ -628,6 +677,23 @@ pub fn def_param(param: &str, value: Option<&str>, scope: &str) {
             value: value.map(|v| r.redact_one(v)),
         };
         r.emit_here(Location::caller(), None, kind);
+    }
+}
+
+/// Reports a config value the program itself set (git's
+/// `trace2_cmd_set_config`): a `def_param` with scope `unknown` if `key`
+/// matches one of the `configParams` patterns.
+#[track_caller]
+pub fn cmd_set_config(key: &str, value: Option<&str>) {
+    if let Some(r) = rt() {
+        if crate::gitconfig::key_matches(&r.config_params, key) {
+            let kind = EventKind::DefParam {
+                scope: Some(Cow::Borrowed("unknown")),
+                param: Cow::Borrowed(key),
+                value: value.map(|v| r.redact_one(v)),
+            };
+            r.emit_here(Location::caller(), None, kind);
+        }
     }
 }
 

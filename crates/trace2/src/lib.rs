@@ -70,6 +70,10 @@ mod config;
 pub mod dst;
 mod event;
 pub mod format;
+pub mod gitconfig;
+mod gitconfig_wildmatch;
+#[cfg(feature = "tracing")]
+pub mod layer;
 pub mod quote;
 pub mod reader;
 pub mod sid;
@@ -79,14 +83,15 @@ mod time;
 pub use ancestry::{ancestry_names, stat_name_ppid};
 pub use api::{
     ChildId, ChildSpec, Counter, ExecId, RegionGuard, RepoId, Timer, alias, atexit, child_env, child_exit,
-    child_ready, child_start, child_start_with, cmd_mode, cmd_name, cmd_path, cmd_start, data, data_json,
-    data_with, def_param, def_repo, error, error_fmt, exec, exec_result, exit, hierarchy, init,
-    init_from_env, is_enabled, prefix, printf, region, region_enter, region_enter_with, region_leave,
+    child_ready, child_start, child_start_with, cmd_mode, cmd_name, cmd_path, cmd_set_config, cmd_start,
+    data, data_json, data_with, def_param, def_repo, error, error_fmt, exec, exec_result, exit, hierarchy,
+    init, init_from_env, is_enabled, prefix, printf, region, region_enter, region_enter_with, region_leave,
     region_leave_with, sid, signal, thread_exit, thread_start,
 };
 pub use config::{Config, atoi, parse_maybe_bool};
 pub use event::{EVENT_FORMAT_VERSION, Event, EventKind, ReadyState, Str};
 pub use format::{FormatOptions, Target, TargetKind, format_event};
+pub use gitconfig::GitConfigError;
 pub use sid::{Sid, sha1};
 pub use sys::{hostname, strerror};
 pub use time::Timestamp;

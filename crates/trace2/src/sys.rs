@@ -98,6 +98,19 @@ pub(crate) fn register_atexit(f: extern "C" fn()) -> bool {
     unsafe { libc::atexit(f) == 0 }
 }
 
+/// Registers a process-exit hook that receives the exit status (glibc's
+/// `on_exit`, run in reverse order of registration together with `atexit`
+/// hooks).
+#[cfg(all(feature = "tracing", target_os = "linux", target_env = "gnu"))]
+pub(crate) fn register_on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void)) -> bool {
+    unsafe extern "C" {
+        fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+    }
+    // SAFETY: `f` is a plain `extern "C"` function valid for the life of the
+    // program that ignores its argument; on_exit only stores both pointers.
+    unsafe { on_exit(f, std::ptr::null_mut()) == 0 }
+}
+
 /// `strerror(code)` as git prints it in `exec_result`.
 pub fn strerror(code: i32) -> String {
     let s = io::Error::from_raw_os_error(code).to_string();
@@ -106,4 +119,38 @@ pub fn strerror(code: i32) -> String {
         Some(i) => s[..i].to_string(),
         None => s,
     }
+}
+
+/// The home directory of user `name` (`getpwnam_r`), for `~user/` in git
+/// config include paths; `None` if there is no such user.
+pub(crate) fn home_of_user(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let cname = CString::new(name).ok()?;
+    let mut buf = vec![0u8; 16384];
+    // SAFETY: `pwd` is a plain C struct (all-zero is valid); getpwnam_r
+    // writes into `pwd` and `buf` (whose length it is given) and sets
+    // `result` to `&pwd` or null. `pw_dir` points into `buf`, which outlives
+    // its use below.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        );
+        if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr(pwd.pw_dir).to_bytes().to_vec();
+        Some(std::path::PathBuf::from(std::ffi::OsString::from_vec(dir)))
+    }
+}
+
+/// The effective user id (`geteuid`).
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }

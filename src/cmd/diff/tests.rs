@@ -379,3 +379,72 @@ fn normalisation_never_panics_and_is_idempotent() {
         assert_eq!(normalize_word(&once), once, "from {w:?}");
     }
 }
+
+/// A run of one 900 ms step (pid `pid`) that reported the regions `(category, label, ms)`, one
+/// after another from its start.
+fn run_with_regions(pid: i32, regions: &[(&str, &str, u64)]) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let (h, mut t, s) = run_of(&[(&["git", "fetch"], 900, 0)], pid);
+    let mut ts = 1_002 * MS;
+    let mut facts = Vec::new();
+    for (category, label, ms) in regions {
+        let region = crate::model::event::Region {
+            ts,
+            end: ts + ms * MS,
+            thread: "main".into(),
+            category: category.to_string(),
+            label: label.to_string(),
+            msg: None,
+            nesting: 1,
+        };
+        ts += ms * MS;
+        t.apply(&Event::Region { tgid: pid, region }, &mut facts);
+    }
+    (h, t, s)
+}
+
+#[test]
+fn regions_are_compared_by_name_with_the_same_thresholds() {
+    let old = run_with_regions(
+        3000,
+        &[
+            ("fetch", "negotiate", 100),
+            ("fetch", "index-pack", 300),
+            ("fetch", "old-only", 20),
+            ("x", "same", 200),
+        ],
+    );
+    let new = run_with_regions(
+        4000,
+        &[
+            ("fetch", "negotiate", 60),
+            ("fetch", "index-pack", 700),
+            ("fetch", "new-only", 30),
+            ("x", "same", 210),
+        ],
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    let names = |es: &[RegionEntry]| es.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&r.regions.slower), ["fetch:index-pack"]);
+    // 40 ms faster is below the 50 ms floor; 10 ms on 200 is below 10%.
+    assert!(r.regions.faster.is_empty(), "{:?}", r.regions.faster);
+    assert_eq!(names(&r.regions.new), ["fetch:new-only"]);
+    assert_eq!(names(&r.regions.gone), ["fetch:old-only"]);
+    let e = &r.regions.slower[0];
+    assert_eq!((e.old_count, e.new_count), (1, 1));
+    assert!((e.delta_s - 0.4).abs() < 1e-9, "{e:?}");
+    let text = render_text(&r, false, 120);
+    assert!(text.contains("regions slower: (1)\n  "), "{text}");
+    assert!(
+        text.contains("fetch:index-pack  300.0ms → 700.0ms (+133%), ×1"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(json["regions"]["slower"][0]["name"], "fetch:index-pack");
+    assert_eq!(json["regions"]["gone"][0]["old_s"], 0.02);
+    // Runs without regions have empty lists, and say nothing about them.
+    let plain = run_of(&[(&["cc", "a.c"], 100, 0)], 5000);
+    let r = compare(side(&plain), side(&plain), DiffOptions::default());
+    assert!(r.regions.slower.is_empty() && r.regions.new.is_empty());
+    assert!(!render_text(&r, false, 120).contains("regions"));
+}

@@ -6,7 +6,9 @@
 //! mirrors `test-tool trace2 <verb>`). Arguments, exit codes and emitted
 //! events follow `t/helper/test-trace2.c`.
 
+use std::panic::Location;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use trace2::{ChildSpec, Counter, Timer};
@@ -24,6 +26,9 @@ const VERBS: &[(&str, &str)] = &[
     ("005exec", "<git_command_args>"),
     ("006data", "[<category> <key> <value>]+"),
     ("007bug", ""),
+    ("008bug", ""),
+    ("009bug_BUG", ""),
+    ("010bug_BUG", ""),
     ("100timer", "<count> <ms_delay>"),
     ("101timer", "<count> <ms_delay> <threads>"),
     ("200counter", "<v1> [<v2> [<v3> [...]]]"),
@@ -32,16 +37,68 @@ const VERBS: &[(&str, &str)] = &[
     ("301redact_child_start", "<argv...>"),
     ("302redact_exec", "<exe> <argv...>"),
     ("303redact_def_param", "<key> <value>"),
+    ("400ancestry", "<target> <output_file> [<child_command_line>]"),
     ("900bg", "<ready|timeout|error|exit|signal>"),
     ("901stress", "<threads> <events_per_thread>"),
 ];
+
+/// The exit code test-tool gives `BUG()` (`BUG_exit_code`; git itself aborts).
+const BUG_EXIT_CODE: i32 = 99;
+
+/// git's `bug_called_must_BUG`: set by [`bug`], cleared by [`bug_fatal`]; a
+/// process that exits with it set reports a `BUG()` instead.
+static BUG_CALLED_MUST_BUG: AtomicBool = AtomicBool::new(false);
+
+/// git's `exit()` wrapper (`common_exit`): a `bug()` not followed by
+/// `BUG_if_bug()` turns into a `BUG()`; then the `exit` event and the exit.
+#[track_caller]
+fn exit_process(code: i32) -> ! {
+    if BUG_CALLED_MUST_BUG.load(Ordering::Relaxed) {
+        let msg = "on exit(): had bug() call(s) in this process without explicit BUG_if_bug()";
+        bug_fatal(msg, msg);
+    }
+    std::process::exit(trace2::exit(code))
+}
+
+/// `BUG: <file>:<line>: <msg>` on stderr, and an `error` event (git's
+/// `BUG_vfl_common` followed by `trace2_cmd_error_va`).
+#[track_caller]
+fn report_bug(fmt: &str, msg: &str) {
+    let loc = Location::caller();
+    eprintln!("BUG: {}:{}: {msg}", loc.file(), loc.line());
+    trace2::error_fmt(fmt, msg);
+}
+
+/// git's `bug()`: reports the bug and carries on; the process must call
+/// `BUG_if_bug()` (or dies with a `BUG()` at exit).
+#[track_caller]
+fn bug(fmt: &str, msg: &str) {
+    BUG_CALLED_MUST_BUG.store(true, Ordering::Relaxed);
+    report_bug(fmt, msg);
+}
+
+/// git's `BUG()` as test-tool runs it: report, then exit 99.
+#[track_caller]
+fn bug_fatal(fmt: &str, msg: &str) -> ! {
+    BUG_CALLED_MUST_BUG.store(false, Ordering::Relaxed);
+    report_bug(fmt, msg);
+    std::process::exit(trace2::exit(BUG_EXIT_CODE))
+}
+
+/// git's `BUG_if_bug()`: a `BUG()` if [`bug`] was called.
+#[track_caller]
+fn bug_if_bug(msg: &str) {
+    if BUG_CALLED_MUST_BUG.load(Ordering::Relaxed) {
+        bug_fatal(msg, msg);
+    }
+}
 
 /// git's `die()`: an `error` event, `fatal: …` on stderr, exit 128.
 #[track_caller]
 fn die(fmt: &str, msg: &str) -> ! {
     trace2::error_fmt(fmt, msg);
     eprintln!("fatal: {msg}");
-    std::process::exit(trace2::exit(128))
+    exit_process(128)
 }
 
 #[track_caller]
@@ -77,7 +134,7 @@ fn run(args: &[String]) -> i32 {
             None => die_plain("expect <exit_code>"),
         },
         "002exit" => match get_i(a.first()) {
-            Some(rc) => std::process::exit(trace2::exit(rc)),
+            Some(rc) => exit_process(rc),
             None => die_plain("expect <exit_code>"),
         },
         "003error" => {
@@ -96,11 +153,7 @@ fn run(args: &[String]) -> i32 {
             }
             let mut cmd = Command::new(&a[0]);
             cmd.args(&a[1..]);
-            let code = match trace2::child::run(&mut cmd, "?") {
-                Ok(st) => trace2::child::status_code(&st),
-                Err(_) => -1,
-            };
-            std::process::exit(trace2::exit(code))
+            exit_process(run_command(cmd))
         }
         "005exec" => {
             if a.is_empty() {
@@ -124,11 +177,23 @@ fn run(args: &[String]) -> i32 {
             }
             0
         }
-        "007bug" => {
-            let loc = std::panic::Location::caller();
-            eprintln!("BUG: {}:{}: the bug message", loc.file(), loc.line());
-            trace2::error_fmt("the bug message", "the bug message");
-            std::process::exit(trace2::exit(99))
+        "007bug" => bug_fatal("the bug message", "the bug message"),
+        "008bug" => {
+            bug("a bug message", "a bug message");
+            bug("another bug message", "another bug message");
+            let msg = "an explicit BUG_if_bug() following bug() call(s) is nice, but not required";
+            bug_if_bug(msg);
+            0
+        }
+        // No `BUG_if_bug()`: the exit turns the `bug()` calls into a `BUG()`.
+        "009bug_BUG" => {
+            bug("a bug message", "a bug message");
+            bug("another bug message", "another bug message");
+            0
+        }
+        "010bug_BUG" => {
+            bug("a %s message", "a bug message");
+            bug_fatal("a %s message", "a BUG message")
         }
         "100timer" => {
             let usage_error = "expect <count> <ms_delay>";
@@ -241,6 +306,31 @@ fn run(args: &[String]) -> i32 {
             trace2::def_param(&a[0], Some(&a[1]), "unknown");
             0
         }
+        // From git 2.54 (t0213): run a child whose only Trace2 target is
+        // <target> into <output_file>, brief, so that its `cmd_ancestry`
+        // can be checked in isolation.
+        "400ancestry" => {
+            if a.len() < 3 {
+                die_plain("expect <target> <output_file> <child_command_line>");
+            }
+            let var = match a[0].as_str() {
+                "normal" => "GIT_TRACE2",
+                "perf" => "GIT_TRACE2_PERF",
+                "event" => "GIT_TRACE2_EVENT",
+                t => die(
+                    "invalid target '%s', expected: normal, perf, event",
+                    &format!("invalid target '{t}', expected: normal, perf, event"),
+                ),
+            };
+            let mut cmd = Command::new(&a[2]);
+            cmd.args(&a[3..])
+                .env("GIT_TRACE2", "")
+                .env("GIT_TRACE2_PERF", "")
+                .env("GIT_TRACE2_EVENT", "")
+                .env("GIT_TRACE2_BRIEF", "1")
+                .env(var, &a[1]);
+            exit_process(run_command(cmd))
+        }
         // Extensions (not in git's test-tool): the library's background
         // start helper, and many threads writing at once.
         "900bg" => background(a.first().map(String::as_str).unwrap_or("")),
@@ -271,6 +361,103 @@ fn run(args: &[String]) -> i32 {
             0
         }
         _ => usage(),
+    }
+}
+
+/// git's `run_command()`: `child_start`, spawn, wait, `child_exit`; the
+/// child's code, or -1 if it could not be started. A failed start is
+/// reported as git's `start_command` reports it, between `child_start` and
+/// `child_exit`: a name not found on `PATH` is `error: cannot run <name>: …`,
+/// any other failure `fatal: cannot exec '<name>': …` (git prints it with
+/// `die`'s prefix but carries on).
+#[track_caller]
+fn run_command(mut cmd: Command) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    let argv: Vec<String> = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let spec = ChildSpec {
+        class: Some("?"),
+        argv: argv.iter().map(String::as_str).collect(),
+        ..ChildSpec::default()
+    };
+    let id = trace2::child_start_with(&spec);
+    trace2::child::prepare(&mut cmd);
+    let name = argv.first().map(String::as_str).unwrap_or("");
+    if !name.contains('/') && !in_path(name) {
+        let why = strerror(&std::io::Error::from(std::io::ErrorKind::NotFound));
+        let fmt = format!("cannot run %s: {why}");
+        let msg = format!("cannot run {name}: {why}");
+        trace2::error_fmt(&fmt, &msg);
+        eprintln!("error: {msg}");
+        trace2::child_exit(&id, -1, -1);
+        return -1;
+    }
+    match cmd.spawn() {
+        Ok(mut child) => {
+            let pid = i64::from(child.id());
+            let code = match child.wait() {
+                Ok(st) => {
+                    // git's `wait_or_whine`: a death by signal is an error,
+                    // except SIGINT, SIGQUIT and SIGPIPE.
+                    if let Some(sig) = st.signal()
+                        && ![libc::SIGINT, libc::SIGQUIT, libc::SIGPIPE].contains(&sig)
+                    {
+                        let msg = format!("{name} died of signal {sig}");
+                        trace2::error_fmt("%s died of signal %d", &msg);
+                        eprintln!("error: {msg}");
+                    }
+                    trace2::child::status_code(&st)
+                }
+                Err(e) => {
+                    let why = strerror(&e);
+                    let msg = format!("waitpid for {name} failed: {why}");
+                    trace2::error_fmt(&format!("waitpid for %s failed: {why}"), &msg);
+                    eprintln!("error: {msg}");
+                    -1
+                }
+            };
+            trace2::child_exit(&id, pid, code);
+            code
+        }
+        Err(e) => {
+            let why = strerror(&e);
+            let fmt = format!("cannot exec '%s': {why}");
+            let msg = format!("cannot exec '{name}': {why}");
+            trace2::error_fmt(&fmt, &msg);
+            eprintln!("fatal: {msg}");
+            trace2::child_exit(&id, -1, -1);
+            -1
+        }
+    }
+}
+
+/// git's `locate_in_PATH()`: is there an executable regular file `name` in
+/// a `PATH` directory (an empty entry is the current directory)?
+fn in_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH").filter(|p| !p.is_empty()) else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        let file = if dir.as_os_str().is_empty() {
+            std::path::PathBuf::from(name)
+        } else {
+            dir.join(name)
+        };
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// The C library's message for an error (`strerror`), without Rust's
+/// ` (os error N)` suffix.
+fn strerror(e: &std::io::Error) -> String {
+    let code = e.raw_os_error().unwrap_or(libc::ENOENT);
+    let s = std::io::Error::from_raw_os_error(code).to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 
@@ -320,7 +507,11 @@ fn sleep_ms(ms: i32) {
 }
 
 fn main() {
-    trace2::init(trace2::Config::from_env("GIT"));
+    trace2::init(
+        trace2::Config::from_env("GIT")
+            .with_git_config()
+            .unwrap_or_else(|e| e.die()),
+    );
     let mut args: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
@@ -330,5 +521,5 @@ fn main() {
     }
     trace2::cmd_name("trace2");
     let code = run(&args);
-    std::process::exit(trace2::exit(code));
+    exit_process(code)
 }

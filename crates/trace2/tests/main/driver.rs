@@ -322,6 +322,108 @@ fn v004child_runs_real_git_and_reports_a_failed_spawn() {
     assert!(out.normal.contains(&"exit elapsed:_T_ code:255".to_string()));
 }
 
+/// The lines of `lines` strictly between the first one starting with
+/// `from` and the next one starting with `to`.
+fn between<'a>(lines: &'a [String], from: &str, to: &str) -> Vec<&'a str> {
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with(from))
+        .unwrap_or_else(|| panic!("no {from} in {lines:?}"));
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| l.starts_with(to))
+            .unwrap_or_else(|| panic!("no {to} in {lines:?}"));
+    lines[start + 1..end].iter().map(String::as_str).collect()
+}
+
+#[test]
+fn v004child_reports_failed_starts_and_signals_like_run_command() {
+    // What git's run_command() reports between child_start and child_exit
+    // (checked against test-tool 2.47.3): a name not on PATH, a path that
+    // cannot be executed, and a child killed by a signal (not SIGPIPE).
+    let home = TempDir::new("not-exec");
+    let not_exec = home.join("data.txt");
+    std::fs::write(&not_exec, "not a program\n").unwrap();
+    let not_exec = not_exec.to_str().unwrap().to_string();
+    // (child argv, exit code, `error` as (msg, fmt), stderr prefix)
+    type Case<'a> = (Vec<&'a str>, i32, Option<(String, &'a str)>, &'a str);
+    let cases: [Case<'_>; 5] = [
+        (
+            vec!["no-such-program-t2gs"],
+            255,
+            Some((
+                "cannot run no-such-program-t2gs: No such file or directory".into(),
+                "cannot run %s: No such file or directory",
+            )),
+            "error: ",
+        ),
+        (
+            vec!["/nonexistent/program"],
+            255,
+            Some((
+                "cannot exec '/nonexistent/program': No such file or directory".into(),
+                "cannot exec '%s': No such file or directory",
+            )),
+            "fatal: ",
+        ),
+        (
+            vec![&not_exec],
+            255,
+            Some((
+                format!("cannot exec '{not_exec}': Permission denied"),
+                "cannot exec '%s': Permission denied",
+            )),
+            "fatal: ",
+        ),
+        (
+            vec!["sh", "-c", "kill -9 $$"],
+            137,
+            Some(("sh died of signal 9".into(), "%s died of signal %d")),
+            "error: ",
+        ),
+        (vec!["sh", "-c", "kill -PIPE $$"], 141, None, ""),
+    ];
+    for (child, code, error, prefix) in cases {
+        let mut args = vec!["004child"];
+        args.extend(&child);
+        let out = run_verb(&args, &[]);
+        assert_eq!(out.code, code, "{args:?}: {}", out.stderr);
+        let normal = between(&out.normal, "child_start", "child_exit");
+        let perf = between(&out.perf, "d0|main|child_start", "d0|main|child_exit");
+        let event = between(&out.event, "child_start", "child_exit");
+        match &error {
+            Some((msg, fmt)) => {
+                assert_eq!(normal, [format!("error {msg}")], "{args:?}");
+                assert_eq!(perf, [format!("d0|main|error|||||{msg}")], "{args:?}");
+                assert_eq!(
+                    event,
+                    [format!(
+                        "error sid=_SID0_ thread=\"main\" msg={msg:?} fmt={fmt:?}"
+                    )],
+                    "{args:?}"
+                );
+                assert_eq!(out.stderr, format!("{prefix}{msg}\n"), "{args:?}");
+            }
+            None => {
+                assert!(
+                    normal.is_empty() && perf.is_empty() && event.is_empty(),
+                    "{out:?}",
+                    out = out.normal
+                );
+                assert_eq!(out.stderr, "", "{args:?}");
+            }
+        }
+        let exit = if code == 255 { -1 } else { code };
+        assert!(
+            out.normal
+                .contains(&format!("child_exit[0] pid:_T_ code:{exit} elapsed:_T_")),
+            "{:?}",
+            out.normal
+        );
+    }
+}
+
 #[test]
 fn v005exec_replaces_the_process_with_git() {
     let out = run_verb(&["005exec", "version"], &[]);
@@ -379,6 +481,182 @@ fn v006data_and_007bug() {
         "error sid=_SID0_ thread=\"main\" msg=\"the bug message\" fmt=\"the bug message\"\n",
     );
     check(&["007bug"], simple(&["007bug"], 99, body, NONE));
+}
+
+/// The messages of `BUG: <file>:<line>: <msg>` lines on stderr, as t0210
+/// reads them (`sed "s/^.*: //"`).
+fn bug_messages(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .map(|l| match l.rfind(": ") {
+            Some(i) => l[i + 2..].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+/// `error` lines for (msg, fmt) pairs in the three formats.
+fn errors(pairs: &[(&str, &str)]) -> (String, String, String) {
+    let mut b = (String::new(), String::new(), String::new());
+    for (msg, fmt) in pairs {
+        b.0 += &format!("error {msg}\n");
+        b.1 += &format!("d0|main|error|||||{msg}\n");
+        b.2 += &format!("error sid=_SID0_ thread=\"main\" msg=\"{msg}\" fmt=\"{fmt}\"\n");
+    }
+    b
+}
+
+#[test]
+fn v008_to_010_bug_calls_exit_99_like_test_tool() {
+    // git's t0210 tests 8-10: `bug()` reports and goes on, `BUG_if_bug()`
+    // or the exit turns it into `BUG()`, which test-tool exits with 99.
+    let explicit = "an explicit BUG_if_bug() following bug() call(s) is nice, but not required";
+    let on_exit = "on exit(): had bug() call(s) in this process without explicit BUG_if_bug()";
+    // (verb, `error` events as (msg, fmt), messages on stderr)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<&'a str>);
+    let cases: [Case<'_>; 3] = [
+        (
+            "008bug",
+            vec![
+                ("a bug message", "a bug message"),
+                ("another bug message", "another bug message"),
+                (explicit, explicit),
+            ],
+            vec!["a bug message", "another bug message", explicit],
+        ),
+        (
+            "009bug_BUG",
+            vec![
+                ("a bug message", "a bug message"),
+                ("another bug message", "another bug message"),
+                (on_exit, on_exit),
+            ],
+            vec![
+                "a bug message",
+                "another bug message",
+                "had bug() call(s) in this process without explicit BUG_if_bug()",
+            ],
+        ),
+        (
+            "010bug_BUG",
+            vec![
+                ("a bug message", "a %s message"),
+                ("a BUG message", "a %s message"),
+            ],
+            vec!["a bug message", "a BUG message"],
+        ),
+    ];
+    for (verb, errs, stderr) in cases {
+        let body = errors(&errs);
+        check(&[verb], simple(&[verb], 99, (&body.0, &body.1, &body.2), NONE));
+        let out = run_verb(&[verb], &[]);
+        assert_eq!(bug_messages(&out.stderr), stderr, "stderr of {verb}");
+        assert!(
+            out.stderr.lines().all(|l| l.starts_with("BUG: ")),
+            "{verb}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// t0213's filters: the `cmd_ancestry` lists of a trace, immediate parent
+/// first, cut after the outermost `trace2-driver`.
+fn ancestries(target: &str, text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let names: Vec<String> = match target {
+            "normal" => match line.strip_prefix("cmd_ancestry ") {
+                Some(rest) => rest.split(" <- ").map(str::to_string).collect(),
+                None => continue,
+            },
+            "perf" => match line.split_once("ancestry:[") {
+                Some((_, rest)) if line.contains("| cmd_ancestry ") => rest
+                    .trim_end_matches(']')
+                    .split(' ')
+                    .map(str::to_string)
+                    .collect(),
+                _ => continue,
+            },
+            _ => {
+                let m = parse_object_line(line.as_bytes()).expect("valid JSON line");
+                if m[0].value.as_str() != Some("cmd_ancestry") {
+                    continue;
+                }
+                let list = m.iter().find(|x| x.key == "ancestry").expect("ancestry");
+                let raw = String::from_utf8_lossy(&list.raw).into_owned();
+                raw.trim_matches(|c| c == '[' || c == ']')
+                    .split(',')
+                    .map(|n| n.trim_matches('"').to_string())
+                    .collect()
+            }
+        };
+        let cut = names
+            .iter()
+            .rposition(|n| n == "trace2-driver")
+            .map_or(names.len(), |i| i + 1);
+        out.push(names[..cut].to_vec());
+    }
+    out
+}
+
+#[test]
+fn v400ancestry_traces_only_the_child_into_one_target() {
+    // git 2.54's verb for t0213: the child (git resolving an alias, which
+    // runs git again) writes only <target>, brief, into <file>; the driver
+    // writes its own events to its own targets.
+    for target in ["normal", "perf", "event"] {
+        let home = TempDir::new("ancestry");
+        let (out, parent) = (home.join("child.trace"), home.join("parent.json"));
+        let o = run(driver(home.path())
+            .env("GIT_TRACE2_EVENT", &parent)
+            .env("GIT_TRACE2_PERF", home.join("parent.perf"))
+            .args(["trace2", "400ancestry", target])
+            .arg(&out)
+            .args(["git", "-c", "alias.xyz=version", "xyz"]));
+        assert_eq!(o.status.code(), Some(0), "{target}: {o:?}");
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("git version "));
+        let child = read(&out);
+        let want = vec![
+            vec!["trace2-driver".to_string()],
+            vec!["git".into(), "trace2-driver".into()],
+        ];
+        assert_eq!(ancestries(target, &child), want, "{target}: {child}");
+        // Only the chosen format; GIT_TRACE2_BRIEF=1 makes only the normal
+        // target brief (perf and event have their own variables), as in git.
+        let first = child.lines().next().unwrap_or("");
+        match target {
+            "normal" => assert!(first.starts_with("version "), "{first}"),
+            "perf" => assert!(first.contains(" | d1 | main "), "{first}"),
+            _ => assert!(first.starts_with("{\"event\":\"version\""), "{first}"),
+        }
+        // The driver's own stream: one child, none of git's events.
+        let ev = scrub_event(&read(&parent));
+        let kids: Vec<&String> = ev.iter().filter(|l| l.starts_with("child_")).collect();
+        assert_eq!(kids.len(), 2, "{ev:?}");
+        assert!(
+            kids[0].contains("argv=[\"git\",\"-c\",\"alias.xyz=version\",\"xyz\"]"),
+            "{}",
+            kids[0]
+        );
+        assert!(kids[1].contains(" code=0"), "{}", kids[1]);
+        assert!(ev.iter().all(|l| l.contains("sid=_SID0_")), "{ev:?}");
+        let perf = read(&home.join("parent.perf"));
+        assert!(
+            perf.lines().count() > 5 && perf.lines().all(|l| l.contains(" | d0 | main ")),
+            "{perf}"
+        );
+    }
+    // Bad arguments die like git's helper.
+    let home = TempDir::new("ancestry-bad");
+    let o = run(driver(home.path()).args(["trace2", "400ancestry", "bogus", "f", "true"]));
+    assert_eq!(o.status.code(), Some(128));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "fatal: invalid target 'bogus', expected: normal, perf, event\n"
+    );
+    let o = run(driver(home.path()).args(["trace2", "400ancestry", "normal", "f"]));
+    assert_eq!(o.status.code(), Some(128));
+    assert!(!home.join("f").exists());
 }
 
 #[test]

@@ -85,7 +85,7 @@ fn files(dir: &Path) -> Vec<String> {
 
 /// git writes `signal`, `atexit`, `timer` and `counter` with the location
 /// of the target's own source file (`trace2/tr2_tgt_<target>.c:<n>`).
-fn target_location(r: &Record, kind: TargetKind) -> trace2::Event<'static> {
+pub(crate) fn target_location(r: &Record, kind: TargetKind) -> trace2::Event<'static> {
     let mut ev = r.event.clone();
     if ev
         .file
@@ -102,7 +102,7 @@ fn target_location(r: &Record, kind: TargetKind) -> trace2::Event<'static> {
     ev
 }
 
-fn mask_tgt_line(l: &str) -> String {
+pub(crate) fn mask_tgt_line(l: &str) -> String {
     let mut s = l.to_string();
     for t in ["normal", "perf"] {
         s = mask_number_after(&s, &format!("tr2_tgt_{t}.c:"));
@@ -110,7 +110,7 @@ fn mask_tgt_line(l: &str) -> String {
     s
 }
 
-fn format_all(records: &[Record], kind: TargetKind, opts: &FormatOptions) -> Vec<String> {
+pub(crate) fn format_all(records: &[Record], kind: TargetKind, opts: &FormatOptions) -> Vec<String> {
     let mut out = Vec::new();
     for r in records {
         let mut buf = Vec::new();
@@ -125,7 +125,7 @@ fn format_all(records: &[Record], kind: TargetKind, opts: &FormatOptions) -> Vec
 }
 
 /// Masks the leading `HH:MM:SS.uuuuuu ` of a non-brief normal/perf line.
-fn mask_clock(l: &str) -> String {
+pub(crate) fn mask_clock(l: &str) -> String {
     if l.len() > 16 && l.as_bytes()[2] == b':' && l.as_bytes()[15] == b' ' {
         format!("_CLOCK_{}", &l[15..])
     } else {
@@ -134,7 +134,7 @@ fn mask_clock(l: &str) -> String {
 }
 
 /// Masks perf's t_abs column on lines whose event did not carry `t_abs`.
-fn mask_perf_tabs(line: &str, has_tabs: bool, brief: bool) -> String {
+pub(crate) fn mask_perf_tabs(line: &str, has_tabs: bool, brief: bool) -> String {
     if has_tabs {
         return line.to_string();
     }

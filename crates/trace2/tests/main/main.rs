@@ -6,7 +6,9 @@
 mod api;
 mod common;
 mod concurrency;
+mod config;
 mod driver;
 mod formats;
 mod fuzz;
+mod layer;
 mod reader;
