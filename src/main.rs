@@ -188,6 +188,15 @@ struct OutputArgs {
     /// written).
     #[arg(short, long)]
     quiet: bool,
+    /// Export every process as an OpenTelemetry span to the collector at ENDPOINT (OTLP/HTTP,
+    /// protobuf, gzip; `/v1/traces` is appended, e.g. http://127.0.0.1:4318). Also turned on by
+    /// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_HEADERS,
+    /// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT are honoured.
+    #[arg(long, value_name = "ENDPOINT")]
+    otlp: Option<String>,
+    /// With OTLP export, do not give the traced command a TRACEPARENT pointing at its own span.
+    #[arg(long)]
+    no_propagate: bool,
 }
 
 /// What `watch` writes: facts are narrowed before formatting (the model still sees everything).
@@ -461,6 +470,28 @@ fn outputs(
         progress,
         quiet: c.quiet,
         svg: c.svg.clone(),
+        otlp: otlp_config(c),
+    }
+}
+
+/// OTLP export settings from `--otlp` and the OpenTelemetry variables: the one place they are
+/// read. A setting that cannot be used stops proctrace before anything runs.
+fn otlp_config(c: &OutputArgs) -> Option<proctrace::sink::otlp::config::OtlpConfig> {
+    use proctrace::sink::otlp::config;
+    let seed = config::random_seed();
+    match config::from_env(c.otlp.as_deref(), !c.no_propagate, seed, |k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(cfg) => {
+            if let Some(why) = cfg.as_ref().and_then(|c| c.parent_error.as_deref()) {
+                eprintln!("proctrace: otlp: {why}");
+            }
+            cfg
+        }
+        Err(e) => {
+            eprintln!("proctrace: otlp: {e}");
+            std::process::exit(exit_codes::USAGE);
+        }
     }
 }
 
@@ -534,7 +565,10 @@ fn main() {
             tree,
         } => (|| {
             let cap = replay::read_capture(&capture)?;
-            let out = outputs(&out, false, tree_mode(tree), true, false);
+            let mut out = outputs(&out, false, tree_mode(tree), true, false);
+            if let Some(o) = &mut out.otlp {
+                o.offline = true;
+            }
             let sinks = out.open_sinks()?;
             let fallback = Header {
                 mode: Mode::Replay {
@@ -564,7 +598,10 @@ fn main() {
             tree,
         } => (|| {
             let tree = tree.map_or(if json { TreeMode::None } else { TreeMode::Auto }, tree_mode);
-            let outs = outputs(&out, false, tree, true, false);
+            let mut outs = outputs(&out, false, tree, true, false);
+            if let Some(o) = &mut outs.otlp {
+                o.offline = true;
+            }
             let opts = proctrace::input::InputOptions {
                 lenient,
                 tool: Some(Tool::this_process()),

@@ -55,6 +55,8 @@ pub struct Outputs {
     pub svg: Option<String>,
     /// A live status line on stderr (`run`), shown only when stderr is a terminal.
     pub progress: bool,
+    /// OpenTelemetry export (`--otlp`, `OTEL_EXPORTER_OTLP_*`): spans to a collector.
+    pub otlp: Option<sink::otlp::config::OtlpConfig>,
     /// `--quiet`: no status line and no tree or totals on stderr (files are still written;
     /// errors still print).
     pub quiet: bool,
@@ -134,6 +136,12 @@ impl Outputs {
             let t2 = sink::trace2::Trace2Sink::new(&self.trace2, self.trace2_brief, self.redact)
                 .map_err(|e| ProctraceError::Io("cannot open trace2 output".into(), e))?;
             f.add("trace2 output", Box::new(t2));
+        }
+        if let Some(cfg) = &self.otlp {
+            f.add(
+                format!("OTLP export to {}", cfg.url),
+                Box::new(sink::otlp::OtlpSink::export(cfg.clone(), self.redact)),
+            );
         }
         if self.human_stdout {
             let color = color_for(std::io::stdout().is_terminal(), self.color_allowed);

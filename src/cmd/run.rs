@@ -133,6 +133,12 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     } else {
         (None, Vec::new())
     };
+    let mut env = env;
+    if let Some(o) = cfg.outputs.otlp.as_ref().filter(|o| o.propagate) {
+        // The command joins the exported trace: its TRACEPARENT names its own process span.
+        let tp = crate::sink::otlp::command_traceparent(o);
+        env.push(("TRACEPARENT".into(), tp.to_header().into()));
+    }
     s.start(&header);
 
     let cmd_pid = match s.backend.spawn(&cfg.argv, &env) {

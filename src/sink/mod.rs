@@ -20,6 +20,7 @@ pub(crate) mod golden;
 pub mod json;
 pub mod jsonl;
 pub mod lines;
+pub mod otlp;
 pub mod progress;
 pub mod text;
 pub mod trace2;

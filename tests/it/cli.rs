@@ -15,10 +15,10 @@ fn proctrace(args: &[&str]) -> std::process::Output {
 #[test]
 fn a_mistyped_option_is_a_usage_error_never_the_command() {
     let out_file = tmp("p.jsonl");
-    let out = proctrace(&["run", "--otlp", "http://x", "-o", &out_file, "--", "true"]);
+    let out = proctrace(&["run", "--jaeger", "http://x", "-o", &out_file, "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("unexpected argument '--otlp'"), "{err}");
+    assert!(err.contains("unexpected argument '--jaeger'"), "{err}");
     assert!(!err.contains("cannot run"), "nothing was run: {err}");
     assert!(!std::path::Path::new(&out_file).exists(), "no output opened");
 

@@ -12,6 +12,7 @@ mod cli;
 mod diff;
 mod errors;
 mod faults;
+mod otlp;
 mod progress;
 mod ptrace;
 mod readers_props;
