@@ -32,7 +32,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region};
+use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 use crate::model::tracker::{BackgroundState, TrackerStats};
 use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
@@ -401,10 +401,22 @@ enum K {
     Filtered,
     ArgvReader,
     TracerCpu,
+    CpuUserS,
+    CpuSysS,
+    MaxRssKib,
+    ReadChars,
+    WriteChars,
+    ReadBytes,
+    WriteBytes,
+    CancelledWriteBytes,
+    CtxSwitches,
+    CpuDelayS,
+    IoDelayS,
 }
 
 /// How many keys there are (the last variant of `K` + 1).
-const NKEYS: usize = K::TracerCpu as usize + 1;
+const NKEYS: usize = K::IoDelayS as usize + 1;
+const _: () = assert!(NKEYS <= 128, "Table::set has a bit per key");
 
 impl K {
     /// The key named `key`: by length first, so a key is compared with a few names at most.
@@ -476,6 +488,7 @@ impl K {
                 _ => return None,
             },
             9 => match key {
+                "cpu_sys_s" => K::CpuSysS,
                 "exit_lost" => K::ExitLost,
                 "intervals" => K::Intervals,
                 "processes" => K::Processes,
@@ -488,16 +501,25 @@ impl K {
                 "per_thread" => K::PerThread,
                 "exits_lost" => K::ExitsLost,
                 "tracer_cpu" => K::TracerCpu,
+                "cpu_user_s" => K::CpuUserS,
+                "read_chars" => K::ReadChars,
+                "read_bytes" => K::ReadBytes,
+                "io_delay_s" => K::IoDelayS,
                 _ => return None,
             },
             11 => match key {
                 "wall_offset" => K::WallOffset,
                 "argv_reader" => K::ArgvReader,
+                "max_rss_kib" => K::MaxRssKib,
+                "write_chars" => K::WriteChars,
+                "write_bytes" => K::WriteBytes,
+                "cpu_delay_s" => K::CpuDelayS,
                 _ => return None,
             },
             12 => match key {
                 "pre_existing" => K::PreExisting,
                 "socket_drops" => K::SocketDrops,
+                "ctx_switches" => K::CtxSwitches,
                 _ => return None,
             },
             13 => match key {
@@ -507,6 +529,10 @@ impl K {
             15 => match key {
                 "execs_with_argv" => K::ExecsWithArgv,
                 "notes_unmatched" => K::NotesUnmatched,
+                _ => return None,
+            },
+            21 => match key {
+                "cancelled_write_bytes" => K::CancelledWriteBytes,
                 _ => return None,
             },
             _ => return None,
@@ -529,7 +555,7 @@ enum Slot {
 /// allocation and no clearing beyond the keys it had.
 struct Table {
     v: [Slot; NKEYS],
-    set: u64,
+    set: u128,
     /// The strings of `argv` when it is an array of strings (the usual case): where each lies
     /// on the line and whether it holds escapes. Taken while the line is scanned, so the
     /// longest value of an exec line is not scanned a second time to take its words (that
@@ -593,7 +619,7 @@ impl Table {
                     _ => p.value(1)?,
                 };
                 if let Some(k) = k {
-                    let bit = 1u64 << k as u32;
+                    let bit = 1u128 << k as u32;
                     if self.set & bit != 0 {
                         return Err(format!("\"{key}\" given twice"));
                     }
@@ -628,7 +654,7 @@ impl Table {
 impl<'a> Line<'a> {
     /// The value of `k`, if the line has it.
     fn get(&self, k: K) -> Option<Val<'a>> {
-        if self.t.set & (1u64 << k as u32) == 0 {
+        if self.t.set & (1u128 << k as u32) == 0 {
             return None;
         }
         let s = |a: usize, b: usize| self.s.get(a..b).unwrap_or_default();
@@ -779,6 +805,48 @@ fn secs(v: Option<Val<'_>>, key: &str) -> Res<Option<u64>> {
     }
 }
 
+/// A process's cost from its `exit` line (the fields [`crate::sink::jsonl`] writes), if it has
+/// one: `cpu_user_s` is the mark; the other fields default to 0 (delays to unknown).
+fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
+    let Some(cpu_user_ns) = secs(l.get(K::CpuUserS), "cpu_user_s")? else {
+        return Ok(None);
+    };
+    let n = |k: K, name: &str| -> Res<u64> { Ok(opt_int::<u64>(l.get(k), name)?.unwrap_or(0)) };
+    let (vol_ctx_switches, invol_ctx_switches) = match l.get(K::CtxSwitches) {
+        None | Some(Val::Null) => (0, 0),
+        Some(Val::Raw(r)) if r.starts_with('{') => ctx_switches(r)?,
+        Some(_) => return Err("\"ctx_switches\" is not an object".into()),
+    };
+    Ok(Some(Usage {
+        cpu_user_ns,
+        cpu_sys_ns: secs(l.get(K::CpuSysS), "cpu_sys_s")?.unwrap_or(0),
+        max_rss_kib: n(K::MaxRssKib, "max_rss_kib")?,
+        read_chars: n(K::ReadChars, "read_chars")?,
+        write_chars: n(K::WriteChars, "write_chars")?,
+        read_bytes: n(K::ReadBytes, "read_bytes")?,
+        write_bytes: n(K::WriteBytes, "write_bytes")?,
+        cancelled_write_bytes: n(K::CancelledWriteBytes, "cancelled_write_bytes")?,
+        vol_ctx_switches,
+        invol_ctx_switches,
+        cpu_delay_ns: secs(l.get(K::CpuDelayS), "cpu_delay_s")?,
+        io_delay_ns: secs(l.get(K::IoDelayS), "io_delay_s")?,
+    }))
+}
+
+/// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned).
+fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| format!("\"ctx_switches\": {e}"))?;
+    let get = |k: &str| -> Res<u64> {
+        match v.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(0),
+            Some(x) => x
+                .as_u64()
+                .ok_or_else(|| format!("\"ctx_switches\".\"{k}\" is not a count: {x}")),
+        }
+    };
+    Ok((get("voluntary")?, get("involuntary")?))
+}
+
 fn need<T>(v: Option<T>, key: &str) -> Res<T> {
     v.ok_or_else(|| format!("missing \"{key}\""))
 }
@@ -902,6 +970,9 @@ impl Decoder {
                     (None, None) => return Err("an exit needs \"code\" or \"signal\"".into()),
                     _ => return Err("bad \"code\"/\"signal\"".into()),
                 };
+                if let Some(usage) = usage(&l)? {
+                    out.push(Event::Usage { tgid: p, usage });
+                }
                 out.push(Event::Exit {
                     ts,
                     pid: p,
@@ -1450,6 +1521,46 @@ mod tests {
 
     /// Exit statuses, exits whose status was lost, quiet background marks, core dumps and the
     /// summary come back as the tracker's own events.
+    #[test]
+    fn an_exit_line_carries_the_process_cost() {
+        let text = "{\"event\":\"exit\",\"ts\":2.0,\"pid\":5,\"ppid\":1,\"code\":0,\"cpu_user_s\":1.250000000,\
+            \"cpu_sys_s\":0.000001000,\"max_rss_kib\":2048,\"read_chars\":10,\"write_chars\":20,\"read_bytes\":4096,\
+            \"write_bytes\":8192,\"cancelled_write_bytes\":0,\"ctx_switches\":{\"voluntary\":3,\"involuntary\":4},\
+            \"cpu_delay_s\":0.5}\n\
+            {\"event\":\"exit\",\"ts\":2.0,\"pid\":6,\"ppid\":1,\"code\":0}\n";
+        let (ev, _, _) = read_all(text.as_bytes(), false).unwrap();
+        let usage = Usage {
+            cpu_user_ns: 1_250_000_000,
+            cpu_sys_ns: 1_000,
+            max_rss_kib: 2048,
+            read_chars: 10,
+            write_chars: 20,
+            read_bytes: 4096,
+            write_bytes: 8192,
+            cancelled_write_bytes: 0,
+            vol_ctx_switches: 3,
+            invol_ctx_switches: 4,
+            cpu_delay_ns: Some(500_000_000),
+            io_delay_ns: None,
+        };
+        assert_eq!(ev[0], Event::Usage { tgid: 5, usage });
+        assert!(matches!(ev[1], Event::Exit { pid: 5, .. }));
+        assert!(
+            matches!(ev[2], Event::Exit { pid: 6, .. }),
+            "no cost, no usage event: {ev:?}"
+        );
+        for bad in [
+            "\"ctx_switches\":[1,2]",
+            "\"ctx_switches\":{\"voluntary\":-1}",
+            "\"max_rss_kib\":\"x\"",
+            "\"cpu_delay_s\":true",
+        ] {
+            let line =
+                format!("{{\"event\":\"exit\",\"ts\":2.0,\"pid\":5,\"code\":0,\"cpu_user_s\":1.0,{bad}}}\n");
+            assert!(read_all(line.as_bytes(), false).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn exits_and_the_end_line() {
         let text = "{\"event\":\"start\",\"ts\":1.0,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n\

@@ -8,6 +8,9 @@
 /// Task and process ids as the kernel numbers them (init pid namespace).
 pub type Pid = i32;
 
+/// What a process cost: [`taskstats::Usage`], whichever backend measured it.
+pub use taskstats::Usage;
+
 /// What a process was running, read from `/proc` after an exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
@@ -251,6 +254,16 @@ pub enum Event {
         /// The value.
         data: Data,
     },
+    /// What process `tgid` cost (CPU, peak memory, I/O, waiting), all its threads summed, as
+    /// the kernel accounted it at exit (taskstats, or `/proc` at the ptrace exit stop). A backend
+    /// sends it before the process's final [`Event::Exit`]; the tracker keeps it in the record
+    /// and every output reads it from there. Never sent when the figures are not known.
+    Usage {
+        /// The process.
+        tgid: Pid,
+        /// Its figures.
+        usage: Usage,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -279,6 +292,7 @@ impl Event {
             Event::Region { ref region, .. } => Some(region.end),
             Event::Data { ref data, .. } => Some(data.ts),
             Event::ExecDetails { .. }
+            | Event::Usage { .. }
             | Event::Ancestry { .. }
             | Event::Root { .. }
             | Event::Existing { .. } => None,

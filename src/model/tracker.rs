@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region};
+use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 
 /// Cheap hasher for pids. The table's bucket is the hash's low bits and its tag the top seven:
 /// a pid is its own low 32 bits, so the pids the kernel hands out one after another land in
@@ -164,6 +164,9 @@ pub struct ProcessRecord {
     pub regions: Vec<Region>,
     /// Values the process reported about itself (Trace2 data, timers, counters), in order.
     pub data: Vec<Data>,
+    /// What the process cost, when the backend measured it ([`Event::Usage`], before the exit).
+    /// Boxed: most saved traces have none, and a record stays small.
+    pub usage: Option<Box<Usage>>,
     threads: Vec<Pid>,
     leader_exit: Option<(u64, u32)>,
     details_pending: bool,
@@ -188,6 +191,7 @@ impl ProcessRecord {
             background: None,
             regions: Vec::new(),
             data: Vec::new(),
+            usage: None,
             threads: Vec::new(),
             leader_exit: None,
             details_pending: false,
@@ -362,6 +366,13 @@ pub struct TrackerStats {
     /// forgotten): left out of every output, and counted here.
     #[serde(default)]
     pub notes_unmatched: u64,
+    /// Processes whose cost ([`Event::Usage`]) was joined with their record.
+    #[serde(default)]
+    pub usage: u64,
+    /// Cost figures that arrived for a process not in the model (not followed, or already
+    /// ended): left out, and counted here.
+    #[serde(default)]
+    pub usage_unmatched: u64,
 }
 
 struct Slot {
@@ -1072,6 +1083,15 @@ impl Tracker {
                         index: r.data.len() - 1,
                     }
                 });
+                Followup::None
+            }
+            Event::Usage { tgid, ref usage } => {
+                match self.live.get(&tgid).copied() {
+                    Some(id) if self.with(id, |r| r.usage = Some(Box::new(*usage))).is_some() => {
+                        self.stats.usage += 1;
+                    }
+                    _ => self.stats.usage_unmatched += 1,
+                }
                 Followup::None
             }
             Event::Lost { ts, count } => {

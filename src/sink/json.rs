@@ -13,6 +13,12 @@ pub fn int(out: &mut Vec<u8>, v: i64) {
     let _ = write!(out, "{v}");
 }
 
+/// Appends an unsigned integer.
+pub fn uint(out: &mut Vec<u8>, v: u64) {
+    use std::io::Write;
+    let _ = write!(out, "{v}");
+}
+
 /// Appends nanoseconds as seconds with nine decimals, exactly (no float rounding).
 pub fn seconds(out: &mut Vec<u8>, ns: u64) {
     use std::io::Write;

@@ -10,6 +10,7 @@ use crate::parse::{TaskExit, TaskRecord};
 /// the source's resolution: taskstats reports CPU in µs, `/proc/PID/stat` in clock ticks (10 ms
 /// at `USER_HZ` 100).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Usage {
     /// User CPU, ns.
     pub cpu_user_ns: u64,
