@@ -668,7 +668,10 @@ fn replay_of_a_100k_process_capture_delivers_every_span() {
             .unwrap()
             .success()
     );
-    let rx = Receiver::start(&["--count-only"]);
+    // A test build replaying 100k processes under a loaded CI machine can take minutes: the
+    // receiver must outlive it (its default lifetime, 60 s, once ended this test with "connection
+    // refused" at load 8).
+    let rx = Receiver::start(&["--count-only", "--lifetime", "900"]);
     let out = Command::new(PROCTRACE)
         .args(["replay", &cap, "-q", "--tree", "none", "--otlp", &rx.url()])
         .env_remove("TRACEPARENT")
