@@ -594,6 +594,10 @@ fn main() {
             let header = cap.header.clone().unwrap_or(fallback);
             let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
             out.print_tree(&engine.tracker, &header, &sum);
+            if !out.quiet {
+                // As the live run said it, from the recorded summary.
+                proctrace::cmd::run::report_usage_loss(&sum.capture);
+            }
             // Writing its outputs is all a replay does: one that fails fails it.
             if out.write_reports(&header, &engine.tracker, &sum) {
                 Ok(exit_codes::OK)

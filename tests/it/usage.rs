@@ -1,7 +1,7 @@
 //! What each process cost, against ground truth: a C program (`tests/fixtures/costs.c`) forks
 //! children that burn known CPU, touch known memory and write known bytes, and reaps each with
 //! `wait4`; its `rusage` is what the exit lines must say, on both backends.
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -35,7 +35,8 @@ struct Truth {
     maxrss_kib: i64,
 }
 
-fn truths(path: &str) -> HashMap<i64, Truth> {
+/// The children in fork order (the file's; pids may wrap around).
+fn truths(path: &str) -> Vec<(i64, Truth)> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -87,10 +88,7 @@ both_backends! {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let truth = truths(&truth_file);
         assert_eq!(truth.len(), specs.len());
-        let mut pids: Vec<i64> = truth.keys().copied().collect();
-        pids.sort(); // in fork order
-        for (pid, (spec, cpu_ms, bytes, threads)) in pids.iter().zip(specs) {
-            let t = &truth[pid];
+        for ((pid, t), (spec, cpu_ms, bytes, threads)) in truth.iter().zip(specs) {
             let e = exit_of(&lines, *pid);
             let what = format!("{backend} {spec}: {e} against {t:?}");
             let cpu = cpu_us(e);
