@@ -141,6 +141,14 @@ struct Common {
     /// Record every event (with /proc details) to FILE for `proctrace replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<String>,
+    /// Do not measure what each process cost (CPU, peak memory, I/O, context switches, delays
+    /// on the exit lines): no taskstats socket (connector), no exit stop (ptrace).
+    #[arg(long)]
+    no_usage: bool,
+    /// Taskstats receive buffer to request (connector; about 1.2 KiB per queued exit). Hidden:
+    /// for tests that force its overflow.
+    #[arg(long, value_name = "BYTES", hide = true, value_parser = parse_size)]
+    usage_buffer: Option<usize>,
 }
 
 /// Where the results go: the same on every command.
@@ -503,6 +511,10 @@ fn capture(c: &Common) -> CaptureOptions {
         },
         enrich: !c.no_enrich,
         realtime: !c.no_realtime,
+        usage: !c.no_usage,
+        // Exits are at most half the connector's events and a record is charged about 1.5 times
+        // an event's 832 bytes: the same size holds more exits than the connector holds events.
+        usage_buffer: c.usage_buffer.unwrap_or(c.buffer),
     }
 }
 
@@ -582,6 +594,10 @@ fn main() {
             let header = cap.header.clone().unwrap_or(fallback);
             let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
             out.print_tree(&engine.tracker, &header, &sum);
+            if !out.quiet {
+                // As the live run said it, from the recorded summary.
+                proctrace::cmd::run::report_usage_loss(&sum.capture);
+            }
             // Writing its outputs is all a replay does: one that fails fails it.
             if out.write_reports(&header, &engine.tracker, &sum) {
                 Ok(exit_codes::OK)

@@ -14,6 +14,7 @@ use cnproc::{Connector, EventKind, Received};
 
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::enrich::{self, Enricher};
+use crate::capture::usage_join::UsageJoin;
 use crate::model::event::{Event, Pid};
 use crate::sink::CaptureSummary;
 use crate::supervise;
@@ -80,6 +81,26 @@ pub fn convert(item: &Received) -> Option<Event> {
     })
 }
 
+/// [`convert`], with each process's figures put just ahead of its exits: the taskstats queue is
+/// drained once, at the batch's first exit, when every exit of the batch has its record queued
+/// (or dropped) already. A batch without exits costs no system call.
+fn convert_with_usage(items: &[Received], usage: &mut UsageJoin, batch: &mut Vec<Event>) {
+    let mut drained = false;
+    for item in items {
+        let Some(ev) = convert(item) else { continue };
+        if let Event::Exit { tgid, .. } = ev {
+            if !drained {
+                usage.drain();
+                drained = true;
+            }
+            if let Some(u) = usage.take(tgid) {
+                batch.push(Event::Usage { tgid, usage: u });
+            }
+        }
+        batch.push(ev);
+    }
+}
+
 /// Pause between back-to-back wakeups in a busy stream (see the drain loop).
 const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -95,8 +116,9 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Starts draining `conn` on its own thread.
-    pub fn start(mut conn: Connector) -> std::io::Result<Capture> {
+    /// Starts draining `conn` on its own thread; with `usage`, each process's figures go out
+    /// just ahead of its exit (see [`crate::capture::usage_join`]).
+    pub fn start(mut conn: Connector, mut usage: Option<UsageJoin>) -> std::io::Result<Capture> {
         let (tx, rx) = mpsc::channel();
         let (recycle, recycled) = mpsc::channel::<Vec<Event>>();
         let stop = Arc::new(AtomicBool::new(false));
@@ -120,10 +142,16 @@ impl Capture {
                     if stopping {
                         conn.finish(&mut items);
                     }
+                    if stopping && let Some(u) = usage.as_mut() {
+                        u.finish();
+                    }
                     if !items.is_empty() {
                         let mut batch = recycled.try_recv().unwrap_or_default();
                         batch.clear();
-                        batch.extend(items.iter().filter_map(convert));
+                        match usage.as_mut() {
+                            None => batch.extend(items.iter().filter_map(convert)),
+                            Some(u) => convert_with_usage(&items, u, &mut batch),
+                        }
                         if tx.send(CaptureMsg::Events(batch)).is_err() {
                             return;
                         }
@@ -149,6 +177,8 @@ impl Capture {
                             socket_drops: s.socket_drops,
                             events: s.events,
                             receive_buffer: 0,
+                            usage_lost: usage.as_ref().map_or(0, |u| u.lost()),
+                            usage_incomplete: usage.as_ref().map_or(0, |u| u.incomplete()),
                         }));
                         return;
                     }
@@ -219,8 +249,20 @@ impl ConnectorBackend {
             false => None,
         };
         let argv_reader = enricher.as_ref().map_or("off", |e| e.reader_priority().as_str());
-        let capture =
-            Capture::start(conn).map_err(|e| crate::ProctraceError::Io("starting capture".into(), e))?;
+        // Taskstats registers after the connector, so every exit it reports has its cn_proc
+        // message; where it is refused, say so once and go on without figures.
+        let usage = match opts.usage {
+            true => match UsageJoin::open(opts.usage_buffer) {
+                Ok(u) => Some(u),
+                Err(e) => {
+                    eprintln!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
+                    None
+                }
+            },
+            false => None,
+        };
+        let capture = Capture::start(conn, usage)
+            .map_err(|e| crate::ProctraceError::Io("starting capture".into(), e))?;
         Ok(ConnectorBackend {
             capture,
             enricher,

@@ -25,6 +25,7 @@ pub mod procfs;
 pub mod ptrace;
 pub mod trace2;
 pub mod usage;
+pub mod usage_join;
 
 /// Which backend the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,6 +91,11 @@ pub struct CaptureOptions {
     pub enrich: bool,
     /// Let the connector's `/proc` reader run at real-time priority when allowed.
     pub realtime: bool,
+    /// Measure what each process cost (taskstats with the connector, `/proc` at the exit stop
+    /// with ptrace).
+    pub usage: bool,
+    /// Taskstats receive buffer to request, bytes (connector).
+    pub usage_buffer: usize,
 }
 
 /// Why the command could not be started.

@@ -11,9 +11,9 @@
 //! | CPU total | process CPU clock `CPUCLOCK_SCHED` (`clock_gettime` of `(~pid << 3) \| 2`) | ns, all threads, dead ones included (`sum_exec_runtime`) |
 //! | user/system split | clocks `CPUCLOCK_VIRT` and `CPUCLOCK_PROF` (tick samples), split like `cputime_adjust` | as `wait4` |
 //! | fallback | `/proc/PID/stat` utime, stime | clock ticks (10 ms at `USER_HZ` 100), adjusted like `wait4` |
-//! | `max_rss_kib` | `/proc/PID/status` `VmHWM` | KiB, the address space's peak |
-//! | chars, bytes | `/proc/PID/io` | bytes, exact (taskstats rounds to KiB), all threads |
-//! | context switches | `/proc/PID/task/*/status` | live threads only: threads that exited earlier are missing |
+//! | `max_rss_kib` | `/proc/PID/task/TID/status` `VmHWM` | KiB, the address space's peak |
+//! | chars, bytes | `/proc/PID/task/TID/io` of each thread at its own exit stop, summed | bytes, exact (taskstats rounds to KiB); not `/proc/PID/io`, which adds reaped children's |
+//! | context switches | `/proc/PID/task/TID/status` of each thread at its own exit stop, summed | each thread's final switch after its stop is missing |
 //! | delays | — | `None`: `/proc` has them per live thread only |
 //!
 //! Reading a process that is not stopped gives a snapshot, not its final figures.
@@ -91,45 +91,128 @@ pub fn parse_stat_times(text: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
-/// Reads a process's figures; meant for a process stopped at `PTRACE_EVENT_EXIT`. Fails if the
-/// process is gone or `/proc/PID/io` is unreadable (it needs ptrace access, which a tracer has).
+/// Reads a single-threaded process's figures; meant for a process stopped at
+/// `PTRACE_EVENT_EXIT`. Fails if the process is gone or its `io` is unreadable (it needs ptrace
+/// access, which a tracer has). The ptrace backend uses [`ExitReader`] at every thread's stop.
 pub fn read_at_exit(pid: Pid) -> io::Result<Usage> {
-    let dir = format!("/proc/{pid}");
-    let bad = |what: &str| {
+    let mut r = ExitReader::default();
+    let mut sum = ThreadSum::default();
+    let t = r.thread(pid, pid)?;
+    sum.add(&t);
+    r.process(pid, &sum)
+}
+
+/// Reads what the ptrace backend needs at exit stops, with buffers kept from one exit to the
+/// next (no allocation per exit once they have grown).
+///
+/// Everything but CPU is read per thread, from `/proc/TGID/task/TID/{status,io}`, at each
+/// thread's own exit stop, and summed ([`ThreadSum`]): `/proc/PID/io` would also count the I/O
+/// of every child the process reaped (the kernel adds a reaped child's counters to its
+/// parent's), and `/proc/PID/status` has the context switches of one thread only. CPU comes
+/// from the process CPU clocks at the last thread's stop, which count the threads that exited
+/// before (and no children).
+#[derive(Debug, Default)]
+pub struct ExitReader {
+    path: String,
+    buf: Vec<u8>,
+}
+
+/// One thread's own figures at its exit stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadAtExit {
+    /// `VmHWM` of its address space, KiB (`None` once the address space is gone).
+    pub hwm_kib: Option<u64>,
+    /// Its voluntary context switches.
+    pub vol: u64,
+    /// Its involuntary context switches.
+    pub invol: u64,
+    /// Its own I/O counters.
+    pub io: IoCounters,
+}
+
+/// A process's threads' figures summed as they reach their exit stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadSum {
+    /// The largest peak seen (the threads share one address space).
+    pub hwm_kib: Option<u64>,
+    /// Voluntary context switches.
+    pub vol: u64,
+    /// Involuntary context switches.
+    pub invol: u64,
+    /// I/O counters.
+    pub io: IoCounters,
+}
+
+impl ThreadSum {
+    /// Adds one thread.
+    pub fn add(&mut self, t: &ThreadAtExit) {
+        self.hwm_kib = match (self.hwm_kib, t.hwm_kib) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.vol += t.vol;
+        self.invol += t.invol;
+        self.io.rchar += t.io.rchar;
+        self.io.wchar += t.io.wchar;
+        self.io.read_bytes += t.io.read_bytes;
+        self.io.write_bytes += t.io.write_bytes;
+        self.io.cancelled_write_bytes += t.io.cancelled_write_bytes;
+    }
+}
+
+impl ExitReader {
+    fn read(&mut self, tgid: Pid, tid: Pid, file: &str) -> io::Result<&str> {
+        use std::fmt::Write as _;
+        use std::io::Read as _;
+        self.path.clear();
+        let _ = write!(self.path, "/proc/{tgid}/task/{tid}/{file}");
+        self.buf.clear();
+        std::fs::File::open(&self.path)?.read_to_end(&mut self.buf)?;
+        std::str::from_utf8(&self.buf).map_err(|_| self.bad())
+    }
+
+    fn bad(&self) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{dir}/{what}: unexpected format"),
+            format!("{}: unexpected format", self.path),
         )
-    };
-    let io = parse_io(&std::fs::read_to_string(format!("{dir}/io"))?).ok_or_else(|| bad("io"))?;
-    let (hwm, _, _) = parse_status(&std::fs::read_to_string(format!("{dir}/status"))?);
-    let (cpu_user_ns, cpu_sys_ns) = match process_clocks(pid) {
-        Some((virt, prof, sched)) => taskstats::split_cpu(virt, prof.saturating_sub(virt), sched),
-        None => stat_cpu(pid)?,
-    };
-    let (mut vol, mut invol) = (0, 0);
-    for entry in std::fs::read_dir(format!("{dir}/task"))? {
-        let Ok(text) = std::fs::read_to_string(entry?.path().join("status")) else {
-            continue; // a thread that finished exiting meanwhile
-        };
-        let (_, v, i) = parse_status(&text);
-        vol += v.unwrap_or(0);
-        invol += i.unwrap_or(0);
     }
-    Ok(Usage {
-        cpu_user_ns,
-        cpu_sys_ns,
-        max_rss_kib: hwm.unwrap_or(0),
-        read_chars: io.rchar,
-        write_chars: io.wchar,
-        read_bytes: io.read_bytes,
-        write_bytes: io.write_bytes,
-        cancelled_write_bytes: io.cancelled_write_bytes,
-        vol_ctx_switches: vol,
-        invol_ctx_switches: invol,
-        cpu_delay_ns: None,
-        io_delay_ns: None,
-    })
+
+    /// Thread `tid` of `tgid`, stopped at its exit: its own context switches, I/O and its
+    /// address space's peak.
+    pub fn thread(&mut self, tgid: Pid, tid: Pid) -> io::Result<ThreadAtExit> {
+        let (hwm_kib, vol, invol) = parse_status(self.read(tgid, tid, "status")?);
+        let io = parse_io(self.read(tgid, tid, "io")?).ok_or_else(|| self.bad())?;
+        Ok(ThreadAtExit {
+            hwm_kib,
+            vol: vol.unwrap_or(0),
+            invol: invol.unwrap_or(0),
+            io,
+        })
+    }
+
+    /// The whole process's figures at its last thread's exit stop: CPU from the process CPU
+    /// clocks of `tgid` (all its threads, the exited ones included), the rest from `sum`.
+    pub fn process(&mut self, tgid: Pid, sum: &ThreadSum) -> io::Result<Usage> {
+        let (cpu_user_ns, cpu_sys_ns) = match process_clocks(tgid) {
+            Some((virt, prof, sched)) => taskstats::split_cpu(virt, prof.saturating_sub(virt), sched),
+            None => stat_cpu(tgid)?,
+        };
+        Ok(Usage {
+            cpu_user_ns,
+            cpu_sys_ns,
+            max_rss_kib: sum.hwm_kib.unwrap_or(0),
+            read_chars: sum.io.rchar,
+            write_chars: sum.io.wchar,
+            read_bytes: sum.io.read_bytes,
+            write_bytes: sum.io.write_bytes,
+            cancelled_write_bytes: sum.io.cancelled_write_bytes,
+            vol_ctx_switches: sum.vol,
+            invol_ctx_switches: sum.invol,
+            cpu_delay_ns: None,
+            io_delay_ns: None,
+        })
+    }
 }
 
 /// User and system CPU of the whole process from `/proc/PID/stat`, ns: `wait4`'s figures

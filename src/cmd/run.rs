@@ -252,6 +252,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
     cfg.outputs.print_tree(s.tracker(), &header, &sum);
     cfg.outputs.write_reports(&header, s.tracker(), &sum);
     report_problems(&s);
+    if !cfg.outputs.quiet {
+        report_usage_loss(&sum.capture);
+    }
 
     let code = match status {
         Some(st) => st.shell_code(),
@@ -267,6 +270,23 @@ fn pids(s: &Session, ids: &[ProcId]) -> Vec<Pid> {
     ids.iter()
         .filter_map(|&id| s.tracker().get(id).map(|r| r.pid))
         .collect()
+}
+
+/// Says how many processes lack their cost figures because taskstats records were dropped (its
+/// own loss, apart from the connector's `lost` events).
+pub fn report_usage_loss(c: &crate::sink::CaptureSummary) {
+    if c.usage_lost > 0 {
+        eprintln!(
+            "proctrace: {} taskstats exit records lost (its receive buffer was full): some processes have no cost figures (usage_lost in the end line)",
+            c.usage_lost
+        );
+    }
+    if c.usage_incomplete > 0 {
+        eprintln!(
+            "proctrace: {} processes left without cost figures: the record of one of their threads was lost",
+            c.usage_incomplete
+        );
+    }
 }
 
 /// Tells the user about failed outputs and a failed capture.

@@ -138,5 +138,6 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         }
     );
     crate::cmd::run::report_problems(&s);
+    crate::cmd::run::report_usage_loss(&sum.capture);
     Ok(exit_codes::OK)
 }

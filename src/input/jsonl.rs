@@ -412,10 +412,13 @@ enum K {
     CtxSwitches,
     CpuDelayS,
     IoDelayS,
+    Usage,
+    UsageLost,
+    UsageIncomplete,
 }
 
 /// How many keys there are (the last variant of `K` + 1).
-const NKEYS: usize = K::IoDelayS as usize + 1;
+const NKEYS: usize = K::UsageIncomplete as usize + 1;
 const _: () = assert!(NKEYS <= 128, "Table::set has a bit per key");
 
 impl K {
@@ -464,6 +467,7 @@ impl K {
                 "execs" => K::Execs,
                 "exits" => K::Exits,
                 "notes" => K::Notes,
+                "usage" => K::Usage,
                 _ => return None,
             },
             6 => match key {
@@ -505,6 +509,7 @@ impl K {
                 "read_chars" => K::ReadChars,
                 "read_bytes" => K::ReadBytes,
                 "io_delay_s" => K::IoDelayS,
+                "usage_lost" => K::UsageLost,
                 _ => return None,
             },
             11 => match key {
@@ -529,6 +534,10 @@ impl K {
             15 => match key {
                 "execs_with_argv" => K::ExecsWithArgv,
                 "notes_unmatched" => K::NotesUnmatched,
+                _ => return None,
+            },
+            16 => match key {
+                "usage_incomplete" => K::UsageIncomplete,
                 _ => return None,
             },
             21 => match key {
@@ -1151,6 +1160,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             recovered: n(l.get(K::Recovered), "recovered")?,
             notes: n(l.get(K::Notes), "notes")?,
             notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
+            usage: n(l.get(K::Usage), "usage")?,
             ..Default::default()
         },
         capture: CaptureSummary {
@@ -1159,6 +1169,8 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             socket_drops: n(l.get(K::SocketDrops), "socket_drops")?,
             events: n(l.get(K::KernelEvents), "kernel_events")?,
             receive_buffer: 0,
+            usage_lost: n(l.get(K::UsageLost), "usage_lost")?,
+            usage_incomplete: n(l.get(K::UsageIncomplete), "usage_incomplete")?,
         },
         background: n(l.get(K::Background), "background")?,
         root: opt_int(l.get(K::Pid), "pid")?,

@@ -386,6 +386,21 @@ impl Sink for JsonLines {
                 json::int(b, v as i64);
             }
         }
+        // Only runs that measured what processes cost say so (older outputs stay as they were):
+        // `usage` processes got figures; `usage_lost` taskstats records were dropped, not to be
+        // confused with `lost` (the connector's events).
+        if s.stats.usage + s.capture.usage_lost + s.capture.usage_incomplete > 0 {
+            for (k, v) in [
+                ("usage", s.stats.usage),
+                ("usage_lost", s.capture.usage_lost),
+                ("usage_incomplete", s.capture.usage_incomplete),
+            ] {
+                b.push(b',');
+                json::string(b, k);
+                b.push(b':');
+                json::int(b, v as i64);
+            }
+        }
         if let Some(n) = s.filtered {
             b.extend_from_slice(b",\"filtered\":");
             json::int(b, n as i64);

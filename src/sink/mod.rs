@@ -131,6 +131,13 @@ pub struct CaptureSummary {
     pub events: u64,
     /// Receive buffer granted, bytes.
     pub receive_buffer: u64,
+    /// Taskstats exit records the kernel dropped (the taskstats socket was full): processes
+    /// whose exit lines lack cost figures (connector backend; 0 when not used).
+    #[serde(default)]
+    pub usage_lost: u64,
+    /// Processes left without figures because the record of one of their threads was lost.
+    #[serde(default)]
+    pub usage_incomplete: u64,
 }
 
 /// Session facts known at the end.

@@ -1,0 +1,242 @@
+//! The connector backend's taskstats side: what each process cost, joined with its exit.
+//!
+//! The kernel builds a task's taskstats record in `do_exit` (`taskstats_exit`) before it sends
+//! the task's cn_proc exit message (`proc_exit_connector`, at the end of `do_exit`), and queues
+//! both synchronously. So when the drain thread holds a cn_proc EXIT, the record of that task is
+//! already in the taskstats socket's queue, or was dropped. [`UsageJoin::drain`] takes what is
+//! queued without waiting; the drain thread calls it once per received batch that holds an
+//! exit, so a batch without exits costs no system call, and the taskstats socket never wakes
+//! anybody (nobody polls it). [`UsageJoin::take`] then hands out a completed process's figures
+//! just ahead of its exit in the event stream.
+//!
+//! It must never delay or lose an exit: nothing here waits, and an exit whose record is missing
+//! simply goes out without figures. Records the kernel dropped on a full socket are counted
+//! ([`UsageJoin::lost`]).
+
+use std::collections::HashMap;
+
+use taskstats::{Accumulator, Listener, Received};
+
+use crate::model::event::{Pid, Usage};
+
+/// Completed processes whose exit has not come through after this many drains are forgotten
+/// (their cn_proc exit was lost): keeps `ready` bounded in a long `watch` with loss.
+const STALE_ROUNDS: u64 = 10_000;
+/// Looks for stale entries only when this many are waiting.
+const STALE_CHECK: usize = 4096;
+
+/// Pure part of the join: records in, figures out by tgid. See the module docs.
+#[derive(Debug, Default)]
+pub struct Joiner {
+    acc: Accumulator,
+    /// Completed processes waiting for their exit: figures and the drain round they came in.
+    ready: HashMap<u32, (Usage, u64)>,
+    round: u64,
+    /// Task records the kernel dropped (socket full).
+    lost: u64,
+    /// Processes left out because some of their threads' records were lost.
+    incomplete: u64,
+    /// Completed processes forgotten because their exit never came.
+    stale: u64,
+}
+
+impl Joiner {
+    /// An empty joiner; `io_delay` says whether block I/O delays are accounted.
+    pub fn new(io_delay: bool) -> Joiner {
+        Joiner {
+            acc: Accumulator::new(io_delay),
+            ..Joiner::default()
+        }
+    }
+
+    /// Takes in what the listener received in one drain.
+    pub fn feed(&mut self, items: &[Received]) {
+        self.round += 1;
+        for item in items {
+            match item {
+                Received::Exit(exit) => {
+                    let Some(p) = self.acc.feed(exit) else { continue };
+                    if p.threads_lost {
+                        // Some thread's figures are missing: leave the process out, never guess.
+                        self.incomplete += 1;
+                        self.ready.remove(&p.tgid);
+                        continue;
+                    }
+                    self.ready.insert(p.tgid, (p.usage, self.round));
+                }
+                Received::Loss(l) => self.lost += l.count,
+            }
+        }
+        if self.ready.len() >= STALE_CHECK {
+            let (round, before) = (self.round, self.ready.len());
+            self.ready.retain(|_, (_, r)| round - *r < STALE_ROUNDS);
+            self.stale += (before - self.ready.len()) as u64;
+        }
+    }
+
+    /// The figures of process `tgid`, if its last thread's record is in.
+    pub fn take(&mut self, tgid: Pid) -> Option<Usage> {
+        if self.ready.is_empty() {
+            return None;
+        }
+        self.ready.remove(&(tgid as u32)).map(|(u, _)| u)
+    }
+
+    /// Task records the kernel dropped so far.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Processes left out because a thread's record was lost.
+    pub fn incomplete(&self) -> u64 {
+        self.incomplete
+    }
+}
+
+/// The taskstats listener and the join, owned by the connector's drain thread.
+pub struct UsageJoin {
+    listener: Listener,
+    joiner: Joiner,
+    items: Vec<Received>,
+    failed: Option<String>,
+}
+
+impl UsageJoin {
+    /// Registers for exit records on every CPU with a receive buffer of `buffer` bytes (the
+    /// kernel doubles it). `Err` says why taskstats cannot be used here.
+    pub fn open(buffer: usize) -> Result<UsageJoin, taskstats::OpenError> {
+        let listener = Listener::open(&taskstats::Options {
+            recv_buffer: buffer,
+            ..taskstats::Options::default()
+        })?;
+        let joiner = Joiner::new(listener.io_delay_accounting());
+        Ok(UsageJoin {
+            listener,
+            joiner,
+            items: Vec::with_capacity(256),
+            failed: None,
+        })
+    }
+
+    /// Takes every record queued now, without waiting. After a receive error the join stops
+    /// (exits go on without figures) and [`failure`](Self::failure) says why.
+    pub fn drain(&mut self) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.items.clear();
+        if let Err(e) = self.listener.recv(&mut self.items, 0) {
+            self.fail(e);
+        }
+        self.joiner.feed(&self.items);
+    }
+
+    /// Final drain and loss accounting; call once, at the end.
+    pub fn finish(&mut self) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.items.clear();
+        if let Err(e) = self.listener.finish(&mut self.items) {
+            self.fail(e);
+        }
+        self.joiner.feed(&self.items);
+    }
+
+    fn fail(&mut self, e: taskstats::RecvError) {
+        eprintln!("proctrace: taskstats stopped ({e}); processes that end from now on have no cost figures");
+        self.failed = Some(e.to_string());
+    }
+
+    /// See [`Joiner::take`].
+    pub fn take(&mut self, tgid: Pid) -> Option<Usage> {
+        self.joiner.take(tgid)
+    }
+
+    /// Task records the kernel dropped so far.
+    pub fn lost(&self) -> u64 {
+        self.joiner.lost()
+    }
+
+    /// Processes left out because a thread's record was lost.
+    pub fn incomplete(&self) -> u64 {
+        self.joiner.incomplete()
+    }
+
+    /// Receive buffer the kernel granted, bytes.
+    pub fn effective_buffer(&self) -> usize {
+        self.listener.effective_buffer()
+    }
+
+    /// Why receiving stopped, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskstats::{Loss, TaskExit, TaskRecord};
+
+    fn exit(pid: u32, tgid: u32, run_ms: u64, group: bool) -> Received {
+        let t = TaskRecord {
+            version: 16,
+            pid,
+            tgid: Some(tgid),
+            utime_us: run_ms * 1000,
+            run_ns: run_ms * 1_000_000,
+            hiwater_rss_kib: 100 + pid as u64,
+            write_char: 1024,
+            ..TaskRecord::default()
+        };
+        let g = TaskRecord {
+            utime_us: 2 * run_ms * 1000,
+            run_ns: 2 * run_ms * 1_000_000,
+            ..TaskRecord::default()
+        };
+        Received::Exit(TaskExit {
+            pid,
+            task: t,
+            group: group.then_some((tgid, g)),
+        })
+    }
+
+    #[test]
+    fn a_process_is_handed_out_once_when_its_last_thread_is_in() {
+        let mut j = Joiner::new(false);
+        j.feed(&[exit(11, 10, 5, false)]);
+        assert_eq!(j.take(10), None, "a thread alone does not complete its process");
+        j.feed(&[exit(10, 10, 5, true), exit(20, 20, 1, false)]);
+        let u = j.take(10).unwrap();
+        assert_eq!(u.cpu_user_ns + u.cpu_sys_ns, 10_000_000, "threads summed");
+        assert_eq!(u.write_chars, 2048);
+        assert_eq!(j.take(10), None, "handed out once");
+        assert_eq!(j.take(20).unwrap().max_rss_kib, 120);
+        assert_eq!((j.lost(), j.incomplete()), (0, 0));
+    }
+
+    #[test]
+    fn losses_are_counted_and_incomplete_processes_left_out() {
+        let mut j = Joiner::new(false);
+        // Thread 31's record was dropped: the aggregate counts more CPU than arrived.
+        j.feed(&[Received::Loss(Loss { count: 1 }), exit(30, 30, 5, true)]);
+        assert_eq!(j.take(30), None, "never a partial figure");
+        assert_eq!((j.lost(), j.incomplete()), (1, 1));
+    }
+
+    #[test]
+    fn exits_that_never_come_are_forgotten() {
+        let mut j = Joiner::new(false);
+        for pid in 1..=STALE_CHECK as u32 {
+            j.feed(&[exit(pid, pid, 1, false)]);
+        }
+        assert_eq!(j.ready.len(), STALE_CHECK, "all recent");
+        for _ in 0..STALE_ROUNDS {
+            j.feed(&[]);
+        }
+        j.feed(&[exit(1_000_000, 1_000_000, 1, false)]);
+        assert_eq!(j.ready.len(), 1, "only the fresh one is kept");
+        assert_eq!(j.stale, STALE_CHECK as u64);
+    }
+}
