@@ -48,6 +48,18 @@
 //! - `C` counter `running`: processes alive at each moment (one value per timestamp), held back
 //!   20 ms so that events from different CPUs that arrive slightly out of order still
 //!   land at their moment.
+//! - When processes were measured (`ProcessRecord::usage`): their slices' args carry the figures
+//!   (`cpu`, `peak_rss` for people; `cpu_user_s`, `cpu_sys_s`, `max_rss_kib`, `read_chars`,
+//!   `write_chars`, `read_bytes`, `write_bytes`, `cancelled_write_bytes`, `ctx_switches`,
+//!   `cpu_delay_s`, `io_delay_s` as on the JSON Lines `exit` line), and a second `C` counter,
+//!   [`MEMORY_COUNTER`] (value in KiB): at each moment, the sum of the peak RSS of the
+//!   measured processes running then. The kernel reports only a process's peak, at its exit, so
+//!   each contributes its peak from fork to exit: an upper bound of the memory in use, never
+//!   an estimate of it. A value is final only once every process that could still add to it has
+//!   exited, so the values wait for the oldest running process (in `run`: the command itself) —
+//!   two map entries per measured process at most, written as soon as nothing can change them.
+//!   A process measured but placed before values already written (seen late) stays out of it,
+//!   and its slice says `"in_memory_counter":false`.
 //!
 //! The JSON is written by hand with the [`json`] helpers the JSON Lines sink uses,
 //! not built with serde or a tracing crate: each event is one line appended to the
@@ -59,13 +71,16 @@ use std::io;
 use std::ops::Bound::Excluded;
 
 use super::json;
-use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use super::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
 use super::{Header, LineWriter, Mode, Sink, Summary};
 use crate::model::event::{Data, DataValue, ExitStatus};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
 /// How long a counter change waits for earlier ones that arrive late, ns.
 const REORDER_NS: u64 = 20_000_000;
+
+/// The memory counter's name (its one value is `KiB`): see the module docs.
+pub const MEMORY_COUNTER: &str = "peak RSS of running processes, summed (upper bound)";
 
 /// A maximal interval on a lane, ns, and whose children it holds: the parent of the process
 /// whose slice it is (`None`: a parent no longer running, or a merge of several; nothing may
@@ -210,6 +225,11 @@ pub struct ChromeTrace {
     written_value: i64,
     /// Latest timestamp seen, for lost events without one.
     last_ts: u64,
+    /// The memory counter's changes not yet written (KiB, by moment), the last moment written
+    /// and its value.
+    mem: BTreeMap<u64, i64>,
+    mem_written: Option<u64>,
+    mem_value: i64,
     peak_intervals: usize,
     /// Scratch: the ancestors of the process being placed.
     anc: Vec<ProcId>,
@@ -232,6 +252,9 @@ impl ChromeTrace {
             written: None,
             written_value: 0,
             last_ts: 0,
+            mem: BTreeMap::new(),
+            mem_written: None,
+            mem_value: 0,
             peak_intervals: 0,
             anc: Vec::new(),
         }
@@ -330,6 +353,54 @@ impl ChromeTrace {
         json::int(b, running);
         b.push(b'}');
         Ok(())
+    }
+
+    /// Adds a measured process's peak RSS to the memory counter from `s` to `e`; false when
+    /// values after `s` were written already (it then stays out).
+    fn add_memory(&mut self, s: u64, e: u64, kib: u64) -> bool {
+        if self.mem_written.is_some_and(|w| s <= w) {
+            return false;
+        }
+        if e > s && kib > 0 {
+            let kib = i64::try_from(kib).unwrap_or(i64::MAX / 4);
+            *self.mem.entry(s).or_default() += kib;
+            *self.mem.entry(e).or_default() -= kib;
+        }
+        true
+    }
+
+    /// Writes the memory counter's values before `before` (all with `before` = `u64::MAX`):
+    /// only moments no process still running can change — before the earliest start of one,
+    /// and [`REORDER_NS`] behind the latest event.
+    fn write_memory(&mut self, before: u64) -> io::Result<()> {
+        while let Some((&at, &d)) = self.mem.first_key_value() {
+            if at >= before {
+                break;
+            }
+            self.mem.pop_first();
+            if d == 0 {
+                continue;
+            }
+            self.mem_value += d;
+            self.mem_written = Some(at);
+            let (v, t0) = (self.mem_value, self.t0);
+            let b = self.head("C", None);
+            b.extend_from_slice(b",\"ts\":");
+            us(b, at.saturating_sub(t0));
+            b.extend_from_slice(b",\"name\":");
+            json::string(b, MEMORY_COUNTER);
+            b.extend_from_slice(b",\"args\":{\"KiB\":");
+            json::int(b, v);
+            b.push(b'}');
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// The moment before which the memory counter is final (see [`Self::write_memory`]).
+    fn memory_horizon(&self) -> u64 {
+        let oldest = self.starts.first_key_value().map_or(u64::MAX, |(&s, _)| s);
+        oldest.min(self.horizon.max(self.last_ts).saturating_sub(REORDER_NS))
     }
 
     /// A lane for the slice of `me` (whose ancestors, nearest first, are in `self.anc`): the
@@ -601,6 +672,11 @@ impl ChromeTrace {
         let name = program(r);
         let redact = self.redact;
         let t0 = self.t0;
+        // In the memory counter (a measured process that exited), unless seen too late for it.
+        let in_memory = match r.usage.as_deref() {
+            Some(u) if !running => Some(self.add_memory(s, e, u.max_rss_kib)),
+            _ => None,
+        };
         let b = self.head("X", Some(lane));
         b.extend_from_slice(b",\"ts\":");
         us(b, s - t0);
@@ -666,6 +742,12 @@ impl ChromeTrace {
         }
         b.extend_from_slice(b",\"duration\":");
         json::string(b, &fmt_duration(e - s));
+        if let Some(u) = r.usage.as_deref() {
+            usage_args(b, u);
+        }
+        if in_memory == Some(false) {
+            b.extend_from_slice(b",\"in_memory_counter\":false");
+        }
         if let Some(d) = r.execs.last().and_then(|x| x.details.as_ref()) {
             if let Some(cwd) = &d.cwd {
                 b.extend_from_slice(b",\"cwd\":");
@@ -728,7 +810,48 @@ impl ChromeTrace {
         if counted && !running {
             self.count(e, -1)?;
         }
+        if in_memory.is_some() {
+            let before = self.memory_horizon();
+            self.write_memory(before)?;
+        }
         Ok(())
+    }
+}
+
+/// A process's cost as slice args: for people (`cpu`, `peak_rss`), then the figures as the JSON
+/// Lines `exit` line has them.
+fn usage_args(b: &mut Vec<u8>, u: &crate::model::event::Usage) {
+    b.extend_from_slice(b",\"cpu\":");
+    json::string(b, &fmt_duration(u.cpu_user_ns.saturating_add(u.cpu_sys_ns)));
+    b.extend_from_slice(b",\"peak_rss\":");
+    json::string(b, &fmt_kib(u.max_rss_kib));
+    b.extend_from_slice(b",\"cpu_user_s\":");
+    json::seconds(b, u.cpu_user_ns);
+    b.extend_from_slice(b",\"cpu_sys_s\":");
+    json::seconds(b, u.cpu_sys_ns);
+    for (k, v) in [
+        (&b",\"max_rss_kib\":"[..], u.max_rss_kib),
+        (b",\"read_chars\":", u.read_chars),
+        (b",\"write_chars\":", u.write_chars),
+        (b",\"read_bytes\":", u.read_bytes),
+        (b",\"write_bytes\":", u.write_bytes),
+        (b",\"cancelled_write_bytes\":", u.cancelled_write_bytes),
+    ] {
+        b.extend_from_slice(k);
+        json::uint(b, v);
+    }
+    b.extend_from_slice(b",\"ctx_switches\":{\"voluntary\":");
+    json::uint(b, u.vol_ctx_switches);
+    b.extend_from_slice(b",\"involuntary\":");
+    json::uint(b, u.invol_ctx_switches);
+    b.push(b'}');
+    if let Some(d) = u.cpu_delay_ns {
+        b.extend_from_slice(b",\"cpu_delay_s\":");
+        json::seconds(b, d);
+    }
+    if let Some(d) = u.io_delay_ns {
+        b.extend_from_slice(b",\"io_delay_s\":");
+        json::seconds(b, d);
     }
 }
 
@@ -954,6 +1077,8 @@ impl Sink for ChromeTrace {
                 }
             }
         }
+        // The memory counter's last values (it ends at zero: every peak added is taken off).
+        self.write_memory(u64::MAX)?;
         // Everything ends: the counter drops to zero, and that is the last event.
         let n = self.running;
         self.count(end, -n)?;

@@ -29,11 +29,12 @@ use crate::sink::trace2::{Trace2Sink, Trace2Target};
 use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
-pub(crate) const CAPTURES: [&str; 8] = [
+pub(crate) const CAPTURES: [&str; 9] = [
     "exec-twice",
     "git-regions",
     "leader-exits-first",
     "make-j2",
+    "make-j2-usage",
     "reuse-pid",
     "rich-run",
     "thread-exec",
@@ -335,6 +336,13 @@ fn leader_exits_first() {
 #[test]
 fn make_j2() {
     check("make-j2");
+}
+
+/// `make -j2` with what each process cost (taskstats figures of a real run, joined into the
+/// capture): every output shows them.
+#[test]
+fn make_j2_usage() {
+    check("make-j2-usage");
 }
 
 #[test]

@@ -15,6 +15,12 @@
 //!   when the exit was lost) and `child_ready` for a child that outlived the traced command.
 //! - uid/gid changes, setsid, ptrace, renames and lost events are `data` events, category
 //!   `proctrace`.
+//! - what a process cost, when measured, is a run of `data` events in category `proctrace` in
+//!   its own session just before its `exit` (or `signal`), one per figure, named as on the JSON
+//!   Lines `exit` line: `cpu_user_s`, `cpu_sys_s` (seconds, six decimals), `max_rss_kib`,
+//!   `read_chars`, `write_chars`, `read_bytes`, `write_bytes`, `cancelled_write_bytes`,
+//!   `ctx_switches_voluntary`, `ctx_switches_involuntary`, and `cpu_delay_s`/`io_delay_s` when
+//!   known.
 //! - what a process reported about itself (Trace2 regions, data, timers, counters: git's own,
 //!   from `run --trace2` or a saved stream) goes into its session as git wrote it:
 //!   `region_enter`/`region_leave` per thread, properly nested, with their `nesting`, `data`,
@@ -120,6 +126,34 @@ pub struct Trace2Sink {
 /// Wall time of a monotonic timestamp.
 fn wall(real_minus_mono: i64, ts: u64) -> Timestamp {
     Timestamp::from_micros((ts as i128 + real_minus_mono as i128) / 1000)
+}
+
+/// Seconds with six decimals (the kernel accounts CPU in µs), exact: `1.250000`.
+fn secs6(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000)
+}
+
+/// A process's cost as `data` events: `(key, value)` in the order written.
+pub(crate) fn usage_data(u: &crate::model::event::Usage) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("cpu_user_s", secs6(u.cpu_user_ns)),
+        ("cpu_sys_s", secs6(u.cpu_sys_ns)),
+        ("max_rss_kib", u.max_rss_kib.to_string()),
+        ("read_chars", u.read_chars.to_string()),
+        ("write_chars", u.write_chars.to_string()),
+        ("read_bytes", u.read_bytes.to_string()),
+        ("write_bytes", u.write_bytes.to_string()),
+        ("cancelled_write_bytes", u.cancelled_write_bytes.to_string()),
+        ("ctx_switches_voluntary", u.vol_ctx_switches.to_string()),
+        ("ctx_switches_involuntary", u.invol_ctx_switches.to_string()),
+    ];
+    if let Some(d) = u.cpu_delay_ns {
+        v.push(("cpu_delay_s", secs6(d)));
+    }
+    if let Some(d) = u.io_delay_ns {
+        v.push(("io_delay_s", secs6(d)));
+    }
+    v
 }
 
 /// Exit code as git's `child_exit` reports it.
@@ -633,6 +667,11 @@ impl Trace2Sink {
                 self.announce(id, r, t, x.ts)?;
                 // What it reported about itself so far, before its end.
                 self.notes(id, r, 0..r.regions.len(), 0..r.data.len())?;
+                if let Some(u) = r.usage.as_deref() {
+                    for (key, value) in usage_data(u) {
+                        self.data(Some(id), x.ts, key, value)?;
+                    }
+                }
                 match x.status {
                     Some(ExitStatus::Signal { signal, .. }) => {
                         self.on(Some(id), x.ts, K::Signal { signo: signal })?
