@@ -34,6 +34,9 @@
 //!   Processes without figures count nowhere here (the JSON says how many were measured), so
 //!   with some missing the sums are lower bounds. By program, CPU is summed and peak memory is
 //!   the largest peak of one process (peaks of processes that never ran together do not add).
+//!   In the lists, a process doing its parent's work (at least 90% of the parent's time, as
+//!   the slowest list folds it, and more CPU than the parent) is named with the parent's
+//!   command: `cc1, for: cc -c f4.c`.
 
 use std::fmt::Write as _;
 
@@ -622,13 +625,15 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         let cost = |id: ProcId| -> Option<Cost> {
             let r = t.get(id)?;
             let u = r.usage.as_deref()?;
-            // A process doing its parent's work (as the slowest list folds it: `cc1` of
-            // `cc -c f4.c`) is named with the parent's command, which says what the work was.
+            // A process doing its parent's work — most of its time, as the slowest list folds
+            // it, and more CPU than the parent: `cc1` of `cc -c f4.c` — is named with the
+            // parent's command, which says what the work was.
             let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
                 let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
                     return false;
                 };
-                d as f64 >= FOLD_SHARE * pd as f64
+                let pcpu = p.usage.as_deref().map_or(0, cpu_of);
+                d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu_of(u)
             });
             let label = match parent {
                 Some(p) => format!("{}, for: {}", program(r), label(p)),
@@ -1799,6 +1804,140 @@ mod tests {
         assert_eq!(code("a|b"), r"`a\|b`");
         assert_eq!(code("x `y` z"), "``x `y` z``");
         assert_eq!(code("`q"), "`` `q ``");
+    }
+
+    /// A build with figures: `make` (1) runs `cc` (2, whose `cc1` 4 does its work) and a
+    /// `link` (3) side by side, and `sh` (5) that was not measured.
+    fn costly() -> Vec<Event> {
+        let u = testkit::usage;
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.extend(exec(0, 1, &["make", "-j2"]));
+        ev.push(fork(10, 1, 2));
+        ev.extend(exec(11, 2, &["cc", "-c", "big.c"]));
+        ev.push(fork(12, 2, 4));
+        ev.extend(exec(13, 4, &["/usr/lib/gcc/cc1", "big.c"]));
+        ev.push(fork(20, 1, 3));
+        ev.extend(exec(21, 3, &["link", "-o", "app"]));
+        ev.push(fork(30, 1, 5));
+        ev.extend(exec(31, 5, &["sh", "-c", "true"]));
+        ev.extend([u(5, 0, 0, 1), exit(40, 5, 0)]);
+        ev.extend([u(4, 700, 50, 300_000), exit(990, 4, 0)]);
+        ev.extend([u(2, 2, 1, 2_000), exit(995, 2, 0)]);
+        ev.extend([u(3, 200, 40, 900_000), exit(800, 3, 0)]);
+        ev.extend([u(1, 5, 2, 3_000), exit(1000, 1, 0)]);
+        ev
+    }
+
+    #[test]
+    fn costs_name_the_hungriest_and_the_parallelism() {
+        let r = report(&costly());
+        let c = r.costs.as_ref().expect("figures were given");
+        assert_eq!(c.measured, 5, "sh's zero figures are figures too");
+        assert_eq!(c.cpu_user_ns, (700 + 2 + 200 + 5) * MS);
+        assert_eq!(c.cpu_sys_ns, (50 + 1 + 40 + 2) * MS);
+        let par = c.parallelism.unwrap();
+        assert!((par - 1000.0 / 1000.0).abs() < 1e-9, "{par}");
+        let pids = |l: &[Cost]| l.iter().map(|x| x.pid).collect::<Vec<_>>();
+        assert_eq!(pids(&c.top_cpu), [4, 3, 1, 2, 5]);
+        assert_eq!(pids(&c.top_rss), [3, 4, 1, 2, 5]);
+        // cc1 did cc's work: named with cc's command.
+        assert_eq!(c.top_cpu[0].label, "cc1, for: cc -c big.c");
+        assert_eq!(c.top_cpu[1].label, "link -o app");
+        // cc took most of make's time, but less CPU than make: its own command.
+        assert_eq!(c.top_cpu[3].label, "cc -c big.c");
+        let cc1 = r.by_program.0.iter().find(|p| p.0 == "cc1").unwrap().1;
+        assert_eq!((cc1.cpu_ns, cc1.max_rss_kib), (Some(750 * MS), Some(300_000)));
+
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(
+            text.contains("cost: CPU 1.00s over 1.00s wall: 1.0 cores on average\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hungriest: 750.0ms CPU, 293 MiB peak: 4 cc1, for: cc -c big.c\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("most memory: (peak RSS)\n   879 MiB  240.0ms  3  link -o app\n"),
+            "{text}"
+        );
+        let md = render_markdown(&r);
+        assert!(
+            md.contains("Hungriest: `cc1, for: cc -c big.c` (pid 4, 750.0ms CPU, 293 MiB peak)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| program | count | total | cpu | largest peak |"),
+            "{md}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(v["cpu_s"], 1.0);
+        assert_eq!(v["parallelism"], 1.0);
+        assert_eq!(v["measured"], 5);
+        assert_eq!(v["top_cpu"][0]["pid"], 4);
+        assert_eq!(v["top_cpu"][0]["cpu_user_s"], 0.7);
+        assert_eq!(v["top_rss"][0]["max_rss_kib"], 900_000);
+        assert_eq!(v["by_program"]["link"]["cpu_s"], 0.24);
+        assert_eq!(v["by_program"]["link"]["max_rss_kib"], 900_000);
+    }
+
+    #[test]
+    fn a_partly_measured_run_says_so_and_an_unmeasured_one_shows_nothing() {
+        // The same run without sh's figures: the sums are over the 4 measured.
+        let ev: Vec<Event> = costly()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Usage { tgid: 5, .. }))
+            .collect();
+        let r = report(&ev);
+        assert_eq!(r.costs.as_ref().unwrap().measured, 4);
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(text.contains("(4 of 5 processes measured)"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert!(v["by_program"]["sh"].get("cpu_s").is_none(), "{v}");
+
+        // No figures at all: not a word of cost, no key in the JSON.
+        let ev: Vec<Event> = costly()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Usage { .. }))
+            .collect();
+        let r = report(&ev);
+        assert!(r.costs.is_none());
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(
+            !text.contains("cost") && !text.contains("hungriest") && !text.contains("CPU"),
+            "{text}"
+        );
+        let md = render_markdown(&r);
+        assert!(!md.contains("cost") && !md.contains("cpu"), "{md}");
+        let json = render_json(&r);
+        for k in [
+            "cpu_s",
+            "parallelism",
+            "top_cpu",
+            "top_rss",
+            "measured",
+            "max_rss_kib",
+        ] {
+            assert!(!json.contains(k), "{k} in {json}");
+        }
     }
 }
 

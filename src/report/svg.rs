@@ -1115,6 +1115,55 @@ mod tests {
         (h, engine.tracker, sum)
     }
 
+    /// A measured process's bar says what it cost in its hover text (from its record's
+    /// figures), and the title line the whole tree's CPU; without figures, neither.
+    #[test]
+    fn hover_text_has_cpu_and_peak_memory() {
+        let (h, t, sum) = replayed("make-j2-usage");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let mut seen = 0;
+        for bar in doc
+            .descendants()
+            .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+        {
+            let pid: i32 = bar.attribute("data-pid").unwrap().parse().unwrap();
+            let r = all_records(&t).into_iter().find(|r| r.pid == pid).unwrap();
+            let u = r
+                .usage
+                .as_deref()
+                .expect("every process of this capture was measured");
+            let title = bar
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .unwrap()
+                .text()
+                .unwrap();
+            let want = format!(
+                "CPU {} (user {}, system {}), peak memory {}",
+                fmt_duration(u.cpu_user_ns + u.cpu_sys_ns),
+                fmt_duration(u.cpu_user_ns),
+                fmt_duration(u.cpu_sys_ns),
+                fmt_kib(u.max_rss_kib)
+            );
+            assert!(title.contains(&want), "pid {pid}: {title:?} lacks {want:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 19);
+        assert!(
+            svg.contains("wall 6.98s · CPU 3.28s (0.5 cores on average) · "),
+            "title line"
+        );
+        assert!(
+            svg.contains("CPU 2.19s (user 2.12s, system 70.1ms), peak memory 64.3 MiB"),
+            "cc1 of f4.c"
+        );
+
+        let (h, t, sum) = replayed("make-j2");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert!(!svg.contains("CPU") && !svg.contains("peak memory"));
+    }
+
     #[test]
     fn bars_match_the_records_of_every_capture() {
         for name in crate::sink::golden::CAPTURES {

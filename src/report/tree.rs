@@ -264,3 +264,96 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let _ = writeln!(out, "{what} — {}", parts.join(", "));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::Event;
+    use crate::model::tracker::Scope;
+    use crate::testkit::{self, exec, exit, fork, usage};
+
+    const MS: u64 = 1_000_000;
+
+    fn tree(events: &[Event], width: usize) -> String {
+        let mut t = testkit::tracker(Scope::Tree, true, true);
+        t.expect_root(1);
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        let sum = testkit::summary(1000 * MS, &t, Some(1));
+        let mode = Mode::Run {
+            argv: vec!["make".into()],
+        };
+        let o = TreeOptions {
+            color: false,
+            redact: true,
+            max_lines: usize::MAX,
+            width,
+        };
+        render(&t, &mode, &sum, o)
+    }
+
+    /// `make` runs a long compile and a short one; `measured` says which of them have figures.
+    fn build(measured: &[i32]) -> Vec<Event> {
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.extend(exec(0, 1, &["make", "-j2"], None));
+        ev.push(fork(MS, 1, 2));
+        ev.extend(exec(
+            MS,
+            2,
+            &[
+                "cc",
+                "-O2",
+                "-c",
+                "-o",
+                "a-file-with-a-long-name.o",
+                "a-file-with-a-long-name.c",
+            ],
+            None,
+        ));
+        ev.push(fork(2 * MS, 1, 3));
+        ev.extend(exec(2 * MS, 3, &["cc", "-c", "b.c"], None));
+        for (pid, end, cpu, rss) in [
+            (3, 300, 90, 20_000),
+            (2, 900, 2_150, 1_289_748),
+            (1, 1000, 5, 2_100),
+        ] {
+            if measured.contains(&pid) {
+                ev.push(usage(pid, cpu, 3, rss));
+            }
+            ev.push(exit(end * MS, pid, 0));
+        }
+        ev
+    }
+
+    #[test]
+    fn cpu_and_peak_memory_columns_only_with_figures() {
+        let plain = tree(&build(&[]), 80);
+        assert!(!plain.contains("cpu") && !plain.contains("MiB"), "{plain}");
+        assert!(
+            plain.starts_with("1 make -j2"),
+            "no heading without figures: {plain}"
+        );
+
+        let text = tree(&build(&[1, 2]), 80);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].trim_start().starts_with("wall") && lines[0].ends_with("cpu      peak"),
+            "{text}"
+        );
+        assert!(lines[1].contains("  8.0ms  2.05 MiB  exit 0"), "{text}");
+        assert!(lines[2].contains("  2.15s  1.23 GiB  exit 0"), "{text}");
+        // Not measured: blank cells, the status in its column all the same.
+        assert!(lines[3].ends_with(&format!("298.0ms{:19}exit 0", "")), "{text}");
+        let col = |l: &str| l[..l.find("exit 0").unwrap()].chars().count();
+        assert!(
+            lines[1..4].iter().all(|l| col(l) == col(lines[1])),
+            "aligned at 80 columns:\n{text}"
+        );
+        for l in &lines[..4] {
+            assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+        }
+        assert!(lines[2].contains('…'), "the long command is cut to fit: {text}");
+    }
+}

@@ -1311,6 +1311,78 @@ mod tests {
         assert_eq!(text.matches(r#""counted":false"#).count(), 1, "{text}");
     }
 
+    /// Measured processes carry their figures in their slices' args, and the memory counter
+    /// sums the peaks of those running at each moment (the checker recomputes it from the
+    /// slices), ending at zero; a process seen too late for values already written stays out
+    /// and says so.
+    #[test]
+    fn measured_processes_have_figures_and_a_memory_counter() {
+        use crate::testkit::usage;
+        assert_eq!(MEMORY_COUNTER, crate::sink::chrome_check::MEMORY_COUNTER);
+        let ms = 1_000_000;
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(2 * ms, 100, 101),
+            fork(3 * ms, 100, 102),
+            usage(101, 40, 2, 1_000),
+            exit(50 * ms, 101, 0),
+            fork(60 * ms, 100, 103),
+            usage(102, 10, 1, 3_000),
+            exit(70 * ms, 102, 0),
+            exit(80 * ms, 103, 0), // not measured
+            usage(100, 1, 1, 500),
+            exit(200 * ms, 100, 0),
+            // Found late, measured, after everything before was written.
+            Event::Existing {
+                tgid: 200,
+                ppid: 1,
+                start_ns: Some(1_500),
+                details: None,
+            },
+            usage(200, 1, 1, 7_000),
+            exit(300 * ms, 200, 0),
+        ];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.measured, 4, "{text}");
+        assert_eq!(got.peak_memory_kib, 500 + 1_000 + 3_000, "{text}");
+        assert!(got.memory_counters >= 5, "{got:?}");
+        assert_eq!(text.matches(r#""in_memory_counter":false"#).count(), 1, "{text}");
+        let slice = text.lines().find(|l| l.contains(r#""pid":101,"#)).unwrap();
+        for want in [
+            r#""cpu":"42.0ms""#,
+            r#""peak_rss":"1000 KiB""#,
+            r#""cpu_user_s":0.040000000"#,
+            r#""max_rss_kib":1000"#,
+            r#""ctx_switches":{"voluntary":5,"involuntary":7}"#,
+            r#""cpu_delay_s":0.001000000"#,
+        ] {
+            assert!(slice.contains(want), "{want} in {slice}");
+        }
+        assert!(!slice.contains("io_delay_s"), "unknown, left out: {slice}");
+
+        // A counter that does not add up is caught.
+        let wrong = text.replacen(r#""KiB":1500"#, r#""KiB":1400"#, 1);
+        assert_ne!(wrong, text);
+        assert!(
+            validate(&wrong, &expected)
+                .unwrap_err()
+                .contains("memory counter")
+        );
+
+        // Without figures there is no memory counter and no cost in any slice.
+        let bare: Vec<Event> = evs
+            .iter()
+            .filter(|e| !matches!(e, Event::Usage { .. }))
+            .cloned()
+            .collect();
+        let (_, text, _) = drive(&bare, true);
+        assert!(
+            !text.contains(MEMORY_COUNTER) && !text.contains("max_rss_kib"),
+            "{text}"
+        );
+    }
+
     /// Only a process's own descendants are drawn under it: an unrelated process that runs
     /// inside its interval gets a lane of its own.
     #[test]

@@ -876,6 +876,88 @@ mod tests {
         }
     }
 
+    /// What a process cost goes into its own session as `data` events in category `proctrace`
+    /// just before its end (its `exit`, or its `signal` when killed); a process without
+    /// figures has none.
+    #[test]
+    fn cost_is_data_before_the_end() {
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-usage-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let targets = [Trace2Target {
+            kind: TargetKind::Event,
+            value: dir.to_string_lossy().into_owned(),
+        }];
+        let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
+        let h = testkit::header(1_000_000, &["make"]);
+        sink.start(&h).unwrap();
+        let ms = 1_000_000u64;
+        let evs = [
+            fork(ms, 1, 100),
+            fork(2 * ms, 100, 101),
+            fork(3 * ms, 100, 102),
+            testkit::usage(101, 1250, 3, 2048),
+            testkit::exit_status(5 * ms, 101, 9),
+            exit(6 * ms, 102, 0),
+            testkit::usage(100, 1, 2, 512),
+            exit(10 * ms, 100, 0),
+        ];
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in &evs {
+            t.apply(ev, &mut facts);
+            for f in facts.drain(..) {
+                sink.fact(&f, &t).unwrap();
+            }
+        }
+        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
+            .unwrap();
+        let text = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let session = |pid: i32| -> Vec<String> {
+            let sid = lines
+                .iter()
+                .find(|e| {
+                    e["event"] == "version" && e["sid"].as_str().unwrap().ends_with(&format!("P{pid:08x}"))
+                })
+                .map(|e| e["sid"].as_str().unwrap().to_string())
+                .unwrap();
+            lines
+                .iter()
+                .filter(|e| e["sid"] == sid.as_str() && e["event"] != "version" && e["event"] != "start")
+                .map(|e| match e["event"].as_str().unwrap() {
+                    "data" => {
+                        assert_eq!(e["category"], "proctrace");
+                        format!("{}={}", e["key"].as_str().unwrap(), e["value"].as_str().unwrap())
+                    }
+                    other => other.to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            session(101),
+            [
+                "cpu_user_s=1.250000",
+                "cpu_sys_s=0.003000",
+                "max_rss_kib=2048",
+                "read_chars=6144",
+                "write_chars=4096",
+                "read_bytes=4096",
+                "write_bytes=8192",
+                "cancelled_write_bytes=0",
+                "ctx_switches_voluntary=5",
+                "ctx_switches_involuntary=7",
+                "cpu_delay_s=0.001000",
+                "signal",
+            ]
+        );
+        assert_eq!(session(102), ["exit", "atexit"]);
+        let root = session(100);
+        let at = root.iter().position(|k| k == "exit").unwrap();
+        assert_eq!(root[at - 11], "cpu_user_s=0.001000", "{root:?}");
+    }
+
     /// A process's regions (arriving inner first, one after its exit, two threads) and data go
     /// into its own session as a Trace2 reader expects them: each thread's regions balanced
     /// and nested, in time order, data timed from the innermost region; a process still

@@ -780,6 +780,56 @@ mod tests {
             })
     }
 
+    /// What a process cost is in its span's attributes (values from the capture: cc1 of
+    /// `f4.c` in the recorded `make -j2`), and nowhere in a trace without figures.
+    #[test]
+    fn measured_processes_carry_cost_attributes() {
+        let f64_attr = |s: &Span, k: &str| -> Option<f64> {
+            s.attributes
+                .iter()
+                .find(|a| a.key == k)
+                .and_then(|a| match a.value.as_ref()?.value {
+                    Some(any_value::Value::DoubleValue(v)) => Some(v),
+                    _ => None,
+                })
+        };
+        let (_, spans, _) = export("make-j2-usage", None);
+        let procs: Vec<&Span> = spans
+            .iter()
+            .filter(|s| int_attr(s, "process.pid").is_some())
+            .collect();
+        assert_eq!(procs.len(), 19);
+        assert!(
+            procs
+                .iter()
+                .all(|s| f64_attr(s, "proctrace.cpu.time.user").is_some())
+        );
+        let cc1 = procs
+            .iter()
+            .find(|s| int_attr(s, "process.pid") == Some(15108))
+            .unwrap();
+        assert_eq!(f64_attr(cc1, "proctrace.cpu.time.user"), Some(2.116118453));
+        assert_eq!(f64_attr(cc1, "proctrace.cpu.time.system"), Some(0.070124062));
+        assert_eq!(int_attr(cc1, "proctrace.memory.peak_rss"), Some(65808 * 1024));
+        assert_eq!(int_attr(cc1, "proctrace.io.read_chars"), Some(50176));
+        assert_eq!(int_attr(cc1, "proctrace.io.write_chars"), Some(145408));
+        assert_eq!(int_attr(cc1, "proctrace.disk.io.write"), Some(147456));
+        assert_eq!(int_attr(cc1, "proctrace.context_switches.involuntary"), Some(626));
+        assert_eq!(f64_attr(cc1, "proctrace.delay.cpu"), Some(3.104909964));
+        assert_eq!(
+            f64_attr(cc1, "proctrace.delay.io"),
+            None,
+            "not accounted on that run"
+        );
+
+        let (_, spans, _) = export("make-j2", None);
+        assert!(spans.iter().all(|s| {
+            s.attributes
+                .iter()
+                .all(|a| !a.key.starts_with("proctrace.cpu") && !a.key.starts_with("proctrace.memory"))
+        }));
+    }
+
     #[test]
     fn every_capture_maps_to_one_span_per_process_nested_as_the_tree() {
         let mut nested = 0;
