@@ -26,4 +26,5 @@ mod summary;
 mod svg_out;
 mod trace2_out;
 mod trace2_stream;
+mod usage_out;
 mod watch;
