@@ -637,17 +637,21 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     let wall_ns = super::summary::wall(h, t, sum).1;
     let mut sub = format!("wall {} · ", xml_escape(&fmt_duration(wall_ns)));
     // What the whole tree cost, when measured: CPU and the cores it kept busy on average.
-    let (mut cpu, mut measured) = (0u64, false);
+    // With some processes unmeasured the sum is a lower bound, and says so.
+    let (mut cpu, mut measured) = (0u64, 0usize);
     for r in rows.iter().filter_map(|row| t.get(row.id)) {
         if let Some(u) = r.usage.as_deref() {
             cpu = cpu.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
-            measured = true;
+            measured += 1;
         }
     }
-    if measured {
+    if measured > 0 {
         let _ = write!(sub, "CPU {}", xml_escape(&fmt_duration(cpu)));
         if wall_ns > 0 {
             let _ = write!(sub, " ({:.1} cores on average)", cpu as f64 / wall_ns as f64);
+        }
+        if measured < n {
+            let _ = write!(sub, " of the {measured} measured");
         }
         sub.push_str(" · ");
     }
