@@ -79,6 +79,9 @@ use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 /// How long a counter change waits for earlier ones that arrive late, ns.
 const REORDER_NS: u64 = 20_000_000;
 
+/// The largest peak a process adds to the memory counter, KiB (1 PiB).
+const MAX_PEAK_KIB: u64 = 1 << 40;
+
 /// The memory counter's name (its one value is `KiB`): see the module docs.
 pub const MEMORY_COUNTER: &str = "peak RSS of running processes, summed (upper bound)";
 
@@ -362,9 +365,13 @@ impl ChromeTrace {
             return false;
         }
         if e > s && kib > 0 {
-            let kib = i64::try_from(kib).unwrap_or(i64::MAX / 4);
-            *self.mem.entry(s).or_default() += kib;
-            *self.mem.entry(e).or_default() -= kib;
+            // A saved trace may say anything: a peak beyond 1 PiB is taken as 1 PiB, and the
+            // sums saturate rather than overflow.
+            let kib = kib.min(MAX_PEAK_KIB) as i64;
+            let up = self.mem.entry(s).or_default();
+            *up = up.saturating_add(kib);
+            let down = self.mem.entry(e).or_default();
+            *down = down.saturating_sub(kib);
         }
         true
     }
@@ -381,7 +388,7 @@ impl ChromeTrace {
             if d == 0 {
                 continue;
             }
-            self.mem_value += d;
+            self.mem_value = self.mem_value.saturating_add(d);
             self.mem_written = Some(at);
             let (v, t0) = (self.mem_value, self.t0);
             let b = self.head("C", None);
@@ -1380,6 +1387,74 @@ mod tests {
         assert!(
             !text.contains(MEMORY_COUNTER) && !text.contains("max_rss_kib"),
             "{text}"
+        );
+    }
+
+    /// Figures from a hostile saved trace (every field at its maximum) neither panic nor
+    /// overflow: the peaks are capped and the counter saturates.
+    #[test]
+    fn absurd_figures_do_not_overflow() {
+        let huge = |pid| Event::Usage {
+            tgid: pid,
+            usage: crate::model::event::Usage {
+                cpu_user_ns: u64::MAX,
+                cpu_sys_ns: u64::MAX,
+                max_rss_kib: u64::MAX,
+                read_chars: u64::MAX,
+                write_chars: u64::MAX,
+                read_bytes: u64::MAX,
+                write_bytes: u64::MAX,
+                cancelled_write_bytes: u64::MAX,
+                vol_ctx_switches: u64::MAX,
+                invol_ctx_switches: u64::MAX,
+                cpu_delay_ns: Some(u64::MAX),
+                io_delay_ns: Some(u64::MAX),
+            },
+        };
+        let mut evs = vec![fork(1_000, 1, 100)];
+        for p in 101..120 {
+            evs.push(fork(2_000 + p as u64, 100, p));
+        }
+        for p in 101..120 {
+            evs.push(huge(p));
+            evs.push(exit(50_000_000 + p as u64, p, 0));
+        }
+        evs.push(huge(100));
+        evs.push(exit(60_000_000, 100, 0));
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.peak_memory_kib, 20 * (1 << 40), "capped at 1 PiB each");
+        // The other whole-run outputs take them too.
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for e in &evs {
+            t.apply(e, &mut facts);
+        }
+        let h = header();
+        let sum = testkit::summary(70_000_000, &t, Some(100));
+        let r = crate::report::summary::summarize(&h, &t, &sum, true);
+        let text = crate::report::summary::render_text(
+            &r,
+            crate::report::summary::TextOptions {
+                color: false,
+                width: 80,
+            },
+        );
+        assert!(text.contains("hungriest:"), "{text}");
+        let _ = crate::report::summary::render_markdown(&r);
+        let _ = crate::report::summary::render_json(&r);
+        let _ = crate::report::svg::render(&h, &t, &sum, Default::default());
+        let _ = crate::report::tree::render(
+            &t,
+            &h.mode,
+            &sum,
+            crate::report::tree::TreeOptions {
+                color: false,
+                redact: true,
+                max_lines: 100,
+                width: 80,
+            },
         );
     }
 

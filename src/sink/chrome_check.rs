@@ -204,10 +204,11 @@ fn validate_impl(
                     all_spans.push((ts, ts + dur));
                 }
                 if let Some(kib) = args.get("max_rss_kib") {
+                    // The sink caps what one process adds at 1 PiB (a hostile trace's figures).
                     let kib = kib
-                        .as_i64()
-                        .filter(|k| *k >= 0)
-                        .ok_or_else(|| format!("{}: max_rss_kib not a size", at()))?;
+                        .as_u64()
+                        .ok_or_else(|| format!("{}: max_rss_kib not a size", at()))?
+                        .min(1 << 40) as i64;
                     for k in ["cpu_user_s", "cpu_sys_s"] {
                         if !args[k].as_f64().is_some_and(|v| v >= 0.0) {
                             return Err(format!("{}: measured, but no {k}", at()));
