@@ -338,8 +338,11 @@ fn make_j2() {
     check("make-j2");
 }
 
-/// `make -j2` with what each process cost (taskstats figures of a real run, joined into the
-/// capture): every output shows them.
+/// `make -j2` with what each process cost: every output shows the figures. Recorded with
+/// `proctrace run --record` (a 5-file C project, `cc -O2`) while the taskstats crate's
+/// `taskstats-dump` example listened to the same run; each process's summed record was added as
+/// a `usage` event before its exit. For scale, `/usr/bin/time -v cc -O2 -c f4.c` alone said
+/// 2.38 s user, 0.07 s system, 65,952 KiB peak; its `cc1` here: 2.12 s, 0.07 s, 65,808 KiB.
 #[test]
 fn make_j2_usage() {
     check("make-j2-usage");
