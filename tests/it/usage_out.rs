@@ -120,6 +120,21 @@ fn analyze_names_the_hungriest_process() {
             .ends_with("wall      cpu      peak"),
         "{text}"
     );
+    // `analyze --json` carries the same fields.
+    let out = proctrace(&["analyze", "--json", &file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "cpu_s",
+        "cpu_user_s",
+        "cpu_sys_s",
+        "parallelism",
+        "measured",
+        "top_cpu",
+        "top_rss",
+    ] {
+        assert_eq!(j[k], v[k], "{k}");
+    }
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(
         md.contains(&format!(
