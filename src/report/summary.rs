@@ -26,6 +26,17 @@
 //!   processes whose exit was lost never do. The gaps between chosen children are the parent's
 //!   own work. For `make -j2` this names the compiles that gated the link, then the link, not
 //!   merely the link. `watch` without `-p` has no single root and so no critical path.
+//! - **What it cost** (only when the trace has the figures, `ProcessRecord::usage`): CPU is the
+//!   user and system time of each process itself (not its children: the kernel's per-process account);
+//!   peak memory is its peak resident set (RSS). The whole tree's CPU is the sum over the
+//!   processes measured, and *achieved parallelism* is that sum over the wall time: how many
+//!   cores were busy on average. The **hungriest** process is the one that used the most CPU.
+//!   Processes without figures count nowhere here (the JSON says how many were measured), so
+//!   with some missing the sums are lower bounds. By program, CPU is summed and peak memory is
+//!   the largest peak of one process (peaks of processes that never ran together do not add).
+//!   In the lists, a process doing its parent's work (at least 90% of the parent's time, as
+//!   the slowest list folds it, and more CPU than the parent) is named with the parent's
+//!   command: `cc1, for: cc -c f4.c`.
 
 use std::fmt::Write as _;
 
@@ -35,12 +46,15 @@ use serde::ser::{SerializeMap, Serializer};
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
-use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
 use crate::sink::{Header, Mode, Summary};
 
 /// How many entries the slowest and by-program lists keep, and failures and background children
 /// the text and Markdown show (JSON lists every failure and background child).
 pub const TOP: usize = 10;
+
+/// How many entries the lists by CPU and by peak memory keep.
+pub const TOP_COST: usize = 5;
 
 /// A process taking at least this share of its parent's time is folded into its parent in the
 /// slowest list.
@@ -77,6 +91,59 @@ pub struct RunReport {
     /// The regions processes reported about themselves (Trace2: git's own), when there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<Regions>,
+    /// What the processes cost, when the trace has the figures (see the module docs); its
+    /// fields sit at the top level of the JSON.
+    #[serde(flatten)]
+    pub costs: Option<Costs>,
+}
+
+/// What the processes cost (CPU, peak memory), when any was measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Costs {
+    /// Processes with figures.
+    pub measured: u64,
+    /// CPU of every process measured, user + system, seconds.
+    #[serde(rename = "cpu_s", serialize_with = "secs")]
+    pub cpu_ns: u64,
+    /// Of it, user time.
+    #[serde(rename = "cpu_user_s", serialize_with = "secs")]
+    pub cpu_user_ns: u64,
+    /// Of it, system time.
+    #[serde(rename = "cpu_sys_s", serialize_with = "secs")]
+    pub cpu_sys_ns: u64,
+    /// `cpu_s / wall_s`: cores busy on average; `null` for no wall time.
+    pub parallelism: Option<f64>,
+    /// Most CPU first (at most [`TOP_COST`]); the first is the hungriest process.
+    pub top_cpu: Vec<Cost>,
+    /// Highest peak memory first (at most [`TOP_COST`]).
+    pub top_rss: Vec<Cost>,
+}
+
+/// One process in the lists by CPU and by peak memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    /// Process id.
+    pub pid: i32,
+    /// Program (see the module docs).
+    pub program: String,
+    /// argv of the last exec, redacted as asked; `null` when never read.
+    pub argv: Option<Vec<String>>,
+    /// User + system CPU, seconds.
+    #[serde(rename = "cpu_s", serialize_with = "secs")]
+    pub cpu_ns: u64,
+    /// User CPU, seconds.
+    #[serde(rename = "cpu_user_s", serialize_with = "secs")]
+    pub cpu_user_ns: u64,
+    /// System CPU, seconds.
+    #[serde(rename = "cpu_sys_s", serialize_with = "secs")]
+    pub cpu_sys_ns: u64,
+    /// Peak resident set, KiB.
+    pub max_rss_kib: u64,
+    /// Fork to exit, seconds (`null` when either is unknown).
+    #[serde(rename = "duration_s", serialize_with = "opt_secs")]
+    pub duration_ns: Option<u64>,
+    #[serde(skip)]
+    label: String,
 }
 
 /// What the processes reported about their own work (Trace2 regions).
@@ -234,14 +301,24 @@ pub struct Background {
     label: String,
 }
 
-/// Count and total time of one program.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// Count and total time of one program (and, when measured, what it cost).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct ProgramStat {
     /// Processes running it.
     pub count: u64,
     /// Their summed fork-to-exit time (those with a known exit), seconds.
     #[serde(rename = "total_s", serialize_with = "secs")]
     pub total_ns: u64,
+    /// Their summed CPU (user + system; those measured), seconds; absent when none was.
+    #[serde(
+        rename = "cpu_s",
+        serialize_with = "opt_secs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cpu_ns: Option<u64>,
+    /// The largest peak memory of one of them, KiB; absent when none was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rss_kib: Option<u64>,
 }
 
 /// Programs, most total time first; serialized as a JSON object in that order.
@@ -264,6 +341,13 @@ fn secs<S: Serializer>(ns: &u64, s: S) -> Result<S::Ok, S::Error> {
 
 fn secs_signed<S: Serializer>(ns: &i64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(*ns as f64 / 1e9)
+}
+
+fn opt_secs<S: Serializer>(ns: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match ns {
+        Some(ns) => s.serialize_f64(*ns as f64 / 1e9),
+        None => s.serialize_none(),
+    }
 }
 
 fn opt_secs_signed<S: Serializer>(ns: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
@@ -419,6 +503,8 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let mut programs: Vec<(String, ProgramStat)> = Vec::new();
     let mut prog_index = std::collections::HashMap::new();
     let mut exit_unknown = 0;
+    // Records with cost figures, in tree order.
+    let mut measured: Vec<ProcId> = Vec::new();
     // Regions: (duration, start, pid, id, index) of each, and totals by name.
     let mut region_list: Vec<(u64, u64, i32, ProcId, usize)> = Vec::new();
     let mut region_names: Vec<(String, ProgramStat)> = Vec::new();
@@ -430,13 +516,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             region_list.push((d, g.ts, r.pid, id, k));
             let name = region_name(&g.category, &g.label);
             let i = *region_index.entry(name.clone()).or_insert_with(|| {
-                region_names.push((
-                    name,
-                    ProgramStat {
-                        count: 0,
-                        total_ns: 0,
-                    },
-                ));
+                region_names.push((name, ProgramStat::default()));
                 region_names.len() - 1
             });
             region_names[i].1.count += 1;
@@ -444,17 +524,17 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
         let p = program(r);
         let i = *prog_index.entry(p.clone()).or_insert_with(|| {
-            programs.push((
-                p.clone(),
-                ProgramStat {
-                    count: 0,
-                    total_ns: 0,
-                },
-            ));
+            programs.push((p.clone(), ProgramStat::default()));
             programs.len() - 1
         });
         programs[i].1.count += 1;
         programs[i].1.total_ns += r.duration_ns().unwrap_or(0);
+        if let Some(u) = r.usage.as_deref() {
+            let st = &mut programs[i].1;
+            st.cpu_ns = Some(st.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
+            st.max_rss_kib = Some(st.max_rss_kib.unwrap_or(0).max(u.max_rss_kib));
+            measured.push(id);
+        }
         match r.exit.map(|x| x.status) {
             Some(None) => exit_unknown += 1,
             Some(Some(s)) if !s.success() => failures.push(Failure {
@@ -541,6 +621,63 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     });
     failures.sort_by_key(|f| (f.start_ns, f.pid));
     background.sort_by_key(|b| (b.start_ns, b.pid));
+    let costs = (!measured.is_empty()).then(|| {
+        let cost = |id: ProcId| -> Option<Cost> {
+            let r = t.get(id)?;
+            let u = r.usage.as_deref()?;
+            // A process doing its parent's work — most of its time, as the slowest list folds
+            // it, and more CPU than the parent: `cc1` of `cc -c f4.c` — is named with the
+            // parent's command, which says what the work was.
+            let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
+                let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
+                    return false;
+                };
+                let pcpu = p.usage.as_deref().map_or(0, cpu_of);
+                d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu_of(u)
+            });
+            let label = match parent {
+                Some(p) => format!("{}, for: {}", program(r), label(p)),
+                None => label(r),
+            };
+            Some(Cost {
+                pid: r.pid,
+                program: program(r),
+                argv: argv_of(r),
+                cpu_ns: cpu_of(u),
+                cpu_user_ns: u.cpu_user_ns,
+                cpu_sys_ns: u.cpu_sys_ns,
+                max_rss_kib: u.max_rss_kib,
+                duration_ns: span(r).map(|(s, e)| e - s),
+                label,
+            })
+        };
+        let usage = |id: ProcId| {
+            t.get(id)
+                .and_then(|r| r.usage.as_deref().copied())
+                .unwrap_or_default()
+        };
+        let (mut user, mut sys) = (0u64, 0u64);
+        for &id in &measured {
+            let u = usage(id);
+            user = user.saturating_add(u.cpu_user_ns);
+            sys = sys.saturating_add(u.cpu_sys_ns);
+        }
+        // Ties keep tree order (a stable sort): parents before children.
+        let mut by_cpu = measured.clone();
+        by_cpu.sort_by_key(|&id| std::cmp::Reverse(cpu_of(&usage(id))));
+        let mut by_rss = measured.clone();
+        by_rss.sort_by_key(|&id| std::cmp::Reverse(usage(id).max_rss_kib));
+        let cpu_ns = user.saturating_add(sys);
+        Costs {
+            measured: measured.len() as u64,
+            cpu_ns,
+            cpu_user_ns: user,
+            cpu_sys_ns: sys,
+            parallelism: (wall_ns > 0).then(|| cpu_ns as f64 / wall_ns as f64),
+            top_cpu: by_cpu.into_iter().take(TOP_COST).filter_map(cost).collect(),
+            top_rss: by_rss.into_iter().take(TOP_COST).filter_map(cost).collect(),
+        }
+    });
 
     let mut critical_path = Vec::new();
     if let Some(r) = root_rec {
@@ -583,7 +720,13 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         critical_path,
         by_program: ByProgram(programs),
         regions,
+        costs,
     }
+}
+
+/// User + system CPU, ns.
+fn cpu_of(u: &crate::model::event::Usage) -> u64 {
+    u.cpu_user_ns.saturating_add(u.cpu_sys_ns)
 }
 
 /// How to render the text.
@@ -709,6 +852,23 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} {}", p.emphasis("summary:"), headline(r, p));
     let pidw = |pids: &mut dyn Iterator<Item = i32>| pids.map(|x| x.to_string().len()).max().unwrap_or(1);
+    if let Some(c) = &r.costs {
+        let _ = writeln!(out, "{} {}", p.emphasis("cost:"), cost_line(r, c));
+        if let Some(h) = c.top_cpu.first() {
+            let what = format!("{}:", cost_text(h));
+            let _ = writeln!(
+                out,
+                "{} {what} {} {}",
+                p.emphasis("hungriest:"),
+                p.emphasis(&h.pid.to_string()),
+                cut(
+                    &h.label,
+                    o.width
+                        .saturating_sub(what.chars().count() + h.pid.to_string().len() + 13)
+                )
+            );
+        }
+    }
 
     if !r.failures.is_empty() {
         let _ = writeln!(out, "{}", p.emphasis("failures:"));
@@ -785,11 +945,27 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
         }
     }
 
+    if let Some(c) = &r.costs {
+        cost_table(
+            &mut out,
+            p,
+            o.width,
+            "most CPU: (user + system)",
+            &c.top_cpu,
+            false,
+        );
+        cost_table(&mut out, p, o.width, "most memory: (peak RSS)", &c.top_rss, true);
+    }
+
     if !r.by_program.0.is_empty() {
         totals_table(
             &mut out,
             p,
-            "by program (total time):",
+            if r.costs.is_some() {
+                "by program (total time, CPU, largest peak memory):"
+            } else {
+                "by program (total time):"
+            },
             &r.by_program.0,
             32,
             "programs",
@@ -941,6 +1117,37 @@ pub fn render_markdown(r: &RunReport) -> String {
         None => String::new(),
     };
     let _ = writeln!(out, "{status}{}\n", headline(r, Paint { on: false }));
+    if let Some(c) = &r.costs {
+        let _ = writeln!(out, "#### What it cost\n");
+        let _ = writeln!(out, "{}\n", cost_line(r, c));
+        if let Some(h) = c.top_cpu.first() {
+            let _ = writeln!(
+                out,
+                "Hungriest: {} (pid {}, {})\n",
+                code(&cut(&h.label, MD_WIDTH)),
+                h.pid,
+                cost_text(h)
+            );
+        }
+        for (title, list) in [
+            ("Most CPU (user + system)", &c.top_cpu),
+            ("Most memory (peak RSS)", &c.top_rss),
+        ] {
+            let _ = writeln!(out, "| {title} | cpu | peak | pid |");
+            let _ = writeln!(out, "|---|---:|---:|---:|");
+            for x in list.iter() {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    code(&cut(&x.label, MD_WIDTH)),
+                    fmt_duration(x.cpu_ns),
+                    fmt_kib(x.max_rss_kib),
+                    x.pid
+                );
+            }
+            out.push('\n');
+        }
+    }
 
     if !r.critical_path.is_empty() {
         let _ = writeln!(out, "#### Critical path\n");
@@ -992,16 +1199,24 @@ pub fn render_markdown(r: &RunReport) -> String {
     }
     if !r.by_program.0.is_empty() {
         let _ = writeln!(out, "#### By program\n");
-        let _ = writeln!(out, "| program | count | total |");
-        let _ = writeln!(out, "|---|---:|---:|");
+        if r.costs.is_some() {
+            let _ = writeln!(out, "| program | count | total | cpu | largest peak |");
+            let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(out, "| program | count | total |");
+            let _ = writeln!(out, "|---|---:|---:|");
+        }
         for (name, s) in r.by_program.0.iter().take(TOP) {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                code(name),
-                s.count,
-                fmt_duration(s.total_ns)
-            );
+            let mut row = format!("| {} | {} | {} |", code(name), s.count, fmt_duration(s.total_ns));
+            if r.costs.is_some() {
+                let _ = write!(
+                    row,
+                    " {} | {} |",
+                    s.cpu_ns.map(fmt_duration).unwrap_or_default(),
+                    s.max_rss_kib.map(fmt_kib).unwrap_or_default()
+                );
+            }
+            let _ = writeln!(out, "{row}");
         }
         if r.by_program.0.len() > TOP {
             let _ = writeln!(out, "\n… {} more programs", r.by_program.0.len() - TOP);
@@ -1107,22 +1322,85 @@ fn totals_table(
         .map(|(_, s)| fmt_duration(s.total_ns).len())
         .max()
         .unwrap_or(0);
-    for (name, s) in top {
+    let costs: Vec<(String, String)> = top
+        .iter()
+        .map(|(_, s)| {
+            (
+                s.cpu_ns.map(fmt_duration).unwrap_or_default(),
+                s.max_rss_kib.map(fmt_kib).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let uw = costs.iter().map(|c| c.0.chars().count()).max().unwrap_or(0);
+    let mw = costs.iter().map(|c| c.1.chars().count()).max().unwrap_or(0);
+    for ((name, s), (cpu, mem)) in top.iter().zip(costs.iter()) {
         let name = cut(name, nw);
         let pad = nw - name.chars().count();
-        let _ = writeln!(
-            out,
+        let mut line = format!(
             "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
             "",
             s.count,
             fmt_duration(s.total_ns)
         );
+        if uw + mw > 0 {
+            let _ = write!(line, "  {cpu:>uw$}  {mem:>mw$}");
+            line.truncate(line.trim_end().len());
+        }
+        let _ = writeln!(out, "{line}");
     }
     if items.len() > TOP {
         let _ = writeln!(
             out,
             "  {}",
             p.secondary(&format!("… {} more {more}", items.len() - TOP))
+        );
+    }
+}
+
+/// "CPU 12.3s over 4.1s wall: 3.0 cores on average", and how many were measured when not all.
+fn cost_line(r: &RunReport, c: &Costs) -> String {
+    let mut s = format!(
+        "CPU {} over {} wall",
+        fmt_duration(c.cpu_ns),
+        fmt_duration(r.wall_ns)
+    );
+    if let Some(x) = c.parallelism {
+        let _ = write!(s, ": {x:.1} cores on average");
+    }
+    if c.measured < r.processes {
+        let _ = write!(s, " ({} of {} processes measured)", c.measured, r.processes);
+    }
+    s
+}
+
+/// "2.38s CPU, 64.4 MiB peak".
+fn cost_text(c: &Cost) -> String {
+    format!("{} CPU, {} peak", fmt_duration(c.cpu_ns), fmt_kib(c.max_rss_kib))
+}
+
+/// A list of processes by CPU (or, `by_rss`, by peak memory): the figure it is sorted by first.
+fn cost_table(out: &mut String, p: Paint, width: usize, title: &str, items: &[Cost], by_rss: bool) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{}", p.emphasis(title));
+    let cols: Vec<(String, String)> = items
+        .iter()
+        .map(|c| {
+            let (cpu, mem) = (fmt_duration(c.cpu_ns), fmt_kib(c.max_rss_kib));
+            if by_rss { (mem, cpu) } else { (cpu, mem) }
+        })
+        .collect();
+    let aw = cols.iter().map(|c| c.0.chars().count()).max().unwrap_or(0);
+    let bw = cols.iter().map(|c| c.1.chars().count()).max().unwrap_or(0);
+    let w = items.iter().map(|c| c.pid.to_string().len()).max().unwrap_or(1);
+    for (c, (a, b)) in items.iter().zip(cols) {
+        let _ = writeln!(
+            out,
+            "  {a:>aw$}  {}  {}  {}",
+            p.secondary(&format!("{b:>bw$}")),
+            p.emphasis(&format!("{:>w$}", c.pid)),
+            cut(&c.label, width.saturating_sub(aw + bw + w + 8))
         );
     }
 }
@@ -1526,6 +1804,140 @@ mod tests {
         assert_eq!(code("a|b"), r"`a\|b`");
         assert_eq!(code("x `y` z"), "``x `y` z``");
         assert_eq!(code("`q"), "`` `q ``");
+    }
+
+    /// A build with figures: `make` (1) runs `cc` (2, whose `cc1` 4 does its work) and a
+    /// `link` (3) side by side, and `sh` (5) that was not measured.
+    fn costly() -> Vec<Event> {
+        let u = testkit::usage;
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.extend(exec(0, 1, &["make", "-j2"]));
+        ev.push(fork(10, 1, 2));
+        ev.extend(exec(11, 2, &["cc", "-c", "big.c"]));
+        ev.push(fork(12, 2, 4));
+        ev.extend(exec(13, 4, &["/usr/lib/gcc/cc1", "big.c"]));
+        ev.push(fork(20, 1, 3));
+        ev.extend(exec(21, 3, &["link", "-o", "app"]));
+        ev.push(fork(30, 1, 5));
+        ev.extend(exec(31, 5, &["sh", "-c", "true"]));
+        ev.extend([u(5, 0, 0, 1), exit(40, 5, 0)]);
+        ev.extend([u(4, 700, 50, 300_000), exit(990, 4, 0)]);
+        ev.extend([u(2, 2, 1, 2_000), exit(995, 2, 0)]);
+        ev.extend([u(3, 200, 40, 900_000), exit(800, 3, 0)]);
+        ev.extend([u(1, 5, 2, 3_000), exit(1000, 1, 0)]);
+        ev
+    }
+
+    #[test]
+    fn costs_name_the_hungriest_and_the_parallelism() {
+        let r = report(&costly());
+        let c = r.costs.as_ref().expect("figures were given");
+        assert_eq!(c.measured, 5, "sh's zero figures are figures too");
+        assert_eq!(c.cpu_user_ns, (700 + 2 + 200 + 5) * MS);
+        assert_eq!(c.cpu_sys_ns, (50 + 1 + 40 + 2) * MS);
+        let par = c.parallelism.unwrap();
+        assert!((par - 1000.0 / 1000.0).abs() < 1e-9, "{par}");
+        let pids = |l: &[Cost]| l.iter().map(|x| x.pid).collect::<Vec<_>>();
+        assert_eq!(pids(&c.top_cpu), [4, 3, 1, 2, 5]);
+        assert_eq!(pids(&c.top_rss), [3, 4, 1, 2, 5]);
+        // cc1 did cc's work: named with cc's command.
+        assert_eq!(c.top_cpu[0].label, "cc1, for: cc -c big.c");
+        assert_eq!(c.top_cpu[1].label, "link -o app");
+        // cc took most of make's time, but less CPU than make: its own command.
+        assert_eq!(c.top_cpu[3].label, "cc -c big.c");
+        let cc1 = r.by_program.0.iter().find(|p| p.0 == "cc1").unwrap().1;
+        assert_eq!((cc1.cpu_ns, cc1.max_rss_kib), (Some(750 * MS), Some(300_000)));
+
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(
+            text.contains("cost: CPU 1.00s over 1.00s wall: 1.0 cores on average\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hungriest: 750.0ms CPU, 293 MiB peak: 4 cc1, for: cc -c big.c\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("most memory: (peak RSS)\n   879 MiB  240.0ms  3  link -o app\n"),
+            "{text}"
+        );
+        let md = render_markdown(&r);
+        assert!(
+            md.contains("Hungriest: `cc1, for: cc -c big.c` (pid 4, 750.0ms CPU, 293 MiB peak)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| program | count | total | cpu | largest peak |"),
+            "{md}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(v["cpu_s"], 1.0);
+        assert_eq!(v["parallelism"], 1.0);
+        assert_eq!(v["measured"], 5);
+        assert_eq!(v["top_cpu"][0]["pid"], 4);
+        assert_eq!(v["top_cpu"][0]["cpu_user_s"], 0.7);
+        assert_eq!(v["top_rss"][0]["max_rss_kib"], 900_000);
+        assert_eq!(v["by_program"]["link"]["cpu_s"], 0.24);
+        assert_eq!(v["by_program"]["link"]["max_rss_kib"], 900_000);
+    }
+
+    #[test]
+    fn a_partly_measured_run_says_so_and_an_unmeasured_one_shows_nothing() {
+        // The same run without sh's figures: the sums are over the 4 measured.
+        let ev: Vec<Event> = costly()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Usage { tgid: 5, .. }))
+            .collect();
+        let r = report(&ev);
+        assert_eq!(r.costs.as_ref().unwrap().measured, 4);
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(text.contains("(4 of 5 processes measured)"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert!(v["by_program"]["sh"].get("cpu_s").is_none(), "{v}");
+
+        // No figures at all: not a word of cost, no key in the JSON.
+        let ev: Vec<Event> = costly()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Usage { .. }))
+            .collect();
+        let r = report(&ev);
+        assert!(r.costs.is_none());
+        let text = render_text(
+            &r,
+            TextOptions {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(
+            !text.contains("cost") && !text.contains("hungriest") && !text.contains("CPU"),
+            "{text}"
+        );
+        let md = render_markdown(&r);
+        assert!(!md.contains("cost") && !md.contains("cpu"), "{md}");
+        let json = render_json(&r);
+        for k in [
+            "cpu_s",
+            "parallelism",
+            "top_cpu",
+            "top_rss",
+            "measured",
+            "max_rss_kib",
+        ] {
+            assert!(!json.contains(k), "{k} in {json}");
+        }
     }
 }
 

@@ -6,7 +6,8 @@
 //! drawn process (label column on the left, indented by depth with a thin tree guide; the bar
 //! from fork to exit on the right, coloured by outcome, the duration after it), and a note
 //! counting the processes folded away. Each bar has a `<title>` (the hover text) with the full
-//! command, pid, parent, start, duration, status and working directory.
+//! command, pid, parent, start, duration, status and working directory, and what the process
+//! cost when the trace has it (CPU, peak memory, bytes read and written).
 //!
 //! Readability at thousands of processes comes from a row cap ([`SvgOptions::max_rows`]): the
 //! failed, killed and unfinished processes are drawn first, then the longest, each with its
@@ -23,7 +24,7 @@ use std::fmt::Write as _;
 
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv};
+use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib, quote_argv};
 use crate::sink::{Header, Mode, Summary};
 
 /// How to draw.
@@ -380,6 +381,9 @@ fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
             let _ = write!(s, ", still running after {ran}");
         }
     }
+    if let Some(u) = r.usage.as_deref() {
+        s.push_str(&usage_text(u));
+    }
     if r.background.is_some() {
         s.push_str("\noutlived the command (background)");
     }
@@ -396,6 +400,22 @@ fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
     }
     s.push_str(&notes_text(r));
     s
+}
+
+/// What a process cost, for its bar's hover text: CPU (user + system, then each), peak memory,
+/// and the bytes it read and wrote (through calls; to and from storage).
+fn usage_text(u: &crate::model::event::Usage) -> String {
+    format!(
+        "\nCPU {} (user {}, system {}), peak memory {}\nread {}, wrote {} (storage: {} read, {} written)",
+        fmt_duration(u.cpu_user_ns.saturating_add(u.cpu_sys_ns)),
+        fmt_duration(u.cpu_user_ns),
+        fmt_duration(u.cpu_sys_ns),
+        fmt_kib(u.max_rss_kib),
+        fmt_bytes(u.read_chars),
+        fmt_bytes(u.write_chars),
+        fmt_bytes(u.read_bytes),
+        fmt_bytes(u.write_bytes),
+    )
 }
 
 /// How far a top-level region's band is inset in its bar, px (each level deeper: half again).
@@ -614,9 +634,30 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
         xml_escape(&elide(&what, 96))
     );
     let n = rows.len();
-    let mut sub = format!(
-        "wall {} · {n} process{} · {} execs · ",
-        xml_escape(&fmt_duration(super::summary::wall(h, t, sum).1)),
+    let wall_ns = super::summary::wall(h, t, sum).1;
+    let mut sub = format!("wall {} · ", xml_escape(&fmt_duration(wall_ns)));
+    // What the whole tree cost, when measured: CPU and the cores it kept busy on average.
+    // With some processes unmeasured the sum is a lower bound, and says so.
+    let (mut cpu, mut measured) = (0u64, 0usize);
+    for r in rows.iter().filter_map(|row| t.get(row.id)) {
+        if let Some(u) = r.usage.as_deref() {
+            cpu = cpu.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+            measured += 1;
+        }
+    }
+    if measured > 0 {
+        let _ = write!(sub, "CPU {}", xml_escape(&fmt_duration(cpu)));
+        if wall_ns > 0 {
+            let _ = write!(sub, " ({:.1} cores on average)", cpu as f64 / wall_ns as f64);
+        }
+        if measured < n {
+            let _ = write!(sub, " of the {measured} measured");
+        }
+        sub.push_str(" · ");
+    }
+    let _ = write!(
+        sub,
+        "{n} process{} · {} execs · ",
         if n == 1 { "" } else { "es" },
         sum.stats.execs
     );
@@ -1076,6 +1117,55 @@ mod tests {
         let root = cap.command_pid();
         let (engine, sum) = replay(&cap, root, Fanout::new(), h.clone());
         (h, engine.tracker, sum)
+    }
+
+    /// A measured process's bar says what it cost in its hover text (from its record's
+    /// figures), and the title line the whole tree's CPU; without figures, neither.
+    #[test]
+    fn hover_text_has_cpu_and_peak_memory() {
+        let (h, t, sum) = replayed("make-j2-usage");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let mut seen = 0;
+        for bar in doc
+            .descendants()
+            .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+        {
+            let pid: i32 = bar.attribute("data-pid").unwrap().parse().unwrap();
+            let r = all_records(&t).into_iter().find(|r| r.pid == pid).unwrap();
+            let u = r
+                .usage
+                .as_deref()
+                .expect("every process of this capture was measured");
+            let title = bar
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .unwrap()
+                .text()
+                .unwrap();
+            let want = format!(
+                "CPU {} (user {}, system {}), peak memory {}",
+                fmt_duration(u.cpu_user_ns + u.cpu_sys_ns),
+                fmt_duration(u.cpu_user_ns),
+                fmt_duration(u.cpu_sys_ns),
+                fmt_kib(u.max_rss_kib)
+            );
+            assert!(title.contains(&want), "pid {pid}: {title:?} lacks {want:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 19);
+        assert!(
+            svg.contains("wall 6.98s · CPU 3.28s (0.5 cores on average) · "),
+            "title line"
+        );
+        assert!(
+            svg.contains("CPU 2.19s (user 2.12s, system 70.1ms), peak memory 64.3 MiB"),
+            "cc1 of f4.c"
+        );
+
+        let (h, t, sum) = replayed("make-j2");
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        assert!(!svg.contains("CPU") && !svg.contains("peak memory"));
     }
 
     #[test]

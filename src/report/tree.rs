@@ -1,14 +1,17 @@
 //! The process tree for people, printed when a run ends.
 //!
 //! Indentation follows parentage; each line shows pid, argv (or the kernel's name when argv could
-//! not be read), duration and how the process ended. Background children and lost events are
-//! called out. Colour only when asked (a terminal without `NO_COLOR`).
+//! not be read), duration and how the process ended. When the trace has what processes cost
+//! (`ProcessRecord::usage`), two more columns under a heading line: CPU (user + system) and peak
+//! memory (peak RSS); a process without figures leaves them blank, and a trace without any
+//! prints exactly as before. Background children and lost events are called out. Colour only
+//! when asked (a terminal without `NO_COLOR`).
 
 use std::fmt::Write as _;
 
 use crate::model::event::ExitStatus;
 use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
 use crate::sink::{Mode, Summary};
 
 /// How to render.
@@ -59,6 +62,27 @@ fn status(r: &ProcessRecord, p: Paint) -> String {
     }
 }
 
+/// Columns kept for duration and status right of the command.
+const RIGHT: usize = 30;
+/// Columns kept right of the command for duration, CPU, peak memory and a short status when
+/// the trace has cost figures (a long status runs past the width; the columns stay aligned).
+const RIGHT_COSTS: usize = 40;
+
+/// CPU (user + system) and peak memory of `r`, as shown; blank when not measured.
+fn costs(r: &ProcessRecord) -> (String, String) {
+    match r.usage.as_deref() {
+        Some(u) => (
+            fmt_duration(u.cpu_user_ns.saturating_add(u.cpu_sys_ns)),
+            fmt_kib(u.max_rss_kib),
+        ),
+        None => (String::new(), String::new()),
+    }
+}
+
+/// A process line: width of its plain left part, that part as shown, duration, status, and
+/// [`costs`].
+type Line = (usize, String, String, String, (String, String));
+
 fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
@@ -74,7 +98,12 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let mut out = String::new();
     let mut lines = 0usize;
     let mut hidden = 0usize;
-    let mut rows: Vec<(usize, String, String, String)> = Vec::new();
+    // Whether any record has cost figures: only then the two columns (and their heading).
+    let with_costs = crate::report::summary::all_records(t)
+        .into_iter()
+        .any(|id| t.get(id).is_some_and(|r| r.usage.is_some()));
+    let right = if with_costs { RIGHT_COSTS } else { RIGHT };
+    let mut rows: Vec<Line> = Vec::new();
     // (record, prefix for its children's lines, last among siblings, is a root)
     let mut stack: Vec<(ProcId, String, bool, bool)> = Vec::new();
     for &r in t.roots().iter().rev() {
@@ -94,12 +123,21 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             };
             let desc = truncate(
                 &describe(r, o.redact),
-                o.width.saturating_sub(head.chars().count() + 30),
+                // With costs, the pid counts too, so that every line fits its column.
+                o.width.saturating_sub(
+                    head.chars().count()
+                        + right
+                        + if with_costs {
+                            r.pid.to_string().len() + 1
+                        } else {
+                            0
+                        },
+                ),
             );
             let plain = format!("{head}{} {desc}", r.pid);
             let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
             let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
-            rows.push((plain.chars().count(), shown, dur, status(r, p)));
+            rows.push((plain.chars().count(), shown, dur, status(r, p), costs(r)));
             lines += 1;
         }
         let child_prefix = if is_root || lines >= o.max_lines {
@@ -117,16 +155,49 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         .map(|r| r.0)
         .max()
         .unwrap_or(0)
-        .min(o.width.saturating_sub(30));
+        .min(o.width.saturating_sub(right));
     let durw = rows.iter().map(|r| r.2.chars().count()).max().unwrap_or(0);
-    for (len, shown, dur, st) in rows {
-        let pad = left.saturating_sub(len);
+    if with_costs {
+        let cpuw = rows
+            .iter()
+            .map(|r| r.4.0.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(3);
+        let memw = rows
+            .iter()
+            .map(|r| r.4.1.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        let durw = durw.max(4);
         let _ = writeln!(
             out,
-            "{shown}{:pad$}  {}  {st}",
-            "",
-            p.secondary(&format!("{dur:>durw$}"))
+            "{}",
+            p.secondary(&format!(
+                "{:left$}  {:>durw$}  {:>cpuw$}  {:>memw$}",
+                "", "wall", "cpu", "peak"
+            ))
         );
+        for (len, shown, dur, st, (cpu, mem)) in rows {
+            let pad = left.saturating_sub(len);
+            let _ = writeln!(
+                out,
+                "{shown}{:pad$}  {}  {cpu:>cpuw$}  {mem:>memw$}  {st}",
+                "",
+                p.secondary(&format!("{dur:>durw$}"))
+            );
+        }
+    } else {
+        for (len, shown, dur, st, _) in rows {
+            let pad = left.saturating_sub(len);
+            let _ = writeln!(
+                out,
+                "{shown}{:pad$}  {}  {st}",
+                "",
+                p.secondary(&format!("{dur:>durw$}"))
+            );
+        }
     }
     if hidden > 0 {
         let _ = writeln!(
@@ -192,4 +263,97 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     }
     let _ = writeln!(out, "{what} — {}", parts.join(", "));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::Event;
+    use crate::model::tracker::Scope;
+    use crate::testkit::{self, exec, exit, fork, usage};
+
+    const MS: u64 = 1_000_000;
+
+    fn tree(events: &[Event], width: usize) -> String {
+        let mut t = testkit::tracker(Scope::Tree, true, true);
+        t.expect_root(1);
+        let mut facts = Vec::new();
+        for e in events {
+            t.apply(e, &mut facts);
+        }
+        let sum = testkit::summary(1000 * MS, &t, Some(1));
+        let mode = Mode::Run {
+            argv: vec!["make".into()],
+        };
+        let o = TreeOptions {
+            color: false,
+            redact: true,
+            max_lines: usize::MAX,
+            width,
+        };
+        render(&t, &mode, &sum, o)
+    }
+
+    /// `make` runs a long compile and a short one; `measured` says which of them have figures.
+    fn build(measured: &[i32]) -> Vec<Event> {
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.extend(exec(0, 1, &["make", "-j2"], None));
+        ev.push(fork(MS, 1, 2));
+        ev.extend(exec(
+            MS,
+            2,
+            &[
+                "cc",
+                "-O2",
+                "-c",
+                "-o",
+                "a-file-with-a-long-name.o",
+                "a-file-with-a-long-name.c",
+            ],
+            None,
+        ));
+        ev.push(fork(2 * MS, 1, 3));
+        ev.extend(exec(2 * MS, 3, &["cc", "-c", "b.c"], None));
+        for (pid, end, cpu, rss) in [
+            (3, 300, 90, 20_000),
+            (2, 900, 2_150, 1_289_748),
+            (1, 1000, 5, 2_100),
+        ] {
+            if measured.contains(&pid) {
+                ev.push(usage(pid, cpu, 3, rss));
+            }
+            ev.push(exit(end * MS, pid, 0));
+        }
+        ev
+    }
+
+    #[test]
+    fn cpu_and_peak_memory_columns_only_with_figures() {
+        let plain = tree(&build(&[]), 80);
+        assert!(!plain.contains("cpu") && !plain.contains("MiB"), "{plain}");
+        assert!(
+            plain.starts_with("1 make -j2"),
+            "no heading without figures: {plain}"
+        );
+
+        let text = tree(&build(&[1, 2]), 80);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].trim_start().starts_with("wall") && lines[0].ends_with("cpu      peak"),
+            "{text}"
+        );
+        assert!(lines[1].contains("  8.0ms  2.05 MiB  exit 0"), "{text}");
+        assert!(lines[2].contains("  2.15s  1.23 GiB  exit 0"), "{text}");
+        // Not measured: blank cells, the status in its column all the same.
+        assert!(lines[3].ends_with(&format!("298.0ms{:19}exit 0", "")), "{text}");
+        let col = |l: &str| l[..l.find("exit 0").unwrap()].chars().count();
+        assert!(
+            lines[1..4].iter().all(|l| col(l) == col(lines[1])),
+            "aligned at 80 columns:\n{text}"
+        );
+        for l in &lines[..4] {
+            assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+        }
+        assert!(lines[2].contains('…'), "the long command is cut to fit: {text}");
+    }
 }

@@ -48,6 +48,18 @@
 //! - `C` counter `running`: processes alive at each moment (one value per timestamp), held back
 //!   20 ms so that events from different CPUs that arrive slightly out of order still
 //!   land at their moment.
+//! - When processes were measured (`ProcessRecord::usage`): their slices' args carry the figures
+//!   (`cpu`, `peak_rss` for people; `cpu_user_s`, `cpu_sys_s`, `max_rss_kib`, `read_chars`,
+//!   `write_chars`, `read_bytes`, `write_bytes`, `cancelled_write_bytes`, `ctx_switches`,
+//!   `cpu_delay_s`, `io_delay_s` as on the JSON Lines `exit` line), and a second `C` counter,
+//!   [`MEMORY_COUNTER`] (value in KiB): at each moment, the sum of the peak RSS of the
+//!   measured processes running then. The kernel reports only a process's peak, at its exit, so
+//!   each contributes its peak from fork to exit: an upper bound of the memory in use, never
+//!   an estimate of it. A value is final only once every process that could still add to it has
+//!   exited, so the values wait for the oldest running process (in `run`: the command itself) —
+//!   two map entries per measured process at most, written as soon as nothing can change them.
+//!   A process measured but placed before values already written (seen late) stays out of it,
+//!   and its slice says `"in_memory_counter":false`.
 //!
 //! The JSON is written by hand with the [`json`] helpers the JSON Lines sink uses,
 //! not built with serde or a tracing crate: each event is one line appended to the
@@ -59,13 +71,19 @@ use std::io;
 use std::ops::Bound::Excluded;
 
 use super::json;
-use super::text::{Paint, exit_text, fmt_duration, quote_argv, signal_name};
+use super::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
 use super::{Header, LineWriter, Mode, Sink, Summary};
 use crate::model::event::{Data, DataValue, ExitStatus};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
 /// How long a counter change waits for earlier ones that arrive late, ns.
 const REORDER_NS: u64 = 20_000_000;
+
+/// The largest peak a process adds to the memory counter, KiB (1 PiB).
+const MAX_PEAK_KIB: u64 = 1 << 40;
+
+/// The memory counter's name (its one value is `KiB`): see the module docs.
+pub const MEMORY_COUNTER: &str = "peak RSS of running processes, summed (upper bound)";
 
 /// A maximal interval on a lane, ns, and whose children it holds: the parent of the process
 /// whose slice it is (`None`: a parent no longer running, or a merge of several; nothing may
@@ -210,6 +228,11 @@ pub struct ChromeTrace {
     written_value: i64,
     /// Latest timestamp seen, for lost events without one.
     last_ts: u64,
+    /// The memory counter's changes not yet written (KiB, by moment), the last moment written
+    /// and its value.
+    mem: BTreeMap<u64, i64>,
+    mem_written: Option<u64>,
+    mem_value: i64,
     peak_intervals: usize,
     /// Scratch: the ancestors of the process being placed.
     anc: Vec<ProcId>,
@@ -232,6 +255,9 @@ impl ChromeTrace {
             written: None,
             written_value: 0,
             last_ts: 0,
+            mem: BTreeMap::new(),
+            mem_written: None,
+            mem_value: 0,
             peak_intervals: 0,
             anc: Vec::new(),
         }
@@ -330,6 +356,58 @@ impl ChromeTrace {
         json::int(b, running);
         b.push(b'}');
         Ok(())
+    }
+
+    /// Adds a measured process's peak RSS to the memory counter from `s` to `e`; false when
+    /// values after `s` were written already (it then stays out).
+    fn add_memory(&mut self, s: u64, e: u64, kib: u64) -> bool {
+        if self.mem_written.is_some_and(|w| s <= w) {
+            return false;
+        }
+        if e > s && kib > 0 {
+            // A saved trace may say anything: a peak beyond 1 PiB is taken as 1 PiB, and the
+            // sums saturate rather than overflow.
+            let kib = kib.min(MAX_PEAK_KIB) as i64;
+            let up = self.mem.entry(s).or_default();
+            *up = up.saturating_add(kib);
+            let down = self.mem.entry(e).or_default();
+            *down = down.saturating_sub(kib);
+        }
+        true
+    }
+
+    /// Writes the memory counter's values before `before` (all with `before` = `u64::MAX`):
+    /// only moments no process still running can change — before the earliest start of one,
+    /// and [`REORDER_NS`] behind the latest event.
+    fn write_memory(&mut self, before: u64) -> io::Result<()> {
+        while let Some((&at, &d)) = self.mem.first_key_value() {
+            if at >= before {
+                break;
+            }
+            self.mem.pop_first();
+            if d == 0 {
+                continue;
+            }
+            self.mem_value = self.mem_value.saturating_add(d);
+            self.mem_written = Some(at);
+            let (v, t0) = (self.mem_value, self.t0);
+            let b = self.head("C", None);
+            b.extend_from_slice(b",\"ts\":");
+            us(b, at.saturating_sub(t0));
+            b.extend_from_slice(b",\"name\":");
+            json::string(b, MEMORY_COUNTER);
+            b.extend_from_slice(b",\"args\":{\"KiB\":");
+            json::int(b, v);
+            b.push(b'}');
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// The moment before which the memory counter is final (see [`Self::write_memory`]).
+    fn memory_horizon(&self) -> u64 {
+        let oldest = self.starts.first_key_value().map_or(u64::MAX, |(&s, _)| s);
+        oldest.min(self.horizon.max(self.last_ts).saturating_sub(REORDER_NS))
     }
 
     /// A lane for the slice of `me` (whose ancestors, nearest first, are in `self.anc`): the
@@ -601,6 +679,11 @@ impl ChromeTrace {
         let name = program(r);
         let redact = self.redact;
         let t0 = self.t0;
+        // In the memory counter (a measured process that exited), unless seen too late for it.
+        let in_memory = match r.usage.as_deref() {
+            Some(u) if !running => Some(self.add_memory(s, e, u.max_rss_kib)),
+            _ => None,
+        };
         let b = self.head("X", Some(lane));
         b.extend_from_slice(b",\"ts\":");
         us(b, s - t0);
@@ -666,6 +749,12 @@ impl ChromeTrace {
         }
         b.extend_from_slice(b",\"duration\":");
         json::string(b, &fmt_duration(e - s));
+        if let Some(u) = r.usage.as_deref() {
+            usage_args(b, u);
+        }
+        if in_memory == Some(false) {
+            b.extend_from_slice(b",\"in_memory_counter\":false");
+        }
         if let Some(d) = r.execs.last().and_then(|x| x.details.as_ref()) {
             if let Some(cwd) = &d.cwd {
                 b.extend_from_slice(b",\"cwd\":");
@@ -728,7 +817,48 @@ impl ChromeTrace {
         if counted && !running {
             self.count(e, -1)?;
         }
+        if in_memory.is_some() {
+            let before = self.memory_horizon();
+            self.write_memory(before)?;
+        }
         Ok(())
+    }
+}
+
+/// A process's cost as slice args: for people (`cpu`, `peak_rss`), then the figures as the JSON
+/// Lines `exit` line has them.
+fn usage_args(b: &mut Vec<u8>, u: &crate::model::event::Usage) {
+    b.extend_from_slice(b",\"cpu\":");
+    json::string(b, &fmt_duration(u.cpu_user_ns.saturating_add(u.cpu_sys_ns)));
+    b.extend_from_slice(b",\"peak_rss\":");
+    json::string(b, &fmt_kib(u.max_rss_kib));
+    b.extend_from_slice(b",\"cpu_user_s\":");
+    json::seconds(b, u.cpu_user_ns);
+    b.extend_from_slice(b",\"cpu_sys_s\":");
+    json::seconds(b, u.cpu_sys_ns);
+    for (k, v) in [
+        (&b",\"max_rss_kib\":"[..], u.max_rss_kib),
+        (b",\"read_chars\":", u.read_chars),
+        (b",\"write_chars\":", u.write_chars),
+        (b",\"read_bytes\":", u.read_bytes),
+        (b",\"write_bytes\":", u.write_bytes),
+        (b",\"cancelled_write_bytes\":", u.cancelled_write_bytes),
+    ] {
+        b.extend_from_slice(k);
+        json::uint(b, v);
+    }
+    b.extend_from_slice(b",\"ctx_switches\":{\"voluntary\":");
+    json::uint(b, u.vol_ctx_switches);
+    b.extend_from_slice(b",\"involuntary\":");
+    json::uint(b, u.invol_ctx_switches);
+    b.push(b'}');
+    if let Some(d) = u.cpu_delay_ns {
+        b.extend_from_slice(b",\"cpu_delay_s\":");
+        json::seconds(b, d);
+    }
+    if let Some(d) = u.io_delay_ns {
+        b.extend_from_slice(b",\"io_delay_s\":");
+        json::seconds(b, d);
     }
 }
 
@@ -954,6 +1084,8 @@ impl Sink for ChromeTrace {
                 }
             }
         }
+        // The memory counter's last values (it ends at zero: every peak added is taken off).
+        self.write_memory(u64::MAX)?;
         // Everything ends: the counter drops to zero, and that is the last event.
         let n = self.running;
         self.count(end, -n)?;
@@ -1184,6 +1316,146 @@ mod tests {
         let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!((got.slices, got.peak_running), (3, 2), "{text}");
         assert_eq!(text.matches(r#""counted":false"#).count(), 1, "{text}");
+    }
+
+    /// Measured processes carry their figures in their slices' args, and the memory counter
+    /// sums the peaks of those running at each moment (the checker recomputes it from the
+    /// slices), ending at zero; a process seen too late for values already written stays out
+    /// and says so.
+    #[test]
+    fn measured_processes_have_figures_and_a_memory_counter() {
+        use crate::testkit::usage;
+        assert_eq!(MEMORY_COUNTER, crate::sink::chrome_check::MEMORY_COUNTER);
+        let ms = 1_000_000;
+        let evs = [
+            fork(1_000, 1, 100),
+            fork(2 * ms, 100, 101),
+            fork(3 * ms, 100, 102),
+            usage(101, 40, 2, 1_000),
+            exit(50 * ms, 101, 0),
+            fork(60 * ms, 100, 103),
+            usage(102, 10, 1, 3_000),
+            exit(70 * ms, 102, 0),
+            exit(80 * ms, 103, 0), // not measured
+            usage(100, 1, 1, 500),
+            exit(200 * ms, 100, 0),
+            // Found late, measured, after everything before was written.
+            Event::Existing {
+                tgid: 200,
+                ppid: 1,
+                start_ns: Some(1_500),
+                details: None,
+            },
+            usage(200, 1, 1, 7_000),
+            exit(300 * ms, 200, 0),
+        ];
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.measured, 4, "{text}");
+        assert_eq!(got.peak_memory_kib, 500 + 1_000 + 3_000, "{text}");
+        assert!(got.memory_counters >= 5, "{got:?}");
+        assert_eq!(text.matches(r#""in_memory_counter":false"#).count(), 1, "{text}");
+        let slice = text.lines().find(|l| l.contains(r#""pid":101,"#)).unwrap();
+        for want in [
+            r#""cpu":"42.0ms""#,
+            r#""peak_rss":"1000 KiB""#,
+            r#""cpu_user_s":0.040000000"#,
+            r#""max_rss_kib":1000"#,
+            r#""ctx_switches":{"voluntary":5,"involuntary":7}"#,
+            r#""cpu_delay_s":0.001000000"#,
+        ] {
+            assert!(slice.contains(want), "{want} in {slice}");
+        }
+        assert!(!slice.contains("io_delay_s"), "unknown, left out: {slice}");
+
+        // A counter that does not add up is caught.
+        let wrong = text.replacen(r#""KiB":1500"#, r#""KiB":1400"#, 1);
+        assert_ne!(wrong, text);
+        assert!(
+            validate(&wrong, &expected)
+                .unwrap_err()
+                .contains("memory counter")
+        );
+
+        // Without figures there is no memory counter and no cost in any slice.
+        let bare: Vec<Event> = evs
+            .iter()
+            .filter(|e| !matches!(e, Event::Usage { .. }))
+            .cloned()
+            .collect();
+        let (_, text, _) = drive(&bare, true);
+        assert!(
+            !text.contains(MEMORY_COUNTER) && !text.contains("max_rss_kib"),
+            "{text}"
+        );
+    }
+
+    /// Figures from a hostile saved trace (every field at its maximum) neither panic nor
+    /// overflow: the peaks are capped and the counter saturates.
+    #[test]
+    fn absurd_figures_do_not_overflow() {
+        let huge = |pid| Event::Usage {
+            tgid: pid,
+            usage: crate::model::event::Usage {
+                cpu_user_ns: u64::MAX,
+                cpu_sys_ns: u64::MAX,
+                max_rss_kib: u64::MAX,
+                read_chars: u64::MAX,
+                write_chars: u64::MAX,
+                read_bytes: u64::MAX,
+                write_bytes: u64::MAX,
+                cancelled_write_bytes: u64::MAX,
+                vol_ctx_switches: u64::MAX,
+                invol_ctx_switches: u64::MAX,
+                cpu_delay_ns: Some(u64::MAX),
+                io_delay_ns: Some(u64::MAX),
+            },
+        };
+        let mut evs = vec![fork(1_000, 1, 100)];
+        for p in 101..120 {
+            evs.push(fork(2_000 + p as u64, 100, p));
+        }
+        for p in 101..120 {
+            evs.push(huge(p));
+            evs.push(exit(50_000_000 + p as u64, p, 0));
+        }
+        evs.push(huge(100));
+        evs.push(exit(60_000_000, 100, 0));
+        let (_, text, expected) = drive(&evs, true);
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.peak_memory_kib, 20 * (1 << 40), "capped at 1 PiB each");
+        // The other whole-run outputs take them too.
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for e in &evs {
+            t.apply(e, &mut facts);
+        }
+        let h = header();
+        let sum = testkit::summary(70_000_000, &t, Some(100));
+        let r = crate::report::summary::summarize(&h, &t, &sum, true);
+        let text = crate::report::summary::render_text(
+            &r,
+            crate::report::summary::TextOptions {
+                color: false,
+                width: 80,
+            },
+        );
+        assert!(text.contains("hungriest:"), "{text}");
+        let _ = crate::report::summary::render_markdown(&r);
+        let _ = crate::report::summary::render_json(&r);
+        let _ = crate::report::svg::render(&h, &t, &sum, Default::default());
+        let _ = crate::report::tree::render(
+            &t,
+            &h.mode,
+            &sum,
+            crate::report::tree::TreeOptions {
+                color: false,
+                redact: true,
+                max_lines: 100,
+                width: 80,
+            },
+        );
     }
 
     /// Only a process's own descendants are drawn under it: an unrelated process that runs

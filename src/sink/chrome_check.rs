@@ -7,6 +7,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+/// The memory counter's name (the sink's `MEMORY_COUNTER`; this file is shared with the
+/// end-to-end tests and names only `std` and `serde_json`).
+pub const MEMORY_COUNTER: &str = "peak RSS of running processes, summed (upper bound)";
+
 /// A process the trace must show.
 #[derive(Debug, Clone)]
 pub struct Expect {
@@ -51,6 +55,12 @@ pub struct Checked {
     pub counters: usize,
     /// Highest counter value.
     pub peak_running: i64,
+    /// Memory counter events (peak RSS of the running processes, summed).
+    pub memory_counters: usize,
+    /// Its highest value, KiB.
+    pub peak_memory_kib: i64,
+    /// Slices with cost figures (`max_rss_kib` in their args).
+    pub measured: usize,
     /// Region slices (`cat` `region`), not counted in `slices`.
     pub regions: usize,
     /// Region slices on the same lane as their process's slice.
@@ -95,7 +105,10 @@ fn validate_impl(
     // (pid, start) -> (dur, status), from the slices
     let mut slices: HashMap<(i64, i64), Vec<(i64, String)>> = HashMap::new();
     let mut counter: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut memory: BTreeMap<i64, i64> = BTreeMap::new();
     let mut all_spans = Vec::new();
+    // (start, end, peak KiB) of the measured slices in the memory counter.
+    let mut mem_spans: Vec<(i64, i64, i64)> = Vec::new();
     // (tid, start, dur) of every slice, in file order.
     let mut x_order: Vec<(i64, i64, i64)> = Vec::new();
     // Region slices: (pid, tid, start, end, name), and process slices by pid: (tid, start, end).
@@ -190,6 +203,22 @@ fn validate_impl(
                 if args["counted"].as_bool() != Some(false) {
                     all_spans.push((ts, ts + dur));
                 }
+                if let Some(kib) = args.get("max_rss_kib") {
+                    // The sink caps what one process adds at 1 PiB (a hostile trace's figures).
+                    let kib = kib
+                        .as_u64()
+                        .ok_or_else(|| format!("{}: max_rss_kib not a size", at()))?
+                        .min(1 << 40) as i64;
+                    for k in ["cpu_user_s", "cpu_sys_s"] {
+                        if !args[k].as_f64().is_some_and(|v| v >= 0.0) {
+                            return Err(format!("{}: measured, but no {k}", at()));
+                        }
+                    }
+                    out.measured += 1;
+                    if args["in_memory_counter"].as_bool() != Some(false) && status != "running" {
+                        mem_spans.push((ts, ts + dur, kib));
+                    }
+                }
                 out.slices += 1;
             }
             "i" => {
@@ -200,7 +229,23 @@ fn validate_impl(
                 let cat = ev["cat"].as_str().unwrap_or("").to_string();
                 *out.instants.entry(cat).or_default() += 1;
             }
+            "C" if ev["name"].as_str() == Some(MEMORY_COUNTER) => {
+                let v = ev["args"]["KiB"]
+                    .as_i64()
+                    .ok_or_else(|| format!("{}: memory counter without KiB", at()))?;
+                if v < 0 {
+                    return Err(format!("{}: negative memory", at()));
+                }
+                if memory.insert(ts, v).is_some() {
+                    return Err(format!("{}: two memory values at one moment", at()));
+                }
+                out.memory_counters += 1;
+                out.peak_memory_kib = out.peak_memory_kib.max(v);
+            }
             "C" => {
+                if ev["name"].as_str() != Some("running") {
+                    return Err(format!("{}: unknown counter", at()));
+                }
                 let v = ev["args"]["processes"]
                     .as_i64()
                     .ok_or_else(|| format!("{}: counter without processes", at()))?;
@@ -276,6 +321,26 @@ fn validate_impl(
         if covering != v {
             return Err(format!("counter at {t} ns says {v}, {covering} slices cover it"));
         }
+    }
+    // The memory counter says, at each moment it names, the sum of the peaks of the measured
+    // slices covering it; it ends at zero, and a trace with measured slices has it.
+    for (&t, &v) in &memory {
+        let covering: i64 = mem_spans
+            .iter()
+            .filter(|(s, e, _)| *s <= t && t < *e)
+            .map(|m| m.2)
+            .sum();
+        if covering != v {
+            return Err(format!(
+                "memory counter at {t} ns says {v} KiB, the slices covering it peak at {covering} KiB"
+            ));
+        }
+    }
+    if memory.last_key_value().is_some_and(|(_, &v)| v != 0) {
+        return Err("the memory counter does not end at zero".into());
+    }
+    if mem_spans.iter().any(|m| m.1 > m.0 && m.2 > 0) && memory.is_empty() {
+        return Err("measured processes but no memory counter".into());
     }
     // Each region inside a slice of its process (on its lane where it could go there).
     for (p, tid, s, e, name) in &regions {

@@ -85,6 +85,36 @@ pub fn fmt_duration(ns: u64) -> String {
     }
 }
 
+/// A memory size given in KiB, in the largest binary unit that keeps it ≥ 1: `812 KiB`,
+/// `45.6 MiB`, `1.23 GiB` (three significant figures from MiB up).
+pub fn fmt_kib(kib: u64) -> String {
+    let sig3 = |v: f64, unit: &str| {
+        if v >= 100.0 {
+            format!("{v:.0} {unit}")
+        } else if v >= 10.0 {
+            format!("{v:.1} {unit}")
+        } else {
+            format!("{v:.2} {unit}")
+        }
+    };
+    if kib >= 1 << 20 {
+        sig3(kib as f64 / (1u64 << 20) as f64, "GiB")
+    } else if kib >= 1 << 10 {
+        sig3(kib as f64 / 1024.0, "MiB")
+    } else {
+        format!("{kib} KiB")
+    }
+}
+
+/// A byte count, as [`fmt_kib`] (below a KiB: `512 B`).
+pub fn fmt_bytes(bytes: u64) -> String {
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else {
+        fmt_kib(bytes / 1024)
+    }
+}
+
 /// `exit 0` (success), `exit 3` / `killed by SIGTERM (core dumped)` (failure), `exit lost` (loss).
 pub fn exit_text(status: Option<ExitStatus>, p: Paint) -> String {
     match status {
@@ -155,6 +185,18 @@ mod tests {
             r"sh -c 'echo it'\''s' '' 'a'\!'b' '50%' 'https://u:<REDACTED>@h/x'"
         );
         assert!(quote_argv(&argv, false).ends_with(" https://u:pw@h/x"));
+    }
+
+    #[test]
+    fn memory_sizes_in_binary_units() {
+        assert_eq!(fmt_kib(0), "0 KiB");
+        assert_eq!(fmt_kib(1023), "1023 KiB");
+        assert_eq!(fmt_kib(1024), "1.00 MiB");
+        assert_eq!(fmt_kib(46_694), "45.6 MiB");
+        assert_eq!(fmt_kib(192_712), "188 MiB");
+        assert_eq!(fmt_kib(1_289_748), "1.23 GiB");
+        assert_eq!(fmt_bytes(512), "512 B");
+        assert_eq!(fmt_bytes(3 << 20), "3.00 MiB");
     }
 
     #[test]

@@ -15,6 +15,12 @@
 //!   when the exit was lost) and `child_ready` for a child that outlived the traced command.
 //! - uid/gid changes, setsid, ptrace, renames and lost events are `data` events, category
 //!   `proctrace`.
+//! - what a process cost, when measured, is a run of `data` events in category `proctrace` in
+//!   its own session just before its `exit` (or `signal`), one per figure, named as on the JSON
+//!   Lines `exit` line: `cpu_user_s`, `cpu_sys_s` (seconds, six decimals), `max_rss_kib`,
+//!   `read_chars`, `write_chars`, `read_bytes`, `write_bytes`, `cancelled_write_bytes`,
+//!   `ctx_switches_voluntary`, `ctx_switches_involuntary`, and `cpu_delay_s`/`io_delay_s` when
+//!   known.
 //! - what a process reported about itself (Trace2 regions, data, timers, counters: git's own,
 //!   from `run --trace2` or a saved stream) goes into its session as git wrote it:
 //!   `region_enter`/`region_leave` per thread, properly nested, with their `nesting`, `data`,
@@ -120,6 +126,34 @@ pub struct Trace2Sink {
 /// Wall time of a monotonic timestamp.
 fn wall(real_minus_mono: i64, ts: u64) -> Timestamp {
     Timestamp::from_micros((ts as i128 + real_minus_mono as i128) / 1000)
+}
+
+/// Seconds with six decimals (the kernel accounts CPU in µs), exact: `1.250000`.
+fn secs6(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000)
+}
+
+/// A process's cost as `data` events: `(key, value)` in the order written.
+pub(crate) fn usage_data(u: &crate::model::event::Usage) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("cpu_user_s", secs6(u.cpu_user_ns)),
+        ("cpu_sys_s", secs6(u.cpu_sys_ns)),
+        ("max_rss_kib", u.max_rss_kib.to_string()),
+        ("read_chars", u.read_chars.to_string()),
+        ("write_chars", u.write_chars.to_string()),
+        ("read_bytes", u.read_bytes.to_string()),
+        ("write_bytes", u.write_bytes.to_string()),
+        ("cancelled_write_bytes", u.cancelled_write_bytes.to_string()),
+        ("ctx_switches_voluntary", u.vol_ctx_switches.to_string()),
+        ("ctx_switches_involuntary", u.invol_ctx_switches.to_string()),
+    ];
+    if let Some(d) = u.cpu_delay_ns {
+        v.push(("cpu_delay_s", secs6(d)));
+    }
+    if let Some(d) = u.io_delay_ns {
+        v.push(("io_delay_s", secs6(d)));
+    }
+    v
 }
 
 /// Exit code as git's `child_exit` reports it.
@@ -633,6 +667,11 @@ impl Trace2Sink {
                 self.announce(id, r, t, x.ts)?;
                 // What it reported about itself so far, before its end.
                 self.notes(id, r, 0..r.regions.len(), 0..r.data.len())?;
+                if let Some(u) = r.usage.as_deref() {
+                    for (key, value) in usage_data(u) {
+                        self.data(Some(id), x.ts, key, value)?;
+                    }
+                }
                 match x.status {
                     Some(ExitStatus::Signal { signal, .. }) => {
                         self.on(Some(id), x.ts, K::Signal { signo: signal })?
@@ -835,6 +874,88 @@ mod tests {
                 value,
             },
         }
+    }
+
+    /// What a process cost goes into its own session as `data` events in category `proctrace`
+    /// just before its end (its `exit`, or its `signal` when killed); a process without
+    /// figures has none.
+    #[test]
+    fn cost_is_data_before_the_end() {
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-usage-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let targets = [Trace2Target {
+            kind: TargetKind::Event,
+            value: dir.to_string_lossy().into_owned(),
+        }];
+        let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
+        let h = testkit::header(1_000_000, &["make"]);
+        sink.start(&h).unwrap();
+        let ms = 1_000_000u64;
+        let evs = [
+            fork(ms, 1, 100),
+            fork(2 * ms, 100, 101),
+            fork(3 * ms, 100, 102),
+            testkit::usage(101, 1250, 3, 2048),
+            testkit::exit_status(5 * ms, 101, 9),
+            exit(6 * ms, 102, 0),
+            testkit::usage(100, 1, 2, 512),
+            exit(10 * ms, 100, 0),
+        ];
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in &evs {
+            t.apply(ev, &mut facts);
+            for f in facts.drain(..) {
+                sink.fact(&f, &t).unwrap();
+            }
+        }
+        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
+            .unwrap();
+        let text = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let session = |pid: i32| -> Vec<String> {
+            let sid = lines
+                .iter()
+                .find(|e| {
+                    e["event"] == "version" && e["sid"].as_str().unwrap().ends_with(&format!("P{pid:08x}"))
+                })
+                .map(|e| e["sid"].as_str().unwrap().to_string())
+                .unwrap();
+            lines
+                .iter()
+                .filter(|e| e["sid"] == sid.as_str() && e["event"] != "version" && e["event"] != "start")
+                .map(|e| match e["event"].as_str().unwrap() {
+                    "data" => {
+                        assert_eq!(e["category"], "proctrace");
+                        format!("{}={}", e["key"].as_str().unwrap(), e["value"].as_str().unwrap())
+                    }
+                    other => other.to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            session(101),
+            [
+                "cpu_user_s=1.250000",
+                "cpu_sys_s=0.003000",
+                "max_rss_kib=2048",
+                "read_chars=6144",
+                "write_chars=4096",
+                "read_bytes=4096",
+                "write_bytes=8192",
+                "cancelled_write_bytes=0",
+                "ctx_switches_voluntary=5",
+                "ctx_switches_involuntary=7",
+                "cpu_delay_s=0.001000",
+                "signal",
+            ]
+        );
+        assert_eq!(session(102), ["exit", "atexit"]);
+        let root = session(100);
+        let at = root.iter().position(|k| k == "exit").unwrap();
+        assert_eq!(root[at - 11], "cpu_user_s=0.001000", "{root:?}");
     }
 
     /// A process's regions (arriving inner first, one after its exit, two threads) and data go

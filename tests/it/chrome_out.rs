@@ -14,7 +14,7 @@ fn ns(v: &Value) -> u64 {
 }
 
 /// What the timeline must show, from the JSON Lines of the same run.
-fn expected(lines: &[Value]) -> Vec<Expect> {
+pub fn expected(lines: &[Value]) -> Vec<Expect> {
     let t0 = ns(&lines[0]["ts"]);
     let end = ns(&lines.last().unwrap()["ts"]);
     let mut forks: HashMap<i64, u64> = HashMap::new();

@@ -27,4 +27,5 @@ mod svg_out;
 mod trace2_out;
 mod trace2_stream;
 mod usage;
+mod usage_out;
 mod watch;

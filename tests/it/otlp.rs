@@ -684,3 +684,54 @@ fn replay_of_a_100k_process_capture_delivers_every_span() {
     let delivered: u64 = rx.requests().iter().filter_map(|r| r["spans"].as_u64()).sum();
     assert_eq!(delivered, 100_001);
 }
+
+/// `analyze --otlp` of a saved trace with what each process cost (the recorded `make -j2`
+/// replayed to JSON Lines): each span carries its process's figures as the `proctrace.*`
+/// attributes, decoded by the OpenTelemetry project's own protobuf package.
+#[test]
+fn analyze_exports_what_each_process_cost() {
+    let cap = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/captures/make-j2-usage.jsonl"
+    );
+    let jsonl = tmp("usage.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["replay", cap, "-o", &jsonl, "--tree", "none"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = read_lines(&jsonl);
+    let rx = Receiver::start(&[]);
+    let out = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "--otlp", &rx.url(), &jsonl])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let spans = rx.spans();
+    assert_eq!(spans.len(), 19);
+    for s in &spans {
+        let pid = pid_of(s);
+        let exit = lines
+            .iter()
+            .find(|l| l["event"] == "exit" && l["pid"] == pid)
+            .unwrap();
+        assert_eq!(
+            attr(s, "proctrace.cpu.time.user").as_f64(),
+            exit["cpu_user_s"].as_f64(),
+            "{s}"
+        );
+        assert_eq!(
+            attr(s, "proctrace.cpu.time.system").as_f64(),
+            exit["cpu_sys_s"].as_f64(),
+            "{s}"
+        );
+        let rss = exit["max_rss_kib"].as_i64().unwrap() * 1024;
+        assert_eq!(attr(s, "proctrace.memory.peak_rss").as_i64(), Some(rss), "{s}");
+        assert_eq!(
+            attr(s, "proctrace.context_switches.voluntary"),
+            &exit["ctx_switches"]["voluntary"],
+            "{s}"
+        );
+        assert_eq!(attr(s, "proctrace.disk.io.write"), &exit["write_bytes"], "{s}");
+    }
+}

@@ -11,6 +11,11 @@
 //!   `process.working_directory`, `process.user.id`, `process.exit.code`) and proctrace's own
 //!   (`proctrace.signal`, `proctrace.core_dumped`, `proctrace.background`, `proctrace.exit_lost`,
 //!   `proctrace.still_running`, `proctrace.events_lost` on root spans);
+//! - what the process cost, when measured ([`usage_attributes`]): OpenTelemetry names CPU time,
+//!   memory, disk I/O and context switches only as *metrics* (`process.cpu.time` with `cpu.mode`,
+//!   `process.memory.usage`, `process.disk.io` with `disk.io.direction`,
+//!   `process.context_switches` with `process.context_switch.type`), never as span attributes, so
+//!   the attributes are proctrace's, named after those metrics: `proctrace.cpu.time.user`, …;
 //! - status ERROR for a non-zero exit or a signal, with the reason as message; UNSET otherwise;
 //! - Trace2 regions (`run --trace2`, `analyze` of Trace2 streams) are child spans of their
 //!   process's span, nested by time and nesting level within a thread;
@@ -198,6 +203,35 @@ fn kv_int(key: &str, v: i64) -> KeyValue {
 }
 fn kv_bool(key: &str, v: bool) -> KeyValue {
     kv(key, any_value::Value::BoolValue(v))
+}
+fn kv_f64(key: &str, v: f64) -> KeyValue {
+    kv(key, any_value::Value::DoubleValue(v))
+}
+
+/// A process's cost as span attributes (the README's table): seconds as doubles, sizes in bytes
+/// (OpenTelemetry's units, `s` and `By`), counts as integers; delays only when known.
+pub fn usage_attributes(u: &crate::model::event::Usage) -> Vec<KeyValue> {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let mut a = vec![
+        kv_f64("proctrace.cpu.time.user", s(u.cpu_user_ns)),
+        kv_f64("proctrace.cpu.time.system", s(u.cpu_sys_ns)),
+        kv_int("proctrace.memory.peak_rss", n(u.max_rss_kib.saturating_mul(1024))),
+        kv_int("proctrace.io.read_chars", n(u.read_chars)),
+        kv_int("proctrace.io.write_chars", n(u.write_chars)),
+        kv_int("proctrace.disk.io.read", n(u.read_bytes)),
+        kv_int("proctrace.disk.io.write", n(u.write_bytes)),
+        kv_int("proctrace.disk.io.cancelled_write", n(u.cancelled_write_bytes)),
+        kv_int("proctrace.context_switches.voluntary", n(u.vol_ctx_switches)),
+        kv_int("proctrace.context_switches.involuntary", n(u.invol_ctx_switches)),
+    ];
+    if let Some(d) = u.cpu_delay_ns {
+        a.push(kv_f64("proctrace.delay.cpu", s(d)));
+    }
+    if let Some(d) = u.io_delay_ns {
+        a.push(kv_f64("proctrace.delay.io", s(d)));
+    }
+    a
 }
 
 fn base_name(p: &str) -> &str {
@@ -421,6 +455,9 @@ impl<D: SpanDest> Otlp<D> {
         }
         if let Some(n) = lost {
             a.push(kv_int("proctrace.events_lost", n as i64));
+        }
+        if let Some(u) = r.usage.as_deref() {
+            a.extend(usage_attributes(u));
         }
         let mut events: Vec<SpanEvent> = r
             .execs
@@ -741,6 +778,56 @@ mod tests {
                 Some(any_value::Value::IntValue(i)) => Some(i),
                 _ => None,
             })
+    }
+
+    /// What a process cost is in its span's attributes (values from the capture: cc1 of
+    /// `f4.c` in the recorded `make -j2`), and nowhere in a trace without figures.
+    #[test]
+    fn measured_processes_carry_cost_attributes() {
+        let f64_attr = |s: &Span, k: &str| -> Option<f64> {
+            s.attributes
+                .iter()
+                .find(|a| a.key == k)
+                .and_then(|a| match a.value.as_ref()?.value {
+                    Some(any_value::Value::DoubleValue(v)) => Some(v),
+                    _ => None,
+                })
+        };
+        let (_, spans, _) = export("make-j2-usage", None);
+        let procs: Vec<&Span> = spans
+            .iter()
+            .filter(|s| int_attr(s, "process.pid").is_some())
+            .collect();
+        assert_eq!(procs.len(), 19);
+        assert!(
+            procs
+                .iter()
+                .all(|s| f64_attr(s, "proctrace.cpu.time.user").is_some())
+        );
+        let cc1 = procs
+            .iter()
+            .find(|s| int_attr(s, "process.pid") == Some(15108))
+            .unwrap();
+        assert_eq!(f64_attr(cc1, "proctrace.cpu.time.user"), Some(2.116118453));
+        assert_eq!(f64_attr(cc1, "proctrace.cpu.time.system"), Some(0.070124062));
+        assert_eq!(int_attr(cc1, "proctrace.memory.peak_rss"), Some(65808 * 1024));
+        assert_eq!(int_attr(cc1, "proctrace.io.read_chars"), Some(50176));
+        assert_eq!(int_attr(cc1, "proctrace.io.write_chars"), Some(145408));
+        assert_eq!(int_attr(cc1, "proctrace.disk.io.write"), Some(147456));
+        assert_eq!(int_attr(cc1, "proctrace.context_switches.involuntary"), Some(626));
+        assert_eq!(f64_attr(cc1, "proctrace.delay.cpu"), Some(3.104909964));
+        assert_eq!(
+            f64_attr(cc1, "proctrace.delay.io"),
+            None,
+            "not accounted on that run"
+        );
+
+        let (_, spans, _) = export("make-j2", None);
+        assert!(spans.iter().all(|s| {
+            s.attributes
+                .iter()
+                .all(|a| !a.key.starts_with("proctrace.cpu") && !a.key.starts_with("proctrace.memory"))
+        }));
     }
 
     #[test]
