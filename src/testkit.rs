@@ -32,7 +32,7 @@ pub fn exit(ts: u64, pid: Pid, code: u32) -> Event {
 pub fn usage(pid: Pid, user_ms: u64, sys_ms: u64, rss_kib: u64) -> Event {
     Event::Usage {
         tgid: pid,
-        usage: Usage {
+        usage: Box::new(Usage {
             cpu_user_ns: user_ms * 1_000_000,
             cpu_sys_ns: sys_ms * 1_000_000,
             max_rss_kib: rss_kib,
@@ -45,7 +45,7 @@ pub fn usage(pid: Pid, user_ms: u64, sys_ms: u64, rss_kib: u64) -> Event {
             invol_ctx_switches: 7,
             cpu_delay_ns: Some(1_000_000),
             io_delay_ns: None,
-        },
+        }),
     }
 }
 

@@ -94,7 +94,10 @@ fn convert_with_usage(items: &[Received], usage: &mut UsageJoin, batch: &mut Vec
                 drained = true;
             }
             if let Some(u) = usage.take(tgid) {
-                batch.push(Event::Usage { tgid, usage: u });
+                batch.push(Event::Usage {
+                    tgid,
+                    usage: Box::new(u),
+                });
             }
         }
         batch.push(ev);

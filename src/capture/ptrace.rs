@@ -516,7 +516,10 @@ impl Tracer {
         }
         let Some(reader) = self.usage.as_mut() else { return };
         if let Ok(usage) = reader.process(tgid, &sum) {
-            self.batch.push(Event::Usage { tgid, usage });
+            self.batch.push(Event::Usage {
+                tgid,
+                usage: Box::new(usage),
+            });
         }
     }
 

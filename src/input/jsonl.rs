@@ -980,7 +980,10 @@ impl Decoder {
                     _ => return Err("bad \"code\"/\"signal\"".into()),
                 };
                 if let Some(usage) = usage(&l)? {
-                    out.push(Event::Usage { tgid: p, usage });
+                    out.push(Event::Usage {
+                        tgid: p,
+                        usage: Box::new(usage),
+                    });
                 }
                 out.push(Event::Exit {
                     ts,
@@ -1555,7 +1558,13 @@ mod tests {
             cpu_delay_ns: Some(500_000_000),
             io_delay_ns: None,
         };
-        assert_eq!(ev[0], Event::Usage { tgid: 5, usage });
+        assert_eq!(
+            ev[0],
+            Event::Usage {
+                tgid: 5,
+                usage: Box::new(usage)
+            }
+        );
         assert!(matches!(ev[1], Event::Exit { pid: 5, .. }));
         assert!(
             matches!(ev[2], Event::Exit { pid: 6, .. }),

@@ -261,8 +261,8 @@ pub enum Event {
     Usage {
         /// The process.
         tgid: Pid,
-        /// Its figures.
-        usage: Usage,
+        /// Its figures (boxed: an event stays as small as the others, most carry none).
+        usage: Box<Usage>,
     },
     /// Events the backend knows it missed.
     Lost {

@@ -1087,7 +1087,7 @@ impl Tracker {
             }
             Event::Usage { tgid, ref usage } => {
                 match self.live.get(&tgid).copied() {
-                    Some(id) if self.with(id, |r| r.usage = Some(Box::new(*usage))).is_some() => {
+                    Some(id) if self.with(id, |r| r.usage = Some(usage.clone())).is_some() => {
                         self.stats.usage += 1;
                     }
                     _ => self.stats.usage_unmatched += 1,

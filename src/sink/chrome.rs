@@ -1396,7 +1396,7 @@ mod tests {
     fn absurd_figures_do_not_overflow() {
         let huge = |pid| Event::Usage {
             tgid: pid,
-            usage: crate::model::event::Usage {
+            usage: Box::new(crate::model::event::Usage {
                 cpu_user_ns: u64::MAX,
                 cpu_sys_ns: u64::MAX,
                 max_rss_kib: u64::MAX,
@@ -1409,7 +1409,7 @@ mod tests {
                 invol_ctx_switches: u64::MAX,
                 cpu_delay_ns: Some(u64::MAX),
                 io_delay_ns: Some(u64::MAX),
-            },
+            }),
         };
         let mut evs = vec![fork(1_000, 1, 100)];
         for p in 101..120 {
