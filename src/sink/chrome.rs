@@ -832,34 +832,7 @@ fn usage_args(b: &mut Vec<u8>, u: &crate::model::event::Usage) {
     json::string(b, &fmt_duration(u.cpu_user_ns.saturating_add(u.cpu_sys_ns)));
     b.extend_from_slice(b",\"peak_rss\":");
     json::string(b, &fmt_kib(u.max_rss_kib));
-    b.extend_from_slice(b",\"cpu_user_s\":");
-    json::seconds(b, u.cpu_user_ns);
-    b.extend_from_slice(b",\"cpu_sys_s\":");
-    json::seconds(b, u.cpu_sys_ns);
-    for (k, v) in [
-        (&b",\"max_rss_kib\":"[..], u.max_rss_kib),
-        (b",\"read_chars\":", u.read_chars),
-        (b",\"write_chars\":", u.write_chars),
-        (b",\"read_bytes\":", u.read_bytes),
-        (b",\"write_bytes\":", u.write_bytes),
-        (b",\"cancelled_write_bytes\":", u.cancelled_write_bytes),
-    ] {
-        b.extend_from_slice(k);
-        json::uint(b, v);
-    }
-    b.extend_from_slice(b",\"ctx_switches\":{\"voluntary\":");
-    json::uint(b, u.vol_ctx_switches);
-    b.extend_from_slice(b",\"involuntary\":");
-    json::uint(b, u.invol_ctx_switches);
-    b.push(b'}');
-    if let Some(d) = u.cpu_delay_ns {
-        b.extend_from_slice(b",\"cpu_delay_s\":");
-        json::seconds(b, d);
-    }
-    if let Some(d) = u.io_delay_ns {
-        b.extend_from_slice(b",\"io_delay_s\":");
-        json::seconds(b, d);
-    }
+    json::usage_fields(b, u);
 }
 
 enum MetaValue<'a> {

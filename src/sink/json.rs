@@ -25,6 +25,40 @@ pub fn seconds(out: &mut Vec<u8>, ns: u64) {
     let _ = write!(out, "{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
 }
 
+/// A process's cost as the JSON fields of its JSONL `exit` line (README, "What each process cost")
+/// and of its Chrome slice's args: CPU and delays in seconds, memory in KiB, I/O in bytes, context
+/// switches as an object. Each field starts with its comma.
+pub fn usage_fields(b: &mut Vec<u8>, u: &crate::model::event::Usage) {
+    b.extend_from_slice(b",\"cpu_user_s\":");
+    seconds(b, u.cpu_user_ns);
+    b.extend_from_slice(b",\"cpu_sys_s\":");
+    seconds(b, u.cpu_sys_ns);
+    for (k, v) in [
+        (&b",\"max_rss_kib\":"[..], u.max_rss_kib),
+        (b",\"read_chars\":", u.read_chars),
+        (b",\"write_chars\":", u.write_chars),
+        (b",\"read_bytes\":", u.read_bytes),
+        (b",\"write_bytes\":", u.write_bytes),
+        (b",\"cancelled_write_bytes\":", u.cancelled_write_bytes),
+    ] {
+        b.extend_from_slice(k);
+        uint(b, v);
+    }
+    b.extend_from_slice(b",\"ctx_switches\":{\"voluntary\":");
+    uint(b, u.vol_ctx_switches);
+    b.extend_from_slice(b",\"involuntary\":");
+    uint(b, u.invol_ctx_switches);
+    b.push(b'}');
+    if let Some(d) = u.cpu_delay_ns {
+        b.extend_from_slice(b",\"cpu_delay_s\":");
+        seconds(b, d);
+    }
+    if let Some(d) = u.io_delay_ns {
+        b.extend_from_slice(b",\"io_delay_s\":");
+        seconds(b, d);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
