@@ -876,20 +876,37 @@ mod tests {
         }
     }
 
-    /// What a process cost goes into its own session as `data` events in category `proctrace`
-    /// just before its end (its `exit`, or its `signal` when killed); a process without
-    /// figures has none.
-    #[test]
-    fn cost_is_data_before_the_end() {
-        let dir = std::env::temp_dir().join(format!("proctrace-t2-usage-{}", std::process::id()));
+    /// The Trace2 event stream a sink writes for `evs` (a tree rooted at pid 100, started at
+    /// `start_ns` running `argv`, ended at `end_ns`), through a temporary file named after `name`.
+    fn event_stream(name: &str, argv: &[&str], start_ns: u64, end_ns: u64, evs: &[Event]) -> String {
+        let dir = std::env::temp_dir().join(format!("proctrace-t2-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&dir);
         let targets = [Trace2Target {
             kind: TargetKind::Event,
             value: dir.to_string_lossy().into_owned(),
         }];
         let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
-        let h = testkit::header(1_000_000, &["make"]);
-        sink.start(&h).unwrap();
+        sink.start(&testkit::header(start_ns, argv)).unwrap();
+        let mut t = tracker(Scope::Tree, true, false);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in evs {
+            t.apply(ev, &mut facts);
+            for f in facts.drain(..) {
+                sink.fact(&f, &t).unwrap();
+            }
+        }
+        sink.finish(&testkit::summary(end_ns, &t, Some(100)), &t).unwrap();
+        let text = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        text
+    }
+
+    /// What a process cost goes into its own session as `data` events in category `proctrace`
+    /// just before its end (its `exit`, or its `signal` when killed); a process without
+    /// figures has none.
+    #[test]
+    fn cost_is_data_before_the_end() {
         let ms = 1_000_000u64;
         let evs = [
             fork(ms, 1, 100),
@@ -901,19 +918,7 @@ mod tests {
             testkit::usage(100, 1, 2, 512),
             exit(10 * ms, 100, 0),
         ];
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(100);
-        let mut facts = Vec::new();
-        for ev in &evs {
-            t.apply(ev, &mut facts);
-            for f in facts.drain(..) {
-                sink.fact(&f, &t).unwrap();
-            }
-        }
-        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
-            .unwrap();
-        let text = std::fs::read_to_string(&dir).unwrap();
-        let _ = std::fs::remove_file(&dir);
+        let text = event_stream("usage", &["make"], 1_000_000, 20 * ms, &evs);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let session = |pid: i32| -> Vec<String> {
             let sid = lines
@@ -964,15 +969,6 @@ mod tests {
     /// running has its notes written at the end.
     #[test]
     fn regions_and_data_in_their_session() {
-        let dir = std::env::temp_dir().join(format!("proctrace-t2-notes-{}", std::process::id()));
-        let _ = std::fs::remove_file(&dir);
-        let targets = [Trace2Target {
-            kind: TargetKind::Event,
-            value: dir.to_string_lossy().into_owned(),
-        }];
-        let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
-        let h = testkit::header(1_000_000, &["git", "fetch"]);
-        sink.start(&h).unwrap();
         let ms = 1_000_000u64;
         let evs = [
             fork(ms, 1, 100),
@@ -999,19 +995,7 @@ mod tests {
             region(9_500_000, 9_800_000, 100, "main", "late", 1),
             region(11 * ms, 12 * ms, 101, "main", "still-running", 1),
         ];
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(100);
-        let mut facts = Vec::new();
-        for ev in &evs {
-            t.apply(ev, &mut facts);
-            for f in facts.drain(..) {
-                sink.fact(&f, &t).unwrap();
-            }
-        }
-        sink.finish(&testkit::summary(20 * ms, &t, Some(100)), &t)
-            .unwrap();
-        let text = std::fs::read_to_string(&dir).unwrap();
-        let _ = std::fs::remove_file(&dir);
+        let text = event_stream("notes", &["git", "fetch"], 1_000_000, 20 * ms, &evs);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let sid_of = |pid: i32| {
             lines
@@ -1100,15 +1084,7 @@ mod tests {
             seed ^= seed << 17;
             seed % n.max(1)
         };
-        let dir = std::env::temp_dir().join(format!("proctrace-t2-rnd-{}", std::process::id()));
         for round in 0..100 {
-            let _ = std::fs::remove_file(&dir);
-            let targets = [Trace2Target {
-                kind: TargetKind::Event,
-                value: dir.to_string_lossy().into_owned(),
-            }];
-            let mut sink = Trace2Sink::new(&targets, false, true).unwrap();
-            sink.start(&testkit::header(1_000, &["x"])).unwrap();
             let procs = [(100, 1, 1_000u64, 900_000u64), (101, 100, 5_000, 800_000)];
             let mut evs: Vec<(u64, u32, Event)> = Vec::new();
             let mut want = 0;
@@ -1148,18 +1124,8 @@ mod tests {
                 }
             }
             evs.sort_by_key(|e| (e.0, e.1));
-            let mut t = tracker(Scope::Tree, true, false);
-            t.expect_root(100);
-            let mut facts = Vec::new();
-            for (_, _, ev) in &evs {
-                t.apply(ev, &mut facts);
-                for f in facts.drain(..) {
-                    sink.fact(&f, &t).unwrap();
-                }
-            }
-            sink.finish(&testkit::summary(1_000_000, &t, Some(100)), &t)
-                .unwrap();
-            let text = std::fs::read_to_string(&dir).unwrap();
+            let evs: Vec<Event> = evs.into_iter().map(|(_, _, ev)| ev).collect();
+            let text = event_stream("rnd", &["x"], 1_000, 1_000_000, &evs);
             // By (SID, thread): the regions entered and not left, (label, nesting).
             type Key = (String, String);
             let mut open: HashMap<Key, Vec<(String, u64)>> = HashMap::new();
@@ -1204,6 +1170,5 @@ mod tests {
             );
             assert_eq!(pairs, want, "round {round}: {text}");
         }
-        let _ = std::fs::remove_file(&dir);
     }
 }
