@@ -334,6 +334,10 @@ enum Cmd {
         /// milliseconds.
         #[arg(long, value_name = "MS", default_value_t = 50.0)]
         min_ms: f64,
+        /// A command's peak memory changed only when it also changed by at least MIB MiB
+        /// (besides --threshold percent).
+        #[arg(long, value_name = "MIB", default_value_t = 10.0)]
+        min_rss_mib: f64,
         /// Exit with status 1 when the new wall time is more than PCT percent above the old
         /// (for CI).
         #[arg(long, value_name = "PCT")]
@@ -674,6 +678,7 @@ fn main() {
             new,
             threshold,
             min_ms,
+            min_rss_mib,
             fail_if_slower,
             json,
             lenient,
@@ -681,9 +686,13 @@ fn main() {
             no_color,
         } => (|| {
             use proctrace::cmd::diff;
-            if !(threshold >= 0.0 && min_ms >= 0.0 && fail_if_slower.is_none_or(|p| p >= 0.0)) {
+            if !(threshold >= 0.0
+                && min_ms >= 0.0
+                && min_rss_mib >= 0.0
+                && fail_if_slower.is_none_or(|p| p >= 0.0))
+            {
                 return Err(ProctraceError::Usage(
-                    "--threshold, --min-ms and --fail-if-slower take a number ≥ 0".into(),
+                    "--threshold, --min-ms, --min-rss-mib and --fail-if-slower take a number ≥ 0".into(),
                 ));
             }
             let a = diff::load(old, lenient, Some(Tool::this_process()))?;
@@ -691,6 +700,7 @@ fn main() {
             let opts = diff::DiffOptions {
                 threshold_pct: threshold,
                 min_ms,
+                min_rss_mib,
                 redact: !no_redact,
             };
             let r = diff::compare((&a).into(), (&b).into(), opts);

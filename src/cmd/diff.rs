@@ -45,6 +45,13 @@
 //! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. A parent's
 //! time includes its children's, so a wrapper (`sh -c 'cc …'`) and what it runs can both be
 //! listed; lists are sorted by the size of the change, largest first.
+//!
+//! # Costs
+//!
+//! When both runs carry the processes' cost figures (`ProcessRecord::usage`), a group present
+//! in both and measured in both is compared by its CPU (user + system, summed over its
+//! processes; same thresholds as the times) and by the largest peak memory of one of its
+//! processes (`threshold_pct` percent and at least `min_rss_mib` MiB): [`CostDiff`].
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -59,7 +66,7 @@ use crate::model::event::ExitStatus;
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::report::summary::{StatusJson, summarize, wall};
-use crate::sink::text::{Paint, exit_text, fmt_duration, quote_argv};
+use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv};
 use crate::sink::{Fanout, Header, Mode, Summary};
 
 /// The exit status of `proctrace diff --fail-if-slower PCT` when the wall time grew by more
@@ -74,6 +81,9 @@ pub struct DiffOptions {
     pub threshold_pct: f64,
     /// …and by at least this many milliseconds.
     pub min_ms: f64,
+    /// A group's peak memory changed only when it also changed by at least this many MiB
+    /// (besides `threshold_pct` percent of the old peak).
+    pub min_rss_mib: f64,
     /// Hide URL credentials in argv.
     pub redact: bool,
 }
@@ -83,6 +93,7 @@ impl Default for DiffOptions {
         DiffOptions {
             threshold_pct: 10.0,
             min_ms: 50.0,
+            min_rss_mib: 10.0,
             redact: true,
         }
     }
@@ -186,6 +197,16 @@ pub struct Entry {
     pub old_failed: u64,
     /// Failed processes in the new run.
     pub new_failed: u64,
+    /// CPU (user + system) of the group's processes in the old run, seconds (`null`: none of
+    /// them measured, or not in it).
+    pub old_cpu_s: Option<f64>,
+    /// The same in the new run.
+    pub new_cpu_s: Option<f64>,
+    /// The largest peak resident set of one of the group's processes in the old run, KiB
+    /// (`null`: none measured, or not in it).
+    pub old_max_rss_kib: Option<u64>,
+    /// The same in the new run.
+    pub new_max_rss_kib: Option<u64>,
     /// How the first failure of the run the entry is about ended (`failed`: now; `fixed`:
     /// before).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,6 +243,57 @@ pub struct DiffReport {
     pub faster: Vec<Entry>,
     /// Regions the processes reported about themselves (Trace2), compared by name.
     pub regions: RegionDiff,
+    /// CPU of every measured process of each run, user + system, seconds (`null`: that run has
+    /// no cost figures, e.g. recorded with `--no-usage` or an older proctrace).
+    pub cpu_s: OldNew<Option<f64>>,
+    /// The largest peak resident set of one process of each run, KiB (`null`: no figures).
+    pub max_rss_kib: OldNew<Option<u64>>,
+    /// Commands whose CPU or peak memory changed beyond the thresholds.
+    pub costs: CostDiff,
+}
+
+/// A group of processes present in both runs with cost figures in both, compared by CPU or
+/// by peak memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct CostEntry {
+    /// The normalised argv (the matching key).
+    pub argv: Vec<String>,
+    /// One real argv of the group (the new run's), redacted as asked.
+    pub example: Vec<String>,
+    /// Processes in the old run.
+    pub old_count: u64,
+    /// Processes in the new run.
+    pub new_count: u64,
+    /// Their CPU (user + system) in the old run, seconds.
+    pub old_cpu_s: f64,
+    /// Their CPU in the new run, seconds.
+    pub new_cpu_s: f64,
+    /// `new_cpu_s - old_cpu_s`.
+    pub delta_cpu_s: f64,
+    /// The largest peak resident set of one of them in the old run, KiB.
+    pub old_max_rss_kib: u64,
+    /// The same in the new run.
+    pub new_max_rss_kib: u64,
+    /// `new_max_rss_kib - old_max_rss_kib`.
+    pub delta_rss_kib: i64,
+}
+
+/// What changed in what the commands cost (the figures of `run`'s usage capture: taskstats or
+/// `/proc` at exit). Groups are compared when both runs measured some of their processes;
+/// a failed-now group is left out (it stopped early). Empty lists when either run has no
+/// figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CostDiff {
+    /// CPU grew by more than the threshold percent of the old CPU and by at least `min_ms`,
+    /// largest change first.
+    pub more_cpu: Vec<CostEntry>,
+    /// CPU shrank likewise.
+    pub less_cpu: Vec<CostEntry>,
+    /// The largest peak memory of one process grew by more than the threshold percent and by
+    /// at least `min_rss_mib`, largest change first.
+    pub more_memory: Vec<CostEntry>,
+    /// Peak memory shrank likewise.
+    pub less_memory: Vec<CostEntry>,
 }
 
 /// Regions of one name (Trace2 `category:label`), compared: every region of that name in the
@@ -263,6 +335,8 @@ pub struct Threshold {
     pub pct: f64,
     /// Absolute, milliseconds.
     pub min_ms: f64,
+    /// Absolute, MiB of peak memory.
+    pub min_rss_mib: f64,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -457,11 +531,21 @@ struct Group {
     first_status: Option<ExitStatus>,
     /// Rank of the first process (fork order) for stable listing.
     rank: usize,
+    /// Processes with cost figures, their CPU summed and their largest peak memory.
+    measured: u64,
+    cpu_ns: u64,
+    max_rss_kib: u64,
 }
 
 impl Group {
     fn total(&self) -> u64 {
         self.durations.iter().sum()
+    }
+    fn cpu_s(&self) -> Option<f64> {
+        (self.measured > 0).then(|| secs(self.cpu_ns))
+    }
+    fn max_rss(&self) -> Option<u64> {
+        (self.measured > 0).then_some(self.max_rss_kib)
     }
     fn median(&self) -> Option<u64> {
         let mut d = self.durations.clone();
@@ -526,8 +610,97 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
             g.failed += 1;
             g.first_status.get_or_insert(st);
         }
+        if let Some(u) = &r.usage {
+            g.measured += 1;
+            g.cpu_ns = g
+                .cpu_ns
+                .saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+            g.max_rss_kib = g.max_rss_kib.max(u.max_rss_kib);
+        }
     }
     map
+}
+
+/// Groups in both runs whose CPU or peak memory changed beyond the thresholds (failed-now
+/// groups left out, as for the times).
+fn compare_costs(
+    go: &HashMap<Vec<String>, Group>,
+    gn: &HashMap<Vec<String>, Group>,
+    o: DiffOptions,
+) -> CostDiff {
+    let mut d = CostDiff::default();
+    for (k, b) in gn {
+        let Some(a) = go.get(k) else { continue };
+        if a.measured == 0 || b.measured == 0 || (b.failed > 0 && a.failed == 0) {
+            continue;
+        }
+        let e = CostEntry {
+            argv: redacted(k, o.redact),
+            example: redacted(&b.example, o.redact),
+            old_count: a.count,
+            new_count: b.count,
+            old_cpu_s: secs(a.cpu_ns),
+            new_cpu_s: secs(b.cpu_ns),
+            delta_cpu_s: secs(b.cpu_ns) - secs(a.cpu_ns),
+            old_max_rss_kib: a.max_rss_kib,
+            new_max_rss_kib: b.max_rss_kib,
+            delta_rss_kib: b.max_rss_kib as i64 - a.max_rss_kib as i64,
+        };
+        let (ca, cb) = (a.cpu_ns as f64 / 1e6, b.cpu_ns as f64 / 1e6);
+        let dc = cb - ca;
+        if dc.abs() >= o.min_ms && dc.abs() > ca * o.threshold_pct / 100.0 {
+            if dc > 0.0 {
+                &mut d.more_cpu
+            } else {
+                &mut d.less_cpu
+            }
+            .push(e.clone());
+        }
+        let (ma, mb) = (a.max_rss_kib as f64 / 1024.0, b.max_rss_kib as f64 / 1024.0);
+        let dm = mb - ma;
+        if dm.abs() >= o.min_rss_mib && dm.abs() > ma * o.threshold_pct / 100.0 {
+            if dm > 0.0 {
+                &mut d.more_memory
+            } else {
+                &mut d.less_memory
+            }
+            .push(e);
+        }
+    }
+    let by_cpu = |x: &CostEntry, y: &CostEntry| {
+        y.delta_cpu_s
+            .abs()
+            .total_cmp(&x.delta_cpu_s.abs())
+            .then_with(|| x.argv.cmp(&y.argv))
+    };
+    let by_rss = |x: &CostEntry, y: &CostEntry| {
+        y.delta_rss_kib
+            .unsigned_abs()
+            .cmp(&x.delta_rss_kib.unsigned_abs())
+            .then_with(|| x.argv.cmp(&y.argv))
+    };
+    d.more_cpu.sort_by(by_cpu);
+    d.less_cpu.sort_by(by_cpu);
+    d.more_memory.sort_by(by_rss);
+    d.less_memory.sort_by(by_rss);
+    d
+}
+
+/// The whole run's CPU and its largest peak memory of one process, from the records.
+fn run_costs(s: Side<'_>) -> (Option<f64>, Option<u64>) {
+    let mut measured = false;
+    let (mut cpu, mut rss) = (0u64, 0u64);
+    for id in crate::report::summary::all_records(s.tracker) {
+        if let Some(u) = s.tracker.get(id).and_then(|r| r.usage.as_deref()) {
+            measured = true;
+            cpu = cpu.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+            rss = rss.max(u.max_rss_kib);
+        }
+    }
+    match measured {
+        true => (Some(secs(cpu)), Some(rss)),
+        false => (None, None),
+    }
 }
 
 /// Count and total time of the regions of each name, in every record of the run.
@@ -667,6 +840,10 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             delta_s: secs(tb.unwrap_or(0)) - secs(ta.unwrap_or(0)),
             old_failed: a.map_or(0, |g| g.failed),
             new_failed: b.map_or(0, |g| g.failed),
+            old_cpu_s: a.and_then(Group::cpu_s),
+            new_cpu_s: b.and_then(Group::cpu_s),
+            old_max_rss_kib: a.and_then(Group::max_rss),
+            new_max_rss_kib: b.and_then(Group::max_rss),
             status: about.and_then(|g| g.first_status).map(StatusJson::from),
             example: redacted(&b.or(a).map(|g| g.example.clone()).unwrap_or_default(), o.redact),
             first_status: about.and_then(|g| g.first_status),
@@ -714,6 +891,9 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     new_list.sort_by(by_size);
     gone.sort_by(by_size);
 
+    let costs = compare_costs(&go, &gn, o);
+    let (cpu_old, rss_old) = run_costs(old);
+    let (cpu_new, rss_new) = run_costs(new);
     let mut po = path_of(old, o.redact);
     let mut pn = path_of(new, o.redact);
     pair_paths(&mut pn, &mut po);
@@ -730,6 +910,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         threshold: Threshold {
             pct: o.threshold_pct,
             min_ms: o.min_ms,
+            min_rss_mib: o.min_rss_mib,
         },
         new: new_list,
         gone,
@@ -738,6 +919,15 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         slower,
         faster,
         regions: compare_regions(old, new, o),
+        cpu_s: OldNew {
+            old: cpu_old,
+            new: cpu_new,
+        },
+        max_rss_kib: OldNew {
+            old: rss_old,
+            new: rss_new,
+        },
+        costs,
     }
 }
 
@@ -833,6 +1023,27 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         r.runs.old.failures,
         r.runs.new.failures
     );
+    if let (Some(o), Some(n)) = (r.cpu_s.old, r.cpu_s.new) {
+        let d = n - o;
+        let _ = writeln!(
+            out,
+            "{} {} → {}  {}",
+            p.emphasis("cpu time:"),
+            fmt_duration(ns(o)),
+            fmt_duration(ns(n)),
+            paint_change(&format!("{}{}", signed(d), pct(o, n)), d)
+        );
+    }
+    if let (Some(o), Some(n)) = (r.max_rss_kib.old, r.max_rss_kib.new) {
+        let _ = writeln!(
+            out,
+            "{} {} → {}{}",
+            p.emphasis("largest peak memory:"),
+            fmt_kib(o),
+            fmt_kib(n),
+            pct(o as f64, n as f64)
+        );
+    }
     let cmd_w = width.saturating_sub(40).max(30);
     let list = |out: &mut String, title: &str, es: &[Entry], line: &dyn Fn(&Entry) -> String| {
         if es.is_empty() {
@@ -906,6 +1117,74 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     };
     list(&mut out, "new:", &r.new, &|e| one_side(e, e.new_s));
     list(&mut out, "gone:", &r.gone, &|e| one_side(e, e.old_s));
+    let cost_list = |out: &mut String, title: &str, es: &[CostEntry], line: &dyn Fn(&CostEntry) -> String| {
+        if es.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
+        for e in es.iter().take(TEXT_MAX) {
+            let _ = writeln!(out, "  {}", line(e));
+        }
+        if es.len() > TEXT_MAX {
+            let _ = writeln!(
+                out,
+                "  {}",
+                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
+            );
+        }
+    };
+    let cost_label = |e: &CostEntry| {
+        if e.example.is_empty() {
+            e.argv.join(" ")
+        } else {
+            short(&e.example)
+        }
+    };
+    let counts = |e: &CostEntry| match (e.old_count, e.new_count) {
+        (a, b) if a != b => format!(", ×{a} → ×{b}"),
+        (_, b) if b > 1 => format!(", ×{b}"),
+        _ => String::new(),
+    };
+    let cpu_line = |e: &CostEntry| {
+        format!(
+            "{}  {}  {}",
+            paint_change(&format!("{:>9}", signed(e.delta_cpu_s)), e.delta_cpu_s),
+            cut(&cost_label(e), cmd_w),
+            p.secondary(&format!(
+                "{} → {} CPU{}{}",
+                fmt_duration(ns(e.old_cpu_s)),
+                fmt_duration(ns(e.new_cpu_s)),
+                pct(e.old_cpu_s, e.new_cpu_s),
+                counts(e)
+            ))
+        )
+    };
+    let rss_line = |e: &CostEntry| {
+        let d = e.delta_rss_kib;
+        format!(
+            "{}  {}  {}",
+            paint_change(
+                &format!(
+                    "{:>9}",
+                    format!("{}{}", if d < 0 { "-" } else { "+" }, fmt_kib(d.unsigned_abs()))
+                ),
+                d as f64
+            ),
+            cut(&cost_label(e), cmd_w),
+            p.secondary(&format!(
+                "{} → {} peak{}{}",
+                fmt_kib(e.old_max_rss_kib),
+                fmt_kib(e.new_max_rss_kib),
+                pct(e.old_max_rss_kib as f64, e.new_max_rss_kib as f64),
+                counts(e)
+            ))
+        )
+    };
+    let c = &r.costs;
+    cost_list(&mut out, "more CPU:", &c.more_cpu, &cpu_line);
+    cost_list(&mut out, "less CPU:", &c.less_cpu, &cpu_line);
+    cost_list(&mut out, "more memory:", &c.more_memory, &rss_line);
+    cost_list(&mut out, "less memory:", &c.less_memory, &rss_line);
     let rg = &r.regions;
     let region_line = |e: &RegionEntry| {
         let (o, n) = (e.old_s.unwrap_or(0.0), e.new_s.unwrap_or(0.0));
@@ -951,6 +1230,10 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         && r.failed.is_empty()
         && r.new.is_empty()
         && r.gone.is_empty()
+        && c.more_cpu.is_empty()
+        && c.less_cpu.is_empty()
+        && c.more_memory.is_empty()
+        && c.less_memory.is_empty()
     {
         let _ = writeln!(
             out,

@@ -362,3 +362,58 @@ fn diff_of_git_trace2_streams_names_the_slower_failed_new_and_gone_commands() {
         );
     }
 }
+
+/// Two real runs of the same two commands (the connector's taskstats figures); in the second,
+/// `python3 hog.py` burns more CPU and holds more memory — its argv is the same, what it does is
+/// read from a file. `diff` lists it under more CPU and more memory, and not the command that did
+/// the same work twice.
+#[test]
+fn diff_names_the_command_that_costs_more_cpu_and_memory() {
+    let hog = tmp("hog.py");
+    let spec = Path::new(&hog)
+        .with_file_name("spec")
+        .to_string_lossy()
+        .into_owned();
+    std::fs::write(
+        &hog,
+        "import sys, time\n\
+         ms, mib = map(int, open(sys.argv[1]).read().split())\n\
+         held = b'x' * (mib << 20)\n\
+         end = time.process_time() + ms / 1000\n\
+         while time.process_time() < end:\n    pass\n",
+    )
+    .unwrap();
+    let script = format!("python3 {hog} {spec}; python3 -c 'sum(range(100000))'");
+    let mut files = Vec::new();
+    for (ms, mib) in [(30, 10), (500, 150)] {
+        std::fs::write(&spec, format!("{ms} {mib}")).unwrap();
+        let (out, _, file) = run_file(&["--quiet", "--tree", "none"], &["sh", "-c", &script]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        files.push(file);
+    }
+    let out = diff(&["--json", &files[0], &files[1]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // python3 as PATH finds it (pyenv's shim execs the real one: its argv[0] is a full path).
+    let is_hog = |l: Vec<String>| l.len() == 1 && l[0].ends_with(&format!("{hog} {spec}"));
+    assert!(is_hog(list(&v["costs"], "more_cpu")), "{v:#}");
+    assert!(is_hog(list(&v["costs"], "more_memory")), "{v:#}");
+    let e = &v["costs"]["more_memory"][0];
+    let (old_kib, new_kib) = (
+        e["old_max_rss_kib"].as_u64().unwrap(),
+        e["new_max_rss_kib"].as_u64().unwrap(),
+    );
+    // 140 MiB more held (bytes objects of 10 and 150 MiB), give or take the interpreter.
+    assert!(
+        (130 * 1024..170 * 1024).contains(&(new_kib - old_kib)),
+        "{old_kib} → {new_kib}"
+    );
+    let cpu = &v["costs"]["more_cpu"][0];
+    assert!(cpu["delta_cpu_s"].as_f64().unwrap() > 0.4, "{cpu}");
+    assert!(v["cpu_s"]["new"].as_f64().unwrap() > v["cpu_s"]["old"].as_f64().unwrap() + 0.4);
+    let text = String::from_utf8(diff(&[&files[0], &files[1]]).stdout).unwrap();
+    assert!(
+        text.contains("more CPU: (1)") && text.contains("more memory: (1)") && text.contains("cpu time:"),
+        "{text}"
+    );
+}

@@ -112,6 +112,16 @@ type StepSpec<'a> = (&'a [&'a str], u64, u32);
 /// `sh build.sh` (pid 100) runs `steps` one after another (pids from `first_pid`, so the two
 /// runs of a test differ in pids, as real runs do), then exits 0.
 fn run_of(steps: &[StepSpec<'_>], first_pid: i32) -> (Header, Tracker, Summary) {
+    run_with_costs(steps, &[], first_pid)
+}
+
+/// As [`run_of`], each step `i` with what it cost when `costs[i]` is given: CPU ms (user),
+/// peak RSS KiB.
+fn run_with_costs(
+    steps: &[StepSpec<'_>],
+    costs: &[Option<(u64, u64)>],
+    first_pid: i32,
+) -> (Header, Tracker, Summary) {
     const MS: u64 = 1_000_000;
     let mut t = tracker(Scope::Tree, true, true);
     t.expect_root(100);
@@ -123,6 +133,9 @@ fn run_of(steps: &[StepSpec<'_>], first_pid: i32) -> (Header, Tracker, Summary) 
         ev.push(fork(ts, 100, pid));
         ev.extend(exec(ts + 10, pid, argv, None));
         ts += ms * MS;
+        if let Some(&Some((cpu_ms, rss_kib))) = costs.get(i) {
+            ev.push(crate::testkit::usage(pid, cpu_ms, 0, rss_kib));
+        }
         ev.push(exit_status(ts, pid, *status));
         ts += MS;
     }
@@ -447,4 +460,93 @@ fn regions_are_compared_by_name_with_the_same_thresholds() {
     let r = compare(side(&plain), side(&plain), DiffOptions::default());
     assert!(r.regions.slower.is_empty() && r.regions.new.is_empty());
     assert!(!render_text(&r, false, 120).contains("regions"));
+}
+
+#[test]
+fn commands_that_cost_more_cpu_or_memory_are_listed() {
+    let steps: [StepSpec<'_>; 5] = [
+        (&["cc", "-c", "a.c"], 100, 0),
+        (&["cc", "-c", "b.c"], 100, 0),
+        (&["ld", "-o", "app"], 100, 0),
+        (&["strip", "app"], 100, 0),
+        (&["test", "app"], 100, 0),
+    ];
+    const MIB: u64 = 1024;
+    let old = run_with_costs(
+        &steps,
+        &[
+            Some((80, 50 * MIB)),
+            Some((80, 50 * MIB)),
+            Some((400, 900 * MIB)),
+            Some((30, 4 * MIB)),
+            None,
+        ],
+        2000,
+    );
+    let new = run_with_costs(
+        &steps,
+        &[
+            Some((300, 52 * MIB)),  // +220 ms CPU; memory within the threshold
+            Some((90, 50 * MIB)),   // +10 ms: under --min-ms
+            Some((150, 300 * MIB)), // less of both
+            Some((30, 12 * MIB)),   // +8 MiB, +200 %: under --min-rss-mib
+            Some((10, 500 * MIB)),  // measured now only: not compared
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    let names = |es: &[CostEntry]| es.iter().map(|e| e.argv.join(" ")).collect::<Vec<_>>();
+    let c = &r.costs;
+    assert_eq!(names(&c.more_cpu), ["cc -c a.c"]);
+    assert_eq!(names(&c.less_cpu), ["ld -o app"]);
+    assert!(c.more_memory.is_empty(), "{:?}", names(&c.more_memory));
+    assert_eq!(names(&c.less_memory), ["ld -o app"]);
+    let a = &c.more_cpu[0];
+    assert!((a.old_cpu_s - 0.08).abs() < 1e-9 && (a.new_cpu_s - 0.3).abs() < 1e-9);
+    assert!((a.delta_cpu_s - 0.22).abs() < 1e-9);
+    assert_eq!(c.less_memory[0].delta_rss_kib, -600 * MIB as i64);
+    // The runs' totals, and the figures on the time lists' entries.
+    assert!((r.cpu_s.old.unwrap() - 0.59).abs() < 1e-9, "{:?}", r.cpu_s);
+    assert!((r.cpu_s.new.unwrap() - 0.58).abs() < 1e-9, "{:?}", r.cpu_s);
+    assert_eq!(r.max_rss_kib.old, Some(900 * MIB));
+    assert_eq!(r.max_rss_kib.new, Some(500 * MIB));
+    let loose = DiffOptions {
+        min_rss_mib: 5.0,
+        ..DiffOptions::default()
+    };
+    let r2 = compare(side(&old), side(&new), loose);
+    assert_eq!(names(&r2.costs.more_memory), ["strip app"]);
+    let text = render_text(&r, false, 120);
+    for want in [
+        "cpu time: 590.0ms → 580.0ms  -10.0ms (-2%)",
+        "largest peak memory: 900 MiB → 500 MiB (-44%)",
+        "more CPU: (1)\n   +220.0ms  cc -c a.c  80.0ms → 300.0ms CPU (+275%)",
+        "less CPU: (1)\n   -250.0ms  ld -o app",
+        "less memory: (1)\n   -600 MiB  ld -o app  900 MiB → 300 MiB peak (-67%)",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(
+        v["costs"]["more_cpu"][0]["argv"],
+        serde_json::json!(["cc", "-c", "a.c"])
+    );
+    assert_eq!(v["max_rss_kib"]["old"], 900 * MIB);
+    assert_eq!(v["threshold"]["min_rss_mib"], 10.0);
+    // Runs without figures: nulls and empty lists, no cost lines in the text.
+    let bare = compare(
+        side(&run_of(&steps, 2000)),
+        side(&run_of(&steps, 7000)),
+        DiffOptions::default(),
+    );
+    assert_eq!((bare.cpu_s.old, bare.max_rss_kib.new), (None, None));
+    assert!(bare.costs.more_cpu.is_empty() && bare.costs.less_memory.is_empty());
+    let text = render_text(&bare, false, 120);
+    assert!(
+        !text.contains("cpu time") && !text.contains("peak memory"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&render_json(&bare)).unwrap();
+    assert!(v["cpu_s"]["old"].is_null() && v["costs"]["more_memory"].as_array().unwrap().is_empty());
+    assert!(v["slower"].as_array().unwrap().is_empty());
 }
