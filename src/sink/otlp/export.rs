@@ -5,8 +5,9 @@
 //! bounded queue without waiting (what does not fit is counted, not waited for); while the
 //! collector is down, slow or answering 429/502/503/504 the thread retries with exponential
 //! backoff, honouring `Retry-After`; at the end it gets one time budget (the request timeout,
-//! `OTEL_EXPORTER_OTLP_TIMEOUT`) for what is left, and everything it could not deliver is counted
-//! with the last reason. It formats nothing: spans come ready-made from the sink.
+//! `OTEL_EXPORTER_OTLP_TIMEOUT`) for what is left — cut short when every connection has been
+//! refused for [`REFUSED_GIVE_UP`] (nothing listens: waiting out the budget would only keep the
+//! user waiting) — and everything it could not deliver is counted with the last reason. It formats nothing: spans come ready-made from the sink.
 //!
 //! Crates: `ureq` (blocking, no async runtime: one thread is all an exporter needs) over `rustls`
 //! with the `ring` provider (no OpenSSL to link against, no C toolchain beyond `cc`), roots from
@@ -42,6 +43,11 @@ const MAX_HELD: usize = 32_768;
 /// First retry delay; doubled per failed attempt up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// At exit, a collector that has refused every connection for this long is taken to be absent:
+/// what is left is counted as undelivered at once instead of retried until the budget runs out.
+/// (A refused connection is a definite answer — nothing listens on that port — unlike a timeout;
+/// a collector being restarted is back within this.)
+const REFUSED_GIVE_UP: Duration = Duration::from_secs(2);
 
 /// What became of the spans handed to an exporter.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -199,7 +205,12 @@ fn agent(url: &str) -> io::Result<ureq::Agent> {
 enum Failure {
     /// Worth another try (transport error, 429, 502, 503, 504), after `after` if the collector
     /// said so.
-    Retry { reason: String, after: Option<Duration> },
+    Retry {
+        reason: String,
+        after: Option<Duration>,
+        /// Nothing listens: the connection was refused.
+        refused: bool,
+    },
     /// Will not get better (400, 404, a TLS failure).
     Fatal(String),
 }
@@ -261,6 +272,7 @@ impl Post {
             429 | 502 | 503 | 504 => Err(Failure::Retry {
                 reason: format!("HTTP {status}"),
                 after: retry_after,
+                refused: false,
             }),
             _ => Err(Failure::Fatal(format!("HTTP {status}"))),
         }
@@ -269,8 +281,9 @@ impl Post {
 
 fn transport_failure(e: ureq::Error) -> Failure {
     use ureq::Error as E;
+    let refused = matches!(&e, E::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused);
     let reason = match &e {
-        E::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        _ if refused => "connection refused".to_string(),
         E::Io(io) if io.kind() == io::ErrorKind::TimedOut => "timed out".to_string(),
         E::Timeout(_) => "timed out".to_string(),
         E::HostNotFound => "host not found".to_string(),
@@ -284,7 +297,11 @@ fn transport_failure(e: ureq::Error) -> Failure {
     match e {
         E::Io(io) if tls => Failure::Fatal(format!("TLS: {io}")),
         E::Tls(_) | E::Rustls(_) | E::BadUri(_) | E::Http(_) => Failure::Fatal(reason),
-        _ => Failure::Retry { reason, after: None },
+        _ => Failure::Retry {
+            reason,
+            after: None,
+            refused,
+        },
     }
 }
 
@@ -324,6 +341,8 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicU
     let mut retry_at: Option<Instant> = None;
     let mut backoff = FIRST_BACKOFF;
     let mut last_error: Option<String> = None;
+    // Since when every attempt has been refused (reset by any other outcome).
+    let mut refused_since: Option<Instant> = None;
     let mut open = true;
     loop {
         let now = Instant::now();
@@ -362,7 +381,14 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicU
                     }
                     pending.extend(v);
                 }
-                Ok(Msg::Finish(end)) => deadline = Some(end),
+                Ok(Msg::Finish(end)) => {
+                    deadline = Some(end);
+                    // Nothing listened the last time: one more try now, not after the backoff
+                    // (it may be back), then give up if it is still refused (below).
+                    if refused_since.is_some() {
+                        retry_at = Some(Instant::now());
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     open = false;
@@ -409,6 +435,7 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicU
                 d.delivered += n as u64 - rejected.min(n as u64);
                 d.lose(rejected.min(n as u64), &why);
                 retry_at = None;
+                refused_since = None;
                 backoff = FIRST_BACKOFF;
                 oldest = if pending.is_empty() {
                     None
@@ -422,10 +449,36 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicU
                 d.lose(n as u64, &why);
                 last_error = Some(why);
                 retry_at = None;
+                refused_since = None;
             }
-            Err(Failure::Retry { reason, after }) => {
-                // The collector's Retry-After wins over our own backoff.
-                let wait = after.unwrap_or(backoff);
+            Err(Failure::Retry {
+                reason,
+                after,
+                refused,
+            }) => {
+                let since = match refused {
+                    true => *refused_since.get_or_insert(now),
+                    false => {
+                        refused_since = None;
+                        now
+                    }
+                };
+                if refused && deadline.is_some() && now.duration_since(since) >= REFUSED_GIVE_UP {
+                    let why = format!(
+                        "{reason} (nothing listened for {:.1} s: gave up)",
+                        now.duration_since(since).as_secs_f64()
+                    );
+                    d.lose(pending.len() as u64, &why);
+                    held.fetch_sub(pending.len(), Ordering::AcqRel);
+                    pending.clear();
+                    break;
+                }
+                // The collector's Retry-After wins over our own backoff; at exit, a refusing
+                // collector gets its last try when the give-up time comes.
+                let mut wait = after.unwrap_or(backoff);
+                if refused && deadline.is_some() {
+                    wait = wait.min((since + REFUSED_GIVE_UP).saturating_duration_since(now));
+                }
                 retry_at = Some(Instant::now() + wait);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 last_error = Some(reason);
