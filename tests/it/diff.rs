@@ -121,11 +121,15 @@ fn diff_names_the_slower_unit_first_and_the_failed_new_and_gone_ones() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let slower = list(&v, "slower");
-    assert_eq!(
-        slower.first().map(String::as_str),
-        Some("cc -c u3.c -o u3.o"),
+    // The unit: its driver `cc -c u3.c` or the compiler proper under it (`cc1 … u3.c`). Their
+    // changes differ by the driver's own time, and on a loaded machine (load 11) that went the
+    // other way: cc1 +12.35 s, cc +11.98 s (cc's own start-up had been 1 s slower in the old run).
+    let first_argv = slower.first().cloned().unwrap_or_default();
+    assert!(
+        first_argv == "cc -c u3.c -o u3.o" || (first_argv.contains("/cc1 ") && first_argv.contains(" u3.c ")),
         "{v:#}"
     );
+    assert!(slower[..2].contains(&"cc -c u3.c -o u3.o".to_string()), "{v:#}");
     let first = &v["slower"][0];
     assert_eq!(
         (first["count"].as_u64(), first["old_count"].as_u64()),
@@ -205,7 +209,7 @@ fn diff_names_the_slower_unit_first_and_the_failed_new_and_gone_ones() {
             .unwrap_or_else(|| panic!("no {head:?} in\n{text}"))..];
         rest.lines().nth(1).unwrap_or_default().to_string()
     };
-    assert!(after("slower:").contains("cc -c u3.c -o u3.o"), "{text}");
+    assert!(after("slower:").contains(" u3.c "), "{text}");
     assert!(text.contains("failed now:"), "{text}");
     assert!(text.contains("cc -c u4.c -o u4.o  exit 1 (ok before)"), "{text}");
     assert!(after("new:").contains("u7.c"), "{text}");
