@@ -28,4 +28,5 @@ mod trace2_out;
 mod trace2_stream;
 mod usage;
 mod usage_out;
+mod usage_time;
 mod watch;
