@@ -69,7 +69,7 @@ use trace2::{EventKind, ReadyState, Timestamp};
 
 use super::notes::{Clock, NoteBuilder};
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::model::event::{Event, ExecDetails, ExitStatus, Pid};
+use crate::model::event::{DataValue, Event, ExecDetails, ExitStatus, Pid, Usage};
 use crate::model::tracker::BackgroundState;
 use crate::sink::{Header, Summary};
 
@@ -1290,6 +1290,9 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
             );
         }
     }
+    // What each process cost, when the stream carries it (proctrace's own Trace2 output writes
+    // the figures as `data` in category `proctrace`): back into `Event::Usage`, by process.
+    let mut costs: Vec<Option<Box<Usage>>> = Vec::new();
     for mut e in std::mem::take(&mut r.note_events) {
         let slot = match &e {
             Event::Region { tgid, .. } | Event::Data { tgid, .. } => *tgid,
@@ -1311,6 +1314,17 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
                 region.end
             }
             Event::Data { tgid, data } => {
+                if data.category == "proctrace" {
+                    if let DataValue::Text(v) = &data.value {
+                        if let Some((set, x)) = cost_figure(&data.key, v) {
+                            if costs.is_empty() {
+                                costs.resize(procs.len(), None);
+                            }
+                            set(costs[p].get_or_insert_with(Box::default), x);
+                            continue;
+                        }
+                    }
+                }
                 *tgid = pid;
                 data.ts = data.ts.max(fork);
                 data.ts
@@ -1318,6 +1332,20 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
             _ => continue,
         };
         push(ts, 2, e);
+    }
+    for (p, u) in costs.into_iter().enumerate() {
+        // Before the exit at the same time (prio 3 < 4); figures of a process that never ended
+        // in the stream are left out, as a backend would.
+        if let (Some(usage), Some((t, _))) = (u, procs[p].exit) {
+            push(
+                t,
+                3,
+                Event::Usage {
+                    tgid: pid_of[p],
+                    usage,
+                },
+            );
+        }
     }
     let roots: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
     out.roots += roots.len();
@@ -1328,6 +1356,45 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
         out.decided = true;
     }
     out.held.end_run();
+}
+
+/// Puts one figure into a [`Usage`].
+type SetFigure = fn(&mut Usage, u64);
+
+/// One cost figure as proctrace's Trace2 sink writes it (`data`, category `proctrace`, key
+/// named as on the JSON Lines `exit` line, seconds with decimals or a count): where it goes in
+/// a [`Usage`] and its value (ns for seconds). `None` for any other key, or a value that is not
+/// a non-negative number (then it stays an ordinary `data` event).
+fn cost_figure(key: &str, value: &str) -> Option<(SetFigure, u64)> {
+    let secs = || {
+        value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e9)
+            .map(|x| (x * 1e9).round() as u64)
+    };
+    let count = || value.trim().parse::<u64>().ok();
+    let set: SetFigure = match key {
+        "cpu_user_s" => |u, x| u.cpu_user_ns = x,
+        "cpu_sys_s" => |u, x| u.cpu_sys_ns = x,
+        "cpu_delay_s" => |u, x| u.cpu_delay_ns = Some(x),
+        "io_delay_s" => |u, x| u.io_delay_ns = Some(x),
+        "max_rss_kib" => |u, x| u.max_rss_kib = x,
+        "read_chars" => |u, x| u.read_chars = x,
+        "write_chars" => |u, x| u.write_chars = x,
+        "read_bytes" => |u, x| u.read_bytes = x,
+        "write_bytes" => |u, x| u.write_bytes = x,
+        "cancelled_write_bytes" => |u, x| u.cancelled_write_bytes = x,
+        "ctx_switches_voluntary" => |u, x| u.vol_ctx_switches = x,
+        "ctx_switches_involuntary" => |u, x| u.invol_ctx_switches = x,
+        _ => return None,
+    };
+    let x = match key.ends_with("_s") {
+        true => secs()?,
+        false => count()?,
+    };
+    Some((set, x))
 }
 
 /// A file to read and the time of its first event (where the merge opens it).
@@ -1641,6 +1708,41 @@ impl Input for Trace2Input {
 mod tests {
     use super::*;
     use crate::model::tracker::{Scope, Tracker, TrackerOptions};
+
+    /// proctrace's own cost figures (`data`, category `proctrace`) are read back; other keys and
+    /// values that are not non-negative numbers are not figures (they stay data).
+    #[test]
+    fn cost_figures_are_read_back_and_other_data_is_not() {
+        let mut u = Usage::default();
+        for (k, v) in [
+            ("cpu_user_s", "1.250000"),
+            ("cpu_sys_s", "0.003001"),
+            ("max_rss_kib", "2048"),
+            ("ctx_switches_voluntary", "5"),
+            ("ctx_switches_involuntary", "7"),
+            ("write_chars", "4096"),
+            ("cpu_delay_s", "0.001000"),
+        ] {
+            let (set, x) = cost_figure(k, v).unwrap_or_else(|| panic!("{k}={v}"));
+            set(&mut u, x);
+        }
+        assert_eq!((u.cpu_user_ns, u.cpu_sys_ns), (1_250_000_000, 3_001_000));
+        assert_eq!((u.max_rss_kib, u.write_chars), (2048, 4096));
+        assert_eq!((u.vol_ctx_switches, u.invol_ctx_switches), (5, 7));
+        assert_eq!((u.cpu_delay_ns, u.io_delay_ns), (Some(1_000_000), None));
+        for (k, v) in [
+            ("cpu_user_s", "-1"),
+            ("cpu_user_s", "NaN"),
+            ("cpu_user_s", "inf"),
+            ("cpu_user_s", "1e300"),
+            ("max_rss_kib", "1.5"),
+            ("max_rss_kib", "-3"),
+            ("uid", "0"),
+            ("", ""),
+        ] {
+            assert!(cost_figure(k, v).is_none(), "{k}={v}");
+        }
+    }
 
     /// One event line: `{"event":E,"sid":S,"thread":"main","time":T,...rest}`.
     fn line(ev: &str, sid: &str, time: Option<&str>, rest: &str) -> String {

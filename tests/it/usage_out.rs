@@ -224,3 +224,51 @@ fn analyze_svg_hover_text_has_cpu_and_peak_memory() {
     }
     assert_eq!(bars, 19);
 }
+
+/// What each process cost survives a Trace2 round trip: the capture replayed to a Trace2 event
+/// stream (the figures are `data` events in category `proctrace`) and that stream given to
+/// `analyze` gives every process back its figures — each exit line of `analyze -o` matches the
+/// JSON Lines' to the stream's six decimals — and the same summary costs; the figures are not
+/// left as ordinary data.
+#[test]
+fn costs_survive_a_trace2_round_trip() {
+    let (file, lines) = saved();
+    let t2 = tmp("usage.t2.json");
+    let out = proctrace(&["analyze", &file, "--trace2-event", &t2, "--tree", "none", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let back = tmp("back.jsonl");
+    let out = proctrace(&["analyze", &t2, "-o", &back, "--tree", "none", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let back_lines = read_lines(&back);
+    // Pids are the sessions' own (from their SIDs): the same processes.
+    let want: HashMap<i64, (u64, u64)> = figures(&lines).into_iter().map(|(p, c, m)| (p, (c, m))).collect();
+    let got: HashMap<i64, (u64, u64)> = figures(&back_lines)
+        .into_iter()
+        .map(|(p, c, m)| (p, (c, m)))
+        .collect();
+    assert_eq!(got.len(), want.len(), "{got:?}\n{want:?}");
+    for (pid, (cpu, rss)) in &want {
+        let (c, r) = got
+            .get(pid)
+            .unwrap_or_else(|| panic!("no figures for {pid} after the round trip"));
+        assert_eq!(r, rss, "{pid}");
+        // Two fields, each cut to whole microseconds.
+        assert!(c.abs_diff(*cpu) < 2_000, "{pid}: {c} vs {cpu}");
+    }
+    assert!(
+        !back_lines
+            .iter()
+            .any(|l| l["event"] == "data" && l["category"] == "proctrace" && l["key"] == "cpu_user_s"),
+        "the figures stayed data events"
+    );
+    let summary = |path: &str| -> Value {
+        let out = proctrace(&["analyze", path, "--json", "--tree", "none"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (a, b) = (summary(&file), summary(&t2));
+    assert_eq!(a["measured"], b["measured"]);
+    assert!((a["cpu_s"].as_f64().unwrap() - b["cpu_s"].as_f64().unwrap()).abs() < 1e-4);
+    assert_eq!(a["top_cpu"][0]["pid"], b["top_cpu"][0]["pid"]);
+    assert_eq!(a["top_rss"][0]["max_rss_kib"], b["top_rss"][0]["max_rss_kib"]);
+}
