@@ -110,6 +110,25 @@ struct Runtime {
     final_counters: Mutex<Vec<u64>>,
 }
 
+/// A source location: file (`None` omits it) and line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Src<'a> {
+    pub(crate) file: Option<&'a str>,
+    pub(crate) line: u32,
+}
+
+impl Src<'static> {
+    /// Where the (`#[track_caller]`) caller was called from.
+    #[track_caller]
+    pub(crate) fn caller() -> Self {
+        let l = Location::caller();
+        Src {
+            file: Some(l.file()),
+            line: l.line(),
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -755,8 +774,18 @@ fn region_enter_with_impl(
     repo: Option<RepoId>,
     msg: Option<&str>,
 ) {
+    region_enter_src(Src::caller(), category, label, repo, msg);
+}
+
+/// `region_enter` at `src` (the caller's location, or one given as data: [`located`]).
+fn region_enter_src(
+    src: Src<'_>,
+    category: Option<&str>,
+    label: Option<&str>,
+    repo: Option<RepoId>,
+    msg: Option<&str>,
+) {
     let Some(r) = rt() else { return };
-    let loc = Location::caller();
     let now = r.now_us();
     r.with_ctx(|ctx| {
         let kind = EventKind::RegionEnter {
@@ -764,10 +793,11 @@ fn region_enter_with_impl(
             label: label.map(Cow::Borrowed),
             msg: msg.filter(|m| !m.is_empty()).map(Cow::Borrowed),
         };
-        r.emit(
+        r.emit_src(
             &ctx.name,
             ctx.nesting(),
-            Some(loc),
+            src.file,
+            src.line,
             repo.map(|x| x.0),
             Some(now),
             kind,
@@ -799,8 +829,18 @@ fn region_leave_with_impl(
     repo: Option<RepoId>,
     msg: Option<&str>,
 ) {
+    region_leave_src(Src::caller(), category, label, repo, msg);
+}
+
+/// `region_leave` at `src` (the caller's location, or one given as data: [`located`]).
+fn region_leave_src(
+    src: Src<'_>,
+    category: Option<&str>,
+    label: Option<&str>,
+    repo: Option<RepoId>,
+    msg: Option<&str>,
+) {
     let Some(r) = rt() else { return };
-    let loc = Location::caller();
     let now = r.now_us();
     r.with_ctx(|ctx| {
         let started = ctx.stack.last().copied().unwrap_or(0);
@@ -813,10 +853,11 @@ fn region_leave_with_impl(
             label: label.map(Cow::Borrowed),
             msg: msg.filter(|m| !m.is_empty()).map(Cow::Borrowed),
         };
-        r.emit(
+        r.emit_src(
             &ctx.name,
             ctx.nesting(),
-            Some(loc),
+            src.file,
+            src.line,
             repo.map(|x| x.0),
             Some(now),
             kind,
@@ -887,24 +928,29 @@ pub fn data_with(category: &str, repo: Option<RepoId>, key: &str, value: &str) {
 #[inline(never)]
 #[track_caller]
 fn data_with_impl(category: &str, repo: Option<RepoId>, key: &str, value: &str) {
+    data_src(Src::caller(), repo, |t_rel| EventKind::Data {
+        t_rel,
+        category: Cow::Borrowed(category),
+        key: Cow::Borrowed(key),
+        value: Cow::Borrowed(value),
+    });
+}
+
+/// A `data` or `data_json` event at `src`, made by `kind` from its `t_rel` (counted from the
+/// innermost region's start).
+fn data_src<'a>(src: Src<'_>, repo: Option<RepoId>, kind: impl FnOnce(f64) -> EventKind<'a>) {
     let Some(r) = rt() else { return };
-    let loc = Location::caller();
     let now = r.now_us();
     r.with_ctx(|ctx| {
         let t_rel = us_to_s(now.saturating_sub(ctx.stack.last().copied().unwrap_or(0)));
-        let kind = EventKind::Data {
-            t_rel,
-            category: Cow::Borrowed(category),
-            key: Cow::Borrowed(key),
-            value: Cow::Borrowed(value),
-        };
-        r.emit(
+        r.emit_src(
             &ctx.name,
             ctx.nesting(),
-            Some(loc),
+            src.file,
+            src.line,
             repo.map(|x| x.0),
             Some(now),
-            kind,
+            kind(t_rel),
         );
     });
 }
@@ -922,25 +968,11 @@ pub fn data_json(category: &str, repo: Option<RepoId>, key: &str, json: &str) {
 #[inline(never)]
 #[track_caller]
 fn data_json_impl(category: &str, repo: Option<RepoId>, key: &str, json: &str) {
-    let Some(r) = rt() else { return };
-    let loc = Location::caller();
-    let now = r.now_us();
-    r.with_ctx(|ctx| {
-        let t_rel = us_to_s(now.saturating_sub(ctx.stack.last().copied().unwrap_or(0)));
-        let kind = EventKind::DataJson {
-            t_rel,
-            category: Cow::Borrowed(category),
-            key: Cow::Borrowed(key),
-            value: Cow::Borrowed(json),
-        };
-        r.emit(
-            &ctx.name,
-            ctx.nesting(),
-            Some(loc),
-            repo.map(|x| x.0),
-            Some(now),
-            kind,
-        );
+    data_src(Src::caller(), repo, |t_rel| EventKind::DataJson {
+        t_rel,
+        category: Cow::Borrowed(category),
+        key: Cow::Borrowed(key),
+        value: Cow::Borrowed(json),
     });
 }
 

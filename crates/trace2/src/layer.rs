@@ -70,7 +70,8 @@ use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::api::located::{self, Src};
+use crate::api::Src;
+use crate::api::located;
 use crate::config::Config;
 
 /// Writes `tracing` spans and events as Trace2 regions, `data`, `printf`

@@ -8,13 +8,6 @@ use super::*;
 /// Set once `exit` was emitted (by [`crate::exit`] or [`exit_unless_reported`]).
 pub(crate) static EXIT_REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// A source location: file (`None` omits it) and line.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Src<'a> {
-    pub(crate) file: Option<&'a str>,
-    pub(crate) line: u32,
-}
-
 impl Runtime {
     /// Emits from the calling thread's context at `src`.
     fn emit_here_src(&self, src: Src<'_>, kind: EventKind<'_>) {
@@ -55,75 +48,21 @@ pub(crate) fn thread_start_at(src: Src<'_>, name: &str) {
 
 /// `region_enter` at the current nesting, then one level deeper.
 pub(crate) fn region_enter_at(src: Src<'_>, category: &str, label: &str, msg: Option<&str>) {
-    let Some(r) = rt() else { return };
-    let now = r.now_us();
-    r.with_ctx(|ctx| {
-        let kind = EventKind::RegionEnter {
-            category: Some(Cow::Borrowed(category)),
-            label: Some(Cow::Borrowed(label)),
-            msg: msg.filter(|m| !m.is_empty()).map(Cow::Borrowed),
-        };
-        r.emit_src(
-            &ctx.name,
-            ctx.nesting(),
-            src.file,
-            src.line,
-            None,
-            Some(now),
-            kind,
-        );
-        ctx.stack.push(now);
-    });
+    region_enter_src(src, Some(category), Some(label), None, msg);
 }
 
 /// Leaves the innermost region (`region_leave` with its elapsed time).
 pub(crate) fn region_leave_at(src: Src<'_>, category: Option<&str>, label: Option<&str>) {
-    let Some(r) = rt() else { return };
-    let now = r.now_us();
-    r.with_ctx(|ctx| {
-        let started = ctx.stack.last().copied().unwrap_or(0);
-        if ctx.stack.len() > 1 {
-            ctx.stack.pop();
-        }
-        let kind = EventKind::RegionLeave {
-            t_rel: us_to_s(now.saturating_sub(started)),
-            category: category.map(Cow::Borrowed),
-            label: label.map(Cow::Borrowed),
-            msg: None,
-        };
-        r.emit_src(
-            &ctx.name,
-            ctx.nesting(),
-            src.file,
-            src.line,
-            None,
-            Some(now),
-            kind,
-        );
-    });
+    region_leave_src(src, category, label, None, None);
 }
 
 /// `data` (`t_rel` counts from the innermost region's start).
 pub(crate) fn data_at(src: Src<'_>, category: &str, key: &str, value: &str) {
-    let Some(r) = rt() else { return };
-    let now = r.now_us();
-    r.with_ctx(|ctx| {
-        let t_rel = us_to_s(now.saturating_sub(ctx.stack.last().copied().unwrap_or(0)));
-        let kind = EventKind::Data {
-            t_rel,
-            category: Cow::Borrowed(category),
-            key: Cow::Borrowed(key),
-            value: Cow::Borrowed(value),
-        };
-        r.emit_src(
-            &ctx.name,
-            ctx.nesting(),
-            src.file,
-            src.line,
-            None,
-            Some(now),
-            kind,
-        );
+    data_src(src, None, |t_rel| EventKind::Data {
+        t_rel,
+        category: Cow::Borrowed(category),
+        key: Cow::Borrowed(key),
+        value: Cow::Borrowed(value),
     });
 }
 
