@@ -998,6 +998,25 @@ fn label(e: &Entry) -> String {
     }
 }
 
+/// One list of the text: its title and size, at most [`TEXT_MAX`] lines, and how many more the
+/// JSON has; nothing when it is empty.
+fn write_list<T>(out: &mut String, p: Paint, title: &str, es: &[T], line: &dyn Fn(&T) -> String) {
+    if es.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
+    for e in es.iter().take(TEXT_MAX) {
+        let _ = writeln!(out, "  {}", line(e));
+    }
+    if es.len() > TEXT_MAX {
+        let _ = writeln!(
+            out,
+            "  {}",
+            p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
+        );
+    }
+}
+
 /// The report for people: the wall time, each list, and the new critical path with each step's
 /// change. `color` paints slower and failed red, faster and fixed green; `width` cuts lines.
 pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
@@ -1046,20 +1065,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     }
     let cmd_w = width.saturating_sub(40).max(30);
     let list = |out: &mut String, title: &str, es: &[Entry], line: &dyn Fn(&Entry) -> String| {
-        if es.is_empty() {
-            return;
-        }
-        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
-        for e in es.iter().take(TEXT_MAX) {
-            let _ = writeln!(out, "  {}", line(e));
-        }
-        if es.len() > TEXT_MAX {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
-            );
-        }
+        write_list(out, p, title, es, line)
     };
     let timed = |e: &Entry| {
         let o = e.old_s.unwrap_or(0.0);
@@ -1117,22 +1123,6 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     };
     list(&mut out, "new:", &r.new, &|e| one_side(e, e.new_s));
     list(&mut out, "gone:", &r.gone, &|e| one_side(e, e.old_s));
-    let cost_list = |out: &mut String, title: &str, es: &[CostEntry], line: &dyn Fn(&CostEntry) -> String| {
-        if es.is_empty() {
-            return;
-        }
-        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
-        for e in es.iter().take(TEXT_MAX) {
-            let _ = writeln!(out, "  {}", line(e));
-        }
-        if es.len() > TEXT_MAX {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
-            );
-        }
-    };
     let cost_label = |e: &CostEntry| {
         if e.example.is_empty() {
             e.argv.join(" ")
@@ -1181,10 +1171,10 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         )
     };
     let c = &r.costs;
-    cost_list(&mut out, "more CPU:", &c.more_cpu, &cpu_line);
-    cost_list(&mut out, "less CPU:", &c.less_cpu, &cpu_line);
-    cost_list(&mut out, "more memory:", &c.more_memory, &rss_line);
-    cost_list(&mut out, "less memory:", &c.less_memory, &rss_line);
+    write_list(&mut out, p, "more CPU:", &c.more_cpu, &cpu_line);
+    write_list(&mut out, p, "less CPU:", &c.less_cpu, &cpu_line);
+    write_list(&mut out, p, "more memory:", &c.more_memory, &rss_line);
+    write_list(&mut out, p, "less memory:", &c.less_memory, &rss_line);
     let rg = &r.regions;
     let region_line = |e: &RegionEntry| {
         let (o, n) = (e.old_s.unwrap_or(0.0), e.new_s.unwrap_or(0.0));
@@ -1205,22 +1195,8 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             ))
         )
     };
-    let region_list = |out: &mut String, title: &str, es: &[RegionEntry]| {
-        if es.is_empty() {
-            return;
-        }
-        let _ = writeln!(out, "{} ({})", p.emphasis(title), es.len());
-        for e in es.iter().take(TEXT_MAX) {
-            let _ = writeln!(out, "  {}", region_line(e));
-        }
-        if es.len() > TEXT_MAX {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!("… {} more (--json lists all)", es.len() - TEXT_MAX))
-            );
-        }
-    };
+    let region_list =
+        |out: &mut String, title: &str, es: &[RegionEntry]| write_list(out, p, title, es, &region_line);
     region_list(&mut out, "regions slower:", &rg.slower);
     region_list(&mut out, "regions faster:", &rg.faster);
     region_list(&mut out, "regions new:", &rg.new);

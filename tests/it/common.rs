@@ -11,18 +11,22 @@ pub const PROCTRACE: &str = env!("CARGO_BIN_EXE_proctrace");
 /// `tests/fixtures/shapes.c`, compiled once per test run.
 pub fn shapes() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/shapes.c");
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("shapes");
-        let st = Command::new("cc")
-            .args(["-O2", "-Wall", "-pthread", "-o"])
-            .arg(&out)
-            .arg(src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed on {src}");
-        out.to_string_lossy().into_owned()
-    })
+    BIN.get_or_init(|| compile_fixture("shapes"))
+}
+
+/// Compiles `tests/fixtures/NAME.c` (with threads) to `NAME` in the tests' scratch directory;
+/// returns its path. Callers keep it in a `OnceLock` to compile once per test run.
+pub fn compile_fixture(name: &str) -> String {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.c"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed on {}", src.display());
+    out.to_string_lossy().into_owned()
 }
 
 /// A fresh scratch path.

@@ -2,8 +2,6 @@
 //! usage.rs): a program with no children (`tests/fixtures/hog.c`) burns known CPU, touches known
 //! memory and writes known bytes under `/usr/bin/time -v`; its exit line must agree with what
 //! `time` printed, on both backends.
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common::*;
@@ -11,18 +9,7 @@ use crate::common::*;
 /// `tests/fixtures/hog.c`, compiled once per test run.
 fn hog() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hog.c");
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hog");
-        let st = Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
-            .arg(&out)
-            .arg(src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed on {src}");
-        out.to_string_lossy().into_owned()
-    })
+    BIN.get_or_init(|| compile_fixture("hog"))
 }
 
 /// A `time -v` report's value for `label` (e.g. `User time (seconds)`).
