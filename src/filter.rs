@@ -234,7 +234,7 @@ fn name_matches(r: &ProcessRecord, name: &str) -> bool {
         return false;
     };
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p) == name;
-    d.exe.as_deref().is_some_and(base) || d.argv.as_ref().and_then(|a| a.first()).is_some_and(|a| base(a))
+    d.exe.as_deref().is_some_and(base) || d.argv.as_ref().and_then(|a| a.first()).is_some_and(base)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use crate::model::event::{ExecDetails, Pid};
+use crate::model::event::{Argv, ExecDetails, Pid};
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
@@ -172,16 +172,11 @@ fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
 }
 
 /// NUL-separated argv. Empty (a zombie, or a kernel thread) means unavailable.
-pub fn split_cmdline(b: &[u8]) -> Option<Vec<String>> {
+pub fn split_cmdline(b: &[u8]) -> Option<Argv> {
     if b.is_empty() {
         return None;
     }
-    let b = b.strip_suffix(b"\0").unwrap_or(b);
-    Some(
-        b.split(|&c| c == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
+    Some(Argv::from_nul_separated(b))
 }
 
 /// `Name:` and the real uid from `/proc/<pid>/status`.
@@ -348,7 +343,7 @@ mod tests {
     fn cmdline_and_status() {
         assert_eq!(
             split_cmdline(b"ls\0-l\0\0x\0"),
-            Some(vec!["ls".into(), "-l".into(), "".into(), "x".into()])
+            Some(Argv::from(["ls", "-l", "", "x"]))
         );
         assert_eq!(split_cmdline(b""), None);
         let (n, u) = parse_status(b"Name:\tbash\nUmask:\t0022\nState:\tS\nUid:\t1000\t1000\t1000\t1000\n");
@@ -377,7 +372,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
             d = exec_details(pid);
         }
-        assert_eq!(d.argv, Some(vec!["cat".to_string(), "-".to_string(), long]));
+        assert_eq!(d.argv, Some(Argv::from(["cat", "-", long.as_str()])));
         assert_eq!(d.comm.as_deref(), Some("cat"));
         assert!(d.exe.is_some_and(|e| e.ends_with("/cat")));
         assert_eq!(

@@ -32,7 +32,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::argv::ArgvBuilder;
+use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 use crate::model::tracker::{BackgroundState, TrackerStats};
 use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
@@ -294,6 +295,12 @@ fn special(b: &[u8], mut i: usize) -> usize {
 /// A string's value, escapes decoded (a lone surrogate becomes U+FFFD).
 fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    unescape_into(s, &mut out);
+    out
+}
+
+/// [`unescape`], appended to `out`.
+fn unescape_into(s: &str, out: &mut String) {
     let mut chars = s.char_indices();
     while let Some((_, c)) = chars.next() {
         if c != '\\' {
@@ -334,7 +341,6 @@ fn unescape(s: &str) -> String {
             None => {}
         }
     }
-    out
 }
 
 /// The keys lines have; which ones a line must have depends on its `event`. Unknown keys are
@@ -679,20 +685,24 @@ impl<'a> Line<'a> {
 }
 
 impl Line<'_> {
-    /// `argv`: its words as [`Table::scan`] found them, or as [`opt_strings`] takes them.
-    fn argv(&self, scratch: &mut Vec<String>) -> Res<Option<Vec<String>>> {
+    /// `argv`: its words as [`Table::scan`] found them, straight into one [`Argv`] (no string
+    /// per word; `b` is reused from line to line); anything else as [`opt_strings`] takes it
+    /// (`null`, or the error).
+    fn argv(&self, b: &mut ArgvBuilder) -> Res<Option<Argv>> {
         match self.get(K::Argv) {
-            Some(Val::Raw(_)) if self.t.words_ok => Ok(Some(
-                self.t
-                    .words
-                    .iter()
-                    .map(|&(a, b, esc)| {
-                        let w = self.s.get(a..b).unwrap_or_default();
-                        if esc { unescape(w) } else { w.to_owned() }
-                    })
-                    .collect(),
-            )),
-            v => opt_strings(v, "argv", scratch),
+            Some(Val::Raw(_)) if self.t.words_ok => {
+                b.clear();
+                for &(from, to, esc) in &self.t.words {
+                    let w = self.s.get(from..to).unwrap_or_default();
+                    if esc {
+                        b.push_with(|t| unescape_into(w, t));
+                    } else {
+                        b.push(w);
+                    }
+                }
+                Ok(Some(b.take()))
+            }
+            v => Ok(opt_strings(v, "argv", &mut Vec::new())?.map(Argv::from)),
         }
     }
 }
@@ -881,8 +891,8 @@ struct Decoder {
     held: Option<HeldExisting>,
     /// Processes with a `background` line (removed at their exit).
     background: HashSet<Pid>,
-    /// The words of the argv being read (see [`opt_strings`]).
-    words: Vec<String>,
+    /// The argv being read (reused: see [`Line::argv`]).
+    argv: ArgvBuilder,
 }
 
 impl Decoder {
@@ -895,7 +905,7 @@ impl Decoder {
                 && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
                 && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
             let details = if synthetic {
-                Some(exec_details(&l, &mut self.words)?)
+                Some(exec_details(&l, &mut self.argv)?)
             } else {
                 None
             };
@@ -941,7 +951,7 @@ impl Decoder {
             "exec" => {
                 let tgid = pid(l.get(K::Pid), "pid")?;
                 let ts = ts()?;
-                let details = exec_details(&l, &mut self.words)?;
+                let details = exec_details(&l, &mut self.argv)?;
                 out.push(Event::Exec { ts, tgid });
                 out.push(Event::ExecDetails { tgid, details });
             }
@@ -1130,9 +1140,9 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
     }
 }
 
-fn exec_details(l: &Line<'_>, words: &mut Vec<String>) -> Res<ExecDetails> {
+fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder) -> Res<ExecDetails> {
     Ok(ExecDetails {
-        argv: l.argv(words)?,
+        argv: l.argv(argv)?,
         exe: opt_string(l.get(K::Exe), "exe")?,
         cwd: opt_string(l.get(K::Cwd), "cwd")?,
         uid: opt_int(l.get(K::Uid), "uid")?,
@@ -1653,7 +1663,7 @@ mod tests {
                 other => panic!("{other:?}"),
             })
         };
-        let v = |w: &[&str]| Some(w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let v = |w: &[&str]| Some(Argv::from(w));
         assert_eq!(argv_of(r#"["sh","-c","x"]"#).unwrap(), v(&["sh", "-c", "x"]));
         assert_eq!(argv_of(r#"[ "a" , "b" ]"#).unwrap(), v(&["a", "b"]));
         assert_eq!(argv_of("[]").unwrap(), v(&[]));
@@ -1700,7 +1710,7 @@ mod tests {
         input.feed_all(&mut |e| got.push(e)).unwrap();
         assert_eq!(got.len(), 2);
         assert!(
-            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref() == Some(&argv))
+            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref().is_some_and(|a| *a == argv))
         );
         assert_eq!((input.stats().lines, input.stats().truncated), (3, 1));
         assert_eq!(input.stats().bytes, text.len() as u64);

@@ -11,11 +11,13 @@ pub type Pid = i32;
 /// What a process cost: [`taskstats::Usage`], whichever backend measured it.
 pub use taskstats::Usage;
 
+pub use crate::model::argv::Argv;
+
 /// What a process was running, read from `/proc` after an exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
     /// Command line; `None` when it could not be read (the process was already gone).
-    pub argv: Option<Vec<String>>,
+    pub argv: Option<Argv>,
     /// Resolved executable path.
     pub exe: Option<String>,
     /// Working directory.
