@@ -259,7 +259,7 @@ mod tests {
             pid,
             ExecDetails {
                 argv: Some(argv.iter().map(|s| s.to_string()).collect()),
-                exe: Some(format!("/usr/bin/{}", argv[0].rsplit('/').next().unwrap())),
+                exe: Some(format!("/usr/bin/{}", argv[0].rsplit('/').next().unwrap()).into()),
                 cwd: None,
                 uid: Some(uid),
                 comm: Some(argv[0].rsplit('/').next().unwrap().chars().take(15).collect()),

@@ -76,7 +76,7 @@ pub fn exec<S: AsRef<str>>(ts: u64, pid: Pid, argv: &[S], cwd: Option<&str>) -> 
             details: ExecDetails {
                 argv: Some(argv.into()),
                 comm,
-                cwd: cwd.map(String::from),
+                cwd: cwd.map(Into::into),
                 ..Default::default()
             },
         },

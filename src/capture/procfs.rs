@@ -7,6 +7,7 @@
 use std::fs;
 
 use crate::model::event::{Argv, ExecDetails, Pid};
+use std::sync::Arc;
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
@@ -23,8 +24,12 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
     let mut spill = Vec::new();
     // cmdline first: it is the piece that races the process's exit.
     let argv = dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline);
-    let exe = dir.readlink(c"exe", &mut buf).map(lossy);
-    let cwd = dir.readlink(c"cwd", &mut buf).map(lossy);
+    let exe = dir
+        .readlink(c"exe", &mut buf)
+        .map(|b| Arc::from(String::from_utf8_lossy(b)));
+    let cwd = dir
+        .readlink(c"cwd", &mut buf)
+        .map(|b| Arc::from(String::from_utf8_lossy(b)));
     let uid = dir.owner();
     let comm = match &argv {
         Some(a) => a.first().map(|a0| comm_from_argv0(a0, exe.as_deref())),
@@ -379,7 +384,7 @@ mod tests {
             d.cwd,
             std::env::current_dir()
                 .ok()
-                .map(|p| p.to_string_lossy().into_owned())
+                .map(|p| Arc::from(p.to_string_lossy()))
         );
         // SAFETY: geteuid has no preconditions.
         assert_eq!(d.uid, Some(unsafe { libc::geteuid() }));

@@ -30,6 +30,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
@@ -893,6 +894,36 @@ struct Decoder {
     background: HashSet<Pid>,
     /// The argv being read (reused: see [`Line::argv`]).
     argv: ArgvBuilder,
+    /// Executables and working directories seen so far.
+    paths: Paths,
+}
+
+/// The paths of `exe` and `cwd`, shared: a build runs the same few programs in the same few
+/// directories hundreds of thousands of times, and every record keeps them. The
+/// [`Paths::KEPT`] most recently used distinct paths are remembered, most recent first, and
+/// compared (no hashing: a `HashSet` with std's SipHash cost as much time as the allocations
+/// it saved, on the 307 MB ingest file); a path not among them gets its own copy and takes the
+/// least recently used one's place. Bounded whatever the input.
+#[derive(Default)]
+struct Paths {
+    kept: Vec<Arc<str>>,
+}
+
+impl Paths {
+    const KEPT: usize = 16;
+
+    fn share(&mut self, p: &str) -> Arc<str> {
+        if let Some(i) = self.kept.iter().position(|a| a.len() == p.len() && **a == *p) {
+            self.kept[..=i].rotate_right(1);
+            return Arc::clone(&self.kept[0]);
+        }
+        let a: Arc<str> = Arc::from(p);
+        if self.kept.len() == Self::KEPT {
+            self.kept.pop();
+        }
+        self.kept.insert(0, Arc::clone(&a));
+        a
+    }
 }
 
 impl Decoder {
@@ -905,7 +936,7 @@ impl Decoder {
                 && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
                 && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
             let details = if synthetic {
-                Some(exec_details(&l, &mut self.argv)?)
+                Some(exec_details(&l, &mut self.argv, &mut self.paths)?)
             } else {
                 None
             };
@@ -951,7 +982,7 @@ impl Decoder {
             "exec" => {
                 let tgid = pid(l.get(K::Pid), "pid")?;
                 let ts = ts()?;
-                let details = exec_details(&l, &mut self.argv)?;
+                let details = exec_details(&l, &mut self.argv, &mut self.paths)?;
                 out.push(Event::Exec { ts, tgid });
                 out.push(Event::ExecDetails { tgid, details });
             }
@@ -1140,11 +1171,11 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
     }
 }
 
-fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder) -> Res<ExecDetails> {
+fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<ExecDetails> {
     Ok(ExecDetails {
         argv: l.argv(argv)?,
-        exe: opt_string(l.get(K::Exe), "exe")?,
-        cwd: opt_string(l.get(K::Cwd), "cwd")?,
+        exe: opt_cow(l.get(K::Exe), "exe")?.map(|p| paths.share(&p)),
+        cwd: opt_cow(l.get(K::Cwd), "cwd")?.map(|p| paths.share(&p)),
         uid: opt_int(l.get(K::Uid), "uid")?,
         comm: opt_string(l.get(K::Comm), "comm")?,
     })
@@ -1687,6 +1718,36 @@ mod tests {
             let e = argv_of(broken).unwrap_err().to_string();
             assert!(e.contains("mem.jsonl:2:"), "{broken}: {e}");
         }
+    }
+
+    /// Repeated `exe`/`cwd` paths come out as one shared copy; every path, shared or not (more
+    /// distinct ones than are kept, escapes), reads back as written.
+    #[test]
+    fn repeated_paths_are_shared_and_exact() {
+        let mut text = String::from(r#"{"event":"start","ts":1.0,"tool":"proctrace","mode":"watch"}"#);
+        text.push('\n');
+        let exes: Vec<String> = (0..40).map(|i| format!("/usr/bin/tool{}", i % 20)).collect();
+        for (i, e) in exes.iter().enumerate() {
+            text.push_str(&format!(
+                "{{\"event\":\"exec\",\"ts\":2.0,\"pid\":{},\"ppid\":1,\"argv\":[\"x\"],\"exe\":\"{e}\",\"cwd\":\"/src/\\u00e9\"}}\n",
+                i + 2
+            ));
+        }
+        let (ev, ..) = read_all(text.as_bytes(), false).unwrap();
+        let d: Vec<&ExecDetails> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::ExecDetails { details, .. } => Some(details),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(d.len(), exes.len());
+        for (d, e) in d.iter().zip(&exes) {
+            assert_eq!(d.exe.as_deref(), Some(e.as_str()));
+            assert_eq!(d.cwd.as_deref(), Some("/src/é"));
+        }
+        let (a, b) = (d[0].cwd.as_ref().unwrap(), d[39].cwd.as_ref().unwrap());
+        assert!(Arc::ptr_eq(a, b), "one working directory, one copy");
     }
 
     /// Lines longer than the reader's buffer are read whole; a cut last line is counted.
