@@ -234,7 +234,7 @@ fn name_matches(r: &ProcessRecord, name: &str) -> bool {
         return false;
     };
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p) == name;
-    d.exe.as_deref().is_some_and(base) || d.argv.as_ref().and_then(|a| a.first()).is_some_and(|a| base(a))
+    d.exe.as_deref().is_some_and(base) || d.argv.as_ref().and_then(|a| a.first()).is_some_and(base)
 }
 
 #[cfg(test)]
@@ -259,7 +259,7 @@ mod tests {
             pid,
             ExecDetails {
                 argv: Some(argv.iter().map(|s| s.to_string()).collect()),
-                exe: Some(format!("/usr/bin/{}", argv[0].rsplit('/').next().unwrap())),
+                exe: Some(format!("/usr/bin/{}", argv[0].rsplit('/').next().unwrap()).into()),
                 cwd: None,
                 uid: Some(uid),
                 comm: Some(argv[0].rsplit('/').next().unwrap().chars().take(15).collect()),

@@ -74,9 +74,9 @@ pub fn exec<S: AsRef<str>>(ts: u64, pid: Pid, argv: &[S], cwd: Option<&str>) -> 
         Event::ExecDetails {
             tgid: pid,
             details: ExecDetails {
-                argv: Some(argv),
+                argv: Some(argv.into()),
                 comm,
-                cwd: cwd.map(String::from),
+                cwd: cwd.map(Into::into),
                 ..Default::default()
             },
         },

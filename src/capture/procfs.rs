@@ -6,7 +6,8 @@
 
 use std::fs;
 
-use crate::model::event::{ExecDetails, Pid};
+use crate::model::event::{Argv, ExecDetails, Pid};
+use std::sync::Arc;
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
@@ -23,8 +24,12 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
     let mut spill = Vec::new();
     // cmdline first: it is the piece that races the process's exit.
     let argv = dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline);
-    let exe = dir.readlink(c"exe", &mut buf).map(lossy);
-    let cwd = dir.readlink(c"cwd", &mut buf).map(lossy);
+    let exe = dir
+        .readlink(c"exe", &mut buf)
+        .map(|b| Arc::from(String::from_utf8_lossy(b)));
+    let cwd = dir
+        .readlink(c"cwd", &mut buf)
+        .map(|b| Arc::from(String::from_utf8_lossy(b)));
     let uid = dir.owner();
     let comm = match &argv {
         Some(a) => a.first().map(|a0| comm_from_argv0(a0, exe.as_deref())),
@@ -172,16 +177,11 @@ fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
 }
 
 /// NUL-separated argv. Empty (a zombie, or a kernel thread) means unavailable.
-pub fn split_cmdline(b: &[u8]) -> Option<Vec<String>> {
+pub fn split_cmdline(b: &[u8]) -> Option<Argv> {
     if b.is_empty() {
         return None;
     }
-    let b = b.strip_suffix(b"\0").unwrap_or(b);
-    Some(
-        b.split(|&c| c == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
+    Some(Argv::from_nul_separated(b))
 }
 
 /// `Name:` and the real uid from `/proc/<pid>/status`.
@@ -348,7 +348,7 @@ mod tests {
     fn cmdline_and_status() {
         assert_eq!(
             split_cmdline(b"ls\0-l\0\0x\0"),
-            Some(vec!["ls".into(), "-l".into(), "".into(), "x".into()])
+            Some(Argv::from(["ls", "-l", "", "x"]))
         );
         assert_eq!(split_cmdline(b""), None);
         let (n, u) = parse_status(b"Name:\tbash\nUmask:\t0022\nState:\tS\nUid:\t1000\t1000\t1000\t1000\n");
@@ -377,14 +377,14 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
             d = exec_details(pid);
         }
-        assert_eq!(d.argv, Some(vec!["cat".to_string(), "-".to_string(), long]));
+        assert_eq!(d.argv, Some(Argv::from(["cat", "-", long.as_str()])));
         assert_eq!(d.comm.as_deref(), Some("cat"));
         assert!(d.exe.is_some_and(|e| e.ends_with("/cat")));
         assert_eq!(
             d.cwd,
             std::env::current_dir()
                 .ok()
-                .map(|p| p.to_string_lossy().into_owned())
+                .map(|p| Arc::from(p.to_string_lossy()))
         );
         // SAFETY: geteuid has no preconditions.
         assert_eq!(d.uid, Some(unsafe { libc::geteuid() }));

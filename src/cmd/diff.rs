@@ -62,7 +62,7 @@ use serde::Serialize;
 use crate::ProctraceError;
 use crate::cmd::analyze::{Analysis, analyze};
 use crate::input::{InputOptions, open};
-use crate::model::event::ExitStatus;
+use crate::model::event::{Argv, ExitStatus};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::report::summary::{StatusJson, summarize, wall};
@@ -350,8 +350,8 @@ pub struct Threshold {
 const TEMP_DIRS: [&str; 3] = ["/tmp/", "/var/tmp/", "/dev/shm/"];
 
 /// `argv` with its volatile parts replaced (see the module docs).
-pub fn normalize_argv<S: AsRef<str>>(argv: &[S]) -> Vec<String> {
-    argv.iter().map(|w| normalize_word(w.as_ref())).collect()
+pub fn normalize_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>) -> Vec<String> {
+    argv.into_iter().map(|w| normalize_word(w.as_ref())).collect()
 }
 
 /// One word of argv with its volatile parts replaced (see the module docs).
@@ -595,7 +595,7 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         }
         let Some(r) = s.tracker.get(id) else { continue };
         let g = map.entry(key_of(r)).or_insert_with(|| Group {
-            example: r.argv().map(<[String]>::to_vec).unwrap_or_default(),
+            example: r.argv().map(Argv::to_vec).unwrap_or_default(),
             rank,
             ..Group::default()
         });

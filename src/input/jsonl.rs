@@ -30,9 +30,11 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::model::event::{Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::argv::ArgvBuilder;
+use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 use crate::model::tracker::{BackgroundState, TrackerStats};
 use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
@@ -294,6 +296,12 @@ fn special(b: &[u8], mut i: usize) -> usize {
 /// A string's value, escapes decoded (a lone surrogate becomes U+FFFD).
 fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    unescape_into(s, &mut out);
+    out
+}
+
+/// [`unescape`], appended to `out`.
+fn unescape_into(s: &str, out: &mut String) {
     let mut chars = s.char_indices();
     while let Some((_, c)) = chars.next() {
         if c != '\\' {
@@ -334,7 +342,6 @@ fn unescape(s: &str) -> String {
             None => {}
         }
     }
-    out
 }
 
 /// The keys lines have; which ones a line must have depends on its `event`. Unknown keys are
@@ -679,20 +686,24 @@ impl<'a> Line<'a> {
 }
 
 impl Line<'_> {
-    /// `argv`: its words as [`Table::scan`] found them, or as [`opt_strings`] takes them.
-    fn argv(&self, scratch: &mut Vec<String>) -> Res<Option<Vec<String>>> {
+    /// `argv`: its words as [`Table::scan`] found them, straight into one [`Argv`] (no string
+    /// per word; `b` is reused from line to line); anything else as [`opt_strings`] takes it
+    /// (`null`, or the error).
+    fn argv(&self, b: &mut ArgvBuilder) -> Res<Option<Argv>> {
         match self.get(K::Argv) {
-            Some(Val::Raw(_)) if self.t.words_ok => Ok(Some(
-                self.t
-                    .words
-                    .iter()
-                    .map(|&(a, b, esc)| {
-                        let w = self.s.get(a..b).unwrap_or_default();
-                        if esc { unescape(w) } else { w.to_owned() }
-                    })
-                    .collect(),
-            )),
-            v => opt_strings(v, "argv", scratch),
+            Some(Val::Raw(_)) if self.t.words_ok => {
+                b.clear();
+                for &(from, to, esc) in &self.t.words {
+                    let w = self.s.get(from..to).unwrap_or_default();
+                    if esc {
+                        b.push_with(|t| unescape_into(w, t));
+                    } else {
+                        b.push(w);
+                    }
+                }
+                Ok(Some(b.take()))
+            }
+            v => Ok(opt_strings(v, "argv", &mut Vec::new())?.map(Argv::from)),
         }
     }
 }
@@ -881,8 +892,38 @@ struct Decoder {
     held: Option<HeldExisting>,
     /// Processes with a `background` line (removed at their exit).
     background: HashSet<Pid>,
-    /// The words of the argv being read (see [`opt_strings`]).
-    words: Vec<String>,
+    /// The argv being read (reused: see [`Line::argv`]).
+    argv: ArgvBuilder,
+    /// Executables and working directories seen so far.
+    paths: Paths,
+}
+
+/// The paths of `exe` and `cwd`, shared: a build runs the same few programs in the same few
+/// directories hundreds of thousands of times, and every record keeps them. The
+/// [`Paths::KEPT`] most recently used distinct paths are remembered, most recent first, and
+/// compared (no hashing: a `HashSet` with std's SipHash cost as much time as the allocations
+/// it saved, on the 307 MB ingest file); a path not among them gets its own copy and takes the
+/// least recently used one's place. Bounded whatever the input.
+#[derive(Default)]
+struct Paths {
+    kept: Vec<Arc<str>>,
+}
+
+impl Paths {
+    const KEPT: usize = 16;
+
+    fn share(&mut self, p: &str) -> Arc<str> {
+        if let Some(i) = self.kept.iter().position(|a| a.len() == p.len() && **a == *p) {
+            self.kept[..=i].rotate_right(1);
+            return Arc::clone(&self.kept[0]);
+        }
+        let a: Arc<str> = Arc::from(p);
+        if self.kept.len() == Self::KEPT {
+            self.kept.pop();
+        }
+        self.kept.insert(0, Arc::clone(&a));
+        a
+    }
 }
 
 impl Decoder {
@@ -895,7 +936,7 @@ impl Decoder {
                 && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
                 && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
             let details = if synthetic {
-                Some(exec_details(&l, &mut self.words)?)
+                Some(exec_details(&l, &mut self.argv, &mut self.paths)?)
             } else {
                 None
             };
@@ -941,7 +982,7 @@ impl Decoder {
             "exec" => {
                 let tgid = pid(l.get(K::Pid), "pid")?;
                 let ts = ts()?;
-                let details = exec_details(&l, &mut self.words)?;
+                let details = exec_details(&l, &mut self.argv, &mut self.paths)?;
                 out.push(Event::Exec { ts, tgid });
                 out.push(Event::ExecDetails { tgid, details });
             }
@@ -1130,11 +1171,11 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
     }
 }
 
-fn exec_details(l: &Line<'_>, words: &mut Vec<String>) -> Res<ExecDetails> {
+fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<ExecDetails> {
     Ok(ExecDetails {
-        argv: l.argv(words)?,
-        exe: opt_string(l.get(K::Exe), "exe")?,
-        cwd: opt_string(l.get(K::Cwd), "cwd")?,
+        argv: l.argv(argv)?,
+        exe: opt_cow(l.get(K::Exe), "exe")?.map(|p| paths.share(&p)),
+        cwd: opt_cow(l.get(K::Cwd), "cwd")?.map(|p| paths.share(&p)),
         uid: opt_int(l.get(K::Uid), "uid")?,
         comm: opt_string(l.get(K::Comm), "comm")?,
     })
@@ -1653,7 +1694,7 @@ mod tests {
                 other => panic!("{other:?}"),
             })
         };
-        let v = |w: &[&str]| Some(w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let v = |w: &[&str]| Some(Argv::from(w));
         assert_eq!(argv_of(r#"["sh","-c","x"]"#).unwrap(), v(&["sh", "-c", "x"]));
         assert_eq!(argv_of(r#"[ "a" , "b" ]"#).unwrap(), v(&["a", "b"]));
         assert_eq!(argv_of("[]").unwrap(), v(&[]));
@@ -1679,6 +1720,36 @@ mod tests {
         }
     }
 
+    /// Repeated `exe`/`cwd` paths come out as one shared copy; every path, shared or not (more
+    /// distinct ones than are kept, escapes), reads back as written.
+    #[test]
+    fn repeated_paths_are_shared_and_exact() {
+        let mut text = String::from(r#"{"event":"start","ts":1.0,"tool":"proctrace","mode":"watch"}"#);
+        text.push('\n');
+        let exes: Vec<String> = (0..40).map(|i| format!("/usr/bin/tool{}", i % 20)).collect();
+        for (i, e) in exes.iter().enumerate() {
+            text.push_str(&format!(
+                "{{\"event\":\"exec\",\"ts\":2.0,\"pid\":{},\"ppid\":1,\"argv\":[\"x\"],\"exe\":\"{e}\",\"cwd\":\"/src/\\u00e9\"}}\n",
+                i + 2
+            ));
+        }
+        let (ev, ..) = read_all(text.as_bytes(), false).unwrap();
+        let d: Vec<&ExecDetails> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::ExecDetails { details, .. } => Some(details),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(d.len(), exes.len());
+        for (d, e) in d.iter().zip(&exes) {
+            assert_eq!(d.exe.as_deref(), Some(e.as_str()));
+            assert_eq!(d.cwd.as_deref(), Some("/src/é"));
+        }
+        let (a, b) = (d[0].cwd.as_ref().unwrap(), d[39].cwd.as_ref().unwrap());
+        assert!(Arc::ptr_eq(a, b), "one working directory, one copy");
+    }
+
     /// Lines longer than the reader's buffer are read whole; a cut last line is counted.
     #[test]
     fn long_lines_and_a_cut_last_line() {
@@ -1700,7 +1771,7 @@ mod tests {
         input.feed_all(&mut |e| got.push(e)).unwrap();
         assert_eq!(got.len(), 2);
         assert!(
-            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref() == Some(&argv))
+            matches!(&got[1], Event::ExecDetails { details, .. } if details.argv.as_ref().is_some_and(|a| *a == argv))
         );
         assert_eq!((input.stats().lines, input.stats().truncated), (3, 1));
         assert_eq!(input.stats().bytes, text.len() as u64);

@@ -69,7 +69,7 @@ use trace2::{EventKind, ReadyState, Timestamp};
 
 use super::notes::{Clock, NoteBuilder};
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::model::event::{DataValue, Event, ExecDetails, ExitStatus, Pid, Usage};
+use crate::model::event::{Argv, DataValue, Event, ExecDetails, ExitStatus, Pid, Usage};
 use crate::model::tracker::BackgroundState;
 use crate::sink::{Header, Summary};
 
@@ -1258,7 +1258,7 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
                     tgid: pid,
                     details: ExecDetails {
                         comm: comm_of(argv),
-                        argv: Some(argv.clone()),
+                        argv: Some(Argv::from(&argv[..])),
                         ..Default::default()
                     },
                 },

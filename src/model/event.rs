@@ -11,15 +11,20 @@ pub type Pid = i32;
 /// What a process cost: [`taskstats::Usage`], whichever backend measured it.
 pub use taskstats::Usage;
 
+pub use crate::model::argv::Argv;
+
+use std::sync::Arc;
+
 /// What a process was running, read from `/proc` after an exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
     /// Command line; `None` when it could not be read (the process was already gone).
-    pub argv: Option<Vec<String>>,
-    /// Resolved executable path.
-    pub exe: Option<String>,
-    /// Working directory.
-    pub cwd: Option<String>,
+    pub argv: Option<Argv>,
+    /// Resolved executable path (shared: a saved trace's reader hands out one copy of each
+    /// path it sees repeated).
+    pub exe: Option<Arc<str>>,
+    /// Working directory (shared, as `exe`).
+    pub cwd: Option<Arc<str>>,
     /// Effective uid: the owner of `/proc/PID` (root for a process that is not dumpable).
     pub uid: Option<u32>,
     /// The process's short name (`comm`): the base name of `argv[0]` when argv was read (what the

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::event::{Argv, Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 
 /// Cheap hasher for pids. The table's bucket is the hash's low bits and its tag the top seven:
 /// a pid is its own low 32 bits, so the pids the kernel hands out one after another land in
@@ -199,8 +199,8 @@ impl ProcessRecord {
     }
 
     /// Argv of the latest exec, if it was read.
-    pub fn argv(&self) -> Option<&[String]> {
-        self.execs.last()?.details.as_ref()?.argv.as_deref()
+    pub fn argv(&self) -> Option<&Argv> {
+        self.execs.last()?.details.as_ref()?.argv.as_ref()
     }
 
     /// Time from fork to exit, when both are known.

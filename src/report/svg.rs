@@ -343,17 +343,14 @@ fn describe(r: &ProcessRecord, redact: bool) -> String {
 
 /// The row label: like [`describe`], with the program's directory left out (the hover has it).
 fn short(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv() {
-        Some([first, rest @ ..]) => {
+    match r.argv().and_then(|a| Some((a.first()?, a))) {
+        Some((first, a)) => {
             let base = first
                 .rsplit('/')
                 .next()
                 .filter(|b| !b.is_empty())
                 .unwrap_or(first);
-            let mut v = Vec::with_capacity(rest.len() + 1);
-            v.push(base.to_string());
-            v.extend(rest.iter().cloned());
-            quote_argv(&v, redact)
+            quote_argv(std::iter::once(base).chain(a.iter().skip(1)), redact)
         }
         _ => describe(r, redact),
     }

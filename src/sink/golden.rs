@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::cmd::replay::{Capture, parse_capture, replay};
-use crate::model::event::Event;
+use crate::model::event::{Argv, Event};
 use crate::model::tracker::Tracker;
 use crate::report::summary::{self, TextOptions};
 use crate::report::svg::{self, SvgOptions};
@@ -66,7 +66,7 @@ fn fixed_header(name: &str, cap: &Capture, root: i32) -> Header {
         .events
         .iter()
         .find_map(|e| match e {
-            Event::ExecDetails { tgid, details } if *tgid == root => details.argv.clone(),
+            Event::ExecDetails { tgid, details } if *tgid == root => details.argv.as_ref().map(Argv::to_vec),
             _ => None,
         })
         .unwrap_or_else(|| vec!["/tmp/shapes".to_string(), name.to_string()]);

@@ -29,13 +29,14 @@ impl JsonLines {
 }
 
 /// An argv array (or `null`), URL credentials redacted when asked.
-fn write_argv(b: &mut Vec<u8>, argv: Option<&[String]>, redact: bool) {
+fn write_argv<S: AsRef<str>>(b: &mut Vec<u8>, argv: Option<impl IntoIterator<Item = S>>, redact: bool) {
     let Some(a) = argv else {
         b.extend_from_slice(b"null");
         return;
     };
     b.push(b'[');
-    for (i, s) in a.iter().enumerate() {
+    for (i, s) in a.into_iter().enumerate() {
+        let s = s.as_ref();
         if i > 0 {
             b.push(b',');
         }
@@ -144,7 +145,7 @@ impl Sink for JsonLines {
                 proc_fields(b, r);
                 b.extend_from_slice(b",\"argv\":");
                 let d = e.details.as_ref();
-                write_argv(b, d.and_then(|d| d.argv.as_deref()), self.redact);
+                write_argv(b, d.and_then(|d| d.argv.as_ref()), self.redact);
                 opt_str(b, "exe", d.and_then(|d| d.exe.as_deref()));
                 opt_str(b, "cwd", d.and_then(|d| d.cwd.as_deref()));
                 if let Some(u) = d.and_then(|d| d.uid) {

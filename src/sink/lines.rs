@@ -58,7 +58,7 @@ impl Sink for HumanLines {
                 let Some(e) = r.execs.get(index) else {
                     return Ok(());
                 };
-                let what = match e.details.as_ref().and_then(|d| d.argv.as_deref()) {
+                let what = match e.details.as_ref().and_then(|d| d.argv.as_ref()) {
                     Some(a) => quote_argv(a, self.redact),
                     None => format!("[{}] (argv unavailable)", r.comm.as_deref().unwrap_or("?")),
                 };

@@ -60,13 +60,14 @@ impl Paint {
 
 /// argv as a shell (and git's trace2 `normal` target) would take it back, URL credentials
 /// redacted when asked: git's `sq_quote_argv_pretty`.
-pub fn quote_argv(argv: &[String], redact: bool) -> String {
-    let mut out = Vec::with_capacity(argv.iter().map(|a| a.len() + 1).sum());
+pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool) -> String {
+    let argv: Vec<S> = argv.into_iter().collect();
+    let mut out = Vec::with_capacity(argv.iter().map(|a| a.as_ref().len() + 1).sum());
     if redact {
-        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a)).collect();
+        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a.as_ref())).collect();
         trace2::quote::sq_argv(&mut out, &redacted);
     } else {
-        trace2::quote::sq_argv(&mut out, argv);
+        trace2::quote::sq_argv(&mut out, &argv);
     }
     // Quoting only adds ASCII to UTF-8 input.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())

@@ -48,7 +48,7 @@ use trace2::dst::{Destination, DestinationSpec, OpenOptions};
 use trace2::{Event as T2, EventKind as K, FormatOptions, ReadyState, Sid, Str, TargetKind, Timestamp};
 
 use super::{Header, Mode, Sink, Summary};
-use crate::model::event::{DataValue, ExitStatus};
+use crate::model::event::{Argv, DataValue, ExitStatus};
 use crate::model::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 
@@ -220,13 +220,14 @@ impl Trace2Sink {
         self.host.as_deref().map(str::as_bytes)
     }
 
-    fn argv<'a>(&self, argv: &'a [String]) -> Vec<Str<'a>> {
-        argv.iter()
+    fn argv<'a, S: AsRef<str> + ?Sized + 'a>(&self, argv: impl IntoIterator<Item = &'a S>) -> Vec<Str<'a>> {
+        argv.into_iter()
             .map(|a| {
+                let a = a.as_ref();
                 if self.redact {
                     redact_arg(a)
                 } else {
-                    Str::Borrowed(a.as_str())
+                    Str::Borrowed(a)
                 }
             })
             .collect()
@@ -315,13 +316,13 @@ impl Trace2Sink {
         }
         let parent = o.parent;
         let child_id = o.child_id;
-        let fallback = [format!("[{}]", r.comm.as_deref().unwrap_or("?"))];
+        let fallback = Argv::from_iter([format!("[{}]", r.comm.as_deref().unwrap_or("?"))]);
         let inherited = if r.execs.is_empty() {
             r.parent.and_then(|p| t.get(p)).and_then(|p| p.argv())
         } else {
             None
         };
-        let argv: &[String] = r.argv().or(inherited).unwrap_or(&fallback);
+        let argv: &Argv = r.argv().or(inherited).unwrap_or(&fallback);
         let argv = self.argv(argv);
         self.on(Some(id), ts, K::Start { argv: argv.clone() })?;
         let kind = K::ChildStart {
@@ -656,8 +657,8 @@ impl Trace2Sink {
                     None => return Ok(()),
                 };
                 let d = e.details.as_ref();
-                let fallback = [format!("[{}]", r.comm.as_deref().unwrap_or("?"))];
-                let argv = self.argv(d.and_then(|d| d.argv.as_deref()).unwrap_or(&fallback));
+                let fallback = Argv::from_iter([format!("[{}]", r.comm.as_deref().unwrap_or("?"))]);
+                let argv = self.argv(d.and_then(|d| d.argv.as_ref()).unwrap_or(&fallback));
                 let exe = d.and_then(|d| d.exe.as_deref()).map(Str::Borrowed);
                 self.on(Some(id), e.ts, K::Exec { exec_id, exe, argv })?;
             }

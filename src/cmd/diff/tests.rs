@@ -97,10 +97,10 @@ fn argv_of_cc1_from_two_runs_matches() {
         "-o",
         "/tmp/cc9KpLmn.s",
     ];
-    assert_eq!(normalize_argv(&a), normalize_argv(&b));
+    assert_eq!(normalize_argv(a), normalize_argv(b));
     assert_ne!(
-        normalize_argv(&a),
-        normalize_argv(&["cc1", "-quiet", "u4.c", "-o", "/tmp/cc9KpLmn.s"])
+        normalize_argv(a),
+        normalize_argv(["cc1", "-quiet", "u4.c", "-o", "/tmp/cc9KpLmn.s"])
     );
 }
 

@@ -44,7 +44,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 
 use super::{Header, Mode, Sink, Summary};
-use crate::model::event::{ExitStatus, Region};
+use crate::model::event::{Argv, ExitStatus, Region};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::sink::text::signal_name;
@@ -380,7 +380,7 @@ impl<D: SpanDest> Otlp<D> {
         Some(ids)
     }
 
-    fn argv_value(&self, argv: &[String]) -> any_value::Value {
+    fn argv_value(&self, argv: &Argv) -> any_value::Value {
         any_value::Value::ArrayValue(ArrayValue {
             values: argv
                 .iter()
@@ -388,7 +388,7 @@ impl<D: SpanDest> Otlp<D> {
                     value: Some(any_value::Value::StringValue(if self.redact {
                         redact_arg(a).into_owned()
                     } else {
-                        a.clone()
+                        a.to_owned()
                     })),
                 })
                 .collect(),
@@ -412,7 +412,7 @@ impl<D: SpanDest> Otlp<D> {
         if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
             a.push(kv_str("process.executable.path", exe));
         }
-        if let Some(argv) = d.and_then(|d| d.argv.as_deref()) {
+        if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
             a.push(kv("process.command_args", self.argv_value(argv)));
         }
         if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
