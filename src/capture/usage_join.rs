@@ -25,12 +25,22 @@ const STALE_ROUNDS: u64 = 10_000;
 /// Looks for stale entries only when this many are waiting.
 const STALE_CHECK: usize = 4096;
 
+/// A completed process's figures waiting for its exit.
+#[derive(Debug)]
+struct Ready {
+    usage: Usage,
+    /// Threads summed.
+    threads: u32,
+    /// The drain round it came in.
+    round: u64,
+}
+
 /// Pure part of the join: records in, figures out by tgid. See the module docs.
 #[derive(Debug, Default)]
 pub struct Joiner {
     acc: Accumulator,
-    /// Completed processes waiting for their exit: figures and the drain round they came in.
-    ready: HashMap<u32, (Usage, u64)>,
+    /// Completed processes waiting for their exit.
+    ready: HashMap<u32, Ready>,
     round: u64,
     /// Task records the kernel dropped (socket full).
     lost: u64,
@@ -62,15 +72,38 @@ impl Joiner {
                         self.ready.remove(&p.tgid);
                         continue;
                     }
-                    self.ready.insert(p.tgid, (p.usage, self.round));
+                    let r = Ready {
+                        usage: p.usage,
+                        threads: p.threads,
+                        round: self.round,
+                    };
+                    self.ready.insert(p.tgid, r);
                 }
                 Received::Loss(l) => self.lost += l.count,
             }
         }
         if self.ready.len() >= STALE_CHECK {
             let (round, before) = (self.round, self.ready.len());
-            self.ready.retain(|_, (_, r)| round - *r < STALE_ROUNDS);
+            self.ready.retain(|_, r| round - r.round < STALE_ROUNDS);
             self.stale += (before - self.ready.len()) as u64;
+        }
+    }
+
+    /// Process `tgid` created a thread (seen in the event stream, before any exit of the
+    /// process): hold its leader's record until the group's last thread, so a leader that calls
+    /// `pthread_exit` first gets the whole group's figures, never its own alone.
+    pub fn thread_started(&mut self, tgid: Pid) {
+        let tgid = tgid as u32;
+        match self.ready.get(&tgid) {
+            // The leader's record came alone in an earlier drain, before the event of the
+            // thread's creation was read: its figures are the leader's only. Leave the process
+            // out; the group's rest comes with the aggregate and is counted as incomplete.
+            Some(r) if r.threads == 1 => {
+                self.ready.remove(&tgid);
+            }
+            // The whole group is in already (thread creation and exit all between two drains).
+            Some(_) => {}
+            None => self.acc.expect_threads(tgid),
         }
     }
 
@@ -79,7 +112,7 @@ impl Joiner {
         if self.ready.is_empty() {
             return None;
         }
-        self.ready.remove(&(tgid as u32)).map(|(u, _)| u)
+        self.ready.remove(&(tgid as u32)).map(|r| r.usage)
     }
 
     /// Task records the kernel dropped so far.
@@ -153,6 +186,11 @@ impl UsageJoin {
         self.joiner.take(tgid)
     }
 
+    /// See [`Joiner::thread_started`].
+    pub fn thread_started(&mut self, tgid: Pid) {
+        self.joiner.thread_started(tgid);
+    }
+
     /// Task records the kernel dropped so far.
     pub fn lost(&self) -> u64 {
         self.joiner.lost()
@@ -223,6 +261,34 @@ mod tests {
         j.feed(&[Received::Loss(Loss { count: 1 }), exit(30, 30, 5, true)]);
         assert_eq!(j.take(30), None, "never a partial figure");
         assert_eq!((j.lost(), j.incomplete()), (1, 1));
+    }
+
+    #[test]
+    fn a_leader_leaving_first_gets_the_whole_groups_figures() {
+        let mut j = Joiner::new(false);
+        j.thread_started(40);
+        j.feed(&[exit(40, 40, 5, false)]);
+        assert_eq!(j.take(40), None, "the leader alone is not the process");
+        j.feed(&[exit(41, 40, 5, true)]);
+        let u = j.take(40).unwrap();
+        assert_eq!(u.cpu_user_ns + u.cpu_sys_ns, 10_000_000, "both threads");
+        assert_eq!((j.lost(), j.incomplete()), (0, 0));
+    }
+
+    #[test]
+    fn a_leader_read_before_its_threads_creation_is_left_out() {
+        let mut j = Joiner::new(false);
+        // The leader's record was drained before the event of its thread's creation was read.
+        j.feed(&[exit(50, 50, 5, false)]);
+        j.thread_started(50);
+        assert_eq!(j.take(50), None, "never the leader's figures alone");
+        j.feed(&[exit(51, 50, 5, true)]);
+        assert_eq!(j.take(50), None);
+        assert_eq!(j.incomplete(), 1);
+        // A whole group already in (created and ended between two drains) is kept.
+        j.feed(&[exit(61, 60, 5, false), exit(60, 60, 5, true)]);
+        j.thread_started(60);
+        assert!(j.take(60).is_some());
     }
 
     #[test]
