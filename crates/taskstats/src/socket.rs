@@ -683,7 +683,14 @@ impl Listener {
     /// Final accounting: drains what is queued and reports drops not yet reported. Call once,
     /// after the last [`recv`](Self::recv).
     pub fn finish(&mut self, out: &mut Vec<Received>) -> Result<(), RecvError> {
-        self.recv(out, 0)?;
+        // One recv handles at most MAX_PER_CALL messages: go on until the queue is empty.
+        loop {
+            let (before, had_pending) = (self.stats.datagrams, !self.pending.is_empty());
+            self.recv(out, 0)?;
+            if !had_pending && self.stats.datagrams == before {
+                break;
+            }
+        }
         self.account_drops(out);
         Ok(())
     }
