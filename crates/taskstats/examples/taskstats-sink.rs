@@ -1,13 +1,14 @@
 //! A bare taskstats listener for benchmarks: registers for every CPU's exit records, prints
 //! `READY`, and then either reads and discards every record as it comes (`poll`: woken by the
 //! kernel per record or batch) or reads nothing until the end (`idle`: the kernel builds and
-//! queues each record, nobody is woken). It stops when its stdin reaches end of file and prints,
-//! on stderr, the records it got, the records the kernel dropped and its own CPU time.
+//! queues each record, nobody is woken). It stops at SIGINT or SIGTERM and prints, on stderr,
+//! the records it got, the records the kernel dropped and its own CPU time (bench/run reads its
+//! rusage instead).
 //!
 //! `taskstats-sink poll|idle` — used to measure the kernel's part of usage capture apart from
 //! proctrace's (BENCHMARKS.md, "What each process cost: the price of usage capture").
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,14 +30,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "idle" => false,
         _ => return Err("usage: taskstats-sink poll|idle".into()),
     };
+    // SIGINT and SIGTERM are blocked in every thread and taken by sigwait: no handler.
+    // SAFETY: sigset operations on a local set; pthread_sigmask on the calling thread, before
+    // any other thread exists (they inherit the mask).
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
     let mut ts = Listener::open(&Options::default())?;
     let stop = Arc::new(AtomicBool::new(false));
     let waker = ts.waker();
     let stop2 = Arc::clone(&stop);
-    // End of stdin ends the run.
-    let eof = std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
+    let signalled = std::thread::spawn(move || {
+        let mut sig = 0;
+        // SAFETY: set is a valid signal set and sig a live int.
+        unsafe { libc::sigwait(&set, &mut sig) };
         stop2.store(true, Ordering::Release);
         waker.wake();
     });
@@ -59,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             count(&items);
         }
     } else {
-        let _ = eof.join();
+        let _ = signalled.join();
     }
     items.clear();
     ts.finish(&mut items)?;
