@@ -46,6 +46,9 @@ pub struct Joiner {
     lost: u64,
     /// Processes left out because some of their threads' records were lost.
     incomplete: u64,
+    /// Groups left out because their leader's record had gone out alone, before the event of a
+    /// thread's creation was seen (not a loss).
+    split: u64,
     /// Completed processes forgotten because their exit never came.
     stale: u64,
 }
@@ -65,10 +68,18 @@ impl Joiner {
         for item in items {
             match item {
                 Received::Exit(exit) => {
+                    let splits = self.acc.split_groups();
                     let Some(p) = self.acc.feed(exit) else { continue };
                     if p.threads_lost {
                         // Some thread's figures are missing: leave the process out, never guess.
-                        self.incomplete += 1;
+                        // A group whose leader went out alone before (it made its threads before
+                        // this listener saw them: any process on the machine, while `run` starts)
+                        // lost nothing; only a missing record is a loss.
+                        if self.acc.split_groups() > splits {
+                            self.split += 1;
+                        } else {
+                            self.incomplete += 1;
+                        }
                         self.ready.remove(&p.tgid);
                         continue;
                     }
@@ -97,7 +108,7 @@ impl Joiner {
         match self.ready.get(&tgid) {
             // The leader's record came alone in an earlier drain, before the event of the
             // thread's creation was read: its figures are the leader's only. Leave the process
-            // out; the group's rest comes with the aggregate and is counted as incomplete.
+            // out; the group's rest comes with the aggregate and is left out too (a split).
             Some(r) if r.threads == 1 => {
                 self.ready.remove(&tgid);
             }
@@ -123,6 +134,11 @@ impl Joiner {
     /// Processes left out because a thread's record was lost.
     pub fn incomplete(&self) -> u64 {
         self.incomplete
+    }
+
+    /// Groups left out because their leader's record went out alone (see the field).
+    pub fn split_groups(&self) -> u64 {
+        self.split
     }
 }
 
@@ -284,11 +300,22 @@ mod tests {
         assert_eq!(j.take(50), None, "never the leader's figures alone");
         j.feed(&[exit(51, 50, 5, true)]);
         assert_eq!(j.take(50), None);
-        assert_eq!(j.incomplete(), 1);
+        assert_eq!((j.incomplete(), j.split_groups()), (0, 1), "not a loss");
         // A whole group already in (created and ended between two drains) is kept.
         j.feed(&[exit(61, 60, 5, false), exit(60, 60, 5, true)]);
         j.thread_started(60);
         assert!(j.take(60).is_some());
+    }
+
+    #[test]
+    fn a_group_split_by_an_unseen_thread_creation_is_no_loss() {
+        let mut j = Joiner::new(false);
+        // A process whose threads were made before the listener: its leader looks alone.
+        j.feed(&[exit(70, 70, 5, false)]);
+        assert!(j.take(70).is_some());
+        j.feed(&[exit(71, 70, 5, true)]);
+        assert_eq!(j.take(70), None);
+        assert_eq!((j.lost(), j.incomplete(), j.split_groups()), (0, 0, 1));
     }
 
     #[test]
