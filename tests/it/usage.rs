@@ -67,7 +67,8 @@ fn exit_of(lines: &[Value], pid: i64) -> &Value {
 }
 
 fn cpu_us(exit: &Value) -> i64 {
-    let s = exit["cpu_user_s"].as_f64().unwrap() + exit["cpu_sys_s"].as_f64().unwrap();
+    let cpu = |k: &str| exit[k].as_f64().unwrap_or_else(|| panic!("no {k}: {exit}"));
+    let s = cpu("cpu_user_s") + cpu("cpu_sys_s");
     (s * 1e6).round() as i64
 }
 
