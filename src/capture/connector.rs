@@ -83,13 +83,42 @@ pub fn convert(item: &Received) -> Option<Event> {
 
 /// [`convert`], with each process's figures put just ahead of its exits: the taskstats queue is
 /// drained once, at the batch's first exit, when every exit of the batch has its record queued
-/// (or dropped) already. A batch without exits costs no system call.
+/// (or dropped) already. A batch without exits costs no system call. The creation of a thread
+/// is passed on to the join before any record that may follow it is taken in (see
+/// [`UsageJoin::thread_started`]).
 fn convert_with_usage(items: &[Received], usage: &mut UsageJoin, batch: &mut Vec<Event>) {
     let mut drained = false;
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         let Some(ev) = convert(item) else { continue };
+        if let Event::Fork {
+            child_pid,
+            child_tgid,
+            ..
+        } = ev
+            && child_pid != child_tgid
+            && !drained
+        {
+            usage.thread_started(child_tgid);
+        }
         if let Event::Exit { tgid, .. } = ev {
             if !drained {
+                // Threads created later in this batch: before the drain, which may take in
+                // their leaders' records.
+                for later in &items[i..] {
+                    if let Received::Event(cnproc::ProcEvent {
+                        kind:
+                            EventKind::Fork {
+                                child_pid,
+                                child_tgid,
+                                ..
+                            },
+                        ..
+                    }) = later
+                        && child_pid != child_tgid
+                    {
+                        usage.thread_started(*child_tgid);
+                    }
+                }
                 usage.drain();
                 drained = true;
             }

@@ -490,8 +490,8 @@ impl Tracer {
 
     /// `PTRACE_EVENT_EXIT`: `tid` is about to exit, with everything still readable. Its own
     /// figures are added to its process's; at the process's last thread, the process's figures
-    /// go out as [`Event::Usage`], ahead of its exit. Cost: two small `/proc` reads per thread
-    /// (its `status` and `io`), three clock reads per process.
+    /// go out as [`Event::Usage`], ahead of its exit. Cost: three small `/proc` reads per thread
+    /// (its `status`, `io` and `schedstat`), three clock reads per process.
     fn on_exit_stop(&mut self, tid: Pid) {
         let Some(reader) = self.usage.as_mut() else { return };
         let Some(task) = self.tasks.get_mut(&tid) else {

@@ -14,7 +14,8 @@
 //! | `max_rss_kib` | `/proc/PID/task/TID/status` `VmHWM` | KiB, the address space's peak |
 //! | chars, bytes | `/proc/PID/task/TID/io` of each thread at its own exit stop, summed | bytes, exact (taskstats rounds to KiB); not `/proc/PID/io`, which adds reaped children's |
 //! | context switches | `/proc/PID/task/TID/status` of each thread at its own exit stop, summed | each thread's final switch after its stop is missing |
-//! | delays | — | `None`: `/proc` has them per live thread only |
+//! | `cpu_delay_ns` | `/proc/PID/task/TID/schedstat` 2nd field (`sched_info.run_delay`, what taskstats reports as `cpu_delay_total`) of each thread at its own exit stop, summed | ns; `None` if the kernel lacks `CONFIG_SCHED_INFO` (no such file) |
+//! | `io_delay_ns` | — | `None`: `/proc` has block I/O delay only in clock ticks, for the whole process |
 //!
 //! Reading a process that is not stopped gives a snapshot, not its final figures.
 
@@ -91,6 +92,12 @@ pub fn parse_stat_times(text: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
+/// From `/proc/PID/task/TID/schedstat` (`run_ns run_delay_ns timeslices`): the time the task
+/// spent runnable, waiting for a CPU, ns.
+pub fn parse_schedstat(text: &str) -> Option<u64> {
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
 /// Reads a single-threaded process's figures; meant for a process stopped at
 /// `PTRACE_EVENT_EXIT`. Fails if the process is gone or its `io` is unreadable (it needs ptrace
 /// access, which a tracer has). The ptrace backend uses [`ExitReader`] at every thread's stop.
@@ -128,6 +135,8 @@ pub struct ThreadAtExit {
     pub invol: u64,
     /// Its own I/O counters.
     pub io: IoCounters,
+    /// Its time waiting for a CPU, ns (`None`: not exposed by this kernel).
+    pub cpu_delay_ns: Option<u64>,
 }
 
 /// A process's threads' figures summed as they reach their exit stops.
@@ -141,6 +150,10 @@ pub struct ThreadSum {
     pub invol: u64,
     /// I/O counters.
     pub io: IoCounters,
+    /// Time waiting for a CPU, ns; `None` once a thread had no figure.
+    pub cpu_delay_ns: Option<u64>,
+    /// Threads added.
+    pub threads: u32,
 }
 
 impl ThreadSum {
@@ -157,6 +170,11 @@ impl ThreadSum {
         self.io.read_bytes += t.io.read_bytes;
         self.io.write_bytes += t.io.write_bytes;
         self.io.cancelled_write_bytes += t.io.cancelled_write_bytes;
+        self.cpu_delay_ns = match self.threads {
+            0 => t.cpu_delay_ns,
+            _ => self.cpu_delay_ns.zip(t.cpu_delay_ns).map(|(a, b)| a + b),
+        };
+        self.threads += 1;
     }
 }
 
@@ -183,11 +201,18 @@ impl ExitReader {
     pub fn thread(&mut self, tgid: Pid, tid: Pid) -> io::Result<ThreadAtExit> {
         let (hwm_kib, vol, invol) = parse_status(self.read(tgid, tid, "status")?);
         let io = parse_io(self.read(tgid, tid, "io")?).ok_or_else(|| self.bad())?;
+        let cpu_delay_ns = match self.read(tgid, tid, "schedstat") {
+            Ok(text) => Some(parse_schedstat(text).ok_or_else(|| self.bad())?),
+            // No CONFIG_SCHED_INFO: the file does not exist; the figure is left out.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
         Ok(ThreadAtExit {
             hwm_kib,
             vol: vol.unwrap_or(0),
             invol: invol.unwrap_or(0),
             io,
+            cpu_delay_ns,
         })
     }
 
@@ -209,7 +234,7 @@ impl ExitReader {
             cancelled_write_bytes: sum.io.cancelled_write_bytes,
             vol_ctx_switches: sum.vol,
             invol_ctx_switches: sum.invol,
-            cpu_delay_ns: None,
+            cpu_delay_ns: sum.cpu_delay_ns,
             io_delay_ns: None,
         })
     }
@@ -274,6 +299,8 @@ mod tests {
         let stat = "42 (a) b (c) R 1 42 42 0 -1 4194560 100 0 0 0 123 45 0 0 20 0 1 0 9 0 0";
         assert_eq!(parse_stat_times(stat), Some((123, 45)));
         assert_eq!(parse_stat_times("42 (a"), None);
+        assert_eq!(parse_schedstat("319409 151424 2\n"), Some(151424));
+        assert_eq!(parse_schedstat("319409\n"), None);
     }
 
     /// The ground-truth workload of proctrace-taskstats, built once.
@@ -434,6 +461,9 @@ mod tests {
         assert!(u.max_rss_kib.abs_diff(k.max_rss_kib) as f64 <= 0.02 * k.max_rss_kib as f64);
         assert_eq!(k.write_chars, u.write_chars);
         assert_eq!(k.read_chars, u.read_chars & !1023, "taskstats rounds to KiB");
+        // Both are the thread's run-queue wait (`sched_info.run_delay`); taskstats reads it last.
+        let (d, kd) = (u.cpu_delay_ns.unwrap(), k.cpu_delay_ns.unwrap());
+        assert!(d <= kd, "schedstat {d} ns, taskstats {kd} ns");
         assert_eq!(t["status"], 0);
         check(&u, &t, bytes as u64, 1);
         // The spin counts its thread's CPU (user and system): the split is the kernel's samples.

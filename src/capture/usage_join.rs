@@ -25,17 +25,32 @@ const STALE_ROUNDS: u64 = 10_000;
 /// Looks for stale entries only when this many are waiting.
 const STALE_CHECK: usize = 4096;
 
+/// A completed process's figures waiting for its exit.
+#[derive(Debug)]
+struct Ready {
+    usage: Usage,
+    /// Threads summed.
+    threads: u32,
+    /// The drain round it came in.
+    round: u64,
+}
+
 /// Pure part of the join: records in, figures out by tgid. See the module docs.
 #[derive(Debug, Default)]
 pub struct Joiner {
     acc: Accumulator,
-    /// Completed processes waiting for their exit: figures and the drain round they came in.
-    ready: HashMap<u32, (Usage, u64)>,
+    /// Completed processes waiting for their exit.
+    ready: HashMap<u32, Ready>,
     round: u64,
     /// Task records the kernel dropped (socket full).
     lost: u64,
     /// Processes left out because some of their threads' records were lost.
     incomplete: u64,
+    /// Groups left out because their leader's record had gone out alone, before the event of a
+    /// thread's creation was seen (not a loss).
+    split: u64,
+    /// Multi-threaded processes left out because they started before the listener (not a loss).
+    predates: u64,
     /// Completed processes forgotten because their exit never came.
     stale: u64,
 }
@@ -49,28 +64,64 @@ impl Joiner {
         }
     }
 
-    /// Takes in what the listener received in one drain.
-    pub fn feed(&mut self, items: &[Received]) {
+    /// Takes in what the listener received in one drain, `listening_us` after the listener
+    /// registered.
+    pub fn feed(&mut self, items: &[Received], listening_us: u64) {
         self.round += 1;
         for item in items {
             match item {
                 Received::Exit(exit) => {
+                    let splits = self.acc.split_groups();
                     let Some(p) = self.acc.feed(exit) else { continue };
                     if p.threads_lost {
                         // Some thread's figures are missing: leave the process out, never guess.
-                        self.incomplete += 1;
+                        // A group whose leader went out alone before (it made its threads before
+                        // this listener saw them: any process on the machine, while `run` starts)
+                        // lost nothing; only a missing record is a loss.
+                        if self.acc.split_groups() > splits {
+                            self.split += 1;
+                        } else if p.elapsed_us >= listening_us {
+                            // It was running before the listener: the records of threads that
+                            // ended before then never came. Nothing was lost.
+                            self.predates += 1;
+                        } else {
+                            self.incomplete += 1;
+                        }
                         self.ready.remove(&p.tgid);
                         continue;
                     }
-                    self.ready.insert(p.tgid, (p.usage, self.round));
+                    let r = Ready {
+                        usage: p.usage,
+                        threads: p.threads,
+                        round: self.round,
+                    };
+                    self.ready.insert(p.tgid, r);
                 }
                 Received::Loss(l) => self.lost += l.count,
             }
         }
         if self.ready.len() >= STALE_CHECK {
             let (round, before) = (self.round, self.ready.len());
-            self.ready.retain(|_, (_, r)| round - *r < STALE_ROUNDS);
+            self.ready.retain(|_, r| round - r.round < STALE_ROUNDS);
             self.stale += (before - self.ready.len()) as u64;
+        }
+    }
+
+    /// Process `tgid` created a thread (seen in the event stream, before any exit of the
+    /// process): hold its leader's record until the group's last thread, so a leader that calls
+    /// `pthread_exit` first gets the whole group's figures, never its own alone.
+    pub fn thread_started(&mut self, tgid: Pid) {
+        let tgid = tgid as u32;
+        match self.ready.get(&tgid) {
+            // The leader's record came alone in an earlier drain, before the event of the
+            // thread's creation was read: its figures are the leader's only. Leave the process
+            // out; the group's rest comes with the aggregate and is left out too (a split).
+            Some(r) if r.threads == 1 => {
+                self.ready.remove(&tgid);
+            }
+            // The whole group is in already (thread creation and exit all between two drains).
+            Some(_) => {}
+            None => self.acc.expect_threads(tgid),
         }
     }
 
@@ -79,7 +130,7 @@ impl Joiner {
         if self.ready.is_empty() {
             return None;
         }
-        self.ready.remove(&(tgid as u32)).map(|(u, _)| u)
+        self.ready.remove(&(tgid as u32)).map(|r| r.usage)
     }
 
     /// Task records the kernel dropped so far.
@@ -91,11 +142,23 @@ impl Joiner {
     pub fn incomplete(&self) -> u64 {
         self.incomplete
     }
+
+    /// Groups left out because their leader's record went out alone (see the field).
+    pub fn split_groups(&self) -> u64 {
+        self.split
+    }
+
+    /// Multi-threaded processes left out because they started before the listener.
+    pub fn predating(&self) -> u64 {
+        self.predates
+    }
 }
 
 /// The taskstats listener and the join, owned by the connector's drain thread.
 pub struct UsageJoin {
     listener: Listener,
+    /// When the listener registered.
+    opened: std::time::Instant,
     joiner: Joiner,
     items: Vec<Received>,
     failed: Option<String>,
@@ -112,6 +175,7 @@ impl UsageJoin {
         let joiner = Joiner::new(listener.io_delay_accounting());
         Ok(UsageJoin {
             listener,
+            opened: std::time::Instant::now(),
             joiner,
             items: Vec::with_capacity(256),
             failed: None,
@@ -128,7 +192,7 @@ impl UsageJoin {
         if let Err(e) = self.listener.recv(&mut self.items, 0) {
             self.fail(e);
         }
-        self.joiner.feed(&self.items);
+        self.joiner.feed(&self.items, self.listening_us());
     }
 
     /// Final drain and loss accounting; call once, at the end.
@@ -140,7 +204,11 @@ impl UsageJoin {
         if let Err(e) = self.listener.finish(&mut self.items) {
             self.fail(e);
         }
-        self.joiner.feed(&self.items);
+        self.joiner.feed(&self.items, self.listening_us());
+    }
+
+    fn listening_us(&self) -> u64 {
+        self.opened.elapsed().as_micros() as u64
     }
 
     fn fail(&mut self, e: taskstats::RecvError) {
@@ -151,6 +219,11 @@ impl UsageJoin {
     /// See [`Joiner::take`].
     pub fn take(&mut self, tgid: Pid) -> Option<Usage> {
         self.joiner.take(tgid)
+    }
+
+    /// See [`Joiner::thread_started`].
+    pub fn thread_started(&mut self, tgid: Pid) {
+        self.joiner.thread_started(tgid);
     }
 
     /// Task records the kernel dropped so far.
@@ -179,6 +252,9 @@ mod tests {
     use super::*;
     use taskstats::{Loss, TaskExit, TaskRecord};
 
+    /// How long the listener has been registered at each feed of these tests, µs.
+    const LISTENING: u64 = 1_000_000;
+
     fn exit(pid: u32, tgid: u32, run_ms: u64, group: bool) -> Received {
         let t = TaskRecord {
             version: 16,
@@ -205,9 +281,9 @@ mod tests {
     #[test]
     fn a_process_is_handed_out_once_when_its_last_thread_is_in() {
         let mut j = Joiner::new(false);
-        j.feed(&[exit(11, 10, 5, false)]);
+        j.feed(&[exit(11, 10, 5, false)], LISTENING);
         assert_eq!(j.take(10), None, "a thread alone does not complete its process");
-        j.feed(&[exit(10, 10, 5, true), exit(20, 20, 1, false)]);
+        j.feed(&[exit(10, 10, 5, true), exit(20, 20, 1, false)], LISTENING);
         let u = j.take(10).unwrap();
         assert_eq!(u.cpu_user_ns + u.cpu_sys_ns, 10_000_000, "threads summed");
         assert_eq!(u.write_chars, 2048);
@@ -220,22 +296,81 @@ mod tests {
     fn losses_are_counted_and_incomplete_processes_left_out() {
         let mut j = Joiner::new(false);
         // Thread 31's record was dropped: the aggregate counts more CPU than arrived.
-        j.feed(&[Received::Loss(Loss { count: 1 }), exit(30, 30, 5, true)]);
+        j.feed(
+            &[Received::Loss(Loss { count: 1 }), exit(30, 30, 5, true)],
+            LISTENING,
+        );
         assert_eq!(j.take(30), None, "never a partial figure");
         assert_eq!((j.lost(), j.incomplete()), (1, 1));
+    }
+
+    #[test]
+    fn a_leader_leaving_first_gets_the_whole_groups_figures() {
+        let mut j = Joiner::new(false);
+        j.thread_started(40);
+        j.feed(&[exit(40, 40, 5, false)], LISTENING);
+        assert_eq!(j.take(40), None, "the leader alone is not the process");
+        j.feed(&[exit(41, 40, 5, true)], LISTENING);
+        let u = j.take(40).unwrap();
+        assert_eq!(u.cpu_user_ns + u.cpu_sys_ns, 10_000_000, "both threads");
+        assert_eq!((j.lost(), j.incomplete()), (0, 0));
+    }
+
+    #[test]
+    fn a_leader_read_before_its_threads_creation_is_left_out() {
+        let mut j = Joiner::new(false);
+        // The leader's record was drained before the event of its thread's creation was read.
+        j.feed(&[exit(50, 50, 5, false)], LISTENING);
+        j.thread_started(50);
+        assert_eq!(j.take(50), None, "never the leader's figures alone");
+        j.feed(&[exit(51, 50, 5, true)], LISTENING);
+        assert_eq!(j.take(50), None);
+        assert_eq!((j.incomplete(), j.split_groups()), (0, 1), "not a loss");
+        // A whole group already in (created and ended between two drains) is kept.
+        j.feed(&[exit(61, 60, 5, false), exit(60, 60, 5, true)], LISTENING);
+        j.thread_started(60);
+        assert!(j.take(60).is_some());
+    }
+
+    #[test]
+    fn a_group_split_by_an_unseen_thread_creation_is_no_loss() {
+        let mut j = Joiner::new(false);
+        // A process whose threads were made before the listener: its leader looks alone.
+        j.feed(&[exit(70, 70, 5, false)], LISTENING);
+        assert!(j.take(70).is_some());
+        j.feed(&[exit(71, 70, 5, true)], LISTENING);
+        assert_eq!(j.take(70), None);
+        assert_eq!((j.lost(), j.incomplete(), j.split_groups()), (0, 0, 1));
+    }
+
+    #[test]
+    fn a_process_older_than_the_listener_is_no_loss() {
+        let mut j = Joiner::new(false);
+        // Its other thread ended before the listener registered: the aggregate counts more.
+        let Received::Exit(mut e) = exit(80, 80, 5, true) else {
+            unreachable!()
+        };
+        e.task.etime_us = 3 * LISTENING;
+        j.feed(&[Received::Exit(e)], LISTENING);
+        assert_eq!(j.take(80), None, "never a partial figure");
+        assert_eq!((j.incomplete(), j.predating()), (0, 1));
+        // The same, started after the listener: a record was lost.
+        e.task.etime_us = LISTENING / 2;
+        j.feed(&[Received::Exit(e)], LISTENING);
+        assert_eq!((j.incomplete(), j.predating()), (1, 1));
     }
 
     #[test]
     fn exits_that_never_come_are_forgotten() {
         let mut j = Joiner::new(false);
         for pid in 1..=STALE_CHECK as u32 {
-            j.feed(&[exit(pid, pid, 1, false)]);
+            j.feed(&[exit(pid, pid, 1, false)], LISTENING);
         }
         assert_eq!(j.ready.len(), STALE_CHECK, "all recent");
         for _ in 0..STALE_ROUNDS {
-            j.feed(&[]);
+            j.feed(&[], LISTENING);
         }
-        j.feed(&[exit(1_000_000, 1_000_000, 1, false)]);
+        j.feed(&[exit(1_000_000, 1_000_000, 1, false)], LISTENING);
         assert_eq!(j.ready.len(), 1, "only the fresh one is kept");
         assert_eq!(j.stale, STALE_CHECK as u64);
     }

@@ -16,6 +16,14 @@ fn replay_equals_the_live_run_byte_for_byte(backend: &str) {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(live.last().unwrap()["background"], 1);
+    // The cost figures are part of what is replayed (and taskstats answered: its refusal would be
+    // a live-only line on stderr).
+    let exits: Vec<_> = live.iter().filter(|l| l["event"] == "exit").collect();
+    assert!(
+        !exits.is_empty() && exits.iter().all(|e| e["cpu_user_s"].is_number()),
+        "{}",
+        stderr(&out)
+    );
     let live_file = std::fs::read_to_string(live_file).unwrap();
     let replayed_file = tmp("replayed.jsonl");
     let replayed_t2 = tmp("replayed.t2.json");

@@ -67,20 +67,24 @@ fn exit_of(lines: &[Value], pid: i64) -> &Value {
 }
 
 fn cpu_us(exit: &Value) -> i64 {
-    let s = exit["cpu_user_s"].as_f64().unwrap() + exit["cpu_sys_s"].as_f64().unwrap();
+    let cpu = |k: &str| exit[k].as_f64().unwrap_or_else(|| panic!("no {k}: {exit}"));
+    let s = cpu("cpu_user_s") + cpu("cpu_sys_s");
     (s * 1e6).round() as i64
 }
 
 both_backends! {
     /// CPU within 10 ms + 2 %, peak RSS within 2 % of `wait4`; write_chars at least the bytes
-    /// written; threads' CPU summed; a SIGKILLed process still has its figures.
+    /// written; threads' CPU summed, also when the main thread leaves first (`pthread_exit`); a
+    /// SIGKILLed process still has its figures; the time runnable but waiting for a CPU is there
+    /// on both backends.
     fn known_costs_match_wait4(backend: &str) {
         let truth_file = tmp("costs.txt");
-        // cpu_ms, MiB, bytes, threads, killed
+        // cpu_ms, MiB, bytes, threads, killed (1) or main thread leaving first (2)
         let specs = [
             ("300,40,1048576,1,0", 300, 1048576, 1),
             ("150,40,65536,3,0", 150, 65536, 3),
             ("120,48,4096,1,1", 120, 4096, 1),
+            ("150,40,65536,3,2", 150, 65536, 3),
         ];
         let mut argv = vec![costs(), truth_file.as_str()];
         argv.extend(specs.iter().map(|s| s.0));
@@ -105,6 +109,7 @@ both_backends! {
             assert!(e["write_chars"].as_i64().unwrap() >= bytes, "{what}");
             let ctx = &e["ctx_switches"];
             assert!(ctx["voluntary"].as_i64().is_some() && ctx["involuntary"].as_i64().is_some(), "{what}");
+            assert!(e["cpu_delay_s"].as_f64().is_some_and(|d| d >= 0.0), "{what}");
             if spec.ends_with(",1") {
                 assert_eq!(t.status & 0x7f, 9, "{what}");
                 assert_eq!(e["signal"], 9, "{what}");
@@ -121,6 +126,8 @@ both_backends! {
         let end = lines.last().unwrap();
         assert_eq!(end["usage"].as_u64(), Some(exits.len() as u64), "{end}");
         assert_eq!(end["usage_lost"], 0, "{end}");
+        assert_eq!(end["usage_incomplete"], 0, "{end}");
+        assert!(!stderr(&out).contains("without cost figures"), "{}", stderr(&out));
     }
 }
 

@@ -363,22 +363,25 @@ impl Listener {
     }
 
     /// Waits for the reply to request `seq`, keeping exit records that arrive meanwhile.
+    ///
+    /// The kernel queues its reply before `sendto` returns, so the reply is normally read at
+    /// once. What is queued is always read before giving up: a thread descheduled past the
+    /// deadline (a loaded machine) still finds its reply, and `NoReply` means nothing came.
     fn wait_reply(&mut self, seq: u32, timeout: Duration, what: &'static str) -> Result<Reply, OpenError> {
         let deadline = Instant::now() + timeout;
         let mut family = None;
         let mut buf = vec![0u8; 16384];
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(OpenError::NoReply(what));
-            }
             let mut pfd = libc::pollfd {
                 fd: self.fd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
+            // Past the deadline: one look at the queue without waiting.
+            let wait_ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
             // SAFETY: one valid pollfd.
-            let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().max(1) as i32) };
+            let rc = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
             if rc < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -390,6 +393,9 @@ impl Listener {
                 });
             }
             if rc == 0 {
+                if left.is_zero() {
+                    return Err(OpenError::NoReply(what));
+                }
                 continue;
             }
             let mut from = kernel_addr();
@@ -683,7 +689,14 @@ impl Listener {
     /// Final accounting: drains what is queued and reports drops not yet reported. Call once,
     /// after the last [`recv`](Self::recv).
     pub fn finish(&mut self, out: &mut Vec<Received>) -> Result<(), RecvError> {
-        self.recv(out, 0)?;
+        // One recv handles at most MAX_PER_CALL messages: go on until the queue is empty.
+        loop {
+            let (before, had_pending) = (self.stats.datagrams, !self.pending.is_empty());
+            self.recv(out, 0)?;
+            if !had_pending && self.stats.datagrams == before {
+                break;
+            }
+        }
         self.account_drops(out);
         Ok(())
     }

@@ -148,9 +148,13 @@ impl ProcessUsage {
 /// multi-threaded process), or when a leader (`pid == tgid`) exits with no other thread of it
 /// pending. One case is ambiguous in the kernel's records: a multi-threaded process whose leader
 /// exits first (`pthread_exit` in `main`) — the leader's record looks like a single-threaded
-/// exit. Such a leader is yielded alone and the group's later threads, completed by the
-/// aggregate, come as a second `ProcessUsage` with the same tgid and `exit_code`/`comm` of the
-/// last thread: [`Accumulator::split_groups`] counts these.
+/// exit. A caller that knows the process has had other threads (it saw one created, e.g. from
+/// the process events connector) says so with [`Accumulator::expect_threads`] before the
+/// leader's record comes: the leader is then held and summed with the rest until the aggregate
+/// closes the group. Without that, such a leader is yielded alone and the group's later threads,
+/// completed by the aggregate, come as a second `ProcessUsage` with the same tgid,
+/// `exit_code`/`comm` of the last thread and [`ProcessUsage::threads_lost`] set:
+/// [`Accumulator::split_groups`] counts these.
 #[derive(Debug, Default)]
 pub struct Accumulator {
     pending: HashMap<u32, Pending>,
@@ -167,6 +171,23 @@ struct Pending {
     leader: Option<TaskRecord>,
 }
 
+impl Pending {
+    /// No thread in yet. `Usage::from_task` always has a CPU delay figure, and an I/O delay
+    /// figure only when it is accounted: the sums start from 0 where a figure will be added.
+    fn empty(io_delay: bool) -> Pending {
+        Pending {
+            usage: Usage {
+                cpu_delay_ns: Some(0),
+                io_delay_ns: io_delay.then_some(0),
+                ..Usage::default()
+            },
+            threads: 0,
+            leader: None,
+            raw: (0, 0, 0),
+        }
+    }
+}
+
 impl Accumulator {
     /// A new accumulator; `io_delay` says whether block I/O delay accounting is on.
     pub fn new(io_delay: bool) -> Accumulator {
@@ -177,6 +198,17 @@ impl Accumulator {
         }
     }
 
+    /// Says that process `tgid` has (or had) more than one thread: its records are held until
+    /// the kernel's thread group aggregate closes it, even when its leader exits first. Call it
+    /// before the leader's record is fed (a thread's creation precedes its leader's exit).
+    /// Calling it again for the same process costs one map look-up.
+    pub fn expect_threads(&mut self, tgid: u32) {
+        let io_delay = self.io_delay;
+        self.pending
+            .entry(tgid)
+            .or_insert_with(|| Pending::empty(io_delay));
+    }
+
     /// Feeds one task exit; returns the process when this was its last thread.
     pub fn feed(&mut self, exit: &TaskExit) -> Option<ProcessUsage> {
         let tgid = exit.tgid();
@@ -184,16 +216,11 @@ impl Accumulator {
         let is_leader = exit.pid == tgid;
         let done = exit.group.is_some() || (is_leader && !self.pending.contains_key(&tgid));
         if !done {
-            let p = self.pending.entry(tgid).or_insert(Pending {
-                usage: Usage {
-                    cpu_delay_ns: u.cpu_delay_ns.map(|_| 0),
-                    io_delay_ns: u.io_delay_ns.map(|_| 0),
-                    ..Usage::default()
-                },
-                threads: 0,
-                leader: None,
-                raw: (0, 0, 0),
-            });
+            let io_delay = self.io_delay;
+            let p = self
+                .pending
+                .entry(tgid)
+                .or_insert_with(|| Pending::empty(io_delay));
             p.raw = add_raw(p.raw, &exit.task);
             p.usage.add_thread(&u);
             p.threads += 1;
@@ -208,16 +235,8 @@ impl Accumulator {
                 if exit.group.is_some() && !is_leader {
                     self.split += 1;
                 }
-                (
-                    Usage {
-                        cpu_delay_ns: u.cpu_delay_ns.map(|_| 0),
-                        io_delay_ns: u.io_delay_ns.map(|_| 0),
-                        ..Usage::default()
-                    },
-                    0,
-                    None,
-                    (0, 0, 0),
-                )
+                let p = Pending::empty(self.io_delay);
+                (p.usage, p.threads, p.leader, p.raw)
             }
         };
         usage.add_thread(&u);
@@ -360,5 +379,34 @@ mod tests {
         assert_eq!(rest.tgid, 40);
         assert_eq!(acc.split_groups(), 1);
         assert!(rest.threads_lost, "the aggregate counts the leader's share too");
+    }
+
+    #[test]
+    fn an_expected_group_holds_its_leader_until_the_aggregate() {
+        let mut acc = Accumulator::new(false);
+        acc.expect_threads(50);
+        acc.expect_threads(50);
+        assert_eq!(
+            acc.feed(&exit(task(50, 50, 10, 700, 1), None)),
+            None,
+            "the leader is held"
+        );
+        let agg = TaskRecord {
+            run_ns: 20_000_014,
+            utime_us: 15_000,
+            stime_us: 5_000,
+            ..TaskRecord::default()
+        };
+        let p = acc.feed(&exit(task(51, 50, 10, 800, 2), Some(agg))).unwrap();
+        assert_eq!(p.threads, 2);
+        assert_eq!(
+            p.usage.cpu_user_ns + p.usage.cpu_sys_ns,
+            20_000_014,
+            "both threads"
+        );
+        assert_eq!((p.usage.max_rss_kib, p.usage.write_chars), (800, 3));
+        assert_eq!(p.exit_code, 3 << 8, "the leader's status, not the last thread's");
+        assert!(!p.threads_lost);
+        assert_eq!((acc.split_groups(), acc.pending()), (0, 0));
     }
 }

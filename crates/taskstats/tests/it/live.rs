@@ -276,6 +276,40 @@ fn burst_every_exit_has_its_record() {
     assert_eq!(ts.stats().rejected(), 0);
 }
 
+/// The kernel queues its replies before `sendto` returns: a listener whose thread runs only
+/// after the reply deadline (a loaded machine) still reads them and opens. A zero timeout is
+/// that case, made certain.
+#[test]
+fn replies_queued_before_the_deadline_are_read_after_it() {
+    let ts = Listener::open(&Options {
+        reply_timeout: Duration::ZERO,
+        ..Options::default()
+    })
+    .unwrap();
+    assert_ne!(ts.family(), 0);
+}
+
+#[test]
+fn finish_takes_everything_queued_even_beyond_one_receive() {
+    let mut ts = Listener::open(&Options::default()).unwrap();
+    // More than one recv call handles (4096 messages), none read before finish.
+    let pids = burst(5000);
+    let mut items = Vec::new();
+    ts.finish(&mut items).unwrap();
+    let mut acc = Accumulator::new(false);
+    let ours: std::collections::HashSet<u32> = pids.iter().copied().collect();
+    let got = items
+        .iter()
+        .filter_map(|r| match r {
+            Received::Exit(e) => acc.feed(e),
+            Received::Loss(_) => None,
+        })
+        .filter(|p| ours.contains(&p.tgid))
+        .count();
+    assert_eq!(ts.stats().lost_reported, 0, "a 16 MiB buffer holds 5000 records");
+    assert_eq!(got, pids.len(), "every record queued is taken by finish");
+}
+
 #[test]
 fn tiny_buffer_loss_is_counted_exactly() {
     let mut ts = Listener::open(&Options {
