@@ -1236,6 +1236,8 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
     let mut by_depth: Vec<usize> = (0..procs.len()).collect();
     by_depth.sort_by_key(|&i| (depth[i], i));
     for &i in &by_depth {
+        // Moved, not copied: nothing reads a process's execs after this.
+        let execs = std::mem::take(&mut procs[i].execs);
         let pr = &procs[i];
         let pid = pid_of[i];
         let ppid = pr.parent.map_or(0, |p| pid_of[p]);
@@ -1249,16 +1251,16 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
                 child_tgid: pid,
             },
         );
-        for (t, argv) in &pr.execs {
-            push(*t, 1, Event::Exec { ts: *t, tgid: pid });
+        for (t, argv) in execs {
+            push(t, 1, Event::Exec { ts: t, tgid: pid });
             push(
-                *t,
+                t,
                 1,
                 Event::ExecDetails {
                     tgid: pid,
                     details: ExecDetails {
-                        comm: comm_of(argv),
-                        argv: Some(argv.clone()),
+                        comm: comm_of(&argv),
+                        argv: Some(argv),
                         ..Default::default()
                     },
                 },
