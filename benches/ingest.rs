@@ -8,8 +8,13 @@
 //!
 //! For proctrace JSON Lines: the reader alone (bytes → events, fed to nothing), then the whole
 //! `analyze` path (reader → tracker → no sinks) over the same bytes held in memory. For Trace2:
-//! `trace2::reader::parse_line` over every line. Each figure is the best of a few rounds, in
-//! MB/s of input (10^6 bytes).
+//! `trace2::reader::parse_line` and `parse_line_borrowed` (what `analyze` uses) over every line,
+//! then the Trace2 input (sessions kept, built and ordered, from the file) fed to nothing, then
+//! with the model. Each figure is the best of a few rounds, in MB/s of input (10^6 bytes).
+//!
+//! `cargo bench -p proctrace --bench ingest -- trace2-input FILE` runs the Trace2 input once,
+//! streaming from the file: under `/usr/bin/time -f %M` its peak RSS is the input's own (the
+//! model keeps every process record; the input should keep only the sessions alive at once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
