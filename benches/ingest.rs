@@ -8,8 +8,13 @@
 //!
 //! For proctrace JSON Lines: the reader alone (bytes → events, fed to nothing), then the whole
 //! `analyze` path (reader → tracker → no sinks) over the same bytes held in memory. For Trace2:
-//! `trace2::reader::parse_line` over every line. Each figure is the best of a few rounds, in
-//! MB/s of input (10^6 bytes).
+//! `trace2::reader::parse_line` and `parse_line_borrowed` (what `analyze` uses) over every line,
+//! then the Trace2 input (sessions kept, built and ordered, from the file) fed to nothing, then
+//! with the model. Each figure is the best of a few rounds, in MB/s of input (10^6 bytes).
+//!
+//! `cargo bench -p proctrace --bench ingest -- trace2-input FILE` runs the Trace2 input once,
+//! streaming from the file: under `/usr/bin/time -f %M` its peak RSS is the input's own (the
+//! model keeps every process record; the input should keep only the sessions alive at once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -18,6 +23,7 @@ use std::time::Instant;
 
 use proctrace::cmd::analyze::analyze;
 use proctrace::input::jsonl::JsonlInput;
+use proctrace::input::trace2::Trace2Input;
 use proctrace::input::{Input, InputOptions};
 use proctrace::sink::Fanout;
 
@@ -94,6 +100,50 @@ fn trace2(path: &str) {
         "trace2 parse_line: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} events, {} bytes)",
         data.len()
     );
+    let (mbs, cpu, n) = best(data.len(), || {
+        let mut n = 0u64;
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            if black_box(trace2::reader::parse_line_borrowed(&rest[..end])).is_ok() {
+                n += 1;
+            }
+            rest = rest.get(end + 1..).unwrap_or_default();
+        }
+        n
+    });
+    println!("trace2 parse_line_borrowed: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} events)");
+    // The input as `analyze` reads it (from the file: sessions kept, built, ordered), fed to
+    // nothing; then with the model.
+    let opts = InputOptions::default();
+    let paths = [std::path::PathBuf::from(path)];
+    let (mbs, cpu, n) = best(data.len(), || {
+        let mut input = Trace2Input::open(&paths, &opts).unwrap();
+        let mut n = 0u64;
+        input
+            .feed_all(&mut |e| n += black_box(&e).ts().is_some() as u64)
+            .unwrap();
+        n
+    });
+    println!("trace2 input (sessions -> events): {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} timed events)");
+    let (mbs, cpu, procs) = best(data.len(), || {
+        let mut input = Trace2Input::open(&paths, &opts).unwrap();
+        let a = analyze(&mut input, None, Fanout::new());
+        assert!(a.error.is_none());
+        a.engine.tracker.stats().processes
+    });
+    println!("trace2 analyze (input + model): {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({procs} processes)");
+}
+
+/// The Trace2 input alone, streaming from the file, once (for its peak RSS under
+/// `/usr/bin/time -f %M`: the model keeps every process record, the input should not).
+fn trace2_input(path: &str) {
+    let mut input = Trace2Input::open(&[std::path::PathBuf::from(path)], &InputOptions::default()).unwrap();
+    let mut n = 0u64;
+    input
+        .feed_all(&mut |e| n += black_box(&e).ts().is_some() as u64)
+        .unwrap();
+    println!("trace2 input: {n} timed events");
 }
 
 fn main() {
@@ -101,6 +151,7 @@ fn main() {
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["jsonl", path] => jsonl(path),
         ["trace2", path] => trace2(path),
-        _ => eprintln!("usage: ingest jsonl FILE | ingest trace2 FILE"),
+        ["trace2-input", path] => trace2_input(path),
+        _ => eprintln!("usage: ingest jsonl FILE | ingest trace2 FILE | ingest trace2-input FILE"),
     }
 }

@@ -436,12 +436,18 @@ impl<'a> Keep<'a, 'a> for Borrowed {
 impl<'a, K> Fields<'a, K> {
     /// A string member that needs no decoding, as it lies on the line (UTF-8 lines only).
     fn plain(&self, m: &RawMember<'a>) -> Option<&'a str> {
-        let (text, base) = self.text?;
         if m.kind != Kind::Str(false) {
             return None;
         }
-        let at = m.raw.as_ptr() as usize - base;
-        text.get(at + 1..at + m.raw.len() - 1)
+        self.unquoted(m.raw)
+    }
+
+    /// A string without escapes (`raw`: its text on the line, quotes included), as it lies on
+    /// the line (UTF-8 lines only).
+    fn unquoted(&self, raw: &'a [u8]) -> Option<&'a str> {
+        let (text, base) = self.text?;
+        let at = (raw.as_ptr() as usize).checked_sub(base)?;
+        text.get(at + 1..(at + raw.len()).checked_sub(1)?)
     }
 
     fn take_member(&mut self, key: &str) -> Option<RawMember<'a>> {
@@ -503,18 +509,41 @@ impl<'a, K> Fields<'a, K> {
     fn f_or0(&mut self, key: &str) -> Result<f64, String> {
         Ok(self.float(key)?.unwrap_or(0.0))
     }
-    fn strings<'o>(&mut self, key: &str) -> Result<Vec<Str<'o>>, String> {
-        match self.take(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(a)) => a
-                .into_iter()
-                .map(|v| match v {
-                    Value::String(s) => Ok(Cow::Owned(s)),
-                    _ => Err(format!("\"{key}\" holds a non-string")),
-                })
-                .collect(),
-            Some(_) => Err(format!("\"{key}\" is not an array")),
+    /// An array of strings; each borrowed or copied as [`Self::opt_str`] does (no JSON value
+    /// tree built in between).
+    fn strings<'o>(&mut self, key: &str) -> Result<Vec<Str<'o>>, String>
+    where
+        K: Keep<'a, 'o>,
+    {
+        let Some(m) = self.take_member(key) else {
+            return Ok(Vec::new());
+        };
+        if m.kind != Kind::Array {
+            return Err(format!("\"{key}\" is not an array"));
         }
+        let mut out = Vec::new();
+        let mut bad = false;
+        json::array_items(m.raw, |raw, kind| {
+            let s = match kind {
+                Kind::Str(false) => match self.unquoted(raw) {
+                    Some(t) => K::keep(t),
+                    None => Cow::Owned(json::lossy(
+                        raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default(),
+                    )),
+                },
+                Kind::Str(true) => Cow::Owned(json::unescape(raw).unwrap_or_default()),
+                _ => {
+                    bad = true;
+                    return false;
+                }
+            };
+            out.push(s);
+            true
+        });
+        if bad {
+            return Err(format!("\"{key}\" holds a non-string"));
+        }
+        Ok(out)
     }
 }
 
@@ -807,6 +836,27 @@ mod tests {
     }
 
     #[test]
+    fn memchr2_finds_the_first_quote_or_backslash_anywhere() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for (x, y) in [(b'"', b'\\'), (b'\\', b'"')] {
+                    // Bytes that could fool a SWAR search: one above each, each with its high bit.
+                    let fill = [b'#', b']', 0xa2, 0xdc];
+                    let mut b: Vec<u8> = (0..len).map(|i| fill[i % fill.len()]).collect();
+                    let want = (at < len).then_some(at);
+                    if at < len {
+                        b[at] = x;
+                        if at + 1 < len {
+                            b[at + 1] = y;
+                        }
+                    }
+                    assert_eq!(json::memchr2(b'"', b'\\', &b), want, "{b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn for_each_event_matches_the_iterator_across_buffer_fills() {
         let text = concat!(
             "{\"event\":\"version\",\"sid\":\"a\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"x\"}\r\n",
@@ -858,6 +908,31 @@ mod tests {
             let owned = parse_line(l.as_bytes()).unwrap().0;
             let borrowed = parse_line_borrowed(l.as_bytes()).unwrap();
             assert_eq!(borrowed, owned, "{l}");
+        }
+        // Arrays of strings too: plain items borrowed, escaped ones decoded; a non-UTF-8 line
+        // copies (lossily), as `parse_line` does.
+        match parse_line_borrowed(lines[1].as_bytes()).unwrap().kind {
+            EventKind::ChildStart { argv, .. } => {
+                assert_eq!(argv, ["a\nb", "c"]);
+                assert!(matches!(
+                    (&argv[0], &argv[1]),
+                    (Cow::Owned(_), Cow::Borrowed("c"))
+                ));
+            }
+            k => panic!("{k:?}"),
+        }
+        let odd = b"{\"event\":\"start\",\"sid\":\"a\",\"argv\":[\"g\xffit\", \"x\" ,\"\\u00e9\"]}";
+        assert_eq!(parse_line_borrowed(odd).unwrap(), parse_line(odd).unwrap().0);
+        match parse_line(odd).unwrap().0.kind {
+            EventKind::Start { argv } => assert_eq!(argv, ["g\u{fffd}it", "x", "é"]),
+            k => panic!("{k:?}"),
+        }
+        for bad in [
+            &br#"{"event":"start","sid":"a","argv":["git",1]}"#[..],
+            br#"{"event":"start","sid":"a","argv":"git"}"#,
+        ] {
+            assert!(parse_line_borrowed(bad).is_err());
+            assert_eq!(parse_line_borrowed(bad).err(), parse_line(bad).err());
         }
         let e = parse_line_borrowed(lines[0].as_bytes()).unwrap();
         assert!(matches!(e.sid, Cow::Borrowed("a/b")));
