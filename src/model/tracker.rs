@@ -779,6 +779,33 @@ impl Tracker {
         }
     }
 
+    /// A region of `tgid`, kept in its record (both [`apply`](Self::apply) and
+    /// [`apply_owned`](Self::apply_owned)).
+    fn apply_region(&mut self, tgid: Pid, mut region: Region, facts: &mut Vec<Fact>) {
+        // A saved trace can end a region before it starts: every output may count on
+        // `ts <= end` (found by fuzzing twice: the picture overflowed; the second time because
+        // the by-value path had its own copy of this without the fix).
+        region.end = region.end.max(region.ts);
+        self.note(tgid, region.ts, facts, |id, r| {
+            r.regions.push(region);
+            Fact::Region {
+                id,
+                index: r.regions.len() - 1,
+            }
+        });
+    }
+
+    /// A datum of `tgid`, kept in its record (both paths).
+    fn apply_data(&mut self, tgid: Pid, data: Data, facts: &mut Vec<Fact>) {
+        self.note(tgid, data.ts, facts, |id, r| {
+            r.data.push(data);
+            Fact::Data {
+                id,
+                index: r.data.len() - 1,
+            }
+        });
+    }
+
     /// [`apply`](Self::apply) taking the event by value: an exec's details, a region and a datum
     /// are moved into the record rather than copied (a saved trace's events are owned; copying
     /// every exec's argv/exe/cwd was a sixth of `analyze`'s time). Same facts, same followups.
@@ -789,23 +816,11 @@ impl Tracker {
                 Followup::None
             }
             Event::Region { tgid, region } => {
-                self.note(tgid, region.ts, facts, |id, r| {
-                    r.regions.push(region);
-                    Fact::Region {
-                        id,
-                        index: r.regions.len() - 1,
-                    }
-                });
+                self.apply_region(tgid, region, facts);
                 Followup::None
             }
             Event::Data { tgid, data } => {
-                self.note(tgid, data.ts, facts, |id, r| {
-                    r.data.push(data);
-                    Fact::Data {
-                        id,
-                        index: r.data.len() - 1,
-                    }
-                });
+                self.apply_data(tgid, data, facts);
                 Followup::None
             }
             Event::Existing {
@@ -1062,27 +1077,11 @@ impl Tracker {
                 Followup::None
             }
             Event::Region { tgid, ref region } => {
-                self.note(tgid, region.ts, facts, |id, r| {
-                    let mut region = region.clone();
-                    // A saved trace can end a region before it starts: every output may count
-                    // on `ts <= end` (found by fuzzing; the picture overflowed).
-                    region.end = region.end.max(region.ts);
-                    r.regions.push(region);
-                    Fact::Region {
-                        id,
-                        index: r.regions.len() - 1,
-                    }
-                });
+                self.apply_region(tgid, region.clone(), facts);
                 Followup::None
             }
             Event::Data { tgid, ref data } => {
-                self.note(tgid, data.ts, facts, |id, r| {
-                    r.data.push(data.clone());
-                    Fact::Data {
-                        id,
-                        index: r.data.len() - 1,
-                    }
-                });
+                self.apply_data(tgid, data.clone(), facts);
                 Followup::None
             }
             Event::Usage { tgid, ref usage } => {
@@ -1415,9 +1414,19 @@ mod tests {
             msg: None,
             nesting: 1,
         };
-        t.apply(&Event::Region { tgid: 10, region }, &mut f);
+        t.apply(
+            &Event::Region {
+                tgid: 10,
+                region: region.clone(),
+            },
+            &mut f,
+        );
+        // By value too (`analyze` feeds owned events; the capture fuzz target found this path
+        // without the fix).
+        t.apply_owned(Event::Region { tgid: 10, region }, &mut f);
         let r = t.get(t.lookup(10).unwrap()).unwrap();
         assert_eq!((r.regions[0].ts, r.regions[0].end), (50, 50));
+        assert_eq!((r.regions[1].ts, r.regions[1].end), (50, 50));
     }
 
     #[test]

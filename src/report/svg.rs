@@ -437,7 +437,8 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
         .enumerate()
         .filter_map(|(k, g)| {
             let (a, b) = (g.ts.clamp(row.start, row.end), g.end.clamp(row.start, row.end));
-            (x_of(b) - x_of(a) >= MIN_REGION_W).then_some((b - a, k))
+            // A region whose end precedes its start (a hostile trace) is not drawn.
+            (b > a && x_of(b) - x_of(a) >= MIN_REGION_W).then(|| (b - a, k))
         })
         .collect();
     wide.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
