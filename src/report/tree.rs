@@ -98,10 +98,10 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let mut out = String::new();
     let mut lines = 0usize;
     let mut hidden = 0usize;
+    // Every record, in the order the walk below takes them (the same walk).
+    let all = crate::report::summary::all_records(t);
     // Whether any record has cost figures: only then the two columns (and their heading).
-    let with_costs = crate::report::summary::all_records(t)
-        .into_iter()
-        .any(|id| t.get(id).is_some_and(|r| r.usage.is_some()));
+    let with_costs = all.iter().any(|&id| t.get(id).is_some_and(|r| r.usage.is_some()));
     let right = if with_costs { RIGHT_COSTS } else { RIGHT };
     let mut rows: Vec<Line> = Vec::new();
     // (record, prefix for its children's lines, last among siblings, is a root)
@@ -112,34 +112,35 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     while let Some((id, prefix, last, is_root)) = stack.pop() {
         let Some(r) = t.get(id) else { continue };
         if lines >= o.max_lines {
-            // Only counted from here on: no text for the hidden (600,000 records under
-            // `--tree none` made their prefixes 4% of `analyze`).
-            hidden += 1;
-        } else {
-            let head = if is_root {
-                String::new()
-            } else {
-                format!("{prefix}{}", if last { "└─ " } else { "├─ " })
-            };
-            let desc = truncate(
-                &describe(r, o.redact),
-                // With costs, the pid counts too, so that every line fits its column.
-                o.width.saturating_sub(
-                    head.chars().count()
-                        + right
-                        + if with_costs {
-                            r.pid.to_string().len() + 1
-                        } else {
-                            0
-                        },
-                ),
-            );
-            let plain = format!("{head}{} {desc}", r.pid);
-            let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
-            let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
-            rows.push((plain.chars().count(), shown, dur, status(r, p), costs(r)));
-            lines += 1;
+            // The walk has taken the shown records, the first `lines` of `all`: the rest are
+            // hidden, counted without walking on (600,000 records under `--tree none`: their
+            // prefixes were 4% of `analyze`, then the walk that only counted them 3%).
+            hidden = all.len().saturating_sub(lines);
+            break;
         }
+        let head = if is_root {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "└─ " } else { "├─ " })
+        };
+        let desc = truncate(
+            &describe(r, o.redact),
+            // With costs, the pid counts too, so that every line fits its column.
+            o.width.saturating_sub(
+                head.chars().count()
+                    + right
+                    + if with_costs {
+                        r.pid.to_string().len() + 1
+                    } else {
+                        0
+                    },
+            ),
+        );
+        let plain = format!("{head}{} {desc}", r.pid);
+        let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
+        let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
+        rows.push((plain.chars().count(), shown, dur, status(r, p), costs(r)));
+        lines += 1;
         let child_prefix = if is_root || lines >= o.max_lines {
             String::new()
         } else {
@@ -275,6 +276,10 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn tree(events: &[Event], width: usize) -> String {
+        tree_cut(events, width, usize::MAX)
+    }
+
+    fn tree_cut(events: &[Event], width: usize, max_lines: usize) -> String {
         let mut t = testkit::tracker(Scope::Tree, true, true);
         t.expect_root(1);
         let mut facts = Vec::new();
@@ -288,10 +293,47 @@ mod tests {
         let o = TreeOptions {
             color: false,
             redact: true,
-            max_lines: usize::MAX,
+            max_lines,
             width,
         };
         render(&t, &mode, &sum, o)
+    }
+
+    /// A tree cut after any number of lines shows the first records of the walk (parents
+    /// before children, in fork order) and counts exactly the rest as hidden.
+    #[test]
+    fn a_cut_tree_counts_every_record_it_does_not_show() {
+        // make (1) → sh (2..=4), each sh → cc (10 + 10·k ..) with one child of its own.
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.extend(exec(0, 1, &["make"], None));
+        let mut order = vec![1];
+        for k in 1..=3 {
+            let sh = 1 + k;
+            ev.push(fork(k as u64 * MS, 1, sh));
+            ev.extend(exec(k as u64 * MS, sh, &["sh", "-c", "cc"], None));
+            order.push(sh);
+            for j in 0..k {
+                let cc = 10 * sh + j;
+                ev.push(fork(k as u64 * MS + 1, sh, cc));
+                ev.extend(exec(k as u64 * MS + 1, cc, &["cc"], None));
+                ev.push(fork(k as u64 * MS + 2, cc, 100 * cc));
+                order.extend([cc, 100 * cc]);
+            }
+        }
+        let all = order.len();
+        for max in 0..=all + 1 {
+            let text = tree_cut(&ev, 100, max);
+            let shown: Vec<i32> = text
+                .lines()
+                .filter_map(|l| {
+                    let w = l.trim_start_matches(|c: char| " │├└─".contains(c));
+                    w.split(' ').next()?.parse().ok()
+                })
+                .collect();
+            assert_eq!(shown, order[..max.min(all)], "max_lines {max}:\n{text}");
+            let more = format!("… {} more processes", all.saturating_sub(max));
+            assert_eq!(text.contains(&more), max < all, "max_lines {max}:\n{text}");
+        }
     }
 
     /// `make` runs a long compile and a short one; `measured` says which of them have figures.
