@@ -2,8 +2,6 @@
 //! children that burn known CPU, touch known memory and write known bytes, and reaps each with
 //! `wait4`; its `rusage` is what the exit lines must say, on both backends.
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -13,18 +11,7 @@ use crate::common::*;
 /// `tests/fixtures/costs.c`, compiled once per test run.
 fn costs() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/costs.c");
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("costs");
-        let st = Command::new("cc")
-            .args(["-O2", "-Wall", "-pthread", "-o"])
-            .arg(&out)
-            .arg(src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed on {src}");
-        out.to_string_lossy().into_owned()
-    })
+    BIN.get_or_init(|| compile_fixture("costs"))
 }
 
 /// What `wait4` said about one child.
