@@ -370,10 +370,7 @@ impl Sink for JsonLines {
             ("socket_drops", s.capture.socket_drops),
             ("kernel_events", s.capture.events),
         ] {
-            b.push(b',');
-            json::string(b, k);
-            b.push(b':');
-            json::int(b, v as i64);
+            int_field(b, k, v);
         }
         // Only runs that had Trace2 notes say so (older outputs stay as they were).
         if s.stats.notes + s.stats.notes_unmatched > 0 {
@@ -381,10 +378,7 @@ impl Sink for JsonLines {
                 ("notes", s.stats.notes),
                 ("notes_unmatched", s.stats.notes_unmatched),
             ] {
-                b.push(b',');
-                json::string(b, k);
-                b.push(b':');
-                json::int(b, v as i64);
+                int_field(b, k, v);
             }
         }
         // Only runs that measured what processes cost say so (older outputs stay as they were):
@@ -396,10 +390,7 @@ impl Sink for JsonLines {
                 ("usage_lost", s.capture.usage_lost),
                 ("usage_incomplete", s.capture.usage_incomplete),
             ] {
-                b.push(b',');
-                json::string(b, k);
-                b.push(b':');
-                json::int(b, v as i64);
+                int_field(b, k, v);
             }
         }
         if let Some(n) = s.filtered {
@@ -415,4 +406,12 @@ impl Sink for JsonLines {
         b.extend_from_slice(b"}\n");
         self.w.flush()
     }
+}
+
+/// `,"k":v` for one count of the `end` line.
+fn int_field(b: &mut Vec<u8>, k: &str, v: u64) {
+    b.push(b',');
+    json::string(b, k);
+    b.push(b':');
+    json::int(b, v as i64);
 }
