@@ -82,35 +82,29 @@ fn jsonl(path: &str) {
     println!("jsonl analyze (reader + model): {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({procs} processes)");
 }
 
+/// How many of `data`'s lines `parse` accepts.
+fn lines_parsed(data: &[u8], parse: impl Fn(&[u8]) -> bool) -> u64 {
+    let mut n = 0u64;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        n += u64::from(black_box(parse(&rest[..end])));
+        rest = rest.get(end + 1..).unwrap_or_default();
+    }
+    n
+}
+
 fn trace2(path: &str) {
     let data = std::fs::read(path).unwrap();
     let (mbs, cpu, n) = best(data.len(), || {
-        let mut n = 0u64;
-        let mut rest = &data[..];
-        while !rest.is_empty() {
-            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-            if black_box(trace2::reader::parse_line(&rest[..end])).is_ok() {
-                n += 1;
-            }
-            rest = rest.get(end + 1..).unwrap_or_default();
-        }
-        n
+        lines_parsed(&data, |l| trace2::reader::parse_line(l).is_ok())
     });
     println!(
         "trace2 parse_line: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} events, {} bytes)",
         data.len()
     );
     let (mbs, cpu, n) = best(data.len(), || {
-        let mut n = 0u64;
-        let mut rest = &data[..];
-        while !rest.is_empty() {
-            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-            if black_box(trace2::reader::parse_line_borrowed(&rest[..end])).is_ok() {
-                n += 1;
-            }
-            rest = rest.get(end + 1..).unwrap_or_default();
-        }
-        n
+        lines_parsed(&data, |l| trace2::reader::parse_line_borrowed(l).is_ok())
     });
     println!("trace2 parse_line_borrowed: {mbs:.0} MB/s wall, {cpu:.0} MB/s CPU ({n} events)");
     // The input as `analyze` reads it (from the file: sessions kept, built, ordered), fed to
