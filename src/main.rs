@@ -628,7 +628,9 @@ fn main() {
             };
             let mut input = proctrace::input::open(&paths, &opts)?;
             let sinks = outs.open_sinks()?;
-            let mut a = proctrace::cmd::analyze::analyze(input.as_mut(), root, sinks);
+            // Records of exited processes are kept only for what reads them at the end.
+            let retain = json || outs.reads_records_at_end();
+            let mut a = proctrace::cmd::analyze::analyze(input.as_mut(), root, sinks, retain);
             if !(json && tree == TreeMode::None) {
                 outs.print_tree(&a.engine.tracker, &a.header, &a.summary);
             }

@@ -99,6 +99,16 @@ impl Outputs {
         self.summary_text || self.summary_md.is_some() || self.summary_json.is_some() || self.svg.is_some()
     }
 
+    /// A report made at the end from every record is asked for: the tree (with the text summary
+    /// under it), a summary file or the SVG picture. The verdict line and the streaming outputs
+    /// (`-o`, Trace2, Chrome, OTLP) need only the records of processes still running.
+    pub fn reads_records_at_end(&self) -> bool {
+        (self.tree != TreeMode::None && !self.quiet)
+            || self.summary_md.is_some()
+            || self.summary_json.is_some()
+            || self.svg.is_some()
+    }
+
     /// Opens every destination. Fails before anything runs when one cannot be opened (a report
     /// file is created now and written at the end).
     pub fn open_sinks(&self) -> Result<Fanout, ProctraceError> {

@@ -79,7 +79,7 @@ pub fn reports(a: &Analysis) -> usize {
 /// every report. The reading error, if any, is returned after everything before it was
 /// analysed and reported.
 pub fn analyze_all(input: &mut dyn Input) -> Result<usize, InputError> {
-    let a = analyze(input, None, sinks());
+    let a = analyze(input, None, sinks(), true);
     let n = reports(&a);
     match a.error {
         Some(e) => Err(e),

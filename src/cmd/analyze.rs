@@ -28,14 +28,19 @@ pub struct Analysis {
 /// trace (its `run` root, a `Root` event) or `root`; with neither, everything is followed (as in
 /// `watch`). The sinks get the trace's header and, at the end, its recorded summary with the
 /// counters recomputed (or one made from the records).
-pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout) -> Analysis {
+///
+/// `retain`: keep the record of every exited process (the tree, the summary, the SVG picture
+/// and `diff` read them at the end). Without, a record is freed once the sinks have seen its
+/// exit, as `watch` does: memory then follows the processes alive at once, not the file, and
+/// only the streaming outputs (`-o`, Trace2, Chrome, OTLP) and the verdict line are made.
+pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout, retain: bool) -> Analysis {
     let header = input.header().clone();
     let tree = root.is_some() || matches!(header.mode, Mode::Run { .. } | Mode::Watch { root: Some(_) });
     // A trace that names its root only in the stream (older captures without a header) is
     // followed as a tree once the `Root` event comes: the tracker takes roots at any time.
     let t = Tracker::new(TrackerOptions {
         scope: if tree { Scope::Tree } else { Scope::All },
-        retain_exited: true,
+        retain_exited: retain,
         want_details: true,
     });
     let mut engine = Engine::new(t, sinks, Details::InStream);
@@ -58,6 +63,9 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout) -> Analy
             }
         }
         engine.feed_owned(ev);
+        if !retain {
+            engine.after_batch();
+        }
     });
     // What was read before a bad line is still reported: the outputs end cleanly, then the error.
     engine.settle();
@@ -71,7 +79,7 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout) -> Analy
         None => {
             let t = &engine.tracker;
             let status = named_root
-                .and_then(|_| t.roots().first().copied())
+                .and(t.first_root())
                 .and_then(|id| t.get(id))
                 .and_then(|r| r.exit)
                 .and_then(|x| x.status);
@@ -119,4 +127,79 @@ pub fn render_json(a: &Analysis, redact: bool) -> String {
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write;
+    use std::path::Path;
+
+    use super::*;
+    use crate::input::InputOptions;
+    use crate::input::jsonl::JsonlInput;
+    use crate::model::event::ExitStatus;
+
+    /// A run's JSON Lines: the command (pid 100) runs `n` children one after another, each
+    /// exiting 1, then exits 3.
+    fn build(n: i32) -> String {
+        let mut s = String::from(
+            "{\"event\":\"start\",\"ts\":0.000000000,\"tool\":\"proctrace\",\"version\":\"0\",\
+             \"backend\":\"connector\",\"wall_offset\":0.000000000,\"mode\":\"run\",\"argv\":[\"make\"]}\n\
+             {\"event\":\"fork\",\"ts\":0.000001000,\"pid\":100,\"ppid\":1}\n",
+        );
+        for i in 0..n {
+            let (pid, t) = (1000 + i, 10 + 4 * i);
+            let _ = writeln!(
+                s,
+                "{{\"event\":\"fork\",\"ts\":0.{t:09},\"pid\":{pid},\"ppid\":100}}"
+            );
+            let _ = writeln!(
+                s,
+                "{{\"event\":\"exec\",\"ts\":0.{:09},\"pid\":{pid},\"ppid\":100,\"argv\":[\"cc\",\"-c\",\"f{i}.c\"]}}",
+                t + 1
+            );
+            let _ = writeln!(
+                s,
+                "{{\"event\":\"exit\",\"ts\":0.{:09},\"pid\":{pid},\"ppid\":100,\"code\":1}}",
+                t + 2
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{{\"event\":\"exit\",\"ts\":0.{:09},\"pid\":100,\"ppid\":1,\"code\":3}}",
+            10 + 4 * n
+        );
+        s
+    }
+
+    fn run(text: &str, retain: bool) -> Analysis {
+        let mut input =
+            JsonlInput::new(text.as_bytes(), Path::new("t.jsonl"), &InputOptions::default()).unwrap();
+        analyze(&mut input, None, Fanout::new(), retain)
+    }
+
+    /// Without retention, records are freed as their exits go out: memory follows the processes
+    /// alive at once (here two), not the file; the command's record stays, for its status.
+    #[test]
+    fn streaming_keeps_only_live_records_and_the_command() {
+        let text = build(5000);
+        let kept = run(&text, true);
+        let streamed = run(&text, false);
+        for a in [&kept, &streamed] {
+            assert!(a.error.is_none());
+            assert_eq!(a.engine.tracker.stats().processes, 5001);
+            assert_eq!(a.engine.tracker.stats().exits, 5001);
+            assert_eq!(a.summary.status, Some(ExitStatus::Code(3)));
+        }
+        assert_eq!(kept.engine.tracker.stats().held, 5001);
+        let s = streamed.engine.tracker.stats();
+        assert!(s.peak_held <= 3, "{s:?}");
+        assert_eq!(s.held, 1);
+        let cmd = streamed
+            .engine
+            .tracker
+            .first_root()
+            .and_then(|id| streamed.engine.tracker.get(id));
+        assert_eq!(cmd.map(|r| r.pid), Some(100));
+    }
 }

@@ -108,7 +108,7 @@ pub fn load(
 ) -> Result<Analysis, ProctraceError> {
     let opts = InputOptions { lenient, tool };
     let mut input = open(&[path], &opts)?;
-    let mut a = analyze(input.as_mut(), None, Fanout::new());
+    let mut a = analyze(input.as_mut(), None, Fanout::new(), true);
     match a.error.take() {
         Some(e) => Err(e.into()),
         None => Ok(a),

@@ -140,6 +140,6 @@ pub fn replay(cap: &Capture, root: Option<i32>, sinks: Fanout, fallback: Header)
         cap,
         header: cap.header.clone().unwrap_or(fallback),
     };
-    let a = analyze(&mut input, root, sinks);
+    let a = analyze(&mut input, root, sinks, true);
     (a.engine, a.summary)
 }

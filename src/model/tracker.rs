@@ -439,6 +439,9 @@ pub struct Tracker {
     threads: PidMap<Pid>,
     expected_roots: Vec<Pid>,
     roots: Vec<ProcId>,
+    /// The first root ever taken: its record is never swept (a run's command is read at the
+    /// end: its status in the verdict, its span sent last by OTLP), retained or not.
+    first_root: Option<ProcId>,
     stats: TrackerStats,
     to_sweep: Vec<ProcId>,
     last_asked: Option<Pid>,
@@ -456,6 +459,7 @@ impl Tracker {
             threads: PidMap::default(),
             expected_roots: Vec::new(),
             roots: Vec::new(),
+            first_root: None,
             stats: TrackerStats::default(),
             to_sweep: Vec::new(),
             last_asked: None,
@@ -561,6 +565,16 @@ impl Tracker {
     /// Records with no tracked parent, in order of appearance.
     pub fn roots(&self) -> &[ProcId] {
         &self.roots
+    }
+
+    /// The first root taken (a run's command), kept even when exited records are not.
+    pub fn first_root(&self) -> Option<ProcId> {
+        self.first_root
+    }
+
+    fn push_root(&mut self, id: ProcId) {
+        self.first_root.get_or_insert(id);
+        self.roots.push(id);
     }
 
     /// Processes believed alive.
@@ -679,7 +693,7 @@ impl Tracker {
         let id = self.insert(rec);
         match parent {
             Some(p) => self.link_child(p, id),
-            None => self.roots.push(id),
+            None => self.push_root(id),
         }
         id
     }
@@ -700,7 +714,7 @@ impl Tracker {
         if let Some(i) = self.expected_roots.iter().position(|&p| p == pid) {
             self.expected_roots.swap_remove(i);
             let id = self.insert(ProcessRecord::new(pid, ppid, None, None, false));
-            self.roots.push(id);
+            self.push_root(id);
             facts.push(Fact::Fork(id));
             return Some(id);
         }
@@ -750,7 +764,7 @@ impl Tracker {
         }
         facts.push(Fact::Exit(id));
         // Retained records are never swept: no list of them to grow.
-        if !self.opts.retain_exited {
+        if !self.opts.retain_exited && self.first_root != Some(id) {
             self.to_sweep.push(id);
         }
     }
@@ -1389,9 +1403,12 @@ mod tests {
             t.sweep();
         }
         assert_eq!(t.stats().processes, 100_000);
-        assert_eq!(t.stats().held, 0);
-        assert!(t.stats().peak_held <= 2, "{:?}", t.stats());
-        assert!(t.slots.len() <= 2);
+        // Only the first root's record stays (read at the end: a run's command).
+        assert_eq!(t.stats().held, 1);
+        let first = t.first_root().unwrap();
+        assert_eq!(t.get(first).map(|r| r.pid), Some(1000));
+        assert!(t.stats().peak_held <= 3, "{:?}", t.stats());
+        assert!(t.slots.len() <= 3);
     }
 
     #[test]

@@ -16,7 +16,8 @@ fn proctrace(args: &[&str]) -> Output {
 
 /// Every recorded capture, replayed to JSON Lines, then that file analysed to JSON Lines again:
 /// the bytes are equal (the `start` line included: it carries the mode, clock and backend of the
-/// session, and `analyze` keeps them), and so are the tree and the summary on stderr.
+/// session, and `analyze` keeps them), and so are the tree and the summary on stderr — and the
+/// JSON Lines of an `analyze` that keeps no exited records.
 #[test]
 fn every_capture_round_trips_through_json_lines() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/captures");
@@ -41,6 +42,21 @@ fn every_capture_round_trips_through_json_lines() {
             std::fs::read_to_string(&sb).unwrap(),
             std::fs::read_to_string(&sa).unwrap(),
             "{cap}: summary JSON differs"
+        );
+        // Without a tree or summary, records are not kept (memory follows the live processes):
+        // the streamed JSON Lines and the verdict line are the same.
+        let c = tmp("c.jsonl");
+        let st = proctrace(&["analyze", &a, "-o", &c, "--tree", "none"]);
+        assert!(st.status.success(), "{cap}: {}", stderr(&st));
+        assert_eq!(
+            std::fs::read_to_string(&c).unwrap(),
+            a_text,
+            "{cap}: streamed JSON Lines differ"
+        );
+        assert_eq!(
+            stderr(&st).lines().last(),
+            stderr(&rep).lines().last(),
+            "{cap}: verdict differs"
         );
         seen += 1;
     }

@@ -229,6 +229,15 @@ fn clone_and_fetch_into_a_directory_target() {
     let one = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
     let (again, _, _) = analyze(&[&dir, one.to_str().unwrap()], &[]);
     assert_eq!(again["processes"], json["processes"]);
+    // Asked for no report made from every record, analyze frees each at its exit: the streamed
+    // JSON Lines (regions and data included) are the same.
+    let streamed = tmp("streamed.jsonl");
+    let st = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "-o", &streamed, &dir])
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", stderr(&st));
+    assert_eq!(read_lines(&streamed), lines);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.contains("git clone") && svg.contains("upload-pack"),
