@@ -520,7 +520,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                 region_names.len() - 1
             });
             region_names[i].1.count += 1;
-            region_names[i].1.total_ns += d;
+            region_names[i].1.total_ns = region_names[i].1.total_ns.saturating_add(d);
         }
         let p = program(r);
         let i = *prog_index.entry(p.clone()).or_insert_with(|| {
@@ -528,7 +528,10 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             programs.len() - 1
         });
         programs[i].1.count += 1;
-        programs[i].1.total_ns += r.duration_ns().unwrap_or(0);
+        programs[i].1.total_ns = programs[i]
+            .1
+            .total_ns
+            .saturating_add(r.duration_ns().unwrap_or(0));
         if let Some(u) = r.usage.as_deref() {
             let st = &mut programs[i].1;
             st.cpu_ns = Some(st.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
@@ -1468,6 +1471,21 @@ mod tests {
         ]);
         assert_eq!(far.failures.len(), 1);
         assert_eq!(far.failures[0].start_ns, Some(-(5 + 1) as i64));
+        // Two processes of one program, each lasting more than half of u64's nanoseconds: their
+        // total saturates (fuzzing, 2026-12-01: the sum overflowed).
+        let long = report(&[
+            fork(0, 100, 1),
+            testkit::fork(1, 1, 2),
+            testkit::exit(u64::MAX / 2 + 10, 2, 0),
+            testkit::fork(2, 1, 3),
+            testkit::exit(u64::MAX / 2 + 20, 3, 0),
+            exit(100, 1, 0),
+        ]);
+        assert!(
+            long.by_program.0.iter().any(|(_, p)| p.total_ns == u64::MAX),
+            "{:?}",
+            long.by_program.0
+        );
     }
 
     fn region(ms: (u64, u64), pid: i32, category: &str, label: &str, nesting: u32) -> Event {
