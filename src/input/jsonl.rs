@@ -293,6 +293,54 @@ fn special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Whether `lead` lies in `b` at `i` (byte by byte: the leads are short and most differ from
+/// the line within their first three bytes, where a `memcmp` call cost more than the compare).
+#[inline]
+fn lead_at(b: &[u8], i: usize, lead: &[u8]) -> bool {
+    match b.get(i..i + lead.len()) {
+        Some(at) => at.iter().zip(lead).all(|(x, y)| x == y),
+        None => false,
+    }
+}
+
+/// The end of a non-negative number at `i` in the form proctrace writes (`0`, or digits not
+/// starting with 0, then maybe `.` and digits), if it is one and ends there; anything else
+/// (`-`, an exponent, a bad number) is `None`, for [`Scan::number`] to judge.
+#[inline]
+fn plain_number(b: &[u8], i: usize) -> Option<usize> {
+    let digits = |mut j: usize| {
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let int_end = digits(i);
+    if int_end == i || (b[i] == b'0' && int_end > i + 1) {
+        return None;
+    }
+    let end = if b.get(int_end) == Some(&b'.') {
+        let frac_end = digits(int_end + 1);
+        if frac_end == int_end + 1 {
+            return None;
+        }
+        frac_end
+    } else {
+        int_end
+    };
+    match b.get(end) {
+        Some(b'e' | b'E') => None,
+        _ => Some(end),
+    }
+}
+
+/// The place of the closing quote of the string whose opening quote is at `i`, if it holds
+/// no escape and no control character (else `None`, for [`Scan::string`] to judge).
+#[inline]
+fn plain_string(b: &[u8], i: usize) -> Option<usize> {
+    let end = special(b, i + 1);
+    (b.get(end) == Some(&b'"')).then_some(end)
+}
+
 /// A string's value, escapes decoded (a lone surrogate becomes U+FFFD).
 fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -557,7 +605,7 @@ impl K {
 }
 
 /// A value's place on the line (a [`Val`] without the borrow, so the table is reused).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
     Absent,
     Null,
@@ -598,7 +646,156 @@ struct Line<'a> {
     t: &'a Table,
 }
 
+/// The keys of the lines proctrace writes most (`fork`, `exec`, `exit`: nearly all of a file),
+/// in the order [`crate::sink::jsonl`] writes them, each with the bytes that lead to its value.
+/// See [`Table::fill_laid_out`].
+const FORK_KEYS: &[(K, &str)] = &[
+    (K::Ts, ",\"ts\":"),
+    (K::Pid, ",\"pid\":"),
+    (K::Ppid, ",\"ppid\":"),
+    (K::PreExisting, ",\"pre_existing\":"),
+    (K::Comm, ",\"comm\":"),
+];
+const EXEC_KEYS: &[(K, &str)] = &[
+    (K::Ts, ",\"ts\":"),
+    (K::Pid, ",\"pid\":"),
+    (K::Ppid, ",\"ppid\":"),
+    (K::Argv, ",\"argv\":"),
+    (K::Exe, ",\"exe\":"),
+    (K::Cwd, ",\"cwd\":"),
+    (K::Uid, ",\"uid\":"),
+    (K::Comm, ",\"comm\":"),
+];
+const EXIT_KEYS: &[(K, &str)] = &[
+    (K::Ts, ",\"ts\":"),
+    (K::Pid, ",\"pid\":"),
+    (K::Ppid, ",\"ppid\":"),
+    (K::Code, ",\"code\":"),
+    (K::Signal, ",\"signal\":"),
+    (K::Core, ",\"core\":"),
+    (K::ExitLost, ",\"exit_lost\":"),
+    (K::Duration, ",\"duration\":"),
+    (K::Background, ",\"background\":"),
+    (K::CpuUserS, ",\"cpu_user_s\":"),
+    (K::CpuSysS, ",\"cpu_sys_s\":"),
+    (K::MaxRssKib, ",\"max_rss_kib\":"),
+    (K::ReadChars, ",\"read_chars\":"),
+    (K::WriteChars, ",\"write_chars\":"),
+    (K::ReadBytes, ",\"read_bytes\":"),
+    (K::WriteBytes, ",\"write_bytes\":"),
+    (K::CancelledWriteBytes, ",\"cancelled_write_bytes\":"),
+    (K::CtxSwitches, ",\"ctx_switches\":"),
+    (K::CpuDelayS, ",\"cpu_delay_s\":"),
+    (K::IoDelayS, ",\"io_delay_s\":"),
+];
+
 impl Table {
+    /// Fills the table from a `fork`, `exec` or `exit` line laid out exactly as proctrace writes
+    /// it — no whitespace, its keys in the writer's order (each found by comparing the bytes
+    /// that lead to it, not by scanning and looking up its name), none added — and says whether
+    /// it was. Each value is scanned by the same
+    /// [`Scan`] method as in [`Table::scan`], so a line filled here fills the table exactly as
+    /// `scan` would (test: `a_laid_out_line_fills_the_table_as_scan_does`); any other line,
+    /// and any line with a bad value, is left to `scan`, which reads it or names the error.
+    /// Measured on the 307 MB ingest file: the line scanner was most of `analyze`'s time, and
+    /// the key lookups and per-value dispatch most of the scanner's.
+    fn fill_laid_out(&mut self, s: &str) -> bool {
+        const HEAD: &str = "{\"event\":\"";
+        let b = s.as_bytes();
+        let Some(rest) = b.strip_prefix(HEAD.as_bytes()) else {
+            return false;
+        };
+        let (name, keys) = match rest.get(..6) {
+            Some(b"fork\",") => ("fork", FORK_KEYS),
+            Some(b"exec\",") => ("exec", EXEC_KEYS),
+            Some(b"exit\",") => ("exit", EXIT_KEYS),
+            _ => return false,
+        };
+        self.set = 0;
+        self.words_ok = false;
+        let start = HEAD.len();
+        self.put(K::Event, Slot::Str(start, start + name.len(), false));
+        let mut p = Scan::new(s);
+        p.i = start + name.len() + 1;
+        for &(k, lead) in keys {
+            if !lead_at(b, p.i, lead.as_bytes()) {
+                continue;
+            }
+            p.i += lead.len();
+            let from = p.i;
+            // The forms the writer uses, read in place; anything else by the general scanner.
+            let quick = match b.get(from) {
+                Some(b'0'..=b'9') => plain_number(b, from).map(|to| (to, Slot::Num(from, to))),
+                Some(b'"') => plain_string(b, from).map(|to| (to + 1, Slot::Str(from + 1, to, false))),
+                Some(b'[') if k == K::Argv => match self.laid_out_words(&mut p) {
+                    true => Some((p.i, Slot::Raw(from, p.i))),
+                    false => return false,
+                },
+                _ => None,
+            };
+            let slot = match quick {
+                Some((to, slot)) => {
+                    p.i = to;
+                    slot
+                }
+                None => match p.value(1) {
+                    Ok(Val::Null) => Slot::Null,
+                    Ok(Val::Bool(v)) => Slot::Bool(v),
+                    Ok(Val::Num(x)) => Slot::Num(from, from + x.len()),
+                    Ok(Val::Str(x, e)) => Slot::Str(from + 1, from + 1 + x.len(), e),
+                    Ok(Val::Raw(x)) => Slot::Raw(from, from + x.len()),
+                    Err(_) => return false,
+                },
+            };
+            self.put(k, slot);
+        }
+        p.i + 1 == b.len() && b[p.i] == b'}'
+    }
+
+    /// `argv` as [`Scan::words`] takes it, for [`Table::fill_laid_out`]: an array of strings
+    /// with no space around its commas, each word found by [`plain_string`] (or [`Scan::string`]
+    /// when it holds escapes).
+    fn laid_out_words(&mut self, p: &mut Scan<'_>) -> bool {
+        let b = p.b;
+        self.words.clear();
+        p.i += 1;
+        if b.get(p.i) == Some(&b']') {
+            p.i += 1;
+            self.words_ok = true;
+            return true;
+        }
+        loop {
+            if b.get(p.i) != Some(&b'"') {
+                return false;
+            }
+            let from = p.i + 1;
+            match plain_string(b, p.i) {
+                Some(to) => {
+                    self.words.push((from, to, false));
+                    p.i = to + 1;
+                }
+                None => match p.string() {
+                    Ok((w, esc)) => self.words.push((from, from + w.len(), esc)),
+                    Err(_) => return false,
+                },
+            }
+            match b.get(p.i) {
+                Some(b',') => p.i += 1,
+                Some(b']') => {
+                    p.i += 1;
+                    self.words_ok = true;
+                    return true;
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    fn put(&mut self, k: K, v: Slot) {
+        self.set |= 1u128 << k as u32;
+        self.v[k as usize] = v;
+    }
+
     /// Scans one line (a JSON object and nothing else) into the table.
     fn scan(&mut self, s: &str) -> Res<()> {
         // A slot whose bit is not set is absent, whatever it still holds from an earlier line.
@@ -1286,7 +1483,9 @@ fn parse_line(
         Ok(s) => Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(line),
     };
-    table.scan(&text)?;
+    if !table.fill_laid_out(&text) {
+        table.scan(&text)?;
+    }
     let l = Line { s: &text, t: table };
     if first && matches!(l.get(K::Event), Some(Val::Str("start", false))) {
         return header(&l, base.clone()).map(|h| Parsed::Header(Box::new(h)));
@@ -1777,6 +1976,76 @@ mod tests {
         assert_eq!(input.stats().bytes, text.len() as u64);
     }
 
+    /// What [`Table::fill_laid_out`] made of `line` is what [`Table::scan`] makes of it, when it
+    /// took the line at all; returns whether it did.
+    fn same_table(line: &str) -> bool {
+        let (mut fast, mut full) = (Table::default(), Table::default());
+        if !fast.fill_laid_out(line) {
+            return false;
+        }
+        assert!(full.scan(line).is_ok(), "laid out but not JSON: {line}");
+        assert_eq!(fast.set, full.set, "{line}");
+        for k in 0..NKEYS {
+            if full.set & (1u128 << k) != 0 {
+                assert_eq!(fast.v[k], full.v[k], "key {k} of {line}");
+            }
+        }
+        assert_eq!(fast.words_ok, full.words_ok, "{line}");
+        if full.words_ok {
+            assert_eq!(fast.words, full.words, "{line}");
+        }
+        true
+    }
+
+    /// Every line of the golden JSON Lines files that is laid out as proctrace writes it fills
+    /// the table as the general scanner does — and most of them are; so do hand-made lines at
+    /// the edges (escapes, `null`s, usage fields), while lines laid out otherwise are left to
+    /// the scanner.
+    #[test]
+    fn a_laid_out_line_fills_the_table_as_scan_does() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden");
+        let (mut lines, mut laid_out) = (0, 0);
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "jsonl") {
+                for line in std::fs::read_to_string(&path).unwrap().lines() {
+                    lines += 1;
+                    laid_out += usize::from(same_table(line));
+                }
+            }
+        }
+        assert!(lines > 100 && laid_out * 2 > lines, "{laid_out} of {lines}");
+        for line in [
+            r#"{"event":"fork","ts":0.000000000,"pid":1,"ppid":0}"#,
+            r#"{"event":"fork","ts":null,"pid":1,"ppid":0,"pre_existing":true,"comm":"a\"b"}"#,
+            r#"{"event":"exec","ts":1.5,"pid":2,"ppid":1,"argv":[],"exe":null,"cwd":"/","uid":0,"comm":"x"}"#,
+            r#"{"event":"exec","ts":1.5,"pid":2,"ppid":1,"argv":["sh","-c","echo \"hi\" \u00e9"],"comm":"sh"}"#,
+            r#"{"event":"exec","ts":1.5,"pid":2,"ppid":1,"argv":null}"#,
+            r#"{"event":"exit","ts":2.25,"pid":2,"ppid":1,"signal":9,"core":false,"duration":0.75,"background":true}"#,
+            r#"{"event":"exit","ts":2.25,"pid":2,"ppid":1,"code":null,"exit_lost":true}"#,
+            r#"{"event":"exit","ts":2.25,"pid":2,"ppid":1,"code":0,"duration":1.000000000,"cpu_user_s":0.5,"cpu_sys_s":0.25,"max_rss_kib":10,"read_chars":1,"write_chars":2,"read_bytes":3,"write_bytes":4,"cancelled_write_bytes":5,"ctx_switches":{"voluntary":1,"involuntary":2},"cpu_delay_s":0.1,"io_delay_s":0.2}"#,
+            r#"{"event":"exit","ts":-1,"pid":2,"ppid":1,"code":1e3}"#,
+        ] {
+            assert!(same_table(line), "{line}");
+        }
+        // Whitespace, another order, an unknown or repeated key, a control character, a bad
+        // number, an unclosed line: not laid out (the scanner reads or refuses each).
+        for line in [
+            r#"{"event":"fork", "ts":1.0,"pid":1,"ppid":0}"#,
+            r#"{"event":"fork","pid":1,"ts":1.0,"ppid":0}"#,
+            r#"{"event":"fork","ts":1.0,"pid":1,"ppid":0,"new_key":1}"#,
+            r#"{"event":"fork","ts":1.0,"pid":1,"pid":1,"ppid":0}"#,
+            "{\"event\":\"exec\",\"ts\":1.0,\"pid\":1,\"ppid\":0,\"argv\":[\"a\tb\"]}",
+            r#"{"event":"exit","ts":01.0,"pid":1,"ppid":0,"code":0}"#,
+            r#"{"event":"exit","ts":1.,"pid":1,"ppid":0,"code":0}"#,
+            r#"{"event":"exit","ts":1.0,"pid":1,"ppid":0,"code":0"#,
+            r#"{"event":"exit","ts":1.0,"pid":1,"ppid":0,"code":0}}"#,
+            r#"{"event":"exec","ts":1.0,"pid":1,"ppid":0,"argv":["a",1]}"#,
+        ] {
+            assert!(!same_table(line), "{line}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         /// Any bytes: events or an error, never a panic; lenient reading never fails.
@@ -1784,6 +2053,26 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let _ = read_all(&bytes, false);
             prop_assert!(read_all(&bytes, true).is_ok());
+        }
+
+        /// A laid-out line with a byte changed, inserted or cut: still either left to the
+        /// scanner or read exactly as the scanner reads it.
+        #[test]
+        fn a_changed_laid_out_line_is_read_as_scan_reads_it(which in 0usize..3, at in 0usize..400, byte in any::<u8>(), how in 0u8..3) {
+            let lines = [
+                r#"{"event":"fork","ts":0.000010000,"pid":1001,"ppid":1000,"comm":"make"}"#,
+                r#"{"event":"exec","ts":0.163848300,"pid":1338,"ppid":1337,"argv":["cc1","-quiet","a\"b","-o","/tmp/x.s"],"exe":"/usr/lib/cc1","cwd":"/src","uid":1000,"comm":"cc1"}"#,
+                r#"{"event":"exit","ts":0.163888200,"pid":1335,"ppid":1334,"signal":11,"core":true,"duration":0.000790000,"cpu_user_s":0.001,"cpu_sys_s":0.000,"max_rss_kib":1200,"ctx_switches":{"voluntary":1,"involuntary":0}}"#,
+            ];
+            let mut b = lines[which].as_bytes().to_vec();
+            let at = at % b.len();
+            match how {
+                0 => b[at] = byte,
+                1 => b.insert(at, byte),
+                _ => b.truncate(at),
+            }
+            let text = String::from_utf8_lossy(&b);
+            let _ = same_table(&text);
         }
 
         /// Valid lines with their bytes shuffled about: the same.
