@@ -293,13 +293,36 @@ fn special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Whether `lead` lies in `b` at `i` (byte by byte: the leads are short and most differ from
-/// the line within their first three bytes, where a `memcmp` call cost more than the compare).
+/// Whether `lead` lies in `b` at `i`. Eight bytes at a time, the last eight overlapping (four
+/// for a lead of 4 to 7 bytes): a `memcmp` call, then a byte loop, were a quarter of the
+/// laid-out reader's own time (`perf`), most leads being tried at a place they do not match.
 #[inline]
 fn lead_at(b: &[u8], i: usize, lead: &[u8]) -> bool {
-    match b.get(i..i + lead.len()) {
-        Some(at) => at.iter().zip(lead).all(|(x, y)| x == y),
-        None => false,
+    let Some(at) = b.get(i..i + lead.len()) else {
+        return false;
+    };
+    let n = lead.len();
+    let w8 = |s: &[u8], o: usize| {
+        s.get(o..o + 8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+    };
+    let w4 = |s: &[u8], o: usize| {
+        s.get(o..o + 4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
+    };
+    match n {
+        0..=3 => at == lead,
+        4..=7 => w4(at, 0) == w4(lead, 0) && w4(at, n - 4) == w4(lead, n - 4),
+        _ => {
+            let mut o = 0;
+            while o + 8 < n {
+                if w8(at, o) != w8(lead, o) {
+                    return false;
+                }
+                o += 8;
+            }
+            w8(at, n - 8) == w8(lead, n - 8)
+        }
     }
 }
 
