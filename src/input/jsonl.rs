@@ -356,6 +356,24 @@ fn plain_number(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// A plain number's slot: parsed as `ty` says when it reads as one exactly as [`opt_int`] or
+/// [`secs`] would read it (else left as text, for them to read or refuse).
+#[inline]
+fn parsed(n: &[u8], ty: Ty, from: usize, to: usize) -> Slot {
+    let v = match ty {
+        // At most 18 digits: no overflow, and within i64 (what `opt_int` parses).
+        Ty::Int if n.len() <= 18 && !n.contains(&b'.') => {
+            Some(n.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')))
+        }
+        Ty::Secs => parse_seconds(n),
+        _ => None,
+    };
+    match v {
+        Some(v) => Slot::Parsed(from, to, v),
+        None => Slot::Num(from, to),
+    }
+}
+
 /// The place of the closing quote of the string whose opening quote is at `i`, if it holds
 /// no escape and no control character (else `None`, for [`Scan::string`] to judge).
 #[inline]
@@ -634,8 +652,22 @@ enum Slot {
     Null,
     Bool(bool),
     Num(usize, usize),
+    /// A number the laid-out reader parsed in place as its key's kind ([`Ty`]): an integer,
+    /// or seconds in nanoseconds. Read as [`Slot::Num`] by everything but the typed getters.
+    Parsed(usize, usize, u64),
     Str(usize, usize, bool),
     Raw(usize, usize),
+}
+
+/// What a laid-out key's number is, for [`Table::fill_laid_out`] to parse it in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ty {
+    /// An integer (read with [`opt_int`]).
+    Int,
+    /// Seconds (read with [`secs`]).
+    Secs,
+    /// Not a number, or not read as one.
+    Other,
 }
 
 /// The values of the line being read, by key: kept between lines so that a line costs no
@@ -672,44 +704,44 @@ struct Line<'a> {
 /// The keys of the lines proctrace writes most (`fork`, `exec`, `exit`: nearly all of a file),
 /// in the order [`crate::sink::jsonl`] writes them, each with the bytes that lead to its value.
 /// See [`Table::fill_laid_out`].
-const FORK_KEYS: &[(K, &str)] = &[
-    (K::Ts, ",\"ts\":"),
-    (K::Pid, ",\"pid\":"),
-    (K::Ppid, ",\"ppid\":"),
-    (K::PreExisting, ",\"pre_existing\":"),
-    (K::Comm, ",\"comm\":"),
+const FORK_KEYS: &[(K, &str, Ty)] = &[
+    (K::Ts, ",\"ts\":", Ty::Secs),
+    (K::Pid, ",\"pid\":", Ty::Int),
+    (K::Ppid, ",\"ppid\":", Ty::Int),
+    (K::PreExisting, ",\"pre_existing\":", Ty::Other),
+    (K::Comm, ",\"comm\":", Ty::Other),
 ];
-const EXEC_KEYS: &[(K, &str)] = &[
-    (K::Ts, ",\"ts\":"),
-    (K::Pid, ",\"pid\":"),
-    (K::Ppid, ",\"ppid\":"),
-    (K::Argv, ",\"argv\":"),
-    (K::Exe, ",\"exe\":"),
-    (K::Cwd, ",\"cwd\":"),
-    (K::Uid, ",\"uid\":"),
-    (K::Comm, ",\"comm\":"),
+const EXEC_KEYS: &[(K, &str, Ty)] = &[
+    (K::Ts, ",\"ts\":", Ty::Secs),
+    (K::Pid, ",\"pid\":", Ty::Int),
+    (K::Ppid, ",\"ppid\":", Ty::Int),
+    (K::Argv, ",\"argv\":", Ty::Other),
+    (K::Exe, ",\"exe\":", Ty::Other),
+    (K::Cwd, ",\"cwd\":", Ty::Other),
+    (K::Uid, ",\"uid\":", Ty::Int),
+    (K::Comm, ",\"comm\":", Ty::Other),
 ];
-const EXIT_KEYS: &[(K, &str)] = &[
-    (K::Ts, ",\"ts\":"),
-    (K::Pid, ",\"pid\":"),
-    (K::Ppid, ",\"ppid\":"),
-    (K::Code, ",\"code\":"),
-    (K::Signal, ",\"signal\":"),
-    (K::Core, ",\"core\":"),
-    (K::ExitLost, ",\"exit_lost\":"),
-    (K::Duration, ",\"duration\":"),
-    (K::Background, ",\"background\":"),
-    (K::CpuUserS, ",\"cpu_user_s\":"),
-    (K::CpuSysS, ",\"cpu_sys_s\":"),
-    (K::MaxRssKib, ",\"max_rss_kib\":"),
-    (K::ReadChars, ",\"read_chars\":"),
-    (K::WriteChars, ",\"write_chars\":"),
-    (K::ReadBytes, ",\"read_bytes\":"),
-    (K::WriteBytes, ",\"write_bytes\":"),
-    (K::CancelledWriteBytes, ",\"cancelled_write_bytes\":"),
-    (K::CtxSwitches, ",\"ctx_switches\":"),
-    (K::CpuDelayS, ",\"cpu_delay_s\":"),
-    (K::IoDelayS, ",\"io_delay_s\":"),
+const EXIT_KEYS: &[(K, &str, Ty)] = &[
+    (K::Ts, ",\"ts\":", Ty::Secs),
+    (K::Pid, ",\"pid\":", Ty::Int),
+    (K::Ppid, ",\"ppid\":", Ty::Int),
+    (K::Code, ",\"code\":", Ty::Int),
+    (K::Signal, ",\"signal\":", Ty::Int),
+    (K::Core, ",\"core\":", Ty::Other),
+    (K::ExitLost, ",\"exit_lost\":", Ty::Other),
+    (K::Duration, ",\"duration\":", Ty::Secs),
+    (K::Background, ",\"background\":", Ty::Other),
+    (K::CpuUserS, ",\"cpu_user_s\":", Ty::Secs),
+    (K::CpuSysS, ",\"cpu_sys_s\":", Ty::Secs),
+    (K::MaxRssKib, ",\"max_rss_kib\":", Ty::Int),
+    (K::ReadChars, ",\"read_chars\":", Ty::Int),
+    (K::WriteChars, ",\"write_chars\":", Ty::Int),
+    (K::ReadBytes, ",\"read_bytes\":", Ty::Int),
+    (K::WriteBytes, ",\"write_bytes\":", Ty::Int),
+    (K::CancelledWriteBytes, ",\"cancelled_write_bytes\":", Ty::Int),
+    (K::CtxSwitches, ",\"ctx_switches\":", Ty::Other),
+    (K::CpuDelayS, ",\"cpu_delay_s\":", Ty::Secs),
+    (K::IoDelayS, ",\"io_delay_s\":", Ty::Secs),
 ];
 
 impl Table {
@@ -740,7 +772,7 @@ impl Table {
         self.put(K::Event, Slot::Str(start, start + name.len(), false));
         let mut p = Scan::new(s);
         p.i = start + name.len() + 1;
-        for &(k, lead) in keys {
+        for &(k, lead, ty) in keys {
             if !lead_at(b, p.i, lead.as_bytes()) {
                 continue;
             }
@@ -748,7 +780,7 @@ impl Table {
             let from = p.i;
             // The forms the writer uses, read in place; anything else by the general scanner.
             let quick = match b.get(from) {
-                Some(b'0'..=b'9') => plain_number(b, from).map(|to| (to, Slot::Num(from, to))),
+                Some(b'0'..=b'9') => plain_number(b, from).map(|to| (to, parsed(&b[from..to], ty, from, to))),
                 Some(b'"') => plain_string(b, from).map(|to| (to + 1, Slot::Str(from + 1, to, false))),
                 Some(b'[') if k == K::Argv => match self.laid_out_words(&mut p) {
                     true => Some((p.i, Slot::Raw(from, p.i))),
@@ -898,7 +930,7 @@ impl<'a> Line<'a> {
             Slot::Absent => return None,
             Slot::Null => Val::Null,
             Slot::Bool(b) => Val::Bool(b),
-            Slot::Num(a, b) => Val::Num(s(a, b)),
+            Slot::Num(a, b) | Slot::Parsed(a, b, _) => Val::Num(s(a, b)),
             Slot::Str(a, b, e) => Val::Str(s(a, b), e),
             Slot::Raw(a, b) => Val::Raw(s(a, b)),
         })
@@ -906,6 +938,36 @@ impl<'a> Line<'a> {
 }
 
 impl Line<'_> {
+    /// The number the laid-out reader parsed for `k`, if it did.
+    #[inline]
+    fn parsed(&self, k: K) -> Option<u64> {
+        match self.t.v[k as usize] {
+            Slot::Parsed(_, _, v) if self.t.set & (1u128 << k as u32) != 0 => Some(v),
+            _ => None,
+        }
+    }
+
+    /// [`opt_int`] of `k`'s value.
+    fn int<T: TryFrom<i64>>(&self, k: K, key: &str) -> Res<Option<T>> {
+        match self.parsed(k).map(|v| T::try_from(v as i64)) {
+            Some(Ok(v)) => Ok(Some(v)),
+            _ => opt_int(self.get(k), key),
+        }
+    }
+
+    /// [`secs`] of `k`'s value.
+    fn secs(&self, k: K, key: &str) -> Res<Option<u64>> {
+        match self.parsed(k) {
+            Some(v) => Ok(Some(v)),
+            None => secs(self.get(k), key),
+        }
+    }
+
+    /// [`pid`] of `k`'s value.
+    fn pid(&self, k: K, key: &str) -> Res<Pid> {
+        need(self.int(k, key)?, key)
+    }
+
     /// `argv`: its words as [`Table::scan`] found them, straight into one [`Argv`] (no string
     /// per word; `b` is reused from line to line); anything else as [`opt_strings`] takes it
     /// (`null`, or the error).
@@ -1048,10 +1110,10 @@ fn secs(v: Option<Val<'_>>, key: &str) -> Res<Option<u64>> {
 /// A process's cost from its `exit` line (the fields [`crate::sink::jsonl`] writes), if it has
 /// one: `cpu_user_s` is the mark; the other fields default to 0 (delays to unknown).
 fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
-    let Some(cpu_user_ns) = secs(l.get(K::CpuUserS), "cpu_user_s")? else {
+    let Some(cpu_user_ns) = l.secs(K::CpuUserS, "cpu_user_s")? else {
         return Ok(None);
     };
-    let n = |k: K, name: &str| -> Res<u64> { Ok(opt_int::<u64>(l.get(k), name)?.unwrap_or(0)) };
+    let n = |k: K, name: &str| -> Res<u64> { Ok(l.int::<u64>(k, name)?.unwrap_or(0)) };
     let (vol_ctx_switches, invol_ctx_switches) = match l.get(K::CtxSwitches) {
         None | Some(Val::Null) => (0, 0),
         Some(Val::Raw(r)) if r.starts_with('{') => ctx_switches(r)?,
@@ -1059,7 +1121,7 @@ fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
     };
     Ok(Some(Usage {
         cpu_user_ns,
-        cpu_sys_ns: secs(l.get(K::CpuSysS), "cpu_sys_s")?.unwrap_or(0),
+        cpu_sys_ns: l.secs(K::CpuSysS, "cpu_sys_s")?.unwrap_or(0),
         max_rss_kib: n(K::MaxRssKib, "max_rss_kib")?,
         read_chars: n(K::ReadChars, "read_chars")?,
         write_chars: n(K::WriteChars, "write_chars")?,
@@ -1068,8 +1130,8 @@ fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
         cancelled_write_bytes: n(K::CancelledWriteBytes, "cancelled_write_bytes")?,
         vol_ctx_switches,
         invol_ctx_switches,
-        cpu_delay_ns: secs(l.get(K::CpuDelayS), "cpu_delay_s")?,
-        io_delay_ns: secs(l.get(K::IoDelayS), "io_delay_s")?,
+        cpu_delay_ns: l.secs(K::CpuDelayS, "cpu_delay_s")?,
+        io_delay_ns: l.secs(K::IoDelayS, "io_delay_s")?,
     }))
 }
 
@@ -1089,10 +1151,6 @@ fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
 
 fn need<T>(v: Option<T>, key: &str) -> Res<T> {
     v.ok_or_else(|| format!("missing \"{key}\""))
-}
-
-fn pid(v: Option<Val<'_>>, key: &str) -> Res<Pid> {
-    need(opt_int(v, key)?, key)
 }
 
 /// A `pre_existing` fork waiting for the line after it (its exec, if it has one).
@@ -1153,8 +1211,8 @@ impl Decoder {
         let ev = ev.as_ref();
         if let Some(h) = self.held.take() {
             let synthetic = ev == "exec"
-                && opt_int::<Pid>(l.get(K::Pid), "pid")? == Some(h.pid)
-                && secs(l.get(K::Ts), "ts")? == Some(h.start_ns.unwrap_or(0));
+                && l.int::<Pid>(K::Pid, "pid")? == Some(h.pid)
+                && l.secs(K::Ts, "ts")? == Some(h.start_ns.unwrap_or(0));
             let details = if synthetic {
                 Some(exec_details(&l, &mut self.argv, &mut self.paths)?)
             } else {
@@ -1170,11 +1228,11 @@ impl Decoder {
                 return Ok(None);
             }
         }
-        let ts = || -> Res<u64> { need(secs(l.get(K::Ts), "ts")?, "ts") };
+        let ts = || -> Res<u64> { need(l.secs(K::Ts, "ts")?, "ts") };
         match ev {
             "fork" => {
-                let (p, pp) = (pid(l.get(K::Pid), "pid")?, pid(l.get(K::Ppid), "ppid")?);
-                let t = secs(l.get(K::Ts), "ts")?;
+                let (p, pp) = (l.pid(K::Pid, "pid")?, l.pid(K::Ppid, "ppid")?);
+                let t = l.secs(K::Ts, "ts")?;
                 if self.run && !self.rooted {
                     self.rooted = true;
                     out.push(Event::Root { tgid: p });
@@ -1200,14 +1258,14 @@ impl Decoder {
                 }
             }
             "exec" => {
-                let tgid = pid(l.get(K::Pid), "pid")?;
+                let tgid = l.pid(K::Pid, "pid")?;
                 let ts = ts()?;
                 let details = exec_details(&l, &mut self.argv, &mut self.paths)?;
                 out.push(Event::Exec { ts, tgid });
                 out.push(Event::ExecDetails { tgid, details });
             }
             "exit" => {
-                let (p, ts) = (pid(l.get(K::Pid), "pid")?, ts()?);
+                let (p, ts) = (l.pid(K::Pid, "pid")?, ts()?);
                 let bg = flag(l.get(K::Background), "background")?;
                 let reported = self.background.remove(&p);
                 if bg && !reported {
@@ -1226,10 +1284,7 @@ impl Decoder {
                     None | Some(Val::Null) => None,
                     v => Some(flag(v, "core")?),
                 };
-                let status = match (
-                    opt_int::<i64>(l.get(K::Code), "code")?,
-                    opt_int::<i64>(l.get(K::Signal), "signal")?,
-                ) {
+                let status = match (l.int::<i64>(K::Code, "code")?, l.int::<i64>(K::Signal, "signal")?) {
                     (Some(c), None) if (0..=255).contains(&c) => (c as u32) << 8,
                     (None, Some(s)) if (1..=127).contains(&s) => {
                         if core == Some(false) {
@@ -1251,11 +1306,11 @@ impl Decoder {
                     pid: p,
                     tgid: p,
                     status,
-                    parent_tgid: pid(l.get(K::Ppid), "ppid")?,
+                    parent_tgid: l.pid(K::Ppid, "ppid")?,
                 });
             }
             "background" => {
-                let p = pid(l.get(K::Pid), "pid")?;
+                let p = l.pid(K::Pid, "pid")?;
                 let state = match need(opt_cow(l.get(K::State), "state")?, "state")?.as_ref() {
                     "ready" => BackgroundState::Ready,
                     "timeout" => BackgroundState::Timeout,
@@ -1271,32 +1326,32 @@ impl Decoder {
                 self.background.insert(p);
             }
             "lost" => out.push(Event::Lost {
-                ts: secs(l.get(K::Ts), "ts")?,
-                count: need(opt_int(l.get(K::Count), "count")?, "count")?,
+                ts: l.secs(K::Ts, "ts")?,
+                count: need(l.int(K::Count, "count")?, "count")?,
             }),
             "uid" => out.push(Event::Uid {
                 ts: ts()?,
-                tgid: pid(l.get(K::Pid), "pid")?,
-                ruid: need(opt_int(l.get(K::Ruid), "ruid")?, "ruid")?,
-                euid: need(opt_int(l.get(K::Euid), "euid")?, "euid")?,
+                tgid: l.pid(K::Pid, "pid")?,
+                ruid: need(l.int(K::Ruid, "ruid")?, "ruid")?,
+                euid: need(l.int(K::Euid, "euid")?, "euid")?,
             }),
             "gid" => out.push(Event::Gid {
                 ts: ts()?,
-                tgid: pid(l.get(K::Pid), "pid")?,
-                rgid: need(opt_int(l.get(K::Rgid), "rgid")?, "rgid")?,
-                egid: need(opt_int(l.get(K::Egid), "egid")?, "egid")?,
+                tgid: l.pid(K::Pid, "pid")?,
+                rgid: need(l.int(K::Rgid, "rgid")?, "rgid")?,
+                egid: need(l.int(K::Egid, "egid")?, "egid")?,
             }),
             "setsid" => out.push(Event::Sid {
                 ts: ts()?,
-                tgid: pid(l.get(K::Pid), "pid")?,
+                tgid: l.pid(K::Pid, "pid")?,
             }),
             "ptrace" => out.push(Event::Ptrace {
                 ts: ts()?,
-                tgid: pid(l.get(K::Pid), "pid")?,
-                tracer: pid(l.get(K::Tracer), "tracer")?,
+                tgid: l.pid(K::Pid, "pid")?,
+                tracer: l.pid(K::Tracer, "tracer")?,
             }),
             "comm" => {
-                let p = pid(l.get(K::Pid), "pid")?;
+                let p = l.pid(K::Pid, "pid")?;
                 out.push(Event::Comm {
                     ts: ts()?,
                     pid: p,
@@ -1306,9 +1361,9 @@ impl Decoder {
             }
             "region" => {
                 let start = ts()?;
-                let d = need(secs(l.get(K::Duration), "duration")?, "duration")?;
+                let d = need(l.secs(K::Duration, "duration")?, "duration")?;
                 out.push(Event::Region {
-                    tgid: pid(l.get(K::Pid), "pid")?,
+                    tgid: l.pid(K::Pid, "pid")?,
                     region: Region {
                         ts: start,
                         end: start.checked_add(d).ok_or("\"duration\" out of range")?,
@@ -1316,7 +1371,7 @@ impl Decoder {
                         category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
                         label: opt_string(l.get(K::Label), "label")?.unwrap_or_default(),
                         msg: opt_string(l.get(K::Msg), "msg")?,
-                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
+                        nesting: need(l.int(K::Nesting, "nesting")?, "nesting")?,
                     },
                 });
             }
@@ -1334,30 +1389,30 @@ impl Decoder {
                     }
                     "timer" => (
                         DataValue::Timer {
-                            intervals: need(opt_int(l.get(K::Intervals), "intervals")?, "intervals")?,
-                            total_ns: need(secs(l.get(K::Total), "total")?, "total")?,
-                            min_ns: need(secs(l.get(K::Min), "min")?, "min")?,
-                            max_ns: need(secs(l.get(K::Max), "max")?, "max")?,
+                            intervals: need(l.int(K::Intervals, "intervals")?, "intervals")?,
+                            total_ns: need(l.secs(K::Total, "total")?, "total")?,
+                            min_ns: need(l.secs(K::Min, "min")?, "min")?,
+                            max_ns: need(l.secs(K::Max, "max")?, "max")?,
                             per_thread,
                         },
                         opt_string(l.get(K::Name), "name")?,
                     ),
                     _ => (
                         DataValue::Counter {
-                            count: need(opt_int(l.get(K::Count), "count")?, "count")?,
+                            count: need(l.int(K::Count, "count")?, "count")?,
                             per_thread,
                         },
                         opt_string(l.get(K::Name), "name")?,
                     ),
                 };
                 out.push(Event::Data {
-                    tgid: pid(l.get(K::Pid), "pid")?,
+                    tgid: l.pid(K::Pid, "pid")?,
                     data: Data {
                         ts: ts()?,
                         thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
                         category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
                         key: need(key, if ev == "data" { "key" } else { "name" })?,
-                        nesting: need(opt_int(l.get(K::Nesting), "nesting")?, "nesting")?,
+                        nesting: need(l.int(K::Nesting, "nesting")?, "nesting")?,
                         value,
                     },
                 });
@@ -1396,23 +1451,20 @@ fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<
         argv: l.argv(argv)?,
         exe: opt_cow(l.get(K::Exe), "exe")?.map(|p| paths.share(&p)),
         cwd: opt_cow(l.get(K::Cwd), "cwd")?.map(|p| paths.share(&p)),
-        uid: opt_int(l.get(K::Uid), "uid")?,
+        uid: l.int(K::Uid, "uid")?,
         comm: opt_string(l.get(K::Comm), "comm")?,
     })
 }
 
 fn summary(l: &Line<'_>) -> Res<Summary> {
     let n = |v: Option<Val<'_>>, key: &str| -> Res<u64> { Ok(opt_int(v, key)?.unwrap_or(0)) };
-    let status = match (
-        opt_int::<i32>(l.get(K::Code), "code")?,
-        opt_int::<i32>(l.get(K::Signal), "signal")?,
-    ) {
+    let status = match (l.int::<i32>(K::Code, "code")?, l.int::<i32>(K::Signal, "signal")?) {
         (Some(c), _) => Some(ExitStatus::Code(c)),
         (None, Some(signal)) => Some(ExitStatus::Signal { signal, core: false }),
         (None, None) => None,
     };
     Ok(Summary {
-        ts: need(secs(l.get(K::Ts), "ts")?, "ts")?,
+        ts: need(l.secs(K::Ts, "ts")?, "ts")?,
         status,
         stats: TrackerStats {
             processes: n(l.get(K::Processes), "processes")?,
@@ -1437,11 +1489,11 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             usage_incomplete: n(l.get(K::UsageIncomplete), "usage_incomplete")?,
         },
         background: n(l.get(K::Background), "background")?,
-        root: opt_int(l.get(K::Pid), "pid")?,
-        tracer_cpu_ns: secs(l.get(K::TracerCpu), "tracer_cpu")?,
+        root: l.int(K::Pid, "pid")?,
+        tracer_cpu_ns: l.secs(K::TracerCpu, "tracer_cpu")?,
         backend: opt_string(l.get(K::Backend), "backend")?,
         argv_reader: opt_string(l.get(K::ArgvReader), "argv_reader")?,
-        filtered: opt_int(l.get(K::Filtered), "filtered")?,
+        filtered: l.int(K::Filtered, "filtered")?,
     })
 }
 
@@ -1451,7 +1503,7 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     if opt_cow(l.get(K::Tool), "tool")?.as_deref() != Some("proctrace") {
         return Err("a \"start\" line not written by proctrace (\"tool\")".into());
     }
-    base.ts = need(secs(l.get(K::Ts), "ts")?, "ts")?;
+    base.ts = need(l.secs(K::Ts, "ts")?, "ts")?;
     base.real_minus_mono = match l.get(K::WallOffset) {
         None | Some(Val::Null) => 0,
         Some(Val::Num(v)) => parse_signed_seconds(v.as_bytes())
@@ -1463,7 +1515,7 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
             argv: need(opt_strings(l.get(K::Argv), "argv", &mut Vec::new())?, "argv")?,
         },
         "watch" => Mode::Watch {
-            root: opt_int(l.get(K::Root), "root")?,
+            root: l.int(K::Root, "root")?,
         },
         "replay" => Mode::Replay {
             path: need(opt_string(l.get(K::Capture), "capture")?, "capture")?,
@@ -2010,9 +2062,31 @@ mod tests {
         assert_eq!(fast.set, full.set, "{line}");
         for k in 0..NKEYS {
             if full.set & (1u128 << k) != 0 {
-                assert_eq!(fast.v[k], full.v[k], "key {k} of {line}");
+                // A number parsed in place is the text `scan` saw, with the value the
+                // decoder's own reading of that text gives.
+                let v = match fast.v[k] {
+                    Slot::Parsed(a, b, v) => {
+                        let text = line.as_bytes().get(a..b).unwrap();
+                        let as_int = std::str::from_utf8(text).unwrap().parse::<u64>().ok();
+                        assert!(
+                            as_int == Some(v) || parse_seconds(text) == Some(v),
+                            "key {k} of {line}"
+                        );
+                        Slot::Num(a, b)
+                    }
+                    v => v,
+                };
+                assert_eq!(v, full.v[k], "key {k} of {line}");
             }
         }
+        // And the decoder, reading numbers through the typed getters, gives the same events
+        // (or the same error) from both tables.
+        let decode = |t: &Table| {
+            let mut out = Vec::new();
+            let r = Decoder::default().decode(Line { s: line, t }, &mut out);
+            format!("{r:?} {out:?}")
+        };
+        assert_eq!(decode(&fast), decode(&full), "{line}");
         assert_eq!(fast.words_ok, full.words_ok, "{line}");
         if full.words_ok {
             assert_eq!(fast.words, full.words, "{line}");
@@ -2048,6 +2122,9 @@ mod tests {
             r#"{"event":"exit","ts":2.25,"pid":2,"ppid":1,"code":null,"exit_lost":true}"#,
             r#"{"event":"exit","ts":2.25,"pid":2,"ppid":1,"code":0,"duration":1.000000000,"cpu_user_s":0.5,"cpu_sys_s":0.25,"max_rss_kib":10,"read_chars":1,"write_chars":2,"read_bytes":3,"write_bytes":4,"cancelled_write_bytes":5,"ctx_switches":{"voluntary":1,"involuntary":2},"cpu_delay_s":0.1,"io_delay_s":0.2}"#,
             r#"{"event":"exit","ts":-1,"pid":2,"ppid":1,"code":1e3}"#,
+            r#"{"event":"exit","ts":2.25,"pid":99999999999,"ppid":1,"code":1234567890123456789012}"#,
+            r#"{"event":"exit","ts":1.0000000001,"pid":2,"ppid":1,"code":256,"cpu_user_s":99999999999.5}"#,
+            r#"{"event":"fork","ts":18446744073.709551616,"pid":0,"ppid":-1}"#,
         ] {
             assert!(same_table(line), "{line}");
         }
