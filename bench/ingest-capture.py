@@ -3,7 +3,8 @@
 #   python3 bench/ingest-capture.py JOBS OUT.capture.jsonl
 #   proctrace replay OUT.capture.jsonl -o BIG.jsonl --tree none     # proctrace's own JSON Lines
 # `make -j4` (root) runs JOBS compile jobs in 4 slots; each `cc -c` forks cc1 (with gcc's real
-# argv length) then as: 3 processes a job, about 500 bytes of JSON Lines a process; one job in
+# argv length) then as: 3 processes a job, about 750 bytes of JSON Lines a process (its cost
+# figures included: a `usage` event before each exit, as `run` records by default); one job in
 # 1000 fails. Streams: events are written in time order through a heap, so memory stays small
 # for any JOBS.
 import heapq, json, sys
@@ -34,6 +35,14 @@ def proc(t, ppid, p, argv, exe, dur, code=0):
     push(t + 100, {"e": "exec", "ts": t + 100, "tgid": p})
     push(t + 100, {"e": "exec_details", "tgid": p, "details": {"argv": argv, "exe": exe, "cwd": "/src/project",
                                                                "uid": 1000, "comm": comm}})
+    # What it cost, before its exit, as the connector backend measures it (issue 12): `run -o`
+    # writes these fields on every exit line by default.
+    cpu = dur * 9 // 10
+    push(t + dur, {"e": "usage", "tgid": p, "usage": {
+        "cpu_user_ns": cpu * 4 // 5, "cpu_sys_ns": cpu // 5, "max_rss_kib": 2000 + (p * 37) % 90000,
+        "read_chars": 100000 + p % 5000, "write_chars": 4096 * (p % 7), "read_bytes": 0, "write_bytes": 8192 * (p % 3),
+        "cancelled_write_bytes": 0, "vol_ctx_switches": 1 + p % 13, "invol_ctx_switches": p % 5,
+        "cpu_delay_ns": 1000 * (p % 997), "io_delay_ns": None}})
     push(t + dur, {"e": "exit", "ts": t + dur, "pid": p, "tgid": p, "status": code << 8, "parent_tgid": ppid})
 
 

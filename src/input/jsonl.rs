@@ -296,20 +296,12 @@ fn special(b: &[u8], mut i: usize) -> usize {
 /// Whether `lead` lies in `b` at `i`. Eight bytes at a time, the last eight overlapping (four
 /// for a lead of 4 to 7 bytes): a `memcmp` call, then a byte loop, were a quarter of the
 /// laid-out reader's own time (`perf`), most leads being tried at a place they do not match.
-#[inline]
+#[inline(always)]
 fn lead_at(b: &[u8], i: usize, lead: &[u8]) -> bool {
     let Some(at) = b.get(i..i + lead.len()) else {
         return false;
     };
     let n = lead.len();
-    let w8 = |s: &[u8], o: usize| {
-        s.get(o..o + 8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-    };
-    let w4 = |s: &[u8], o: usize| {
-        s.get(o..o + 4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
-    };
     match n {
         0..=3 => at == lead,
         4..=7 => w4(at, 0) == w4(lead, 0) && w4(at, n - 4) == w4(lead, n - 4),
@@ -324,6 +316,20 @@ fn lead_at(b: &[u8], i: usize, lead: &[u8]) -> bool {
             w8(at, n - 8) == w8(lead, n - 8)
         }
     }
+}
+
+/// The 8 bytes of `s` at `o`, as a number (`None` past the end).
+#[inline(always)]
+fn w8(s: &[u8], o: usize) -> Option<u64> {
+    let c: [u8; 8] = s.get(o..o + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(c))
+}
+
+/// The 4 bytes of `s` at `o`, as a number (`None` past the end).
+#[inline(always)]
+fn w4(s: &[u8], o: usize) -> Option<u32> {
+    let c: [u8; 4] = s.get(o..o + 4)?.try_into().ok()?;
+    Some(u32::from_le_bytes(c))
 }
 
 /// The end of a non-negative number at `i` in the form proctrace writes (`0`, or digits not
@@ -1136,7 +1142,26 @@ fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
 }
 
 /// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned).
+/// The count at the start of `s` as JSON writes one (digits, no leading zero, within u64) and
+/// what follows it.
+fn leading_count(s: &str) -> Option<(u64, &str)> {
+    let n = s.bytes().take_while(u8::is_ascii_digit).count();
+    let (d, rest) = s.split_at(n);
+    if n == 0 || n > 20 || (n > 1 && d.starts_with('0')) {
+        return None;
+    }
+    Some((d.parse().ok()?, rest))
+}
+
 fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
+    // As proctrace writes it (one on every measured exit): read in place, no JSON value built.
+    if let Some(r) = raw.strip_prefix("{\"voluntary\":") {
+        if let Some((v, r)) = leading_count(r) {
+            if let Some((i, "}")) = r.strip_prefix(",\"involuntary\":").and_then(leading_count) {
+                return Ok((v, i));
+            }
+        }
+    }
     let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| format!("\"ctx_switches\": {e}"))?;
     let get = |k: &str| -> Res<u64> {
         match v.get(k) {
@@ -2049,6 +2074,24 @@ mod tests {
         );
         assert_eq!((input.stats().lines, input.stats().truncated), (3, 1));
         assert_eq!(input.stats().bytes, text.len() as u64);
+    }
+
+    /// The counts read in place are what the JSON reading gives; anything else goes to it.
+    #[test]
+    fn context_switches_read_in_place_or_as_json() {
+        assert_eq!(ctx_switches(r#"{"voluntary":12,"involuntary":0}"#), Ok((12, 0)));
+        assert_eq!(ctx_switches(r#"{"involuntary":3,"voluntary":4}"#), Ok((4, 3)));
+        assert_eq!(
+            ctx_switches(r#"{"voluntary": 5, "involuntary": null}"#),
+            Ok((5, 0))
+        );
+        assert_eq!(
+            ctx_switches(r#"{"voluntary":18446744073709551615,"involuntary":1}"#),
+            Ok((u64::MAX, 1))
+        );
+        assert!(ctx_switches(r#"{"voluntary":18446744073709551616,"involuntary":1}"#).is_err());
+        assert!(ctx_switches(r#"{"voluntary":01,"involuntary":1}"#).is_err());
+        assert!(ctx_switches(r#"{"voluntary":-1,"involuntary":1}"#).is_err());
     }
 
     /// What [`Table::fill_laid_out`] made of `line` is what [`Table::scan`] makes of it, when it
