@@ -8,7 +8,7 @@
 //! a region that starts `t_rel` before the leave. Regions still open at the end (the process was
 //! killed) are yielded by [`NoteBuilder::close_open`], ending at the last time seen.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use trace2::{EventKind, Timestamp};
 
@@ -83,7 +83,7 @@ impl NoteBuilder {
             EventKind::RegionEnter { category, label, msg } => {
                 let sid = ev.sid.as_ref();
                 if !self.open.contains_key(sid) {
-                    self.open.insert(sid.to_string(), HashMap::new());
+                    self.open.insert(sid.to_string(), HashMap::default());
                 }
                 let threads = self.open.get_mut(sid)?;
                 if !threads.contains_key(thread) {

@@ -60,7 +60,9 @@
 //! Times: the model's clock is UTC ns (`real_minus_mono = 0`); an event without `time` (brief
 //! streams) is placed at `version.time + t_abs`, else at the last time its session showed.
 
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
+
+use foldhash::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -312,7 +314,7 @@ impl Out {
             held: Held::default(),
             seq: 0,
             watermark: 0,
-            pids: HashMap::new(),
+            pids: HashMap::default(),
             intervals: 0,
             prune_at: 4096,
             next_standin: PID_MAX_LIMIT + 1,
@@ -465,7 +467,7 @@ impl Stream {
             lenient,
             fams: Vec::new(),
             free: Vec::new(),
-            fam_of: HashMap::new(),
+            fam_of: HashMap::default(),
             next_id: 0,
             last_fam: None,
             starts: BTreeSet::new(),
@@ -533,11 +535,11 @@ impl Stream {
                     id: self.next_id,
                     key: key.to_string(),
                     sessions: Vec::new(),
-                    by_sid: HashMap::new(),
+                    by_sid: HashMap::default(),
                     last_session: None,
                     notes: NoteBuilder::new(),
                     slots: Vec::new(),
-                    slot_of: HashMap::new(),
+                    slot_of: HashMap::default(),
                     last_slot: None,
                     note_events: Vec::new(),
                     first: None,
@@ -986,7 +988,7 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
 
     let mut procs: Vec<Proc> = Vec::new();
     // (session, phase) → process.
-    let mut proc_of: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut proc_of: HashMap<(usize, usize), usize> = HashMap::default();
     // Work list: (session, the process it runs in, exec'd into it at this time (continuation)).
     let mut work: Vec<(usize, usize, Option<u64>)> = Vec::new();
     for &ri in roots.iter().rev() {
@@ -1077,7 +1079,7 @@ fn build(mut r: Family, earliest: u64, out: &mut Out) {
         let mut direct_taken = vec![false; s.children.len()];
         let starts_sorted = s.children.windows(2).all(|w| w[0].start <= w[1].start);
         // Children by reported pid (a pid can come round again within one parent).
-        let mut children_by_pid: HashMap<Pid, Vec<usize>> = HashMap::new();
+        let mut children_by_pid: HashMap<Pid, Vec<usize>> = HashMap::default();
         for (k, c) in s.children.iter().enumerate() {
             if let Some(pid) = c.pid {
                 children_by_pid.entry(pid).or_default().push(k);

@@ -309,8 +309,12 @@ pub(crate) fn lossy(b: &[u8]) -> String {
     }
 }
 
-/// [`parse_object_line`] without decoding: the members are appended to `out` as spans of `line`.
-pub(crate) fn scan_object_line<'a>(line: &'a [u8], out: &mut Vec<RawMember<'a>>) -> Result<(), String> {
+/// [`parse_object_line`] without decoding: the members are appended to `out` as spans of `line`
+/// (as they are, or each made into a `T`: an `Option` for [`super::parse`], which takes them out).
+pub(crate) fn scan_object_line<'a, T: From<RawMember<'a>>>(
+    line: &'a [u8],
+    out: &mut Vec<T>,
+) -> Result<(), String> {
     let mut p = Parser { b: line, i: 0 };
     p.ws();
     if p.peek() != Some(b'{') {
@@ -331,12 +335,15 @@ pub(crate) fn scan_object_line<'a>(line: &'a [u8], out: &mut Vec<RawMember<'a>>)
             p.ws();
             let start = p.i;
             let kind = p.skip_value(1)?;
-            out.push(RawMember {
-                key,
-                key_esc,
-                raw: &line[start..p.i],
-                kind,
-            });
+            out.push(
+                RawMember {
+                    key,
+                    key_esc,
+                    raw: &line[start..p.i],
+                    kind,
+                }
+                .into(),
+            );
             p.ws();
             match p.next() {
                 Some(b',') => continue,
@@ -648,7 +655,7 @@ mod tests {
     /// accepted, the same keys, values and raw spans.
     fn agree(line: &[u8]) {
         let full = parse_object_line(line);
-        let mut raw = Vec::new();
+        let mut raw: Vec<RawMember<'_>> = Vec::new();
         let scanned = scan_object_line(line, &mut raw);
         assert_eq!(full.is_ok(), scanned.is_ok(), "{}", String::from_utf8_lossy(line));
         if let Ok(full) = full {

@@ -581,7 +581,7 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
     let mut members = Vec::with_capacity(12);
     scan_object_line(line, &mut members)?;
     let mut f = Fields::<S> {
-        members: members.into_iter().map(Some).collect(),
+        members,
         text: std::str::from_utf8(line)
             .ok()
             .map(|t| (t, line.as_ptr() as usize)),
