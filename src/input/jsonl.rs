@@ -754,12 +754,15 @@ impl Table {
     /// Fills the table from a `fork`, `exec` or `exit` line laid out exactly as proctrace writes
     /// it — no whitespace, its keys in the writer's order (each found by comparing the bytes
     /// that lead to it, not by scanning and looking up its name), none added — and says whether
-    /// it was. Each value is scanned by the same
-    /// [`Scan`] method as in [`Table::scan`], so a line filled here fills the table exactly as
-    /// `scan` would (test: `a_laid_out_line_fills_the_table_as_scan_does`); any other line,
-    /// and any line with a bad value, is left to `scan`, which reads it or names the error.
-    /// Measured on the 307 MB ingest file: the line scanner was most of `analyze`'s time, and
-    /// the key lookups and per-value dispatch most of the scanner's.
+    /// it was. Values in the forms the writer uses (a plain number, a string without escapes,
+    /// an argv of strings) are read in place, numbers parsed as their key's kind ([`Ty`]);
+    /// any other value by the [`Scan`] method [`Table::scan`] uses. A line filled here fills
+    /// the table as `scan` would and decodes to the same events (test:
+    /// `a_laid_out_line_fills_the_table_as_scan_does`, on every golden line, edge lines and
+    /// mutated ones); any other line, and any line with a bad value, is left to `scan`, which
+    /// reads it or names the error. Measured: the line scanner was most of `analyze`'s time,
+    /// the key lookups and per-value dispatch most of the scanner's (reader 192 → 423 MB/s,
+    /// BENCHMARKS.md).
     fn fill_laid_out(&mut self, s: &str) -> bool {
         const HEAD: &str = "{\"event\":\"";
         let b = s.as_bytes();
@@ -969,7 +972,7 @@ impl Line<'_> {
         }
     }
 
-    /// [`pid`] of `k`'s value.
+    /// `k`'s value as a pid, which the line must have.
     fn pid(&self, k: K, key: &str) -> Res<Pid> {
         need(self.int(k, key)?, key)
     }
@@ -1141,7 +1144,6 @@ fn usage(l: &Line<'_>) -> Res<Option<Usage>> {
     }))
 }
 
-/// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned).
 /// The count at the start of `s` as JSON writes one (digits, no leading zero, within u64) and
 /// what follows it.
 fn leading_count(s: &str) -> Option<(u64, &str)> {
@@ -1153,6 +1155,7 @@ fn leading_count(s: &str) -> Option<(u64, &str)> {
     Some((d.parse().ok()?, rest))
 }
 
+/// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned).
 fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
     // As proctrace writes it (one on every measured exit): read in place, no JSON value built.
     if let Some(r) = raw.strip_prefix("{\"voluntary\":") {

@@ -93,7 +93,7 @@ struct Child {
     code: Option<i32>,
     ready: Option<BackgroundState>,
     failed_spawn: bool,
-    /// git said "<cmd> died of signal N" for it (its `code` is then 128+N by a signal).
+    /// git said "`<cmd> died of signal N`" for it (its `code` is then 128+N by a signal).
     signal: Option<i32>,
 }
 

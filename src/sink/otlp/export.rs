@@ -6,7 +6,7 @@
 //! collector is down, slow or answering 429/502/503/504 the thread retries with exponential
 //! backoff, honouring `Retry-After`; at the end it gets one time budget (the request timeout,
 //! `OTEL_EXPORTER_OTLP_TIMEOUT`) for what is left — cut short when every connection has been
-//! refused for [`REFUSED_GIVE_UP`] (nothing listens: waiting out the budget would only keep the
+//! refused for `REFUSED_GIVE_UP` (nothing listens: waiting out the budget would only keep the
 //! user waiting) — and everything it could not deliver is counted with the last reason. It formats nothing: spans come ready-made from the sink.
 //!
 //! Crates: `ureq` (blocking, no async runtime: one thread is all an exporter needs) over `rustls`
@@ -115,7 +115,7 @@ impl Exporter {
         })
     }
 
-    /// Hands spans over. When [`MAX_HELD`] are already held they are counted as lost — or, when
+    /// Hands spans over. When `MAX_HELD` are already held they are counted as lost — or, when
     /// waiting for room was asked for, after waiting up to the timeout for the thread to make some.
     pub fn send(&mut self, mut spans: Vec<Span>) {
         // A batch larger than a request goes in request-sized parts, so it always fits once
