@@ -313,7 +313,9 @@ enum Cmd {
         json: bool,
         #[command(flatten)]
         out: OutputArgs,
-        /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
+        /// Process tree on stderr at the end: auto (up to 200 lines), full or none. With none,
+        /// and no --json, summary file or --svg, each process's record is freed at its exit:
+        /// memory follows the processes alive at once, not the file.
         #[arg(long, value_enum)]
         tree: Option<TreeArg>,
     },
