@@ -61,11 +61,10 @@
 //! streams) is placed at `version.time + t_abs`, else at the last time its session showed.
 
 use std::collections::{BTreeSet, BinaryHeap};
-
-use foldhash::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use foldhash::HashMap;
 use trace2::reader::{EventReader, ReadError, ReadOptions};
 use trace2::{EventKind, ReadyState, Timestamp};
 
