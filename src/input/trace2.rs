@@ -520,13 +520,17 @@ impl Stream {
 
     /// The family of `sid` (made when new).
     fn family(&mut self, sid: &str) -> usize {
-        let key = sid.split('/').next().unwrap_or(sid);
-        if let Some(i) = self
-            .last_fam
-            .filter(|&i| self.fams[i].as_ref().is_some_and(|f| f.key == key))
-        {
+        // Lines mostly come in runs of one family: its key, then nothing or a '/', without
+        // looking for the '/' first.
+        if let Some(i) = self.last_fam.filter(|&i| {
+            self.fams[i].as_ref().is_some_and(|f| {
+                sid.strip_prefix(f.key.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        }) {
             return i;
         }
+        let key = sid.split('/').next().unwrap_or(sid);
         let i = match self.fam_of.get(key) {
             Some(&i) => i,
             None => {

@@ -147,6 +147,59 @@ fn plain_number(t: &[u8]) -> bool {
     i == t.len()
 }
 
+/// A number as git writes it (`-?[0-9]+(\.[0-9]+)?`, at most 15 digits in all), as `f64`:
+/// the digits as an integer over a power of ten, both exact in `f64`, so the one division is
+/// correctly rounded — the value `str::parse` gives (tested). `None` for anything else.
+pub(crate) fn plain_f64(t: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (neg, d) = match t.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, t),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac = None;
+    for (i, &c) in d.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' if frac.is_none() && i > 0 && i + 1 < d.len() => frac = Some(d.len() - i - 1),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac.unwrap_or(0)];
+    Some(if neg { -v } else { v })
+}
+
+/// An integer as git writes it (`-?[0-9]{1,18}`), as `i64`; `None` for anything else.
+pub(crate) fn plain_i64(t: &[u8]) -> Option<i64> {
+    let (neg, d) = match t.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, t),
+    };
+    if d.is_empty() || d.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in d {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(c - b'0');
+    }
+    Some(if neg { -v } else { v })
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -228,18 +281,6 @@ impl RawMember<'_> {
             Parser { b: &q, i: 0 }.string().unwrap_or_default()
         } else {
             lossy(self.key)
-        }
-    }
-
-    /// The key is `k` (escapes decoded).
-    pub fn key_is(&self, k: &str) -> bool {
-        if self.key_esc {
-            self.key_string() == k
-        } else {
-            // Length and first byte first: most keys asked for are not this one, and this
-            // saves a memcmp call for each (measured: 4% of a Trace2 analyze was memcmp).
-            let k = k.as_bytes();
-            self.key.len() == k.len() && self.key.first() == k.first() && self.key == k
         }
     }
 
@@ -358,6 +399,91 @@ pub(crate) fn scan_object_line<'a, T: From<RawMember<'a>>>(
         return Err(format!("trailing bytes at {}", p.i));
     }
     Ok(())
+}
+
+/// [`scan_object_line`] for a line laid out as git and this crate write them: no whitespace
+/// and keys without escapes. `None` when the line is laid out otherwise, or is not valid: the
+/// caller then clears `out` and runs [`scan_object_line`] (which also says what is wrong). For
+/// a line it takes, it pushes exactly what `scan_object_line` does (tests below); it only spares
+/// the whitespace checks and the general key scan between members.
+pub(crate) fn scan_compact<'a, T: From<RawMember<'a>>>(line: &'a [u8], out: &mut Vec<T>) -> Option<()> {
+    let b = line;
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        // The key: short, so byte by byte; an escape goes to the general scanner.
+        let ks = i + 1;
+        let mut j = ks;
+        loop {
+            match *b.get(j)? {
+                b'"' => break,
+                b'\\' => return None,
+                _ => j += 1,
+            }
+        }
+        if b.get(j + 1) != Some(&b':') {
+            return None;
+        }
+        let vs = j + 2;
+        let (kind, ve) = match *b.get(vs)? {
+            b'"' => {
+                let rest = b.get(vs + 1..)?;
+                let n = memchr2(b'"', b'\\', rest)?;
+                if rest[n] == b'"' {
+                    (Kind::Str(false), vs + 2 + n)
+                } else {
+                    let mut p = Parser { b, i: vs };
+                    let esc = p.skip_string().ok()?;
+                    (Kind::Str(esc), p.i)
+                }
+            }
+            c => {
+                // A plain number ending the member: what `skip_value` would take, without the
+                // dispatch (it reads on over `+-.eE` and digits, none of which ends a member).
+                let mut e = vs + usize::from(c == b'-');
+                let d = e;
+                while b.get(e).is_some_and(u8::is_ascii_digit) {
+                    e += 1;
+                }
+                if e > d && b.get(e) == Some(&b'.') {
+                    let f = e + 1;
+                    e = f;
+                    while b.get(e).is_some_and(u8::is_ascii_digit) {
+                        e += 1;
+                    }
+                    if e == f {
+                        e = d;
+                    }
+                }
+                if e > d && matches!(b.get(e), Some(b',' | b'}')) {
+                    (Kind::Number, e)
+                } else {
+                    let mut p = Parser { b, i: vs };
+                    let kind = p.skip_value(1).ok()?;
+                    (kind, p.i)
+                }
+            }
+        };
+        out.push(
+            RawMember {
+                key: &b[ks..j],
+                key_esc: false,
+                raw: &b[vs..ve],
+                kind,
+            }
+            .into(),
+        );
+        match b.get(ve) {
+            Some(b',') => i = ve + 1,
+            Some(b'}') if ve + 1 == b.len() => return Some(()),
+            _ => return None,
+        }
+    }
 }
 
 impl Parser<'_> {
@@ -658,6 +784,12 @@ mod tests {
         let mut raw: Vec<RawMember<'_>> = Vec::new();
         let scanned = scan_object_line(line, &mut raw);
         assert_eq!(full.is_ok(), scanned.is_ok(), "{}", String::from_utf8_lossy(line));
+        // The compact scanner takes only lines the general one takes, and finds the same.
+        let mut compact: Vec<RawMember<'_>> = Vec::new();
+        if scan_compact(line, &mut compact).is_some() {
+            assert!(scanned.is_ok(), "{}", String::from_utf8_lossy(line));
+            assert_eq!(format!("{compact:?}"), format!("{raw:?}"));
+        }
         if let Ok(full) = full {
             assert_eq!(full.len(), raw.len());
             for (m, r) in full.iter().zip(&raw) {
@@ -687,7 +819,127 @@ mod tests {
         }
     }
 
+    /// Every line real git writes (regions and data included) is laid out as the compact
+    /// scanner expects, and it finds there what the general scanner finds; so do the lines of
+    /// proctrace's own Trace2 event streams (its golden files).
+    #[test]
+    fn compact_scanner_takes_real_git_lines_and_agrees() {
+        let dir = std::env::temp_dir().join(format!("trace2-compact-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let events = dir.join("events");
+        let git = |args: &[&str]| {
+            let st = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&dir)
+                .env("GIT_TRACE2_EVENT", &events)
+                .env("GIT_TRACE2_EVENT_NESTING", "10")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", &dir)
+                .env("GIT_AUTHOR_NAME", "a")
+                .env("GIT_AUTHOR_EMAIL", "a@example.com")
+                .env("GIT_COMMITTER_NAME", "a")
+                .env("GIT_COMMITTER_EMAIL", "a@example.com")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(st.success(), "git {args:?}");
+        };
+        git(&["init", "-q", "."]);
+        std::fs::write(dir.join("f \"q\" é.txt"), "x\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        git(&["status"]);
+        git(&["log", "-p"]);
+        git(&["gc", "-q"]);
+        let text = std::fs::read(&events).unwrap();
+        let mut lines = 0;
+        for line in text.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+            let mut compact: Vec<RawMember<'_>> = Vec::new();
+            assert!(
+                scan_compact(line, &mut compact).is_some(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            agree(line);
+            lines += 1;
+        }
+        assert!(lines > 100, "{lines} lines");
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/golden");
+        let mut files = 0;
+        for e in std::fs::read_dir(golden).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "trace2-event") {
+                files += 1;
+                for line in std::fs::read(&p)
+                    .unwrap()
+                    .split(|&c| c == b'\n')
+                    .filter(|l| !l.is_empty())
+                {
+                    let mut compact: Vec<RawMember<'_>> = Vec::new();
+                    assert!(scan_compact(line, &mut compact).is_some(), "{}", p.display());
+                    agree(line);
+                }
+            }
+        }
+        assert!(files > 3, "{files} golden Trace2 event files");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The fast number readers give what `str::parse` gives, or nothing.
+    fn same_number(t: &str) {
+        if let Some(v) = plain_f64(t.as_bytes()) {
+            let p: f64 = t.parse().unwrap();
+            assert_eq!(v.to_bits(), p.to_bits(), "{t}");
+        }
+        if let Some(v) = plain_i64(t.as_bytes()) {
+            assert_eq!(Ok(v), t.parse::<i64>(), "{t}");
+        }
+    }
+
+    #[test]
+    fn plain_numbers_read_as_the_float_and_integer_parsers_read_them() {
+        for t in [
+            "0",
+            "-0",
+            "0.000444",
+            "1.5",
+            "-2.25",
+            "123456789012345",
+            "0.1",
+            "0.3",
+            "9007199254740993",
+            "999999999999999999",
+            "-999999999999999999",
+            "1e3",
+            "1.",
+            ".5",
+            "-",
+            "",
+            "01",
+            "1.2.3",
+        ] {
+            same_number(t);
+        }
+        assert_eq!(plain_f64(b"0.000444"), Some(0.000444));
+        assert_eq!(plain_i64(b"-17"), Some(-17));
+        assert_eq!(plain_f64(b"1e3"), None);
+        assert_eq!(plain_f64(b"1234567890123456"), None);
+    }
+
     proptest::proptest! {
+        #[test]
+        fn plain_numbers_agree_with_str_parse(int in 0u64..10_000_000_000_000_000, frac in 0usize..17, neg in proptest::prelude::any::<bool>()) {
+            let digits = int.to_string();
+            let t = if frac > 0 && frac < digits.len() {
+                format!("{}{}.{}", if neg { "-" } else { "" }, &digits[..digits.len() - frac], &digits[digits.len() - frac..])
+            } else {
+                format!("{}{digits}", if neg { "-" } else { "" })
+            };
+            same_number(&t);
+        }
+
         #[test]
         fn scanner_agrees_on_mangled_lines(at in 0usize..200, byte in proptest::prelude::any::<u8>(), cut in 1usize..220) {
             let mut l = br#"{"event":"child_start","sid":"20261130T193307.910398Z-H0a7c9cdf-P000009c4","thread":"th01:x","time":"2026-11-30T19:33:07.910462Z","argv":["git","-c","a=\"b\""],"t_abs":0.000444,"use_shell":false,"x":{"y":[null]}}"#.to_vec();

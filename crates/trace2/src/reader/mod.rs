@@ -18,7 +18,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 pub use json::Value;
-use json::{Kind, RawMember, find_lf, scan_object_line};
+use json::{Kind, RawMember, find_lf, scan_compact, scan_object_line};
 
 use crate::event::{Event, EventKind, ReadyState, Str};
 use crate::time::Timestamp;
@@ -402,10 +402,163 @@ pub fn infer_nesting(records: &mut [Record]) {
     }
 }
 
+/// The keys [`parse`] asks for: each line's members are found by key in one slot lookup, not by
+/// comparing names member after member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Event,
+    Sid,
+    Thread,
+    Time,
+    File,
+    Line,
+    Repo,
+    TAbs,
+    TRel,
+    Nesting,
+    Evt,
+    Exe,
+    Argv,
+    Code,
+    Signo,
+    Msg,
+    Fmt,
+    Path,
+    Ancestry,
+    Name,
+    Hierarchy,
+    Alias,
+    ChildId,
+    ChildClass,
+    HookName,
+    Cd,
+    UseShell,
+    Pid,
+    Ready,
+    ExecId,
+    Scope,
+    Param,
+    Value,
+    Worktree,
+    Category,
+    Label,
+    Key,
+    Intervals,
+    TTotal,
+    TMin,
+    TMax,
+    Count,
+}
+
+impl Field {
+    const COUNT: usize = Field::Count as usize + 1;
+
+    /// The key's name on the line.
+    fn name(self) -> &'static str {
+        const NAMES: [&str; Field::COUNT] = [
+            "event",
+            "sid",
+            "thread",
+            "time",
+            "file",
+            "line",
+            "repo",
+            "t_abs",
+            "t_rel",
+            "nesting",
+            "evt",
+            "exe",
+            "argv",
+            "code",
+            "signo",
+            "msg",
+            "fmt",
+            "path",
+            "ancestry",
+            "name",
+            "hierarchy",
+            "alias",
+            "child_id",
+            "child_class",
+            "hook_name",
+            "cd",
+            "use_shell",
+            "pid",
+            "ready",
+            "exec_id",
+            "scope",
+            "param",
+            "value",
+            "worktree",
+            "category",
+            "label",
+            "key",
+            "intervals",
+            "t_total",
+            "t_min",
+            "t_max",
+            "count",
+        ];
+        NAMES[self as usize]
+    }
+
+    /// The key named `k` (decoded), if [`parse`] asks for it. (Matching the name's bytes
+    /// packed into one number instead was slower: the packing costs more than the compares.)
+    fn of(k: &[u8]) -> Option<Field> {
+        Some(match k {
+            b"event" => Field::Event,
+            b"sid" => Field::Sid,
+            b"thread" => Field::Thread,
+            b"time" => Field::Time,
+            b"file" => Field::File,
+            b"line" => Field::Line,
+            b"repo" => Field::Repo,
+            b"t_abs" => Field::TAbs,
+            b"t_rel" => Field::TRel,
+            b"nesting" => Field::Nesting,
+            b"evt" => Field::Evt,
+            b"exe" => Field::Exe,
+            b"argv" => Field::Argv,
+            b"code" => Field::Code,
+            b"signo" => Field::Signo,
+            b"msg" => Field::Msg,
+            b"fmt" => Field::Fmt,
+            b"path" => Field::Path,
+            b"ancestry" => Field::Ancestry,
+            b"name" => Field::Name,
+            b"hierarchy" => Field::Hierarchy,
+            b"alias" => Field::Alias,
+            b"child_id" => Field::ChildId,
+            b"child_class" => Field::ChildClass,
+            b"hook_name" => Field::HookName,
+            b"cd" => Field::Cd,
+            b"use_shell" => Field::UseShell,
+            b"pid" => Field::Pid,
+            b"ready" => Field::Ready,
+            b"exec_id" => Field::ExecId,
+            b"scope" => Field::Scope,
+            b"param" => Field::Param,
+            b"value" => Field::Value,
+            b"worktree" => Field::Worktree,
+            b"category" => Field::Category,
+            b"label" => Field::Label,
+            b"key" => Field::Key,
+            b"intervals" => Field::Intervals,
+            b"t_total" => Field::TTotal,
+            b"t_min" => Field::TMin,
+            b"t_max" => Field::TMax,
+            b"count" => Field::Count,
+            _ => return None,
+        })
+    }
+}
+
 /// The members of one line, taken one by one as the event's kind asks for them; what is left
 /// becomes [`Record::extra`]. Values are decoded only when taken.
 struct Fields<'a, K> {
     members: Vec<Option<RawMember<'a>>>,
+    /// Where each [`Field`] is among `members` (its first occurrence; 1-based, 0: absent).
+    slot: [u32; Field::COUNT],
     /// The line, when it is UTF-8 (checked once for all its strings).
     text: Option<(&'a str, usize)>,
     keep: std::marker::PhantomData<K>,
@@ -450,25 +603,42 @@ impl<'a, K> Fields<'a, K> {
         text.get(at + 1..(at + raw.len()).checked_sub(1)?)
     }
 
-    fn take_member(&mut self, key: &str) -> Option<RawMember<'a>> {
-        self.members
-            .iter_mut()
-            .find(|m| m.as_ref().is_some_and(|m| m.key_is(key)))?
-            .take()
+    /// Notes where each key [`parse`] asks for lies (its first occurrence, which is the one
+    /// taken; later ones stay for [`Record::extra`]).
+    fn index(&mut self) {
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(m) = m else { continue };
+            let k = if m.key_esc {
+                Field::of(m.key_string().as_bytes())
+            } else {
+                Field::of(m.key)
+            };
+            if let Some(k) = k {
+                let s = &mut self.slot[k as usize];
+                if *s == 0 {
+                    *s = u32::try_from(i + 1).unwrap_or(0);
+                }
+            }
+        }
     }
-    fn take(&mut self, key: &str) -> Option<Value> {
+    fn take_member(&mut self, key: Field) -> Option<RawMember<'a>> {
+        let i = std::mem::take(&mut self.slot[key as usize]).checked_sub(1)?;
+        self.members.get_mut(i as usize)?.take()
+    }
+    fn take(&mut self, key: Field) -> Option<Value> {
         self.take_member(key).map(|m| m.value())
     }
-    fn take_raw(&mut self, key: &str) -> Option<&'a [u8]> {
+    fn take_raw(&mut self, key: Field) -> Option<&'a [u8]> {
         self.take_member(key).map(|m| m.raw)
     }
-    fn str<'o>(&mut self, key: &str) -> Result<Str<'o>, String>
+    fn str<'o>(&mut self, key: Field) -> Result<Str<'o>, String>
     where
         K: Keep<'a, 'o>,
     {
-        self.opt_str(key)?.ok_or_else(|| format!("missing \"{key}\""))
+        self.opt_str(key)?
+            .ok_or_else(|| format!("missing \"{}\"", key.name()))
     }
-    fn opt_str<'o>(&mut self, key: &str) -> Result<Option<Str<'o>>, String>
+    fn opt_str<'o>(&mut self, key: Field) -> Result<Option<Str<'o>>, String>
     where
         K: Keep<'a, 'o>,
     {
@@ -477,41 +647,43 @@ impl<'a, K> Fields<'a, K> {
             Some(m) if m.kind == Kind::Null => Ok(None),
             Some(m) => match self.plain(&m).map(K::keep).or_else(|| m.string().map(Cow::Owned)) {
                 Some(s) => Ok(Some(s)),
-                None => Err(format!("\"{key}\" is not a string")),
+                None => Err(format!("\"{}\" is not a string", key.name())),
             },
         }
     }
-    fn int(&mut self, key: &str) -> Result<i64, String> {
+    fn int(&mut self, key: Field) -> Result<i64, String> {
         match self.take_member(key) {
-            None => Err(format!("missing \"{key}\"")),
-            Some(m) => as_i64(&m).ok_or_else(|| format!("\"{key}\" is not an integer")),
+            None => Err(format!("missing \"{}\"", key.name())),
+            Some(m) => as_i64(&m).ok_or_else(|| format!("\"{}\" is not an integer", key.name())),
         }
     }
-    fn int32(&mut self, key: &str) -> Result<i32, String> {
+    fn int32(&mut self, key: Field) -> Result<i32, String> {
         let v = self.int(key)?;
-        i32::try_from(v).map_err(|_| format!("\"{key}\" out of range"))
+        i32::try_from(v).map_err(|_| format!("\"{}\" out of range", key.name()))
     }
-    fn uint(&mut self, key: &str) -> Result<u64, String> {
+    fn uint(&mut self, key: Field) -> Result<u64, String> {
         let v = self.int(key)?;
-        u64::try_from(v).map_err(|_| format!("\"{key}\" is negative"))
+        u64::try_from(v).map_err(|_| format!("\"{}\" is negative", key.name()))
     }
-    fn float(&mut self, key: &str) -> Result<Option<f64>, String> {
+    fn float(&mut self, key: Field) -> Result<Option<f64>, String> {
         match self.take_member(key) {
             None => Ok(None),
+            // What git writes, read in place; anything else by the float parser.
+            Some(m) if let Some(v) = json::plain_f64(m.raw).filter(|_| m.kind == Kind::Number) => Ok(Some(v)),
             Some(m) => m
                 .number()
                 // Out of f64's range is not a number JSON can hold (see `Value::as_f64`).
                 .and_then(|n| n.parse().ok().filter(|f: &f64| f.is_finite()))
                 .map(Some)
-                .ok_or_else(|| format!("\"{key}\" is not a number")),
+                .ok_or_else(|| format!("\"{}\" is not a number", key.name())),
         }
     }
-    fn f_or0(&mut self, key: &str) -> Result<f64, String> {
+    fn f_or0(&mut self, key: Field) -> Result<f64, String> {
         Ok(self.float(key)?.unwrap_or(0.0))
     }
     /// An array of strings; each borrowed or copied as [`Self::opt_str`] does (no JSON value
     /// tree built in between).
-    fn strings<'o>(&mut self, key: &str) -> Result<Vec<Str<'o>>, String>
+    fn strings<'o>(&mut self, key: Field) -> Result<Vec<Str<'o>>, String>
     where
         K: Keep<'a, 'o>,
     {
@@ -519,7 +691,7 @@ impl<'a, K> Fields<'a, K> {
             return Ok(Vec::new());
         };
         if m.kind != Kind::Array {
-            return Err(format!("\"{key}\" is not an array"));
+            return Err(format!("\"{}\" is not an array", key.name()));
         }
         let mut out = Vec::new();
         let mut bad = false;
@@ -541,7 +713,7 @@ impl<'a, K> Fields<'a, K> {
             true
         });
         if bad {
-            return Err(format!("\"{key}\" holds a non-string"));
+            return Err(format!("\"{}\" holds a non-string", key.name()));
         }
         Ok(out)
     }
@@ -549,6 +721,11 @@ impl<'a, K> Fields<'a, K> {
 
 /// [`Value::as_i64`] on a member, without building the value.
 fn as_i64(m: &RawMember<'_>) -> Option<i64> {
+    if m.kind == Kind::Number {
+        if let Some(v) = json::plain_i64(m.raw) {
+            return Some(v);
+        }
+    }
     let n = m.number()?;
     n.parse().ok().or_else(|| {
         let f: f64 = n.parse().ok()?;
@@ -578,16 +755,21 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
     line: &'a [u8],
     want_extra: bool,
 ) -> Result<(Event<'o>, Vec<(String, Value)>), String> {
-    let mut members = Vec::with_capacity(12);
-    scan_object_line(line, &mut members)?;
+    let mut members = Vec::with_capacity(16);
+    if scan_compact(line, &mut members).is_none() {
+        members.clear();
+        scan_object_line(line, &mut members)?;
+    }
     let mut f = Fields::<S> {
         members,
+        slot: [0; Field::COUNT],
         text: std::str::from_utf8(line)
             .ok()
             .map(|t| (t, line.as_ptr() as usize)),
         keep: std::marker::PhantomData,
     };
-    let name_m = f.take_member("event").ok_or("missing \"event\"")?;
+    f.index();
+    let name_m = f.take_member(Field::Event).ok_or("missing \"event\"")?;
     let name_owned;
     let name: &str = match f.plain(&name_m) {
         Some(n) => n,
@@ -597,8 +779,8 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             &name_owned
         }
     };
-    let sid = f.str("sid")?;
-    let thread = match f.take_member("thread") {
+    let sid = f.str(Field::Sid)?;
+    let thread = match f.take_member(Field::Thread) {
         None => Cow::Borrowed(""),
         Some(m) if m.kind == Kind::Null => Cow::Borrowed(""),
         // Most events come from the main thread: no copy of its name.
@@ -608,7 +790,7 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             None => Cow::Owned(m.string().ok_or("\"thread\" is not a string")?),
         },
     };
-    let time = match f.take_member("time") {
+    let time = match f.take_member(Field::Time) {
         None => None,
         Some(m) if m.kind == Kind::Null => None,
         Some(m) => {
@@ -623,120 +805,124 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             Some(Timestamp::parse_utc(t).ok_or_else(|| format!("bad \"time\" '{t}'"))?)
         }
     };
-    let file = f.opt_str("file")?;
-    let line_nr = match f.take_member("line") {
+    let file = f.opt_str(Field::File)?;
+    let line_nr = match f.take_member(Field::Line) {
         Some(m) => u32::try_from(as_i64(&m).ok_or("\"line\" is not an integer")?).unwrap_or(0),
         None => 0,
     };
-    let repo = match f.take_member("repo") {
+    let repo = match f.take_member(Field::Repo) {
         Some(m) => Some(as_i64(&m).ok_or("\"repo\" is not an integer")?),
         None => None,
     };
-    let t_abs = f.float("t_abs")?;
-    let nesting = match f.take_member("nesting") {
+    let t_abs = f.float(Field::TAbs)?;
+    let nesting = match f.take_member(Field::Nesting) {
         Some(m) => u32::try_from(as_i64(&m).ok_or("\"nesting\" is not an integer")?).unwrap_or(1),
         None => 1,
     };
     use EventKind as K;
     let kind = match name {
         "version" => K::Version {
-            evt: f.str("evt")?,
-            exe: f.opt_str("exe")?.unwrap_or(Cow::Borrowed("")),
+            evt: f.str(Field::Evt)?,
+            exe: f.opt_str(Field::Exe)?.unwrap_or(Cow::Borrowed("")),
         },
         "too_many_files" => K::TooManyFiles,
         "start" => K::Start {
-            argv: f.strings("argv")?,
+            argv: f.strings(Field::Argv)?,
         },
         "exit" => K::Exit {
-            code: f.int32("code")?,
+            code: f.int32(Field::Code)?,
         },
         "atexit" => K::Atexit {
-            code: f.int32("code")?,
+            code: f.int32(Field::Code)?,
         },
         "signal" => K::Signal {
-            signo: f.int32("signo")?,
+            signo: f.int32(Field::Signo)?,
         },
         "error" => K::Error {
-            msg: f.opt_str("msg")?,
-            fmt: f.opt_str("fmt")?,
+            msg: f.opt_str(Field::Msg)?,
+            fmt: f.opt_str(Field::Fmt)?,
         },
-        "cmd_path" => K::CmdPath { path: f.str("path")? },
+        "cmd_path" => K::CmdPath {
+            path: f.str(Field::Path)?,
+        },
         "cmd_ancestry" => K::CmdAncestry {
-            ancestry: f.strings("ancestry")?,
+            ancestry: f.strings(Field::Ancestry)?,
         },
         "cmd_name" => K::CmdName {
-            name: f.str("name")?,
-            hierarchy: f.opt_str("hierarchy")?,
+            name: f.str(Field::Name)?,
+            hierarchy: f.opt_str(Field::Hierarchy)?,
         },
-        "cmd_mode" => K::CmdMode { name: f.str("name")? },
+        "cmd_mode" => K::CmdMode {
+            name: f.str(Field::Name)?,
+        },
         "alias" => K::Alias {
-            alias: f.str("alias")?,
-            argv: f.strings("argv")?,
+            alias: f.str(Field::Alias)?,
+            argv: f.strings(Field::Argv)?,
         },
         "child_start" => K::ChildStart {
-            child_id: f.int("child_id")?,
-            child_class: f.opt_str("child_class")?.unwrap_or(Cow::Borrowed("?")),
-            hook_name: f.opt_str("hook_name")?,
-            cd: f.opt_str("cd")?,
-            use_shell: f.take("use_shell").and_then(|v| v.as_bool()).unwrap_or(false),
+            child_id: f.int(Field::ChildId)?,
+            child_class: f.opt_str(Field::ChildClass)?.unwrap_or(Cow::Borrowed("?")),
+            hook_name: f.opt_str(Field::HookName)?,
+            cd: f.opt_str(Field::Cd)?,
+            use_shell: f.take(Field::UseShell).and_then(|v| v.as_bool()).unwrap_or(false),
             git_cmd: false,
-            argv: f.strings("argv")?,
+            argv: f.strings(Field::Argv)?,
         },
         "child_exit" => K::ChildExit {
-            child_id: f.int("child_id")?,
-            pid: f.int("pid")?,
-            code: f.int32("code")?,
-            t_rel: f.f_or0("t_rel")?,
+            child_id: f.int(Field::ChildId)?,
+            pid: f.int(Field::Pid)?,
+            code: f.int32(Field::Code)?,
+            t_rel: f.f_or0(Field::TRel)?,
         },
         "child_ready" => {
-            let child_id = f.int("child_id")?;
-            let pid = f.int("pid")?;
-            let r = f.str("ready")?;
+            let child_id = f.int(Field::ChildId)?;
+            let pid = f.int(Field::Pid)?;
+            let r = f.str(Field::Ready)?;
             let ready = ReadyState::parse(&r).ok_or_else(|| format!("unknown \"ready\" '{r}'"))?;
             K::ChildReady {
                 child_id,
                 pid,
                 ready,
-                t_rel: f.f_or0("t_rel")?,
+                t_rel: f.f_or0(Field::TRel)?,
             }
         }
         "exec" => K::Exec {
-            exec_id: f.int("exec_id")?,
-            exe: f.opt_str("exe")?,
-            argv: f.strings("argv")?,
+            exec_id: f.int(Field::ExecId)?,
+            exe: f.opt_str(Field::Exe)?,
+            argv: f.strings(Field::Argv)?,
         },
         "exec_result" => K::ExecResult {
-            exec_id: f.int("exec_id")?,
-            code: f.int32("code")?,
+            exec_id: f.int(Field::ExecId)?,
+            code: f.int32(Field::Code)?,
         },
         "thread_start" => K::ThreadStart,
         "thread_exit" => K::ThreadExit {
-            t_rel: f.f_or0("t_rel")?,
+            t_rel: f.f_or0(Field::TRel)?,
         },
         "def_param" => K::DefParam {
-            scope: f.opt_str("scope")?,
-            param: f.str("param")?,
-            value: f.opt_str("value")?,
+            scope: f.opt_str(Field::Scope)?,
+            param: f.str(Field::Param)?,
+            value: f.opt_str(Field::Value)?,
         },
         "def_repo" => K::DefRepo {
-            worktree: f.str("worktree")?,
+            worktree: f.str(Field::Worktree)?,
         },
         "region_enter" => K::RegionEnter {
-            category: f.opt_str("category")?,
-            label: f.opt_str("label")?,
-            msg: f.opt_str("msg")?,
+            category: f.opt_str(Field::Category)?,
+            label: f.opt_str(Field::Label)?,
+            msg: f.opt_str(Field::Msg)?,
         },
         "region_leave" => K::RegionLeave {
-            t_rel: f.f_or0("t_rel")?,
-            category: f.opt_str("category")?,
-            label: f.opt_str("label")?,
-            msg: f.opt_str("msg")?,
+            t_rel: f.f_or0(Field::TRel)?,
+            category: f.opt_str(Field::Category)?,
+            label: f.opt_str(Field::Label)?,
+            msg: f.opt_str(Field::Msg)?,
         },
         "data" => {
-            let t_rel = f.f_or0("t_rel")?;
-            let category = f.str("category")?;
-            let key = f.str("key")?;
-            let value = match f.take("value") {
+            let t_rel = f.f_or0(Field::TRel)?;
+            let category = f.str(Field::Category)?;
+            let key = f.str(Field::Key)?;
+            let value = match f.take(Field::Value) {
                 Some(Value::String(s)) => Cow::Owned(s),
                 Some(Value::Number(n)) => Cow::Owned(n),
                 _ => return Err("missing or bad \"value\"".into()),
@@ -749,10 +935,10 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             }
         }
         "data_json" => {
-            let t_rel = f.f_or0("t_rel")?;
-            let category = f.str("category")?;
-            let key = f.str("key")?;
-            let raw = f.take_raw("value").ok_or("missing \"value\"")?;
+            let t_rel = f.f_or0(Field::TRel)?;
+            let category = f.str(Field::Category)?;
+            let key = f.str(Field::Key)?;
+            let raw = f.take_raw(Field::Value).ok_or("missing \"value\"")?;
             K::DataJson {
                 t_rel,
                 category,
@@ -761,22 +947,22 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             }
         }
         "printf" => K::Printf {
-            msg: f.opt_str("msg")?,
+            msg: f.opt_str(Field::Msg)?,
         },
         "timer" | "th_timer" => K::Timer {
             per_thread: name == "th_timer",
-            category: f.str("category")?,
-            name: f.str("name")?,
-            intervals: f.uint("intervals")?,
-            t_total: f.f_or0("t_total")?,
-            t_min: f.f_or0("t_min")?,
-            t_max: f.f_or0("t_max")?,
+            category: f.str(Field::Category)?,
+            name: f.str(Field::Name)?,
+            intervals: f.uint(Field::Intervals)?,
+            t_total: f.f_or0(Field::TTotal)?,
+            t_min: f.f_or0(Field::TMin)?,
+            t_max: f.f_or0(Field::TMax)?,
         },
         "counter" | "th_counter" => K::Counter {
             per_thread: name == "th_counter",
-            category: f.str("category")?,
-            name: f.str("name")?,
-            count: f.uint("count")?,
+            category: f.str(Field::Category)?,
+            name: f.str(Field::Name)?,
+            count: f.uint(Field::Count)?,
         },
         _ => K::Other {
             name: Cow::Owned(name.to_owned()),
