@@ -350,12 +350,20 @@ pub(crate) fn lossy(b: &[u8]) -> String {
     }
 }
 
-/// [`parse_object_line`] without decoding: the members are appended to `out` as spans of `line`
-/// (as they are, or each made into a `T`: an `Option` for [`super::parse`], which takes them out).
-pub(crate) fn scan_object_line<'a, T: From<RawMember<'a>>>(
-    line: &'a [u8],
-    out: &mut Vec<T>,
-) -> Result<(), String> {
+/// Where the scanners put the members they find, in line order: a `Vec` (tests), or the
+/// reader's members with their keys looked up as they come.
+pub(crate) trait PushMember<'a> {
+    fn push_member(&mut self, m: RawMember<'a>);
+}
+
+impl<'a> PushMember<'a> for Vec<RawMember<'a>> {
+    fn push_member(&mut self, m: RawMember<'a>) {
+        self.push(m);
+    }
+}
+
+/// [`parse_object_line`] without decoding: the members are given to `out` as spans of `line`.
+pub(crate) fn scan_object_line<'a>(line: &'a [u8], out: &mut impl PushMember<'a>) -> Result<(), String> {
     let mut p = Parser { b: line, i: 0 };
     p.ws();
     if p.peek() != Some(b'{') {
@@ -376,15 +384,12 @@ pub(crate) fn scan_object_line<'a, T: From<RawMember<'a>>>(
             p.ws();
             let start = p.i;
             let kind = p.skip_value(1)?;
-            out.push(
-                RawMember {
-                    key,
-                    key_esc,
-                    raw: &line[start..p.i],
-                    kind,
-                }
-                .into(),
-            );
+            out.push_member(RawMember {
+                key,
+                key_esc,
+                raw: &line[start..p.i],
+                kind,
+            });
             p.ws();
             match p.next() {
                 Some(b',') => continue,
@@ -406,7 +411,7 @@ pub(crate) fn scan_object_line<'a, T: From<RawMember<'a>>>(
 /// caller then clears `out` and runs [`scan_object_line`] (which also says what is wrong). For
 /// a line it takes, it pushes exactly what `scan_object_line` does (tests below); it only spares
 /// the whitespace checks and the general key scan between members.
-pub(crate) fn scan_compact<'a, T: From<RawMember<'a>>>(line: &'a [u8], out: &mut Vec<T>) -> Option<()> {
+pub(crate) fn scan_compact<'a>(line: &'a [u8], out: &mut impl PushMember<'a>) -> Option<()> {
     let b = line;
     if b.first() != Some(&b'{') {
         return None;
@@ -469,15 +474,12 @@ pub(crate) fn scan_compact<'a, T: From<RawMember<'a>>>(line: &'a [u8], out: &mut
                 }
             }
         };
-        out.push(
-            RawMember {
-                key: &b[ks..j],
-                key_esc: false,
-                raw: &b[vs..ve],
-                kind,
-            }
-            .into(),
-        );
+        out.push_member(RawMember {
+            key: &b[ks..j],
+            key_esc: false,
+            raw: &b[vs..ve],
+            kind,
+        });
         match b.get(ve) {
             Some(b',') => i = ve + 1,
             Some(b'}') if ve + 1 == b.len() => return Some(()),

@@ -502,8 +502,9 @@ impl Field {
         NAMES[self as usize]
     }
 
-    /// The key named `k` (decoded), if [`parse`] asks for it. (Matching the name's bytes
-    /// packed into one number instead was slower: the packing costs more than the compares.)
+    /// The key named `k` (decoded), if [`parse`] asks for it. (Measured slower: the name's
+    /// bytes packed into one number and matched, and a perfect hash into a table of names
+    /// with one compare; the compiler's match on the byte strings is the fastest here.)
     fn of(k: &[u8]) -> Option<Field> {
         Some(match k {
             b"event" => Field::Event,
@@ -553,12 +554,35 @@ impl Field {
     }
 }
 
+/// A line's members in line order (each taken out once used), and where each [`Field`] is
+/// among them: its first occurrence, the one taken (later ones stay for [`Record::extra`]).
+struct Members<'a> {
+    list: Vec<Option<RawMember<'a>>>,
+    /// 1 + the index in `list`; 0: absent.
+    slot: [u32; Field::COUNT],
+}
+
+impl<'a> json::PushMember<'a> for Members<'a> {
+    fn push_member(&mut self, m: RawMember<'a>) {
+        let k = if m.key_esc {
+            Field::of(m.key_string().as_bytes())
+        } else {
+            Field::of(m.key)
+        };
+        if let Some(k) = k {
+            let s = &mut self.slot[k as usize];
+            if *s == 0 {
+                *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
+            }
+        }
+        self.list.push(Some(m));
+    }
+}
+
 /// The members of one line, taken one by one as the event's kind asks for them; what is left
 /// becomes [`Record::extra`]. Values are decoded only when taken.
 struct Fields<'a, K> {
-    members: Vec<Option<RawMember<'a>>>,
-    /// Where each [`Field`] is among `members` (its first occurrence; 1-based, 0: absent).
-    slot: [u32; Field::COUNT],
+    members: Members<'a>,
     /// The line, when it is UTF-8 (checked once for all its strings).
     text: Option<(&'a str, usize)>,
     keep: std::marker::PhantomData<K>,
@@ -603,27 +627,10 @@ impl<'a, K> Fields<'a, K> {
         text.get(at + 1..(at + raw.len()).checked_sub(1)?)
     }
 
-    /// Notes where each key [`parse`] asks for lies (its first occurrence, which is the one
-    /// taken; later ones stay for [`Record::extra`]).
-    fn index(&mut self) {
-        for (i, m) in self.members.iter().enumerate() {
-            let Some(m) = m else { continue };
-            let k = if m.key_esc {
-                Field::of(m.key_string().as_bytes())
-            } else {
-                Field::of(m.key)
-            };
-            if let Some(k) = k {
-                let s = &mut self.slot[k as usize];
-                if *s == 0 {
-                    *s = u32::try_from(i + 1).unwrap_or(0);
-                }
-            }
-        }
-    }
     fn take_member(&mut self, key: Field) -> Option<RawMember<'a>> {
-        let i = std::mem::take(&mut self.slot[key as usize]).checked_sub(1)?;
-        self.members.get_mut(i as usize)?.take()
+        let m = &mut self.members;
+        let i = std::mem::take(&mut m.slot[key as usize]).checked_sub(1)?;
+        m.list.get_mut(i as usize)?.take()
     }
     fn take(&mut self, key: Field) -> Option<Value> {
         self.take_member(key).map(|m| m.value())
@@ -755,20 +762,22 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
     line: &'a [u8],
     want_extra: bool,
 ) -> Result<(Event<'o>, Vec<(String, Value)>), String> {
-    let mut members = Vec::with_capacity(16);
+    let mut members = Members {
+        list: Vec::with_capacity(16),
+        slot: [0; Field::COUNT],
+    };
     if scan_compact(line, &mut members).is_none() {
-        members.clear();
+        members.list.clear();
+        members.slot = [0; Field::COUNT];
         scan_object_line(line, &mut members)?;
     }
     let mut f = Fields::<S> {
         members,
-        slot: [0; Field::COUNT],
         text: std::str::from_utf8(line)
             .ok()
             .map(|t| (t, line.as_ptr() as usize)),
         keep: std::marker::PhantomData,
     };
-    f.index();
     let name_m = f.take_member(Field::Event).ok_or("missing \"event\"")?;
     let name_owned;
     let name: &str = match f.plain(&name_m) {
@@ -970,6 +979,7 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
     };
     let extra = if want_extra {
         f.members
+            .list
             .into_iter()
             .flatten()
             .map(|m| (m.key_string(), m.value()))
