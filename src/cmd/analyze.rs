@@ -112,19 +112,32 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout, retain: 
 /// `truncated_files`, `too_many_files` (Trace2 directory targets that hit `maxFiles`) and the
 /// `input` counts.
 pub fn render_json(a: &Analysis, redact: bool) -> String {
-    let r = crate::report::summary::summarize(&a.header, &a.engine.tracker, &a.summary, redact);
-    let mut v = serde_json::to_value(&r).unwrap_or(serde_json::Value::Null);
-    if let serde_json::Value::Object(m) = &mut v {
-        m.insert("sessions".into(), serde_json::json!(a.stats.sessions));
-        m.insert("skipped_lines".into(), serde_json::json!(a.stats.skipped_lines));
-        m.insert("truncated_files".into(), serde_json::json!(a.stats.truncated));
-        m.insert("too_many_files".into(), serde_json::json!(a.stats.too_many_files));
-        m.insert("input".into(), serde_json::to_value(a.stats).unwrap_or_default());
-        if let Some(e) = &a.error {
-            m.insert("error".into(), serde_json::json!(e.to_string()));
-        }
+    /// The summary's members (in `--summary-json`'s order), then what reading found.
+    #[derive(serde::Serialize)]
+    struct Json<'a> {
+        #[serde(flatten)]
+        summary: &'a crate::report::summary::RunReport,
+        sessions: Option<u64>,
+        skipped_lines: u64,
+        truncated_files: u64,
+        too_many_files: u64,
+        input: &'a crate::input::InputStats,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     }
-    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    let r = crate::report::summary::summarize(&a.header, &a.engine.tracker, &a.summary, redact);
+    // Written straight from the report: a `serde_json::Value` of it first cost hundreds of MB
+    // for a 600,000-process build (its critical path alone is 45 MB of JSON).
+    let json = Json {
+        summary: &r,
+        sessions: a.stats.sessions,
+        skipped_lines: a.stats.skipped_lines,
+        truncated_files: a.stats.truncated,
+        too_many_files: a.stats.too_many_files,
+        input: &a.stats,
+        error: a.error.as_ref().map(|e| e.to_string()),
+    };
+    let mut s = serde_json::to_string_pretty(&json).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -14,7 +14,7 @@
 //! * **Destinations and SIDs** — [`dst::Destination`] parses git's target
 //!   values (`1`, `2`…`9`, absolute file, directory, `af_unix:…`) and writes
 //!   each line with one `write(2)`; [`Sid`] builds git-shaped session ids.
-//! * **Instrumentation** — free functions ([`init`], [`region_enter`],
+//! * **Instrumentation** — free functions ([`init()`], [`region_enter`],
 //!   [`data`], [`child_start`], [`exit`], …) that cost one relaxed atomic
 //!   load when tracing is off, plus [`child`] helpers that start children
 //!   (synchronously, in the background with a readiness probe, or by exec)
@@ -56,7 +56,7 @@
 //!
 //! # Differences from git
 //!
-//! See the crate's README: mainly that `t_abs` counts from [`init`], not from
+//! See the crate's README: mainly that `t_abs` counts from [`init()`], not from
 //! `main`; that no SIGPIPE handler writes `signal` (call [`signal`]
 //! yourself); and that strings that are not UTF-8 are decoded lossily by
 //! the reader.
@@ -101,7 +101,7 @@ pub use time::Timestamp;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// [`init`] from `<prefix>_TRACE2*` variables with the calling crate's
+/// [`init()`] from `<prefix>_TRACE2*` variables with the calling crate's
 /// version (`CARGO_PKG_VERSION`) as `version.exe`.
 ///
 /// ```no_run
