@@ -354,6 +354,22 @@ pub(crate) fn lossy(b: &[u8]) -> String {
 /// reader's members with their keys looked up as they come.
 pub(crate) trait PushMember<'a> {
     fn push_member(&mut self, m: RawMember<'a>);
+    /// `m` is the `lead`-th of git's leading keys, `event`, `sid`, `thread`, `time`, `file`
+    /// and `line` (its key checked already).
+    fn push_lead(&mut self, m: RawMember<'a>, lead: usize) {
+        let _ = lead;
+        self.push_member(m);
+    }
+}
+
+/// The keys git writes first on every line, in this order ([`scan_compact`] compares them
+/// whole); the reader's own key table begins with the same six (tested).
+#[cfg(test)]
+pub(crate) const LEAD: [&str; 6] = ["event", "sid", "thread", "time", "file", "line"];
+
+/// `b[at..]` begins with `key` (a fixed-size compare, not a call).
+fn key_at<const N: usize>(b: &[u8], at: usize, key: &[u8; N]) -> bool {
+    b.get(at..at + N).is_some_and(|k| k == key)
 }
 
 impl<'a> PushMember<'a> for Vec<RawMember<'a>> {
@@ -417,23 +433,42 @@ pub(crate) fn scan_compact<'a>(line: &'a [u8], out: &mut impl PushMember<'a>) ->
         return None;
     }
     let mut i = 1;
+    let mut n = 0;
     loop {
         if b.get(i) != Some(&b'"') {
             return None;
         }
-        // The key: short, so byte by byte; an escape goes to the general scanner.
         let ks = i + 1;
-        let mut j = ks;
-        loop {
-            match *b.get(j)? {
-                b'"' => break,
-                b'\\' => return None,
-                _ => j += 1,
+        // Git's first six keys, always in this order: compared whole (fixed-size compares),
+        // their fields known.
+        let lead = match n {
+            0 => key_at(b, ks, b"event\":").then_some((5, 0)),
+            1 => key_at(b, ks, b"sid\":").then_some((3, 1)),
+            2 => key_at(b, ks, b"thread\":").then_some((6, 2)),
+            3 => key_at(b, ks, b"time\":").then_some((4, 3)),
+            4 => key_at(b, ks, b"file\":").then_some((4, 4)),
+            5 => key_at(b, ks, b"line\":").then_some((4, 5)),
+            _ => None,
+        };
+        n += 1;
+        let j = match lead {
+            Some((len, _)) => ks + len,
+            None => {
+                // Any other key: short, so byte by byte; an escape goes to the general scanner.
+                let mut j = ks;
+                loop {
+                    match *b.get(j)? {
+                        b'"' => break,
+                        b'\\' => return None,
+                        _ => j += 1,
+                    }
+                }
+                if b.get(j + 1) != Some(&b':') {
+                    return None;
+                }
+                j
             }
-        }
-        if b.get(j + 1) != Some(&b':') {
-            return None;
-        }
+        };
         let vs = j + 2;
         let (kind, ve) = match *b.get(vs)? {
             b'"' => {
@@ -474,12 +509,16 @@ pub(crate) fn scan_compact<'a>(line: &'a [u8], out: &mut impl PushMember<'a>) ->
                 }
             }
         };
-        out.push_member(RawMember {
+        let m = RawMember {
             key: &b[ks..j],
             key_esc: false,
             raw: &b[vs..ve],
             kind,
-        });
+        };
+        match lead {
+            Some((_, lead)) => out.push_lead(m, lead),
+            None => out.push_member(m),
+        }
         match b.get(ve) {
             Some(b',') => i = ve + 1,
             Some(b'}') if ve + 1 == b.len() => return Some(()),

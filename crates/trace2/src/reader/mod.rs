@@ -577,6 +577,15 @@ impl<'a> json::PushMember<'a> for Members<'a> {
         }
         self.list.push(Some(m));
     }
+
+    fn push_lead(&mut self, m: RawMember<'a>, lead: usize) {
+        // `Field`'s first six are `json::LEAD`, in its order (tested).
+        let s = &mut self.slot[lead];
+        if *s == 0 {
+            *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
+        }
+        self.list.push(Some(m));
+    }
 }
 
 /// The members of one line, taken one by one as the event's kind asks for them; what is left
@@ -1154,6 +1163,15 @@ mod tests {
                 parse_line_borrowed(bad.as_bytes()).err(),
                 parse_line(bad.as_bytes()).err()
             );
+        }
+    }
+
+    /// The compact scanner's six leading keys are the first six fields, in order.
+    #[test]
+    fn the_leading_keys_are_the_first_fields() {
+        for (i, k) in json::LEAD.iter().enumerate() {
+            assert_eq!(Field::of(k.as_bytes()).map(|f| f as usize), Some(i), "{k}");
+            assert_eq!(Field::of(k.as_bytes()).map(Field::name), Some(*k));
         }
     }
 
