@@ -473,9 +473,9 @@ pub(crate) fn scan_compact<'a>(line: &'a [u8], out: &mut impl PushMember<'a>) ->
         let (kind, ve) = match *b.get(vs)? {
             b'"' => {
                 let rest = b.get(vs + 1..)?;
-                let n = memchr2(b'"', b'\\', rest)?;
-                if rest[n] == b'"' {
-                    (Kind::Str(false), vs + 2 + n)
+                let q = memchr2(b'"', b'\\', rest)?;
+                if rest[q] == b'"' {
+                    (Kind::Str(false), vs + 2 + q)
                 } else {
                     let mut p = Parser { b, i: vs };
                     let esc = p.skip_string().ok()?;

@@ -562,6 +562,18 @@ struct Members<'a> {
     slot: [u32; Field::COUNT],
 }
 
+impl<'a> Members<'a> {
+    /// Appends `m`, the member of field `k` (if [`parse`] asks for one by its key).
+    fn put(&mut self, k: Option<usize>, m: RawMember<'a>) {
+        if let Some(s) = k.map(|k| &mut self.slot[k]) {
+            if *s == 0 {
+                *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
+            }
+        }
+        self.list.push(Some(m));
+    }
+}
+
 impl<'a> json::PushMember<'a> for Members<'a> {
     fn push_member(&mut self, m: RawMember<'a>) {
         let k = if m.key_esc {
@@ -569,22 +581,12 @@ impl<'a> json::PushMember<'a> for Members<'a> {
         } else {
             Field::of(m.key)
         };
-        if let Some(k) = k {
-            let s = &mut self.slot[k as usize];
-            if *s == 0 {
-                *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
-            }
-        }
-        self.list.push(Some(m));
+        self.put(k.map(|k| k as usize), m);
     }
 
     fn push_lead(&mut self, m: RawMember<'a>, lead: usize) {
         // `Field`'s first six are `json::LEAD`, in its order (tested).
-        let s = &mut self.slot[lead];
-        if *s == 0 {
-            *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
-        }
-        self.list.push(Some(m));
+        self.put(Some(lead), m);
     }
 }
 
