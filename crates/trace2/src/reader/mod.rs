@@ -758,7 +758,9 @@ fn as_i64(m: &RawMember<'_>) -> Option<i64> {
 /// a few small allocations rather than three per member: about 4× the throughput of decoding
 /// every member first, measured with `benches/ingest.rs` of the proctrace crate).
 pub fn parse_line(line: &[u8]) -> Result<(Event<'static>, Vec<(String, Value)>), String> {
-    parse::<Copied>(line, true)
+    let mut extra = Vec::new();
+    let event = parse::<Copied>(line, Some(&mut extra))?;
+    Ok((event, extra))
 }
 
 /// [`parse_line`] without copies: the event's strings borrow from `line` where they need no
@@ -766,13 +768,13 @@ pub fn parse_line(line: &[u8]) -> Result<(Event<'static>, Vec<(String, Value)>),
 /// wants). On git's streams 7–30% more MB/s than `parse_line` in rounds measured side by side
 /// on a loaded machine (`/tmp` harness over the `bench/run --only ingest` stream).
 pub fn parse_line_borrowed(line: &[u8]) -> Result<Event<'_>, String> {
-    parse::<Borrowed>(line, false).map(|(e, _)| e)
+    parse::<Borrowed>(line, None)
 }
 
 fn parse<'a, 'o, S: Keep<'a, 'o>>(
     line: &'a [u8],
-    want_extra: bool,
-) -> Result<(Event<'o>, Vec<(String, Value)>), String> {
+    extra: Option<&mut Vec<(String, Value)>>,
+) -> Result<Event<'o>, String> {
     let mut members = Members {
         list: Vec::with_capacity(16),
         slot: [0; Field::COUNT],
@@ -988,17 +990,17 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
             name: Cow::Owned(name.to_owned()),
         },
     };
-    let extra = if want_extra {
-        f.members
-            .list
-            .into_iter()
-            .flatten()
-            .map(|m| (m.key_string(), m.value()))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let event = Event {
+    if let Some(extra) = extra {
+        extra.extend(
+            f.members
+                .list
+                .into_iter()
+                .flatten()
+                .map(|m| (m.key_string(), m.value())),
+        );
+    }
+    // Built where it is returned (the event is 248 bytes: each move of it is a copy).
+    Ok(Event {
         sid,
         thread,
         time,
@@ -1008,8 +1010,7 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
         nesting,
         t_abs,
         kind,
-    };
-    Ok((event, extra))
+    })
 }
 
 #[cfg(test)]
