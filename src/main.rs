@@ -639,8 +639,10 @@ fn main() {
             let mut ok = outs.write_reports(&a.header, &a.engine.tracker, &a.summary);
             if json {
                 use std::io::Write;
-                let text = proctrace::cmd::analyze::render_json(&a, !out.no_redact);
-                ok &= std::io::stdout().write_all(text.as_bytes()).is_ok();
+                let mut w = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+                ok &= proctrace::cmd::analyze::write_json(&a, !out.no_redact, &mut w)
+                    .and_then(|()| w.flush())
+                    .is_ok();
             }
             if a.stats.skipped_lines > 0 && !out.quiet {
                 eprintln!(

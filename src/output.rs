@@ -253,7 +253,13 @@ impl Outputs {
                 }
             }
             if let Some(path) = &self.summary_json {
-                if let Err(e) = std::fs::write(path, summary::render_json(&r)) {
+                let res = std::fs::File::create(path).and_then(|f| {
+                    use std::io::Write;
+                    let mut w = std::io::BufWriter::with_capacity(64 << 10, f);
+                    summary::write_json(&r, &mut w)?;
+                    w.flush()
+                });
+                if let Err(e) = res {
                     eprintln!("proctrace: cannot write summary to '{path}': {e}");
                     ok = false;
                 }

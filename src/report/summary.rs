@@ -1427,9 +1427,22 @@ fn cost_table(out: &mut String, p: Paint, width: usize, title: &str, items: &[Co
 
 /// The summary as one JSON object (pretty-printed, ending in a newline).
 pub fn render_json(r: &RunReport) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    s.push('\n');
-    s
+    json_string(|out| write_json(r, out))
+}
+
+/// What `write` writes, as a string (an object that could not be written: `{"error": …}`).
+pub(crate) fn json_string(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut out = Vec::new();
+    if let Err(e) = write(&mut out) {
+        return format!("{{\"error\": \"{e}\"}}\n");
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`render_json`] written to `w` as it is made (no copy of a big build's object is held).
+pub fn write_json(r: &RunReport, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, r)?;
+    w.write_all(b"\n")
 }
 
 #[cfg(test)]
