@@ -13,13 +13,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use proctrace::capture::{BackendChoice, CaptureOptions};
-use proctrace::cmd::replay;
 use proctrace::cmd::run::{RunConfig, run};
 use proctrace::cmd::watch::{WatchConfig, watch};
 use proctrace::filter::{self, FactFilter};
 use proctrace::output::{Outputs, TreeMode};
+use proctrace::sink::Tool;
 use proctrace::sink::trace2::Trace2Target;
-use proctrace::sink::{Header, Mode, Tool};
 use proctrace::{ProctraceError, exit_codes};
 use trace2::TargetKind;
 
@@ -582,33 +581,40 @@ fn main() {
             out,
             tree,
         } => (|| {
-            let cap = replay::read_capture(&capture)?;
             let mut out = outputs(&out, false, tree_mode(tree), true, false);
             if let Some(o) = &mut out.otlp {
                 o.offline = true;
             }
-            let sinks = out.open_sinks()?;
-            let fallback = Header {
-                mode: Mode::Replay {
-                    path: capture.clone(),
-                },
-                ts: cap.events.iter().find_map(|e| e.ts()).unwrap_or(0),
-                real_minus_mono: 0,
-                tool: Tool::this_process(),
-                backend: None,
+            // Read as a stream, as `analyze` reads a capture: memory follows what is alive (or
+            // the records an output reads at the end), not the file. A capture without a header
+            // gets a `replay` one, with the time of its first event.
+            let opts = proctrace::input::InputOptions {
+                lenient: false,
+                tool: Some(Tool::this_process()),
             };
-            let header = cap.header.clone().unwrap_or(fallback);
-            let (engine, sum) = replay::replay(&cap, root, sinks, header.clone());
-            out.print_tree(&engine.tracker, &header, &sum);
+            let mut input =
+                proctrace::input::capture::CaptureInput::open(std::path::Path::new(&capture), &opts)?;
+            let sinks = out.open_sinks()?;
+            let retain = out.reads_records_at_end();
+            let mut a = proctrace::cmd::analyze::analyze(&mut input, root, sinks, retain);
+            out.print_tree(&a.engine.tracker, &a.header, &a.summary);
             if !out.quiet {
                 // As the live run said it, from the recorded summary.
-                proctrace::cmd::run::report_usage_loss(&sum.capture);
+                proctrace::cmd::run::report_usage_loss(&a.summary.capture);
+                if a.stats.truncated > 0 {
+                    eprintln!(
+                        "proctrace: the capture ends in a cut-off line (a recorder killed mid-line): ignored"
+                    );
+                }
             }
             // Writing its outputs is all a replay does: one that fails fails it.
-            if out.write_reports(&header, &engine.tracker, &sum) {
-                Ok(exit_codes::OK)
-            } else {
-                Ok(exit_codes::INTERNAL)
+            let ok = out.write_reports(&a.header, &a.engine.tracker, &a.summary);
+            // The process ends next: its memory goes back at once, not record by record.
+            a.engine.tracker.leak_records();
+            match a.error {
+                Some(e) => Err(e.into()),
+                None if ok => Ok(exit_codes::OK),
+                None => Ok(exit_codes::INTERNAL),
             }
         })(),
         Cmd::Analyze {

@@ -1,10 +1,12 @@
-//! `proctrace replay CAPTURE`: feed a recorded event stream through the tracker and sinks, with
-//! no kernel and no clock. What tests and bug reports use.
+//! A recorded event stream held in memory, fed through the tracker and sinks with no kernel and
+//! no clock: what tests use (they build and change captures in memory). `proctrace replay` reads
+//! its file as a stream instead ([`crate::input::capture::CaptureInput`], as `analyze` does).
 
 use std::io::BufRead;
 
 use crate::cmd::analyze::analyze;
-use crate::engine::{CaptureLine, Engine};
+use crate::engine::Engine;
+use crate::input::capture;
 use crate::input::{Input, InputError, InputStats};
 use crate::model::event::Event;
 use crate::sink::{Fanout, Header, Summary};
@@ -65,16 +67,6 @@ impl Capture {
     }
 }
 
-/// Reads a capture file (one JSON object per line). A truncated last line (the recorder was
-/// killed mid-write) is ignored; any other bad line is an error naming its line.
-pub fn read_capture(path: &str) -> Result<Capture, ReplayError> {
-    let f = std::fs::File::open(path).map_err(|source| ReplayError::Io {
-        path: path.into(),
-        source,
-    })?;
-    parse_capture(std::io::BufReader::new(f), path)
-}
-
 /// Parses capture text; `path` names it in errors.
 pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Capture, ReplayError> {
     let mut cap = Capture::default();
@@ -87,14 +79,11 @@ pub fn parse_capture(r: impl BufRead, path: &str) -> Result<Capture, ReplayError
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = if line.starts_with(r#"{"e":"header""#) || line.starts_with(r#"{"e":"summary""#) {
-            serde_json::from_str::<CaptureLine>(&line).map(|l| match l {
-                CaptureLine::Header { header } => cap.header = Some(header),
-                CaptureLine::Summary { summary } => cap.summary = Some(summary),
-            })
-        } else {
-            serde_json::from_str::<Event>(&line).map(|e| cap.events.push(e))
-        };
+        let parsed = capture::parse_line(line.as_bytes()).map(|l| match l {
+            capture::Line::Header(h) => cap.header = Some(h),
+            capture::Line::Summary(s) => cap.summary = Some(s),
+            capture::Line::Event(e) => cap.events.push(e),
+        });
         match parsed {
             Ok(()) => {}
             Err(e) if lines.peek().is_none() && e.is_eof() => break,

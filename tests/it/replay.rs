@@ -55,7 +55,16 @@ fn a_corrupt_capture_names_the_line() {
         "{\"e\":\"exec\",\"ts\":1,\"tgid\":2}\nnot json\n{\"e\":\"exec\",\"ts\":1,\"tgid\":2}\n",
     )
     .unwrap();
-    let out = Command::new(PROCTRACE).args(["replay", &cap]).output().unwrap();
-    assert_eq!(out.status.code(), Some(125));
+    // Bad input, as for `analyze`: exit 65, naming the file and line, after every output was
+    // written for what came before the bad line.
+    let o = tmp("bad-replay-out.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["replay", &cap, "-o", &o])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
     assert!(stderr(&out).contains(&format!("{cap}:2:")), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&o).unwrap();
+    assert!(written.starts_with("{\"event\":\"start\""), "{written}");
+    assert!(written.contains("\"event\":\"end\""), "{written}");
 }
