@@ -56,9 +56,6 @@ pub enum ProctraceError {
     /// The request makes no sense.
     #[error("{0}")]
     Usage(String),
-    /// A capture could not be replayed.
-    #[error("{0}")]
-    Replay(#[from] cmd::replay::ReplayError),
     /// A saved trace could not be read.
     #[error("{0}")]
     Input(#[from] input::InputError),
@@ -70,7 +67,7 @@ impl ProctraceError {
         match self {
             ProctraceError::Connector(_) => exit_codes::UNAVAILABLE,
             ProctraceError::Usage(_) => exit_codes::USAGE,
-            ProctraceError::Io(..) | ProctraceError::Replay(_) => exit_codes::INTERNAL,
+            ProctraceError::Io(..) => exit_codes::INTERNAL,
             ProctraceError::Input(_) => exit_codes::DATA,
         }
     }

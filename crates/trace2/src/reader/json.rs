@@ -372,6 +372,7 @@ fn key_at<const N: usize>(b: &[u8], at: usize, key: &[u8; N]) -> bool {
     b.get(at..at + N).is_some_and(|k| k == key)
 }
 
+#[cfg(test)]
 impl<'a> PushMember<'a> for Vec<RawMember<'a>> {
     fn push_member(&mut self, m: RawMember<'a>) {
         self.push(m);
