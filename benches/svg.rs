@@ -12,9 +12,9 @@
 use std::time::Instant;
 
 use proctrace::model::event::ExitStatus;
+use proctrace::model::session::{Header, Summary};
 use proctrace::model::tracker::Tracker;
 use proctrace::report::svg::{SvgOptions, render};
-use proctrace::sink::{Header, Summary};
 use proctrace::testkit;
 
 fn build(workers: u64, per_worker: u64) -> (Header, Tracker, Summary) {

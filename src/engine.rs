@@ -14,8 +14,9 @@ use crate::capture::enrich::ExecNotice;
 use crate::capture::{Backend, CaptureMsg, Details, Marker, Notice, procfs};
 use crate::filter::FactFilter;
 use crate::model::event::{Event, ExitStatus, Pid};
+use crate::model::session::{CaptureSummary, Header, Summary};
 use crate::model::tracker::{Fact, Followup, Tracker};
-use crate::sink::{CaptureSummary, Fanout, Header, Summary};
+use crate::sink::Fanout;
 
 /// One line of a capture file (`--record`): a header, events, and the summary at the end.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -91,7 +92,7 @@ impl Engine {
             let mut header = h.clone();
             if self.record_redact {
                 redact_all(&mut header.tool.argv);
-                if let crate::sink::Mode::Run { argv } = &mut header.mode {
+                if let crate::model::session::Mode::Run { argv } = &mut header.mode {
                     redact_all(argv);
                 }
             }

@@ -8,11 +8,12 @@
 use std::io::IsTerminal;
 
 use crate::ProctraceError;
+use crate::model::session::{Header, Summary};
 use crate::model::tracker::Tracker;
 use crate::report::summary::{self, TextOptions};
 use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
-use crate::sink::{self, Fanout, Header, Summary};
+use crate::sink::{self, Fanout};
 
 /// How much of the tree to print at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 //! [`Event`].
 
 use crate::model::event::{Event, ExecDetails, Pid, Usage};
+use crate::model::session::{Header, Mode, Summary, Tool};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
-use crate::sink::{Header, Mode, Summary, Tool};
 
 /// `parent` forks the single-threaded process `child` at `ts`.
 pub fn fork(ts: u64, parent: Pid, child: Pid) -> Event {

@@ -16,7 +16,7 @@ use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::enrich::{self, Enricher};
 use crate::capture::usage_join::UsageJoin;
 use crate::model::event::{Event, Pid};
-use crate::sink::CaptureSummary;
+use crate::model::session::CaptureSummary;
 use crate::supervise;
 
 /// Converts one connector item into the tracker's vocabulary. Acks and unknown types give `None`.

@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::sync::mpsc::{Receiver, Sender};
 
 use crate::model::event::{Event, Pid};
-use crate::sink::CaptureSummary;
+use crate::model::session::CaptureSummary;
 
 pub mod connector;
 pub mod enrich;

@@ -38,7 +38,7 @@ use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::procfs;
 use crate::capture::usage::{ExitReader, ThreadSum};
 use crate::model::event::{Event, ExecDetails, Pid};
-use crate::sink::CaptureSummary;
+use crate::model::session::CaptureSummary;
 
 /// Longest a batch waits before it goes to the model thread (one wakeup per burst).
 const BATCH_PAUSE: Duration = Duration::from_millis(2);

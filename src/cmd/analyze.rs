@@ -7,8 +7,9 @@ use crate::engine::Engine;
 use crate::input::{Input, InputError, InputStats};
 
 use crate::model::event::Event;
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
-use crate::sink::{Fanout, Header, Mode, Summary};
+use crate::sink::Fanout;
 
 /// A trace, analysed: the model with every record, and what the outputs were given.
 pub struct Analysis {

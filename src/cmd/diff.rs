@@ -63,11 +63,12 @@ use crate::ProctraceError;
 use crate::cmd::analyze::{Analysis, analyze};
 use crate::input::{InputOptions, open};
 use crate::model::event::{Argv, ExitStatus};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::report::summary::{StatusJson, summarize, wall};
+use crate::sink::Fanout;
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv};
-use crate::sink::{Fanout, Header, Mode, Summary};
 
 /// The exit status of `proctrace diff --fail-if-slower PCT` when the wall time grew by more
 /// than PCT percent (as `diff(1)` exits 1 when the files differ).
@@ -104,7 +105,7 @@ impl Default for DiffOptions {
 pub fn load(
     path: PathBuf,
     lenient: bool,
-    tool: Option<crate::sink::Tool>,
+    tool: Option<crate::model::session::Tool>,
 ) -> Result<Analysis, ProctraceError> {
     let opts = InputOptions { lenient, tool };
     let mut input = open(&[path], &opts)?;

@@ -9,7 +9,8 @@ use crate::engine::Engine;
 use crate::input::capture;
 use crate::input::{Input, InputError, InputStats};
 use crate::model::event::Event;
-use crate::sink::{Fanout, Header, Summary};
+use crate::model::session::{Header, Summary};
+use crate::sink::Fanout;
 
 /// Error reading a capture.
 #[derive(Debug, thiserror::Error)]

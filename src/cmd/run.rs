@@ -13,9 +13,9 @@ use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
 use crate::input::notes::Clock;
 use crate::model::event::{Event, ExitStatus, Pid};
+use crate::model::session::{Header, Mode, Tool};
 use crate::model::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
 use crate::output::Outputs;
-use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
 use crate::{ProctraceError, exit_codes};
 
@@ -274,7 +274,7 @@ fn pids(s: &Session, ids: &[ProcId]) -> Vec<Pid> {
 
 /// Says how many processes lack their cost figures because taskstats records were dropped (its
 /// own loss, apart from the connector's `lost` events).
-pub fn report_usage_loss(c: &crate::sink::CaptureSummary) {
+pub fn report_usage_loss(c: &crate::model::session::CaptureSummary) {
     if c.usage_lost > 0 {
         eprintln!(
             "proctrace: {} taskstats exit records lost (its receive buffer was full): some processes have no cost figures (usage_lost in the end line)",

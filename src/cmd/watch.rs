@@ -8,9 +8,9 @@ use crate::capture::{Backend, BackendChoice, CaptureOptions};
 use crate::engine::{Pumped, Session};
 use crate::filter::FactFilter;
 use crate::model::event::{Event, Pid};
+use crate::model::session::{Header, Mode, Tool};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
 use crate::output::Outputs;
-use crate::sink::{Header, Mode, Tool};
 use crate::supervise::{self, SignalTarget};
 use crate::{ProctraceError, exit_codes};
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::engine::CaptureLine;
 use crate::model::event::Event;
-use crate::sink::{Header, Summary};
+use crate::model::session::{Header, Summary};
 
 /// One line of a capture, parsed.
 #[derive(Debug)]

@@ -35,8 +35,8 @@ use std::sync::Arc;
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::session::{CaptureSummary, Header, Mode, Summary};
 use crate::model::tracker::{BackgroundState, TrackerStats};
-use crate::sink::{CaptureSummary, Header, Mode, Summary};
 
 // The line scanner below is hand-written for the one flat shape these lines have, instead of
 // serde_json into a struct of optional borrowed fields (the first version of this reader).

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::event::Event;
-use crate::sink::{Header, Mode, Summary, Tool};
+use crate::model::session::{Header, Mode, Summary, Tool};
 
 pub mod capture;
 pub mod jsonl;

@@ -71,8 +71,8 @@ use trace2::{EventKind, ReadyState, Timestamp};
 use super::notes::{Clock, NoteBuilder};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::event::{Argv, DataValue, Event, ExecDetails, ExitStatus, Pid, Usage};
+use crate::model::session::{Header, Summary};
 use crate::model::tracker::BackgroundState;
-use crate::sink::{Header, Summary};
 
 /// The highest pid Linux hands out (`PID_MAX_LIMIT`); stand-ins are above it.
 pub const PID_MAX_LIMIT: Pid = 4_194_304;

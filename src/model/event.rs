@@ -321,11 +321,15 @@ pub enum ExitStatus {
 }
 
 impl ExitStatus {
-    /// Decodes a wait status.
+    /// Decodes a wait status (as `waitpid(2)` and the kernel's exit events give it: the code in
+    /// bits 8-15, or the signal in bits 0-6 with the core flag 0x80).
     pub fn from_wait(status: u32) -> ExitStatus {
-        match cnproc::WaitStatus::from_raw(status) {
-            cnproc::WaitStatus::Exited(c) => ExitStatus::Code(c),
-            cnproc::WaitStatus::Signaled { signal, core } => ExitStatus::Signal { signal, core },
+        match (status & 0x7f) as i32 {
+            0 => ExitStatus::Code(((status >> 8) & 0xff) as i32),
+            signal => ExitStatus::Signal {
+                signal,
+                core: status & 0x80 != 0,
+            },
         }
     }
 

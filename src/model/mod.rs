@@ -3,4 +3,5 @@
 
 pub mod argv;
 pub mod event;
+pub mod session;
 pub mod tracker;

@@ -44,10 +44,10 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::model::event::{ExitStatus, Usage};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
-use crate::sink::{Header, Mode, Summary};
 
 /// How many entries the slowest and by-program lists keep, and failures and background children
 /// the text and Markdown show (JSON lists every failure and background child).

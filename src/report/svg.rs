@@ -23,9 +23,9 @@
 use std::fmt::Write as _;
 
 use crate::model::event::ExitStatus;
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib, quote_argv};
-use crate::sink::{Header, Mode, Summary};
 
 /// How to draw.
 #[derive(Debug, Clone, Copy)]

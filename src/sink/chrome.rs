@@ -72,8 +72,9 @@ use std::ops::Bound::Excluded;
 
 use super::json;
 use super::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
-use super::{Header, LineWriter, Mode, Sink, Summary};
+use super::{LineWriter, Sink};
 use crate::model::event::{Data, DataValue, ExitStatus};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
 /// How long a counter change waits for earlier ones that arrive late, ns.

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::{Argv, Event};
+use crate::model::session::{Header, Mode, Summary, Tool};
 use crate::model::tracker::Tracker;
 use crate::report::summary::{self, TextOptions};
 use crate::report::svg::{self, SvgOptions};
@@ -26,7 +27,7 @@ use crate::report::tree::{TreeOptions, render};
 use crate::sink::chrome::ChromeTrace;
 use crate::sink::chrome_check::{Expect, ExpectRegion, validate_regions};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
-use crate::sink::{Fanout, Header, LineDest, Mode, Summary, Tool, jsonl::JsonLines, lines::HumanLines};
+use crate::sink::{Fanout, LineDest, jsonl::JsonLines, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
 pub(crate) const CAPTURES: [&str; 9] = [

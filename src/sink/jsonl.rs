@@ -7,8 +7,9 @@
 use std::io;
 
 use super::json;
-use super::{Header, LineWriter, Mode, Sink, Summary};
+use super::{LineWriter, Sink};
 use crate::model::event::{DataValue, ExitStatus};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 

@@ -3,7 +3,8 @@
 use std::io;
 
 use super::text::{Paint, exit_text, fmt_duration, quote_argv};
-use super::{Header, LineWriter, Sink, Summary};
+use super::{LineWriter, Sink};
+use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, Tracker};
 
 /// The line sink.

@@ -22,9 +22,10 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
+use super::Sink;
 use super::text::{fmt_duration, quote_argv};
-use super::{Header, Sink, Summary};
 use crate::model::event::ExitStatus;
+use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, ProcId, Tracker};
 
 /// Most redraws per second (indicatif's draw-target rate limit).

@@ -47,8 +47,9 @@ use std::io;
 use trace2::dst::{Destination, DestinationSpec, OpenOptions};
 use trace2::{Event as T2, EventKind as K, FormatOptions, ReadyState, Sid, Str, TargetKind, Timestamp};
 
-use super::{Header, Mode, Sink, Summary};
+use super::Sink;
 use crate::model::event::{Argv, DataValue, ExitStatus};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 

@@ -43,8 +43,9 @@ use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 
-use super::{Header, Mode, Sink, Summary};
+use super::Sink;
 use crate::model::event::{Argv, ExitStatus, Region};
+use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::sink::text::signal_name;
@@ -685,8 +686,9 @@ mod tests {
 
     use super::*;
     use crate::cmd::replay::{parse_capture, replay};
+    use crate::model::session::Tool;
+    use crate::sink::Fanout;
     use crate::sink::golden::CAPTURES;
-    use crate::sink::{Fanout, Tool};
 
     /// Keeps what was sent.
     #[derive(Clone, Default)]
