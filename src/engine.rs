@@ -6,7 +6,6 @@
 //! backend's queue, handles markers and notices, and paces output flushes. Replay feeds a saved
 //! capture through the same [`Engine`], so a replay equals the live run.
 
-use std::io::Write;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -18,23 +17,7 @@ use crate::model::session::{CaptureSummary, Header, Summary};
 use crate::model::tracker::{Fact, Followup, Tracker};
 use crate::sink::Fanout;
 
-/// One line of a capture file (`--record`): a header, events, and the summary at the end.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "e", rename_all = "snake_case")]
-pub enum CaptureLine {
-    /// The session's header (first line).
-    Header {
-        /// The header.
-        header: Header,
-    },
-    /// The session's summary (last line).
-    Summary {
-        /// The summary.
-        summary: Summary,
-    },
-}
-
-/// Events → tracker → sinks, with follow-ups resolved and an optional recording.
+/// Events → tracker → sinks, with follow-ups resolved.
 pub struct Engine {
     /// The model.
     pub tracker: Tracker,
@@ -43,8 +26,6 @@ pub struct Engine {
     facts: Vec<Fact>,
     details: Details,
     pending: Option<Pid>,
-    record: Option<std::io::BufWriter<std::fs::File>>,
-    record_redact: bool,
     clocks: std::sync::OnceLock<procfs::Clocks>,
     filter: Option<FactFilter>,
     filtered: u64,
@@ -59,20 +40,10 @@ impl Engine {
             facts: Vec::with_capacity(256),
             details,
             pending: None,
-            record: None,
-            record_redact: true,
             clocks: std::sync::OnceLock::new(),
             filter: None,
             filtered: 0,
         }
-    }
-
-    /// Also writes the header, every event (enrichment included) and the summary to `path`, one
-    /// JSON object a line, for `proctrace replay`. URL credentials are redacted unless `!redact`.
-    pub fn record_to(&mut self, path: &str, redact: bool) -> std::io::Result<()> {
-        self.record = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
-        self.record_redact = redact;
-        Ok(())
     }
 
     /// Lets only the facts `filter` passes reach the sinks (the tracker and the recording still
@@ -86,19 +57,8 @@ impl Engine {
         self.filter.as_ref().map(|_| self.filtered)
     }
 
-    /// Emits the header to the sinks (and the recording).
+    /// Emits the header to the sinks.
     pub fn start(&mut self, h: &Header) {
-        if let Some(rec) = self.record.as_mut() {
-            let mut header = h.clone();
-            if self.record_redact {
-                redact_all(&mut header.tool.argv);
-                if let crate::model::session::Mode::Run { argv } = &mut header.mode {
-                    redact_all(argv);
-                }
-            }
-            let _ = serde_json::to_writer(&mut *rec, &CaptureLine::Header { header });
-            let _ = rec.write_all(b"\n");
-        }
         self.sinks.start(h);
     }
 
@@ -128,7 +88,7 @@ impl Engine {
                         _ => None,
                     };
                     let details = found.unwrap_or_else(|| procfs::exec_details(pid));
-                    if self.record.is_some() {
+                    if self.sinks.wants_events() {
                         self.record_event(&Event::ExecDetails {
                             tgid: pid,
                             details: details.clone(),
@@ -191,9 +151,6 @@ impl Engine {
     pub fn flush(&mut self) {
         self.sinks.refresh(&self.tracker);
         self.sinks.flush();
-        if let Some(rec) = self.record.as_mut() {
-            let _ = rec.flush();
-        }
     }
 
     /// Settles an exec whose details never came (the end of the stream).
@@ -202,40 +159,16 @@ impl Engine {
         self.emit();
     }
 
-    /// Ends the session: the summary to the sinks and the recording.
+    /// Ends the session: the summary to the sinks.
     pub fn finish(&mut self, sum: &Summary) {
         self.settle();
-        if let Some(rec) = self.record.as_mut() {
-            let _ = serde_json::to_writer(&mut *rec, &CaptureLine::Summary { summary: sum.clone() });
-            let _ = rec.write_all(b"\n");
-        }
         self.sinks.finish(sum, &self.tracker);
         self.flush();
     }
 
+    /// Hands an event, as fed, to the sinks that read events (the capture, `--record`).
     fn record_event(&mut self, ev: &Event) {
-        let Some(rec) = self.record.as_mut() else { return };
-        // A capture is an output too: URL credentials stay out of it unless asked for.
-        if let (true, Event::ExecDetails { tgid, details }) = (self.record_redact, ev) {
-            if let Some(argv) = &details.argv {
-                let redacted: Vec<_> = argv.iter().map(|a| crate::redact::redact_arg(a)).collect();
-                if redacted.iter().any(|a| matches!(a, std::borrow::Cow::Owned(_))) {
-                    let mut d = details.clone();
-                    d.argv = Some(redacted.into_iter().map(|a| a.into_owned()).collect());
-                    let _ = serde_json::to_writer(
-                        &mut *rec,
-                        &Event::ExecDetails {
-                            tgid: *tgid,
-                            details: d,
-                        },
-                    );
-                    let _ = rec.write_all(b"\n");
-                    return;
-                }
-            }
-        }
-        let _ = serde_json::to_writer(&mut *rec, ev);
-        let _ = rec.write_all(b"\n");
+        self.sinks.event(ev);
     }
 
     /// `/proc` ancestry of `pid` up to the first process the tracker follows, oldest first; empty
@@ -263,14 +196,6 @@ impl Engine {
             cur = st.ppid;
         }
         Vec::new()
-    }
-}
-
-fn redact_all(argv: &mut [String]) {
-    for a in argv {
-        if let std::borrow::Cow::Owned(r) = crate::redact::redact_arg(a) {
-            *a = r;
-        }
     }
 }
 

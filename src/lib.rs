@@ -12,6 +12,8 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod capture;
+pub mod capture_file;
+pub mod cli;
 pub mod cmd;
 pub mod engine;
 pub mod filter;
@@ -25,7 +27,17 @@ pub mod supervise;
 #[doc(hidden)]
 pub mod testkit;
 
-// `cmd::run` names these at the crate root.
+/// Writes a line to stderr, as `eprintln!` does, but never panics: with stderr closed or full
+/// there is nowhere left to say anything, and proctrace goes on (its outputs and the traced
+/// command's status matter more than a message). Every message proctrace prints goes through it.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        // Nowhere to report a failed write to stderr itself: the message is dropped.
+        if ::std::io::stderr().lock().write_fmt(format_args!("{}\n", format_args!($($arg)*))).is_err() {}
+    }};
+}
 
 /// proctrace's own exit codes (otherwise it exits with the traced command's status).
 pub mod exit_codes {
@@ -38,6 +50,9 @@ pub mod exit_codes {
     /// A saved trace could not be read (EX_DATAERR): what came before the bad line was still
     /// output.
     pub const DATA: i32 = 65;
+    /// An output could not be written (EX_IOERR): `analyze`, `replay`, `diff` and `watch` (`run`
+    /// exits with the command's status and says what was lost).
+    pub const OUTPUT: i32 = 74;
     /// The process events connector cannot be used here (EX_UNAVAILABLE).
     pub const UNAVAILABLE: i32 = 69;
     /// proctrace itself failed (an output could not be opened, an internal error).

@@ -11,8 +11,9 @@ use proctrace::cmd::analyze::{Analysis, analyze, render_json};
 use proctrace::input::capture::CaptureInput;
 use proctrace::input::notes::{Clock, NoteBuilder};
 use proctrace::input::{Input, InputError, InputOptions};
+use proctrace::output::registry::OUTPUTS;
+use proctrace::output::{DestKind, FinishedRun, Make, Settings, To};
 use proctrace::report::{summary, svg, tree};
-use proctrace::sink::trace2::{Trace2Sink, Trace2Target};
 use proctrace::sink::{Fanout, LineDest};
 use trace2::format::{FormatOptions, TargetKind, format_event};
 use trace2::reader::{EventReader, ReadError, ReadOptions, Record};
@@ -20,29 +21,25 @@ use trace2::reader::{EventReader, ReadError, ReadOptions, Record};
 /// The name inputs get in errors.
 pub const NAME: &str = "fuzz-input";
 
-/// The sinks a hostile trace is fed to: JSON Lines and the Chrome timeline (written to
-/// nowhere) and the three Trace2 formats (written to /dev/null).
+/// The sinks a hostile trace is fed to: every streaming output of the registry (files to
+/// nowhere, Trace2 to /dev/null; OTLP, which needs a collector, is left out).
 pub fn sinks() -> Fanout {
     let mut f = Fanout::new();
-    let targets: Vec<_> = [TargetKind::Event, TargetKind::Perf, TargetKind::Normal]
-        .into_iter()
-        .map(|kind| Trace2Target {
-            kind,
-            value: "/dev/null".into(),
-        })
-        .collect();
-    if let Ok(t2) = Trace2Sink::new(&targets, false, true) {
-        f.add("trace2", Box::new(t2));
+    let settings = Settings {
+        redact: true,
+        ..Settings::default()
+    };
+    for spec in OUTPUTS {
+        let Make::Stream(open) = spec.make else { continue };
+        let to = match spec.dest {
+            DestKind::Trace2 => To::Value("/dev/null".into()),
+            DestKind::Endpoint => continue,
+            DestKind::File | DestKind::Append => To::Lines(LineDest::Stream(Box::new(std::io::sink()))),
+        };
+        if let Ok(s) = open(to, &settings) {
+            f.add(spec.what, "nowhere", s);
+        }
     }
-    let nowhere = || LineDest::Stream(Box::new(std::io::sink()));
-    f.add(
-        "jsonl",
-        Box::new(proctrace::sink::jsonl::JsonLines::new(nowhere(), false)),
-    );
-    f.add(
-        "chrome",
-        Box::new(proctrace::sink::chrome::ChromeTrace::new(nowhere(), true)),
-    );
     f
 }
 
@@ -72,7 +69,17 @@ pub fn reports(a: &Analysis) -> usize {
     let md = summary::render_markdown(&r);
     let picture = svg::render(&a.header, t, &a.summary, svg::SvgOptions::default());
     let analyzed = render_json(a, false);
-    tree.len() + text.len() + md.len() + picture.len() + analyzed.len()
+    // And every whole-run output of the registry, as the commands write them.
+    let run = FinishedRun::new(&a.header, t, &a.summary, true);
+    let mut whole = Vec::new();
+    for spec in OUTPUTS {
+        if let Make::WholeRun(write) = spec.make {
+            if write(&run, &mut whole).is_err() {
+                whole.clear();
+            }
+        }
+    }
+    tree.len() + text.len() + md.len() + picture.len() + analyzed.len() + whole.len()
 }
 
 /// Any input through `analyze` (no root given, as `proctrace analyze` without `--root`) and

@@ -287,7 +287,7 @@ impl ConnectorBackend {
             true => match UsageJoin::open(opts.usage_buffer) {
                 Ok(u) => Some(u),
                 Err(e) => {
-                    eprintln!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
+                    crate::say!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
                     None
                 }
             },

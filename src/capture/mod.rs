@@ -145,7 +145,7 @@ impl Backend {
             BackendChoice::Auto => match connector::ConnectorBackend::open(opts) {
                 Ok(b) => Ok(Backend::Connector(b)),
                 Err(crate::ProctraceError::Connector(e)) => {
-                    eprintln!("proctrace: {e}; tracing with ptrace instead");
+                    crate::say!("proctrace: {e}; tracing with ptrace instead");
                     Ok(Backend::Ptrace(ptrace::PtraceBackend::start(opts)?))
                 }
                 Err(other) => Err(other),

@@ -558,14 +558,14 @@ impl Tracer {
             "strace" | "ltrace" | "gdb" | "proctrace" | "rr" | "lldb" | "perf-trace"
         ) && self.warned.insert(format!("tracer:{comm}"))
         {
-            eprintln!(
+            crate::say!(
                 "proctrace: {comm} (pid {pid}) runs under the ptrace backend and cannot ptrace (a process has one tracer); use --backend connector to trace it"
             );
         }
         if self.unprivileged {
             if let Some(exe) = d.exe.as_deref() {
                 if sys::is_setid(pid) && self.warned.insert(format!("setid:{exe}")) {
-                    eprintln!(
+                    crate::say!(
                         "proctrace: {exe} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)"
                     );
                 }

@@ -212,7 +212,9 @@ impl UsageJoin {
     }
 
     fn fail(&mut self, e: taskstats::RecvError) {
-        eprintln!("proctrace: taskstats stopped ({e}); processes that end from now on have no cost figures");
+        crate::say!(
+            "proctrace: taskstats stopped ({e}); processes that end from now on have no cost figures"
+        );
         self.failed = Some(e.to_string());
     }
 

@@ -1,15 +1,121 @@
 //! `proctrace analyze PATH...`: a saved trace (proctrace's capture or JSON Lines, git Trace2
 //! streams) through the model and every output a live run has. `replay` is the same path for
-//! captures.
+//! captures, and ends the same way ([`finish`]).
+
+use std::io::Write;
 
 use crate::capture::Details;
+use crate::cli::AnalyzeArgs;
 use crate::engine::Engine;
-use crate::input::{Input, InputError, InputStats};
+use crate::input::{Input, InputError, InputOptions, InputStats};
+use crate::output::{Ask, FinishedRun, Outputs, TreeMode, is_closed_pipe};
+use crate::{ProctraceError, exit_codes};
 
 use crate::model::event::Event;
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
 use crate::sink::Fanout;
+
+/// `proctrace analyze PATH...`. Exit status: 0; 65 when an input has a bad line (every output
+/// is still written for what came before it); 74 when an output could not be written (said on
+/// stderr by its path); a closed stdout (`| head`) is a quiet 0.
+pub fn command(a: AnalyzeArgs) -> Result<i32, ProctraceError> {
+    let tree = a
+        .tree
+        .map_or(if a.json { TreeMode::None } else { TreeMode::Auto }, Into::into);
+    let mut outputs = Outputs::plan(
+        &a.out,
+        Ask {
+            live: false,
+            human_stdout: false,
+            tree,
+            summary_text: true,
+            progress: false,
+            inputs: a.paths.clone(),
+            propagate: false,
+        },
+    )?;
+    let opts = InputOptions {
+        lenient: a.lenient,
+        tool: Some(crate::model::session::Tool::this_process()),
+    };
+    let mut input = crate::input::open(&a.paths, &opts)?;
+    let sinks = outputs.start()?;
+    // Records of exited processes are kept only for what reads them at the end.
+    let retain = a.json || outputs.reads_records_at_end();
+    let an = analyze(input.as_mut(), a.root, sinks, retain);
+    let json = a.json.then_some(!a.out.switches.no_redact);
+    Ok(finish(
+        an,
+        &mut outputs,
+        !(a.json && tree == TreeMode::None),
+        json,
+    ))
+}
+
+/// The end of `analyze` and `replay`: the tree on stderr (when `tree`), the reports, `--json`
+/// on stdout (`Some(redact)`), what reading could not take in, and every failure — each said
+/// once — into the exit status ([`command`]'s).
+pub fn finish(mut a: Analysis, outputs: &mut Outputs, tree: bool, json: Option<bool>) -> i32 {
+    let run = FinishedRun::new(&a.header, &a.engine.tracker, &a.summary, outputs.settings.redact);
+    if tree {
+        outputs.print_tree(&run);
+    }
+    let mut outcome = outputs.finish(&run, &a.engine.sinks);
+    if let Some(redact) = json {
+        let mut w = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+        match write_json(&a, redact, &mut w).and_then(|()| w.flush()) {
+            Ok(()) => {}
+            Err(e) if is_closed_pipe(&e) => outcome.stdout_closed = true,
+            Err(e) => {
+                outcome.failed += 1;
+                crate::say!("proctrace: cannot write the analysis to stdout: {e}");
+            }
+        }
+    }
+    if !outputs.settings.quiet {
+        // As the live run said it, from the recorded summary.
+        crate::cmd::run::report_usage_loss(&a.summary.capture);
+        report_reading(&a.stats);
+    }
+    // The process ends next: its memory goes back at once, not record by record.
+    a.engine.tracker.leak_records();
+    let ok = match a.error {
+        Some(e) => {
+            crate::say!("proctrace: {e}");
+            exit_codes::DATA
+        }
+        None => exit_codes::OK,
+    };
+    outcome.code(ok)
+}
+
+/// Says what reading could not take in (nothing lost silently): once each, on stderr.
+fn report_reading(s: &InputStats) {
+    if s.skipped_lines > 0 {
+        crate::say!("proctrace: {} bad lines skipped (--lenient)", s.skipped_lines);
+    }
+    if s.too_many_files > 0 {
+        crate::say!(
+            "proctrace: a Trace2 target directory hit its file limit (maxFiles) {} time(s): \
+             later sessions were not written, so processes are missing",
+            s.too_many_files
+        );
+    }
+    if s.truncated > 0 {
+        crate::say!(
+            "proctrace: {} file(s) end in a cut-off line (a writer killed mid-line): ignored",
+            s.truncated
+        );
+    }
+    if s.late_lines > 0 {
+        crate::say!(
+            "proctrace: {} Trace2 line(s) older than events already output (beyond the 2 s \
+             reorder window): read, but their events came out of time order",
+            s.late_lines
+        );
+    }
+}
 
 /// A trace, analysed: the model with every record, and what the outputs were given.
 pub struct Analysis {

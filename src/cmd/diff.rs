@@ -53,6 +53,9 @@
 //! processes; same thresholds as the times) and by the largest peak memory of one of its
 //! processes (`threshold_pct` percent and at least `min_rss_mib` MiB): [`CostDiff`].
 
+mod command;
+pub use command::command;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -10,21 +10,21 @@ use std::time::Duration;
 use crate::capture::procfs::{self, Clocks};
 use crate::capture::trace2::{Trace2Listener, child_env};
 use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::cli::RunArgs;
 use crate::engine::{Pumped, Session};
 use crate::input::notes::Clock;
 use crate::model::event::{Event, ExitStatus, Pid};
 use crate::model::session::{Header, Mode, Tool};
 use crate::model::tracker::{BackgroundState, ProcId, Scope, Tracker, TrackerOptions};
-use crate::output::Outputs;
+use crate::output::{Ask, FinishedRun, Outputs};
 use crate::supervise::{self, SignalTarget};
 use crate::{ProctraceError, exit_codes};
 
 /// Settings of `run`.
-#[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The command.
     pub argv: Vec<String>,
-    /// Where lines go.
+    /// The outputs, checked and opened (not yet started).
     pub outputs: Outputs,
     /// Follow background children this long after the command exits.
     pub wait_bg: Option<Duration>,
@@ -34,8 +34,6 @@ pub struct RunConfig {
     pub backend: BackendChoice,
     /// Capture settings.
     pub capture: CaptureOptions,
-    /// Record events for replay.
-    pub record: Option<String>,
     /// `--trace2`: listen for the command's Trace2 streams and merge them in.
     pub trace2: bool,
     /// Variable prefixes besides `GIT` pointed at the listener (`--trace2-prefix`).
@@ -82,24 +80,47 @@ pub fn probe(pid: Pid, start_ns: Option<u64>, clocks: &Clocks) -> Probe {
     }
 }
 
-/// Runs the command under trace; returns proctrace's exit code.
-pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
+/// `proctrace run`: the command line checked (every output before anything runs or any file is
+/// touched), then [`run`].
+pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
+    let outputs = Outputs::plan(
+        &a.common.out.0,
+        Ask {
+            live: true,
+            human_stdout: false,
+            tree: a.tree.into(),
+            summary_text: true,
+            progress: true,
+            inputs: Vec::new(),
+            propagate: true,
+        },
+    )?;
+    run(RunConfig {
+        outputs,
+        wait_bg: a.wait_bg.map(|v| crate::cli::secs(v, "--wait-bg")).transpose()?,
+        fail_on_leak: a.fail_on_leak,
+        backend: a.backend.into(),
+        capture: a.common.capture_options(),
+        trace2: a.trace2,
+        trace2_prefixes: a.trace2_prefix,
+        argv: a.argv,
+    })
+}
+
+/// Runs the command under trace; returns proctrace's exit code: the command's status, whatever
+/// happened to the outputs (what was lost is said on stderr).
+pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
     let backend = Backend::open(cfg.backend, &cfg.capture)?;
     supervise::become_subreaper();
-    let sinks = cfg.outputs.open_sinks()?;
+    let sinks = cfg.outputs.start()?;
     let tracker = Tracker::new(TrackerOptions {
         scope: Scope::Tree,
         retain_exited: true,
         want_details: cfg.capture.enrich,
     });
     let mut s = Session::new(backend, tracker, sinks);
-    if let Some(path) = cfg.record.as_deref() {
-        s.engine
-            .record_to(path, cfg.outputs.redact)
-            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
-    }
     let target = SignalTarget::default();
     supervise::spawn_signal_thread(target.clone(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
@@ -125,7 +146,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             std::env::var_os(k)
         });
         for (name, old) in &env.replaced {
-            eprintln!(
+            crate::say!(
                 "proctrace: --trace2 takes over {name} for the command (it was '{old}'; the command's events are merged into proctrace's outputs instead)"
             );
         }
@@ -134,7 +155,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         (None, Vec::new())
     };
     let mut env = env;
-    if let Some(o) = cfg.outputs.otlp.as_ref().filter(|o| o.propagate) {
+    if let Some(o) = cfg.outputs.otlp().filter(|o| o.propagate) {
         // The command joins the exported trace: its TRACEPARENT names its own process span.
         let tp = crate::sink::otlp::command_traceparent(o);
         env.push(("TRACEPARENT".into(), tp.to_header().into()));
@@ -147,8 +168,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
-            cfg.outputs.write_reports(&header, s.tracker(), &sum);
-            eprintln!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
+            let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+            cfg.outputs.finish(&run, &s.engine.sinks);
+            crate::say!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
             return Ok(e.code);
         }
     };
@@ -240,19 +262,21 @@ pub fn run(cfg: RunConfig) -> Result<i32, ProctraceError> {
         // What the finished processes wrote is queued ahead of the backend's final message.
         let st = l.finish(TRACE2_GRACE);
         if st.malformed > 0 {
-            eprintln!(
+            crate::say!(
                 "proctrace: --trace2: {} of {} lines received were not Trace2 events; ignored",
-                st.malformed, st.lines
+                st.malformed,
+                st.lines
             );
         }
     }
     s.stop();
     let sum = s.summary(status, background, Some(cmd_pid));
     s.engine.finish(&sum);
-    cfg.outputs.print_tree(s.tracker(), &header, &sum);
-    cfg.outputs.write_reports(&header, s.tracker(), &sum);
-    report_problems(&s);
-    if !cfg.outputs.quiet {
+    let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+    cfg.outputs.print_tree(&run);
+    cfg.outputs.finish(&run, &s.engine.sinks);
+    report_capture_failure(&s);
+    if !cfg.outputs.settings.quiet {
         report_usage_loss(&sum.capture);
     }
 
@@ -276,27 +300,23 @@ fn pids(s: &Session, ids: &[ProcId]) -> Vec<Pid> {
 /// own loss, apart from the connector's `lost` events).
 pub fn report_usage_loss(c: &crate::model::session::CaptureSummary) {
     if c.usage_lost > 0 {
-        eprintln!(
+        crate::say!(
             "proctrace: {} taskstats exit records lost (its receive buffer was full): some processes have no cost figures (usage_lost in the end line)",
             c.usage_lost
         );
     }
     if c.usage_incomplete > 0 {
-        eprintln!(
+        crate::say!(
             "proctrace: {} processes left without cost figures: the record of one of their threads was lost",
             c.usage_incomplete
         );
     }
 }
 
-/// Tells the user about failed outputs and a failed capture.
-pub fn report_problems(s: &Session) {
-    for (name, e) in s.engine.sinks.failures() {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("proctrace: stopped writing {name}: {e}");
-        }
-    }
+/// Tells the user the capture failed (outputs report their own failures:
+/// [`Outputs::finish`]).
+pub fn report_capture_failure(s: &Session) {
     if let Some(f) = s.failure() {
-        eprintln!("proctrace: event capture failed: {f}; the trace is incomplete from that point");
+        crate::say!("proctrace: event capture failed: {f}; the trace is incomplete from that point");
     }
 }

@@ -5,17 +5,17 @@ use std::time::{Duration, Instant};
 
 use crate::capture::procfs::{self, Clocks};
 use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::cli::WatchArgs;
 use crate::engine::{Pumped, Session};
 use crate::filter::FactFilter;
 use crate::model::event::{Event, Pid};
 use crate::model::session::{Header, Mode, Tool};
 use crate::model::tracker::{Scope, Tracker, TrackerOptions};
-use crate::output::Outputs;
+use crate::output::{Ask, FinishedRun, Outputs, TreeMode};
 use crate::supervise::{self, SignalTarget};
 use crate::{ProctraceError, exit_codes};
 
 /// Settings of `watch`.
-#[derive(Debug, Clone)]
 pub struct WatchConfig {
     /// Only this process and its descendants.
     pub root: Option<Pid>,
@@ -25,14 +25,43 @@ pub struct WatchConfig {
     pub duration: Option<Duration>,
     /// Capture settings (watch uses the connector).
     pub capture: CaptureOptions,
-    /// Record events for replay.
-    pub record: Option<String>,
     /// Which facts reach the outputs.
     pub filter: FactFilter,
 }
 
-/// Watches until interrupted; returns proctrace's exit code.
-pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
+/// `proctrace watch`: the command line checked (every output before any file is touched), then
+/// [`watch`].
+pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
+    let kinds: Vec<_> = a.filter.events.into_iter().flat_map(|k| k.0).collect();
+    let out = &a.common.out.0;
+    let outputs = Outputs::plan(
+        out,
+        Ask {
+            live: true,
+            human_stdout: out.value("output").is_none(),
+            tree: TreeMode::None,
+            summary_text: a.summary,
+            progress: false,
+            inputs: Vec::new(),
+            propagate: false,
+        },
+    )?;
+    watch(WatchConfig {
+        root: a.pid,
+        filter: FactFilter::new(&kinds, a.filter.user, a.filter.comm),
+        outputs,
+        duration: a
+            .duration
+            .map(|v| crate::cli::secs(v, "--duration"))
+            .transpose()?,
+        capture: a.common.capture_options(),
+    })
+}
+
+/// Watches until interrupted, for `--duration`, until `-p`'s tree is gone, or until stdout's
+/// reader goes away (`watch | head`: a quiet end); returns proctrace's exit code: 0, or
+/// [`exit_codes::OUTPUT`] when an output failed.
+pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
     if let Some(root) = cfg.root {
@@ -41,7 +70,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         }
     }
     let backend = Backend::open(BackendChoice::Connector, &cfg.capture)?;
-    let sinks = cfg.outputs.open_sinks()?;
+    let sinks = cfg.outputs.start()?;
     let scope = if cfg.root.is_some() {
         Scope::Tree
     } else {
@@ -55,11 +84,6 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     });
     let mut s = Session::new(backend, tracker, sinks);
     s.engine.set_filter(cfg.filter.clone());
-    if let Some(path) = cfg.record.as_deref() {
-        s.engine
-            .record_to(path, cfg.outputs.redact)
-            .map_err(|e| ProctraceError::Io(format!("cannot create capture file '{path}'"), e))?;
-    }
     supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
@@ -94,6 +118,7 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
     }
 
     let deadline = cfg.duration.map(|d| Instant::now() + d);
+    let writes_stdout = cfg.outputs.writes_stdout();
     loop {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -105,20 +130,24 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
         if cfg.root.is_some() && s.tracker().live_count() == 0 {
             break; // the whole subtree is gone
         }
+        if s.engine.sinks.stdout_closed() || (writes_stdout && crate::output::term::stdout_reader_gone()) {
+            break; // `watch | head`: the reader has what it wanted
+        }
     }
     s.stop();
     let sum = s.summary(None, 0, None);
     s.engine.finish(&sum);
+    let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
     if cfg.outputs.summary_text {
-        cfg.outputs.print_summary(s.tracker(), &header, &sum);
+        cfg.outputs.print_summary(&run);
     }
-    cfg.outputs.write_reports(&header, s.tracker(), &sum);
+    let outcome = cfg.outputs.finish(&run, &s.engine.sinks);
+    crate::cmd::run::report_capture_failure(&s);
+    if cfg.outputs.settings.quiet || outcome.stdout_closed {
+        return Ok(outcome.code(exit_codes::OK));
+    }
     let st = sum.stats;
-    if cfg.outputs.quiet {
-        crate::cmd::run::report_problems(&s);
-        return Ok(exit_codes::OK);
-    }
-    eprintln!(
+    crate::say!(
         "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held{}",
         st.processes,
         st.execs,
@@ -137,7 +166,6 @@ pub fn watch(cfg: WatchConfig) -> Result<i32, ProctraceError> {
             None => String::new(),
         }
     );
-    crate::cmd::run::report_problems(&s);
     crate::cmd::run::report_usage_loss(&sum.capture);
-    Ok(exit_codes::OK)
+    Ok(outcome.code(exit_codes::OK))
 }

@@ -7,32 +7,10 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::{Input, InputError, InputOptions, InputStats};
-use crate::engine::CaptureLine;
 use crate::model::event::Event;
 use crate::model::session::{Header, Summary};
 
-/// One line of a capture, parsed.
-#[derive(Debug)]
-pub enum Line {
-    /// The header (first line).
-    Header(Header),
-    /// An event.
-    Event(Event),
-    /// The summary (last line).
-    Summary(Summary),
-}
-
-/// Parses one capture line (without its newline).
-pub fn parse_line(line: &[u8]) -> Result<Line, serde_json::Error> {
-    if line.starts_with(br#"{"e":"header""#) || line.starts_with(br#"{"e":"summary""#) {
-        serde_json::from_slice::<CaptureLine>(line).map(|l| match l {
-            CaptureLine::Header { header } => Line::Header(header),
-            CaptureLine::Summary { summary } => Line::Summary(summary),
-        })
-    } else {
-        serde_json::from_slice::<Event>(line).map(Line::Event)
-    }
-}
+pub use crate::capture_file::{Line, parse_line};
 
 /// A capture being read.
 pub struct CaptureInput<R> {

@@ -100,9 +100,9 @@ pub struct Data {
     pub value: DataValue,
 }
 
-/// One lifecycle event.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "e", rename_all = "snake_case")]
+/// One lifecycle event. Not serialisable itself: the capture file has its own definition of it
+/// ([`crate::capture_file`]), so a change here is not a change of a saved format.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// A new task; `child_pid != child_tgid` is a thread of `child_tgid`.
     Fork {

@@ -1445,6 +1445,34 @@ pub fn write_json(r: &RunReport, w: &mut impl std::io::Write) -> std::io::Result
     w.write_all(b"\n")
 }
 
+/// `--summary-md FILE`: the summary as Markdown, appended (CI step summaries share the file).
+pub const MARKDOWN_OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "summary-md",
+    short: None,
+    value_name: "FILE",
+    help: "Append the end-of-run summary (critical path, slowest, by program, failures, leaks) as \
+           Markdown to FILE, e.g. \"$GITHUB_STEP_SUMMARY\"",
+    what: "summary",
+    golden: Some("summary-md"),
+    dest: crate::output::DestKind::Append,
+    live_only: false,
+    // One write in append mode: summaries of several steps share a file ($GITHUB_STEP_SUMMARY).
+    make: crate::output::Make::WholeRun(|run, w| w.write_all(render_markdown(run.report()).as_bytes())),
+};
+
+/// `--summary-json FILE`: the summary as one JSON object.
+pub const JSON_OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "summary-json",
+    short: None,
+    value_name: "FILE",
+    help: "Write the end-of-run summary as one JSON object to FILE",
+    what: "summary",
+    golden: Some("summary-json"),
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::WholeRun(|run, mut w| write_json(run.report(), &mut w)),
+};
+
 #[cfg(test)]
 mod tests {
     //! Hand-made trees, built through the real [`Tracker`] from synthetic events, where the

@@ -931,6 +931,27 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     s
 }
 
+/// `--svg FILE`: the picture of the run, made at the end.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "svg",
+    short: None,
+    value_name: "FILE",
+    help: "Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured \
+           by outcome (at most 200 rows: failures first, then the longest), with how many ran at \
+           each moment",
+    what: "SVG",
+    golden: Some("svg"),
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::WholeRun(|run, w| {
+        let o = SvgOptions {
+            redact: run.redact,
+            ..SvgOptions::default()
+        };
+        w.write_all(render(run.header, run.tracker, run.summary, o).as_bytes())
+    }),
+};
+
 #[cfg(test)]
 mod tests {
     //! The picture parsed back as XML and checked against the records it was drawn from: the

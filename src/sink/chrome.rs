@@ -1069,6 +1069,20 @@ impl Sink for ChromeTrace {
     }
 }
 
+/// `--chrome FILE`: the timeline for Perfetto and chrome://tracing.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "chrome",
+    short: None,
+    value_name: "FILE",
+    help: "Write a timeline in the Chrome Trace Event Format to FILE (`-` for stdout): open it in \
+           ui.perfetto.dev or chrome://tracing. One slice per process on lanes, a `running` counter",
+    what: "Chrome trace",
+    golden: Some("chrome"),
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::Stream(|to, s| Ok(Box::new(ChromeTrace::new(to.lines()?, s.redact)))),
+};
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};

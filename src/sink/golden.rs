@@ -205,10 +205,12 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     let mut sinks = Fanout::new();
     sinks.add(
         "jsonl",
+        "golden",
         Box::new(JsonLines::new(LineDest::Stream(Box::new(jsonl.clone())), true)),
     );
     sinks.add(
         "lines",
+        "golden",
         Box::new(HumanLines::new(
             LineDest::Stream(Box::new(lines.clone())),
             false,
@@ -217,11 +219,13 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     );
     sinks.add(
         "trace2",
+        "golden",
         Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
     );
 
     sinks.add(
         "chrome",
+        "golden",
         Box::new(ChromeTrace::new(LineDest::Stream(Box::new(chrome.clone())), true)),
     );
 
@@ -234,7 +238,7 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
         .sinks
         .failures()
         .iter()
-        .map(|(n, e)| format!("{n}: {e}"))
+        .map(|(n, e)| format!("{}: {e}", n.what))
         .collect();
     assert!(failures.is_empty(), "{name}: sinks failed: {failures:?}");
     let tree = render(
@@ -440,6 +444,7 @@ fn older_headers_replay_without_host_or_zone() {
     let mut sinks = Fanout::new();
     sinks.add(
         "trace2",
+        "golden",
         Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
     );
     let _ = replay(&cap, None, sinks, h);

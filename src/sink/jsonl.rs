@@ -416,3 +416,16 @@ fn int_field(b: &mut Vec<u8>, k: &str, v: u64) {
     b.push(b':');
     json::int(b, v as i64);
 }
+
+/// `-o FILE`: the JSON Lines output.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "output",
+    short: Some('o'),
+    value_name: "FILE",
+    help: "Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout",
+    what: "JSON Lines",
+    golden: Some("jsonl"),
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::Stream(|to, s| Ok(Box::new(JsonLines::new(to.lines()?, s.redact)))),
+};

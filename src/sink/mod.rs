@@ -9,6 +9,7 @@
 
 use std::io;
 
+use crate::model::event::Event;
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, Tracker};
 
@@ -22,6 +23,7 @@ pub mod jsonl;
 pub mod lines;
 pub mod otlp;
 pub mod progress;
+pub mod record;
 pub mod text;
 pub mod trace2;
 
@@ -33,6 +35,15 @@ pub trait Sink {
     }
     /// One fact; `tracker` resolves the records it names.
     fn fact(&mut self, fact: &Fact, tracker: &Tracker) -> io::Result<()>;
+    /// Every event the model is fed, as fed (the capture, `--record`, records them); only called
+    /// when [`wants_events`](Self::wants_events) says so.
+    fn event(&mut self, _event: &Event) -> io::Result<()> {
+        Ok(())
+    }
+    /// Whether this sink reads [`event`](Self::event)s.
+    fn wants_events(&self) -> bool {
+        false
+    }
     /// End of a batch, before [`flush`](Self::flush), with the model as it now stands: for live
     /// displays ([`progress`]) that show state rather than facts. Must be cheap.
     fn refresh(&mut self, _tracker: &Tracker) {}
@@ -52,11 +63,22 @@ pub trait Sink {
     }
 }
 
-/// Fans facts out to several sinks; a sink that fails is reported once and then left out, so a
-/// full disk or a closed pipe never stops the trace (or harms the traced command).
+/// Which output a sink is, in messages: "stopped writing {what} to '{path}'".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// What it writes ("JSON Lines").
+    pub what: &'static str,
+    /// Where (`-` for stdout).
+    pub path: String,
+}
+
+/// Fans facts out to several sinks; a sink that fails is dropped with its first error and the
+/// others go on, so a full disk or a closed pipe never stops the trace (or harms the traced
+/// command). The failures are reported at the end ([`crate::output::Outputs::finish`]).
 pub struct Fanout {
-    sinks: Vec<(String, Box<dyn Sink>)>,
-    failed: Vec<(String, io::Error)>,
+    sinks: Vec<(Label, Box<dyn Sink>)>,
+    failed: Vec<(Label, io::Error)>,
+    wants_events: bool,
 }
 
 impl Fanout {
@@ -65,20 +87,29 @@ impl Fanout {
         Fanout {
             sinks: Vec::new(),
             failed: Vec::new(),
+            wants_events: false,
         }
     }
 
-    /// Adds a sink under a name used in error messages.
-    pub fn add(&mut self, name: impl Into<String>, sink: Box<dyn Sink>) {
-        self.sinks.push((name.into(), sink));
+    /// Adds a sink writing `what` to `path`.
+    pub fn add(&mut self, what: &'static str, path: impl Into<String>, sink: Box<dyn Sink>) {
+        self.wants_events |= sink.wants_events();
+        self.sinks.push((
+            Label {
+                what,
+                path: path.into(),
+            },
+            sink,
+        ));
     }
 
     fn each(&mut self, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
         let mut i = 0;
         while i < self.sinks.len() {
             if let Err(e) = f(self.sinks[i].1.as_mut()) {
-                let (name, _) = self.sinks.remove(i);
-                self.failed.push((name, e));
+                let (label, _) = self.sinks.remove(i);
+                self.failed.push((label, e));
+                self.wants_events = self.sinks.iter().any(|(_, s)| s.wants_events());
             } else {
                 i += 1;
             }
@@ -92,6 +123,17 @@ impl Fanout {
     /// See [`Sink::fact`].
     pub fn fact(&mut self, fact: &Fact, t: &Tracker) {
         self.each(|s| s.fact(fact, t));
+    }
+    /// See [`Sink::event`]: to the sinks that read events.
+    pub fn event(&mut self, ev: &Event) {
+        if self.wants_events {
+            self.each(|s| if s.wants_events() { s.event(ev) } else { Ok(()) });
+        }
+    }
+    /// Whether a sink reads events (the engine then hands it what it resolves itself, e.g. an
+    /// exec's details read from `/proc`).
+    pub fn wants_events(&self) -> bool {
+        self.wants_events
     }
     /// See [`Sink::refresh`].
     pub fn refresh(&mut self, t: &Tracker) {
@@ -112,8 +154,15 @@ impl Fanout {
         self.each(|s| s.finish(sum, t));
     }
     /// Sinks that failed, with their first error.
-    pub fn failures(&self) -> &[(String, io::Error)] {
+    pub fn failures(&self) -> &[(Label, io::Error)] {
         &self.failed
+    }
+    /// stdout's reader went away (`| head`): a sink writing to stdout failed with a closed pipe.
+    /// `watch` then ends, quietly.
+    pub fn stdout_closed(&self) -> bool {
+        self.failed
+            .iter()
+            .any(|(l, e)| l.path == "-" && e.kind() == io::ErrorKind::BrokenPipe)
     }
 }
 

@@ -842,6 +842,74 @@ impl Sink for Trace2Sink {
     }
 }
 
+/// A Trace2 output of one kind (`--trace2-event`, `--trace2-perf`, `--trace2-normal`).
+const fn trace2_output(
+    flag: &'static str,
+    help: &'static str,
+    what: &'static str,
+    golden: &'static str,
+    make: fn(crate::output::To, &crate::output::Settings) -> io::Result<Box<dyn Sink>>,
+) -> crate::output::OutputSpec {
+    crate::output::OutputSpec {
+        flag,
+        short: None,
+        value_name: "DEST",
+        help,
+        what,
+        golden: Some(golden),
+        dest: crate::output::DestKind::Trace2,
+        live_only: false,
+        make: crate::output::Make::Stream(make),
+    }
+}
+
+/// Opens a Trace2 sink writing `kind` to the destination `to` names.
+fn open_trace2(
+    kind: TargetKind,
+    to: crate::output::To,
+    s: &crate::output::Settings,
+) -> io::Result<Box<dyn Sink>> {
+    let crate::output::To::Value(value) = to else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a trace2 destination is a value",
+        ));
+    };
+    Ok(Box::new(Trace2Sink::new(
+        &[Trace2Target { kind, value }],
+        s.trace2_brief,
+        s.redact,
+    )?))
+}
+
+/// `--trace2-event DEST`.
+pub const EVENT_OUTPUT: crate::output::OutputSpec = trace2_output(
+    "trace2-event",
+    "Also write git Trace2 `event` JSON lines to DEST (a file, a directory for one file per \
+     process, af_unix:PATH, or a descriptor 1-9), one trace2 session per observed process",
+    "trace2 events",
+    "trace2-event",
+    |to, s| open_trace2(TargetKind::Event, to, s),
+);
+
+/// `--trace2-perf DEST`.
+pub const PERF_OUTPUT: crate::output::OutputSpec = trace2_output(
+    "trace2-perf",
+    "Also write git Trace2 `perf` lines to DEST",
+    "trace2 perf lines",
+    "trace2-perf",
+    |to, s| open_trace2(TargetKind::Perf, to, s),
+);
+
+/// `--trace2-normal DEST`.
+pub const NORMAL_OUTPUT: crate::output::OutputSpec = trace2_output(
+    "trace2-normal",
+    "Also write git Trace2 `normal` lines to DEST",
+    "trace2 normal lines",
+    "trace2-normal",
+    |to, s| open_trace2(TargetKind::Normal, to, s),
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

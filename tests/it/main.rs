@@ -11,6 +11,7 @@ mod chrome_out;
 mod cli;
 mod diff;
 mod errors;
+mod failures;
 mod faults;
 mod otlp;
 mod progress;

@@ -667,7 +667,7 @@ impl<D: SpanDest> Sink for Otlp<D> {
         self.flush()?;
         let d = self.dest.finish();
         if d.undelivered > 0 {
-            eprintln!(
+            crate::say!(
                 "proctrace: otlp: {} spans not delivered: {}",
                 d.undelivered,
                 d.reason.as_deref().unwrap_or("unknown reason")
@@ -676,6 +676,28 @@ impl<D: SpanDest> Sink for Otlp<D> {
         Ok(())
     }
 }
+
+/// `--otlp ENDPOINT` (or the `OTEL_EXPORTER_OTLP_*` variables): spans to a collector.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "otlp",
+    short: None,
+    value_name: "ENDPOINT",
+    help: "Export every process as an OpenTelemetry span to the collector at ENDPOINT (OTLP/HTTP, \
+           protobuf, gzip; `/v1/traces` is appended, e.g. http://127.0.0.1:4318). Also turned on by \
+           OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_HEADERS, \
+           OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT are honoured",
+    what: "OTLP export",
+    golden: None,
+    dest: crate::output::DestKind::Endpoint,
+    live_only: false,
+    make: crate::output::Make::Stream(|_, s| match &s.otlp {
+        Some(cfg) => Ok(Box::new(OtlpSink::export(cfg.clone(), s.redact))),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no OTLP settings",
+        )),
+    }),
+};
 
 #[cfg(test)]
 mod tests {
@@ -756,7 +778,11 @@ mod tests {
         };
         let mem = Memory::default();
         let mut sinks = Fanout::new();
-        sinks.add("otlp", Box::new(Otlp::new(cfg(parent), true, mem.clone())));
+        sinks.add(
+            "otlp",
+            "memory",
+            Box::new(Otlp::new(cfg(parent), true, mem.clone())),
+        );
         let (engine, _) = replay(&cap, Some(root), sinks, header);
         assert!(engine.sinks.failures().is_empty());
         let t = &engine.tracker;
