@@ -2,7 +2,7 @@
 //!
 //! Pure: no I/O, no clock, no knowledge of where events come from or where facts go. That is what
 //! lets a recorded capture replay into it byte for byte. The rules it follows come from measuring
-//! the connector (see `shared/design/connector-facts.md`):
+//! the connector (see `docs/facts/connector-facts.md`):
 //!
 //! - processes are keyed by tgid; a FORK with `child_pid != child_tgid` is a thread, never a child
 //!   process of the `parent_*` it names;
