@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+// Re-exported: it is part of a record ([`BackgroundRecord`]) as much as of an event.
+pub use crate::model::event::BackgroundState;
 use crate::model::event::{Argv, Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 
 /// Cheap hasher for pids. The table's bucket is the hash's low bits and its tag the top seven:
@@ -76,29 +78,6 @@ pub struct TrackerOptions {
     pub retain_exited: bool,
     /// Hold each exec's fact until an [`Event::ExecDetails`] for it arrives.
     pub want_details: bool,
-}
-
-/// State of a process that outlived the traced command, as git's `child_ready` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackgroundState {
-    /// Alive when released.
-    Ready,
-    /// Still alive when the wait for it ran out.
-    Timeout,
-    /// Could not be probed.
-    Error,
-}
-
-impl BackgroundState {
-    /// git's spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            BackgroundState::Ready => "ready",
-            BackgroundState::Timeout => "timeout",
-            BackgroundState::Error => "error",
-        }
-    }
 }
 
 /// One exec of a process.

@@ -1450,8 +1450,9 @@ mod tests {
     //! Hand-made trees, built through the real [`Tracker`] from synthetic events, where the
     //! answer is known.
     use super::*;
+    use crate::model::event::BackgroundState;
     use crate::model::event::Event;
-    use crate::model::tracker::{BackgroundState, Scope};
+    use crate::model::tracker::Scope;
     use crate::testkit;
 
     const MS: u64 = 1_000_000;

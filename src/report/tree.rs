@@ -9,9 +9,10 @@
 
 use std::fmt::Write as _;
 
+use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
 use crate::model::session::{Mode, Summary};
-use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
 
 /// How to render.
