@@ -12,7 +12,8 @@
 //!   from its fork. Otherwise (`watch`) it is the observation window, from the header's start to
 //!   the summary's end.
 //! - **Program**: the base name of `argv[0]` of the process's last exec, else of its executable,
-//!   else its `comm`; a process that never exec'd counts as `COMM (fork)`.
+//!   else its `comm`; a process that never exec'd counts as `[fork of COMM]`
+//!   ([`crate::model::naming::program`], the name every output gives it).
 //! - **Slowest**: the longest processes with a known fork and exit, except the root (it always
 //!   wins), background children (their time is not the command's), and processes that take at
 //!   least 90% of their parent's time: those are folded into the parent, whose command line is
@@ -44,6 +45,10 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::model::event::{ExitStatus, Usage};
+/// A region's name is the model's ([`crate::model::naming::region_name`]); here too for the
+/// outputs that name regions as the summary does.
+pub use crate::model::naming::region_name;
+use crate::model::naming::{command_line, cut, program};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
@@ -180,15 +185,6 @@ pub struct RegionStep {
     /// Entered to left, seconds.
     #[serde(rename = "duration_s", serialize_with = "secs")]
     pub duration_ns: u64,
-}
-
-/// A region's display name: `category:label`, or whichever is given.
-pub fn region_name(category: &str, label: &str) -> String {
-    match (category.is_empty(), label.is_empty()) {
-        (false, false) => format!("{category}:{label}"),
-        (true, _) => label.to_string(),
-        (false, true) => category.to_string(),
-    }
 }
 
 /// How a process ended, as JSON: `{"code": 3}` or `{"signal": 9, "signal_name": "SIGKILL",
@@ -357,28 +353,6 @@ fn opt_secs_signed<S: Serializer>(ns: &Option<i64>, s: S) -> Result<S::Ok, S::Er
     }
 }
 
-fn basename(s: &str) -> &str {
-    s.rsplit('/').find(|p| !p.is_empty()).unwrap_or(s)
-}
-
-/// The program a process counts under (see the module docs).
-pub fn program(r: &ProcessRecord) -> String {
-    let comm = r.comm.as_deref().unwrap_or("?");
-    let Some(last) = r.execs.last() else {
-        return format!("{comm} (fork)");
-    };
-    let d = last.details.as_ref();
-    if let Some(a0) = d.and_then(|d| d.argv.as_ref()).and_then(|a| a.first()) {
-        if !a0.is_empty() {
-            return basename(a0).to_string();
-        }
-    }
-    if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
-        return basename(exe).to_string();
-    }
-    comm.to_string()
-}
-
 /// Fork and exit of a process that counts on the critical path and among the slowest: both
 /// known, a real exit status, not a background child.
 fn span(r: &ProcessRecord) -> Option<(u64, u64)> {
@@ -494,13 +468,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             }
         })
     };
-    let label = |r: &ProcessRecord| -> String {
-        match r.argv() {
-            Some(a) => quote_argv(a, redact),
-            None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
-            None => format!("[{}]", r.comm.as_deref().unwrap_or("?")),
-        }
-    };
+    let label = |r: &ProcessRecord| command_line(r, redact);
     let step = |r: &ProcessRecord, start: u64, dur: u64| Step {
         pid: r.pid,
         program: program(r),
@@ -756,15 +724,6 @@ pub struct TextOptions {
     pub color: bool,
     /// Columns for a line; longer commands are cut with `…`.
     pub width: usize,
-}
-
-fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
-    t.push('…');
-    t
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -1782,7 +1741,7 @@ mod tests {
                 ("make", 1, 100 * MS),
                 ("cc", 1, 52 * MS),
                 ("cc1", 1, 48 * MS),
-                ("make (fork)", 1, MS)
+                ("[fork of make]", 1, MS)
             ]
         );
         // cc1 takes 48 of cc's 52 ms: folded into `cc -c f.c`, which names the compile.

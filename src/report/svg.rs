@@ -23,9 +23,10 @@
 use std::fmt::Write as _;
 
 use crate::model::event::ExitStatus;
+use crate::model::naming::{command_line, cut, program, quote_argv, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib, quote_argv};
+use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib};
 
 /// How to draw.
 #[derive(Debug, Clone, Copy)]
@@ -156,15 +157,6 @@ pub fn xml_escape(s: &str) -> String {
         }
     }
     out
-}
-
-fn elide(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(max_chars.saturating_sub(1)).collect();
-    t.push('…');
-    t
 }
 
 /// One process in tree order.
@@ -333,31 +325,8 @@ fn wall_clock(h: &Header, ts: u64) -> String {
     format!("{date} {sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
 }
 
-fn describe(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv() {
-        Some(a) => quote_argv(a, redact),
-        None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
-        None => format!("[{}]", r.comm.as_deref().unwrap_or("?")),
-    }
-}
-
-/// The row label: like [`describe`], with the program's directory left out (the hover has it).
-fn short(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv().and_then(|a| Some((a.first()?, a))) {
-        Some((first, a)) => {
-            let base = first
-                .rsplit('/')
-                .next()
-                .filter(|b| !b.is_empty())
-                .unwrap_or(first);
-            quote_argv(std::iter::once(base).chain(a.iter().skip(1)), redact)
-        }
-        _ => describe(r, redact),
-    }
-}
-
 fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
-    let mut s = describe(r, redact);
+    let mut s = command_line(r, redact);
     let _ = write!(s, "\npid {}, parent {}", r.pid, r.ppid);
     match r.start_ns {
         Some(st) if st >= t0 => {
@@ -450,15 +419,15 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
         let (a, b) = (g.ts.clamp(row.start, row.end), g.end.clamp(row.start, row.end));
         let level = g.nesting.clamp(1, 4) as f64;
         let inset = REGION_INSET * (1.0 + (level - 1.0) * 0.5);
-        let name = crate::report::summary::region_name(&g.category, &g.label);
+        let name = region_name(&g.category, &g.label);
         let mut title = name.clone();
         if let Some(m) = &g.msg {
-            let _ = write!(title, " ({})", elide(m, 80));
+            let _ = write!(title, " ({})", cut(m, 80));
         }
         let _ = write!(
             title,
             "\n{} pid {}, thread {}, nesting {}\nentered +{}, took {}",
-            short_name(r),
+            program(r),
             r.pid,
             g.thread,
             g.nesting,
@@ -479,11 +448,6 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
     }
 }
 
-/// The program's name for a region's hover text.
-fn short_name(r: &ProcessRecord) -> String {
-    crate::report::summary::program(r)
-}
-
 /// What a process reported about itself, for its bar's hover text: its regions (how many, the
 /// longest) and its data points, timers and counters (the first few, values cut short).
 fn notes_text(r: &ProcessRecord) -> String {
@@ -495,7 +459,7 @@ fn notes_text(r: &ProcessRecord) -> String {
             "\n{} region{} reported, longest {} ({})",
             r.regions.len(),
             if r.regions.len() == 1 { "" } else { "s" },
-            crate::report::summary::region_name(&g.category, &g.label),
+            region_name(&g.category, &g.label),
             fmt_duration(g.end.saturating_sub(g.ts))
         );
     }
@@ -507,7 +471,7 @@ fn notes_text(r: &ProcessRecord) -> String {
             format!("{}/{}", d.category, d.key)
         };
         let value = match &d.value {
-            DataValue::Text(v) | DataValue::Json(v) => elide(v, 48),
+            DataValue::Text(v) | DataValue::Json(v) => cut(v, 48),
             DataValue::Timer {
                 intervals, total_ns, ..
             } => format!(
@@ -629,7 +593,7 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
     let _ = writeln!(
         s,
         r#"<text class="title" x="{MARGIN}" y="24">{}</text>"#,
-        xml_escape(&elide(&what, 96))
+        xml_escape(&cut(&what, 96))
     );
     let n = rows.len();
     let wall_ns = super::summary::wall(h, t, sum).1;
@@ -871,7 +835,10 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
         let lx = indent(row.depth);
         let pid = r.pid.to_string();
         let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
-        let desc = elide(&short(r, o.redact), room.saturating_sub(pid.len() + 1));
+        let desc = cut(
+            &short_command_line(r, o.redact),
+            room.saturating_sub(pid.len() + 1),
+        );
         let _ = writeln!(
             s,
             r#"<text class="mono" x="{}" y="{}"><tspan class="dim">{pid}</tspan> {}</text>"#,
