@@ -10,7 +10,8 @@
 //! Processes are matched between the runs by their argv with the volatile parts replaced
 //! ([`normalize_argv`]); the processes of one run sharing a normalised argv form a *group*,
 //! compared by count, total and median time. A process that never exec'd counts as
-//! `[fork of COMM]`, one whose argv was not read as `[COMM]`. The traced command itself (the
+//! `[fork of COMM]`, one whose argv was not read as `[COMM]` (the names every output gives them,
+//! [`crate::model::naming`]). The traced command itself (the
 //! root) is left out of the groups: its change is the wall time.
 //!
 //! # Normalisation rules (each word of argv)
@@ -66,12 +67,13 @@ use crate::ProctraceError;
 use crate::cmd::analyze::{Analysis, analyze};
 use crate::input::{InputOptions, open};
 use crate::model::event::{Argv, ExitStatus};
+use crate::model::naming::{Identity, command_line, cut, short_argv};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
 use crate::report::summary::{StatusJson, summarize, wall};
 use crate::sink::Fanout;
-use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv};
+use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
 /// The exit status of `proctrace diff --fail-if-slower PCT` when the wall time grew by more
 /// than PCT percent (as `diff(1)` exits 1 when the files differ).
@@ -564,10 +566,10 @@ impl Group {
 
 /// The matching key of a process (see the module docs).
 fn key_of(r: &ProcessRecord) -> Vec<String> {
-    match r.argv() {
-        Some(a) if !a.is_empty() => normalize_argv(a),
-        _ if r.execs.is_empty() => vec![format!("[fork of {}]", r.comm.as_deref().unwrap_or("?"))],
-        _ => vec![format!("[{}]", r.comm.as_deref().unwrap_or("?"))],
+    match Identity::of(r) {
+        Identity::Command(a) => normalize_argv(a),
+        // `[fork of COMM]`, `[COMM]`: the name every output gives it.
+        _ => vec![command_line(r, false)],
     }
 }
 
@@ -971,34 +973,14 @@ fn pct(old: f64, new: f64) -> String {
     format!(" ({:+.0}%)", (new - old) * 100.0 / old)
 }
 
-fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
-    t.push('…');
-    t
-}
-
-/// An argv for people: its program's directory left out (`/usr/lib/gcc/…/cc1` → `cc1`), so
-/// what tells commands apart fits on the line; the JSON keeps it whole.
-fn short(argv: &[String]) -> String {
-    match argv.split_first() {
-        Some((a0, rest)) if a0.contains('/') && !a0.ends_with('/') => {
-            let mut v = Vec::with_capacity(argv.len());
-            v.push(a0.rsplit('/').next().unwrap_or(a0).to_string());
-            v.extend(rest.iter().cloned());
-            quote_argv(&v, false)
-        }
-        _ => quote_argv(argv, false),
-    }
-}
-
+/// A group for people: its example's argv with the program's directory left out
+/// (`/usr/lib/gcc/…/cc1` → `cc1`), so what tells commands apart fits on the line; the JSON keeps
+/// it whole.
 fn label(e: &Entry) -> String {
     if e.example.is_empty() {
         e.argv.join(" ")
     } else {
-        short(&e.example)
+        short_argv(&e.example, false)
     }
 }
 
@@ -1131,7 +1113,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         if e.example.is_empty() {
             e.argv.join(" ")
         } else {
-            short(&e.example)
+            short_argv(&e.example, false)
         }
     };
     let counts = |e: &CostEntry| match (e.old_count, e.new_count) {
@@ -1236,7 +1218,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             let _ = writeln!(
                 out,
                 "  {indent}{}  {}  {d}",
-                cut(&short(&s.argv), cmd_w.saturating_sub(indent.len())),
+                cut(&short_argv(&s.argv, false), cmd_w.saturating_sub(indent.len())),
                 fmt_duration(ns(s.duration_s)),
             );
         }

@@ -15,6 +15,29 @@ pub use crate::model::argv::Argv;
 
 use std::sync::Arc;
 
+/// State of a process that outlived the traced command, as git's `child_ready` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundState {
+    /// Alive when released.
+    Ready,
+    /// Still alive when the wait for it ran out.
+    Timeout,
+    /// Could not be probed.
+    Error,
+}
+
+impl BackgroundState {
+    /// git's spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BackgroundState::Ready => "ready",
+            BackgroundState::Timeout => "timeout",
+            BackgroundState::Error => "error",
+        }
+    }
+}
+
 /// What a process was running, read from `/proc` after an exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
@@ -233,7 +256,7 @@ pub enum Event {
         /// The process.
         tgid: Pid,
         /// Ready, timeout or error.
-        state: crate::model::tracker::BackgroundState,
+        state: BackgroundState,
         /// Report it now (`false`: only mark it, so its exit says it outlived the command).
         report: bool,
     },

@@ -12,35 +12,17 @@
 //! - an instance is `(tgid, fork timestamp)`: when a tgid forks again while an older instance is
 //!   still open, the older one's exit was lost and it is closed as such (pid reuse).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+// Re-exported: it is part of a record ([`BackgroundRecord`]) as much as of an event.
+pub use crate::model::event::BackgroundState;
+use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 
-use crate::model::event::{Argv, Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+mod record;
+mod store;
+#[cfg(test)]
+mod tests;
 
-/// Cheap hasher for pids. The table's bucket is the hash's low bits and its tag the top seven:
-/// a pid is its own low 32 bits, so the pids the kernel hands out one after another land in
-/// neighbouring buckets (one cache line and page for many, where a well-mixed hash sent each to
-/// a random place in a 16 MB table: a cache miss per insert, 7% of `analyze` on 600,000
-/// processes in `perf`), and the top bits are a multiplicative mix, so tags still differ.
-#[derive(Default, Clone, Copy)]
-struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_i32(&mut self, i: i32) {
-        let p = i as u32 as u64;
-        self.0 = p | (p.wrapping_mul(0x9E37_79B9_7F4A_7C15) & 0xFFFF_FFFF_0000_0000);
-    }
-}
-
-type PidMap<V> = HashMap<Pid, V, BuildHasherDefault<PidHasher>>;
+pub use record::{BackgroundRecord, ExecRecord, ExitRecord, ProcessRecord};
+use store::{PidMap, Slot, Slots};
 
 /// Handle to a process record. Stale handles (the record was swept) resolve to `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,156 +58,6 @@ pub struct TrackerOptions {
     pub retain_exited: bool,
     /// Hold each exec's fact until an [`Event::ExecDetails`] for it arrives.
     pub want_details: bool,
-}
-
-/// State of a process that outlived the traced command, as git's `child_ready` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackgroundState {
-    /// Alive when released.
-    Ready,
-    /// Still alive when the wait for it ran out.
-    Timeout,
-    /// Could not be probed.
-    Error,
-}
-
-impl BackgroundState {
-    /// git's spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            BackgroundState::Ready => "ready",
-            BackgroundState::Timeout => "timeout",
-            BackgroundState::Error => "error",
-        }
-    }
-}
-
-/// One exec of a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecRecord {
-    /// When.
-    pub ts: u64,
-    /// What `/proc` said; `None` while pending or when no enrichment was asked for.
-    pub details: Option<ExecDetails>,
-}
-
-/// How and when a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitRecord {
-    /// When (the last task's exit).
-    pub ts: u64,
-    /// Status; `None` when the exit itself was lost and inferred from pid reuse.
-    pub status: Option<ExitStatus>,
-}
-
-/// A process outliving the traced command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BackgroundRecord {
-    /// When it was released (or given up on).
-    pub ts: u64,
-    /// Ready, timeout or error.
-    pub state: BackgroundState,
-}
-
-/// Everything known about one process instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessRecord {
-    /// Process id (tgid).
-    pub pid: Pid,
-    /// Parent's process id at fork (0 when unknown).
-    pub ppid: Pid,
-    /// Parent's record, when tracked.
-    pub parent: Option<ProcId>,
-    /// Child processes, in fork order (kept only when exited records are retained).
-    pub children: Vec<ProcId>,
-    /// Fork timestamp; `None` for a process that existed before tracing began and whose start
-    /// was not supplied.
-    pub start_ns: Option<u64>,
-    /// Existed before tracing began.
-    pub pre_existing: bool,
-    /// Execs in order; empty for a fork without exec.
-    pub execs: Vec<ExecRecord>,
-    /// The exit, once final.
-    pub exit: Option<ExitRecord>,
-    /// A COREDUMP event was seen (a core-dumping signal; the file may not have been written).
-    pub coredump_signal: bool,
-    /// Short name: from the latest exec's details, a rename, or inherited from the parent.
-    pub comm: Option<String>,
-    /// Latest real/effective uid reported by a UID event or read after exec.
-    pub uid: Option<(u32, u32)>,
-    /// Latest real/effective gid reported by a GID event.
-    pub gid: Option<(u32, u32)>,
-    /// Became a session leader.
-    pub setsid: bool,
-    /// Set when the process outlived the traced command.
-    pub background: Option<BackgroundRecord>,
-    /// Regions the process reported about itself (Trace2), in the order they ended.
-    pub regions: Vec<Region>,
-    /// Values the process reported about itself (Trace2 data, timers, counters), in order.
-    pub data: Vec<Data>,
-    /// What the process cost, when the backend measured it ([`Event::Usage`], before the exit).
-    /// Boxed: most saved traces have none, and a record stays small.
-    pub usage: Option<Box<Usage>>,
-    /// Threads and the leader's provisional exit: boxed, as few processes have threads the
-    /// tracker sees start (32 bytes less in every record; 600,000 records of the ingest file).
-    mt: Option<Box<Threads>>,
-    details_pending: bool,
-}
-
-/// The threads of a multi-threaded process.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Threads {
-    /// Threads other than the leader known to be alive.
-    ids: Vec<Pid>,
-    /// The leader's exit (time, status) while other threads live on.
-    leader_exit: Option<(u64, u32)>,
-}
-
-impl ProcessRecord {
-    fn new(pid: Pid, ppid: Pid, parent: Option<ProcId>, start_ns: Option<u64>, pre_existing: bool) -> Self {
-        ProcessRecord {
-            pid,
-            ppid,
-            parent,
-            children: Vec::new(),
-            start_ns,
-            pre_existing,
-            execs: Vec::new(),
-            exit: None,
-            coredump_signal: false,
-            comm: None,
-            uid: None,
-            gid: None,
-            setsid: false,
-            background: None,
-            regions: Vec::new(),
-            data: Vec::new(),
-            usage: None,
-            mt: None,
-            details_pending: false,
-        }
-    }
-
-    /// Argv of the latest exec, if it was read.
-    pub fn argv(&self) -> Option<&Argv> {
-        self.execs.last()?.details.as_ref()?.argv.as_ref()
-    }
-
-    /// Time from fork to exit, when both are known.
-    pub fn duration_ns(&self) -> Option<u64> {
-        Some(self.exit?.ts.saturating_sub(self.start_ns?))
-    }
-
-    /// Still running (as far as the events say).
-    pub fn is_alive(&self) -> bool {
-        self.exit.is_none()
-    }
-
-    /// Threads other than the leader known to be alive.
-    pub fn live_threads(&self) -> usize {
-        self.mt.as_ref().map_or(0, |m| m.ids.len())
-    }
 }
 
 /// A lifecycle fact for sinks, in the order the tracker established it.
@@ -382,49 +214,6 @@ pub struct TrackerStats {
     /// ended): left out, and counted here.
     #[serde(default)]
     pub usage_unmatched: u64,
-}
-
-struct Slot {
-    generation: u32,
-    rec: Option<ProcessRecord>,
-}
-
-/// Slots in chunks of fixed size that never move: a single vector of records, doubling as it
-/// grew, copied every record again at each doubling (600,000 records: the copies and the pages
-/// of the abandoned vectors were an eighth of `analyze`'s time in `perf`, 307 MB file).
-#[derive(Default)]
-struct Slots {
-    chunks: Vec<Vec<Slot>>,
-    len: usize,
-}
-
-/// Slots per chunk (a chunk is about a megabyte).
-const CHUNK: usize = 4096;
-
-impl Slots {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn get(&self, i: usize) -> Option<&Slot> {
-        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
-    }
-
-    fn get_mut(&mut self, i: usize) -> Option<&mut Slot> {
-        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
-    }
-
-    fn push(&mut self, s: Slot) {
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < CHUNK => c.push(s),
-            _ => {
-                let mut c = Vec::with_capacity(CHUNK);
-                c.push(s);
-                self.chunks.push(c);
-            }
-        }
-        self.len += 1;
-    }
 }
 
 /// The model. See the module docs.
@@ -862,103 +651,26 @@ impl Tracker {
         }
     }
 
-    /// Applies one event, appending the facts it establishes.
+    /// Applies one event, appending the facts it establishes. One method per family of events:
+    /// the lifecycle (`fork`, `thread_start`, `exec`, `exit`, `thread_exit`), the recovery of
+    /// what was missed (`ancestry`, [`Event::Existing`], [`Event::Gone`]), what a live process
+    /// changed about itself (`changed`), and what was said about it afterwards (background,
+    /// regions, data, cost, losses).
     pub fn apply(&mut self, ev: &Event, facts: &mut Vec<Fact>) -> Followup {
         match *ev {
             Event::Fork {
-                ts,
                 parent_tgid,
                 child_pid,
                 child_tgid,
-            } => {
-                if child_pid != child_tgid {
-                    let id = match self.live.get(&child_tgid).copied() {
-                        Some(id) => Some(id),
-                        None if self.should_resolve(child_tgid) => {
-                            return Followup::ResolveAncestry(child_tgid);
-                        }
-                        None => self.adopt_unknown(child_tgid, parent_tgid, facts),
-                    };
-                    if let Some(id) = id {
-                        self.with(id, |r| {
-                            r.mt.get_or_insert_with(Default::default).ids.push(child_pid)
-                        });
-                        self.threads.insert(child_pid, child_tgid);
-                        self.stats.threads += 1;
-                    }
-                    return Followup::None;
-                }
-                let parent = match self.live.get(&parent_tgid) {
-                    Some(&p) => Some(p),
-                    None if self.expected_roots.contains(&parent_tgid) => {
-                        self.adopt_unknown(parent_tgid, 0, facts)
-                    }
-                    None => None,
-                };
-                let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
-                    self.expected_roots.swap_remove(i);
-                    true
-                } else {
-                    false
-                };
-                if !(is_root || parent.is_some() || self.opts.scope == Scope::All) {
-                    if self.should_resolve(parent_tgid) {
-                        if is_root {
-                            self.expected_roots.push(child_tgid);
-                        }
-                        return Followup::ResolveAncestry(parent_tgid);
-                    }
-                    return Followup::None;
-                }
-                if let Some(old) = self.live.get(&child_tgid).copied() {
-                    // The pid came round again before the old instance's exit was seen.
-                    self.finalize(old, ts, None, facts);
-                }
-                let inherited = parent.and_then(|p| self.get(p)).and_then(|r| r.comm.clone());
-                let parent = if is_root { None } else { parent };
-                let mut rec = ProcessRecord::new(child_tgid, parent_tgid, parent, Some(ts), false);
-                rec.comm = inherited;
-                let id = self.insert_linked(rec, parent);
-                facts.push(Fact::Fork(id));
-                Followup::None
-            }
-            Event::Exec { ts, tgid } => {
-                let id = match self.live.get(&tgid).copied() {
-                    Some(id) => id,
-                    None if !self.expected_roots.contains(&tgid) && self.should_resolve(tgid) => {
-                        return Followup::ResolveAncestry(tgid);
-                    }
-                    None => match self.adopt_unknown(tgid, 0, facts) {
-                        Some(id) => id,
-                        None => return Followup::None,
-                    },
-                };
-                let want = self.opts.want_details;
-                let Some((index, threads)) = self.with(id, |r| {
-                    // Most processes exec once: room for one (a first push makes room for 4,
-                    // 336 bytes unused in nearly every record).
-                    if r.execs.is_empty() {
-                        r.execs.reserve_exact(1);
-                    }
-                    r.execs.push(ExecRecord { ts, details: None });
-                    // Exec leaves a single-threaded process; a provisional leader exit was the
-                    // non-leader exec's doing.
-                    r.details_pending = want;
-                    (r.execs.len() - 1, r.mt.take().map(|m| m.ids).unwrap_or_default())
-                }) else {
-                    return Followup::None;
-                };
-                for t in threads {
-                    self.threads.remove(&t);
-                }
-                self.stats.execs += 1;
-                if want {
-                    Followup::ReadExecDetails(tgid)
-                } else {
-                    facts.push(Fact::Exec { id, index });
-                    Followup::None
-                }
-            }
+                ..
+            } if child_pid != child_tgid => self.thread_start(parent_tgid, child_pid, child_tgid, facts),
+            Event::Fork {
+                ts,
+                parent_tgid,
+                child_tgid,
+                ..
+            } => self.fork(ts, parent_tgid, child_tgid, facts),
+            Event::Exec { ts, tgid } => self.exec(ts, tgid, facts),
             Event::ExecDetails { tgid, ref details } => {
                 self.apply_exec_details(tgid, details.clone(), facts);
                 Followup::None
@@ -968,108 +680,20 @@ impl Tracker {
                 pid,
                 tgid,
                 status,
-                parent_tgid,
-            } => {
-                if pid != tgid {
-                    self.threads.remove(&pid);
-                    let Some(&id) = self.live.get(&tgid) else {
-                        return Followup::None;
-                    };
-                    let last = self.with(id, |r| {
-                        let Some(m) = &mut r.mt else { return false };
-                        m.ids.retain(|&t| t != pid);
-                        m.ids.is_empty() && m.leader_exit.is_some()
-                    });
-                    if last == Some(true) {
-                        // The leader left earlier; the last thread carries the real status.
-                        self.finalize(id, ts, Some(status), facts);
-                    }
-                    return Followup::None;
-                }
-                let id = match self.live.get(&tgid).copied() {
-                    Some(id) => id,
-                    None if !self.expected_roots.contains(&tgid) && self.should_resolve(tgid) => {
-                        return Followup::ResolveAncestry(tgid);
-                    }
-                    None => match self.adopt_unknown(tgid, parent_tgid, facts) {
-                        Some(id) => id,
-                        None => return Followup::None,
-                    },
-                };
-                let provisional = self.with(id, |r| match &mut r.mt {
-                    Some(m) if !m.ids.is_empty() => {
-                        m.leader_exit = Some((ts, status));
-                        true
-                    }
-                    _ => false,
-                });
-                if provisional == Some(false) {
-                    self.finalize(id, ts, Some(status), facts);
-                }
+                ..
+            } if pid != tgid => {
+                self.thread_exit(ts, pid, tgid, status, facts);
                 Followup::None
             }
-            Event::Ancestry { tgid, ppid, start_ns } => {
-                if self.live.contains_key(&tgid) {
-                    return Followup::None;
-                }
-                if let Some(&parent) = self.live.get(&ppid) {
-                    let mut rec = ProcessRecord::new(tgid, ppid, Some(parent), start_ns, false);
-                    rec.comm = self.get(parent).and_then(|r| r.comm.clone());
-                    let id = self.insert(rec);
-                    self.link_child(parent, id);
-                    self.stats.recovered += 1;
-                    facts.push(Fact::Fork(id));
-                }
-                Followup::None
-            }
-            Event::Coredump { tgid, .. } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    self.with(id, |r| r.coredump_signal = true);
-                }
-                Followup::None
-            }
-            Event::Uid { ts, tgid, ruid, euid } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    // One UID event per thread: report a change once.
-                    if self.with(id, |r| r.uid.replace((ruid, euid)) != Some((ruid, euid))) == Some(true) {
-                        facts.push(Fact::Uid { id, ts, ruid, euid });
-                    }
-                }
-                Followup::None
-            }
-            Event::Gid { ts, tgid, rgid, egid } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    if self.with(id, |r| r.gid.replace((rgid, egid)) != Some((rgid, egid))) == Some(true) {
-                        facts.push(Fact::Gid { id, ts, rgid, egid });
-                    }
-                }
-                Followup::None
-            }
-            Event::Sid { ts, tgid } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    self.with(id, |r| r.setsid = true);
-                    facts.push(Fact::Sid { id, ts });
-                }
-                Followup::None
-            }
-            Event::Ptrace { ts, tgid, tracer } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    facts.push(Fact::Ptrace { id, ts, tracer });
-                }
-                Followup::None
-            }
-            Event::Comm {
+            Event::Exit {
                 ts,
-                pid,
                 tgid,
-                ref comm,
-            } => {
-                if pid == tgid {
-                    if let Some(&id) = self.live.get(&tgid) {
-                        self.with(id, |r| r.comm = Some(comm.clone()));
-                        facts.push(Fact::Comm { id, ts });
-                    }
-                }
+                status,
+                parent_tgid,
+                ..
+            } => self.exit(ts, tgid, status, parent_tgid, facts),
+            Event::Ancestry { tgid, ppid, start_ns } => {
+                self.ancestry(tgid, ppid, start_ns, facts);
                 Followup::None
             }
             Event::Root { tgid } => {
@@ -1085,6 +709,21 @@ impl Tracker {
                 self.add_existing(tgid, ppid, start_ns, details.clone(), facts);
                 Followup::None
             }
+            Event::Gone { ts, tgid } => {
+                if let Some(id) = self.lookup(tgid) {
+                    self.close_gone(id, ts, facts);
+                }
+                Followup::None
+            }
+            Event::Coredump { .. }
+            | Event::Uid { .. }
+            | Event::Gid { .. }
+            | Event::Sid { .. }
+            | Event::Ptrace { .. }
+            | Event::Comm { .. } => {
+                self.changed(ev, facts);
+                Followup::None
+            }
             Event::Background {
                 ts,
                 tgid,
@@ -1097,12 +736,6 @@ impl Tracker {
                 }
                 Followup::None
             }
-            Event::Gone { ts, tgid } => {
-                if let Some(id) = self.lookup(tgid) {
-                    self.close_gone(id, ts, facts);
-                }
-                Followup::None
-            }
             Event::Region { tgid, ref region } => {
                 self.apply_region(tgid, region.clone(), facts);
                 Followup::None
@@ -1112,12 +745,7 @@ impl Tracker {
                 Followup::None
             }
             Event::Usage { tgid, ref usage } => {
-                match self.live.get(&tgid).copied() {
-                    Some(id) if self.with(id, |r| r.usage = Some(usage.clone())).is_some() => {
-                        self.stats.usage += 1;
-                    }
-                    _ => self.stats.usage_unmatched += 1,
-                }
+                self.usage(tgid, usage);
                 Followup::None
             }
             Event::Lost { ts, count } => {
@@ -1127,355 +755,226 @@ impl Tracker {
             }
         }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    //! Recorded captures (tests/fixtures/captures, made with `proctrace run --record`) replayed
-    //! into the tracker, plus hand-made sequences for what the kernel rarely does on demand.
-    use super::*;
-    use crate::cmd::replay::parse_capture;
-    use crate::model::event::{Event, ExitStatus};
-    use crate::testkit::{exit, fork, tracker};
-
-    fn capture(name: &str) -> Vec<Event> {
-        let path = format!(
-            "{}/tests/fixtures/captures/{name}.jsonl",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap();
-        parse_capture(text.as_bytes(), &path).unwrap().events
-    }
-
-    /// Replays with the first forked child of the recorder as root, as `run` did.
-    fn replay_run(events: &[Event]) -> (Tracker, Vec<Fact>) {
-        let root = crate::cmd::replay::Capture {
-            events: events.to_vec(),
-            ..Default::default()
-        }
-        .command_pid()
-        .unwrap();
-        let mut t = tracker(Scope::Tree, true, true);
-        t.expect_root(root);
-        let mut facts = Vec::new();
-        for e in events {
-            t.apply(e, &mut facts);
-        }
-        (t, facts)
-    }
-
-    fn root_record(t: &Tracker) -> &ProcessRecord {
-        assert_eq!(t.roots().len(), 1);
-        t.get(t.roots()[0]).unwrap()
-    }
-
-    #[test]
-    fn pid_reuse_gives_two_instances() {
-        let (t, facts) = replay_run(&capture("reuse-pid"));
-        let root = root_record(&t);
-        assert_eq!(root.exit.unwrap().status, Some(ExitStatus::Code(0)));
-        assert_eq!(root.children.len(), 2);
-        let a = t.get(root.children[0]).unwrap();
-        let b = t.get(root.children[1]).unwrap();
-        assert_eq!(a.pid, b.pid, "same pid, recreated with clone3(set_tid)");
-        assert_ne!(a.start_ns, b.start_ns);
-        assert_eq!(a.exit.unwrap().status, Some(ExitStatus::Code(1)));
-        assert_eq!(b.exit.unwrap().status, Some(ExitStatus::Code(2)));
-        assert_eq!(facts.iter().filter(|f| matches!(f, Fact::Exit(_))).count(), 3);
-        assert_eq!(t.stats().processes, 3);
-    }
-
-    #[test]
-    fn non_leader_exec_is_one_process_with_two_execs() {
-        let (t, facts) = replay_run(&capture("thread-exec"));
-        let r = root_record(&t);
-        assert_eq!(r.execs.len(), 2);
-        assert_eq!(r.argv().unwrap(), ["/bin/true"]);
-        assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code(0)));
-        // The leader's EXIT before the EXEC was provisional: exactly one exit fact, last.
-        let exits: Vec<_> = facts.iter().filter(|f| matches!(f, Fact::Exit(_))).collect();
-        assert_eq!(exits.len(), 1);
-        assert!(matches!(facts.last(), Some(Fact::Exit(_))));
-        assert!(r.children.is_empty(), "threads are not child processes");
-        assert_eq!(t.stats().threads, 2);
-    }
-
-    #[test]
-    fn threads_exiting_before_the_leader() {
-        let (t, _) = replay_run(&capture("threads-then-leader"));
-        let r = root_record(&t);
-        assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code(4)));
-        assert!(r.children.is_empty());
-        assert_eq!(t.stats().threads, 3);
-        assert_eq!(t.stats().processes, 1);
-    }
-
-    #[test]
-    fn leader_exiting_first_takes_status_from_the_last_thread() {
-        let events = capture("leader-exits-first");
-        let (t, facts) = replay_run(&events);
-        let r = root_record(&t);
-        let x = r.exit.unwrap();
-        assert_eq!(x.status, Some(ExitStatus::Code(3)));
-        let last_ts = events.iter().rev().find_map(|e| e.ts()).unwrap();
-        assert_eq!(
-            x.ts, last_ts,
-            "the process ended with its last thread, not its leader"
-        );
-        assert_eq!(facts.iter().filter(|f| matches!(f, Fact::Exit(_))).count(), 1);
-        // /proc had nothing to give (the leader was gone): argv unavailable, comm kept.
-        assert!(r.argv().is_none());
-        assert_eq!(r.comm.as_deref(), Some("shapes"));
-    }
-
-    #[test]
-    fn exec_twice_keeps_every_exec() {
-        let (t, _) = replay_run(&capture("exec-twice"));
-        let r = root_record(&t);
-        assert_eq!(r.execs.len(), 3);
-        assert_eq!(r.argv().unwrap(), ["/bin/echo", "hi"]);
-        assert!(r.execs.windows(2).all(|w| w[0].ts < w[1].ts));
-    }
-
-    #[test]
-    fn lost_exit_then_reuse_closes_the_old_instance_as_unknown() {
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(10);
-        let mut f = Vec::new();
-        for e in [
-            fork(1, 1, 10),
-            fork(2, 10, 11),
-            Event::Lost {
-                ts: Some(3),
-                count: 1,
-            }, // 11's exit
-            fork(4, 10, 11),
-            exit(5, 11, 0),
-            exit(6, 10, 0),
-        ] {
-            t.apply(&e, &mut f);
-        }
-        let root = t.get(t.roots()[0]).unwrap();
-        let old = t.get(root.children[0]).unwrap();
-        assert_eq!(old.exit.unwrap().status, None);
-        assert_eq!(old.exit.unwrap().ts, 4);
-        assert_eq!(
-            t.get(root.children[1]).unwrap().exit.unwrap().status,
-            Some(ExitStatus::Code(0))
-        );
-        assert_eq!(t.stats().exits_inferred, 1);
-        assert_eq!(t.stats().lost, 1);
-    }
-
-    #[test]
-    fn a_lost_root_fork_still_gives_a_tree() {
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(10);
-        let mut f = Vec::new();
-        for e in [
-            Event::Lost { ts: None, count: 3 }, // includes 10's FORK
-            fork(2, 10, 11),
-            exit(3, 11, 0),
-            Event::Exec { ts: 4, tgid: 10 },
-            exit(5, 10, 2),
-        ] {
-            t.apply(&e, &mut f);
-        }
-        let root = t.get(t.roots()[0]).unwrap();
-        assert_eq!(root.pid, 10);
-        assert_eq!(root.start_ns, None);
-        assert_eq!(root.children.len(), 1);
-        assert_eq!(root.execs.len(), 1);
-        assert_eq!(root.exit.unwrap().status, Some(ExitStatus::Code(2)));
-        assert_eq!(root.duration_ns(), None);
-    }
-
-    #[test]
-    fn after_a_loss_unknown_descendants_are_resolved_from_ancestry() {
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(10);
-        let mut f = Vec::new();
-        t.apply(&fork(1, 1, 10), &mut f);
-        // Before any loss, strangers are just ignored.
-        assert_eq!(t.apply(&fork(2, 99, 100), &mut f), Followup::None);
-        t.apply(&Event::Lost { ts: None, count: 1 }, &mut f); // 20's FORK from 10
-        let child_of_20 = fork(4, 20, 21);
-        assert_eq!(t.apply(&child_of_20, &mut f), Followup::ResolveAncestry(20));
-        assert_eq!(t.stats().processes, 1, "nothing changed by the asking call");
-        t.apply(
-            &Event::Ancestry {
-                tgid: 20,
-                ppid: 10,
-                start_ns: Some(3),
-            },
-            &mut f,
-        );
-        assert_eq!(t.apply(&child_of_20, &mut f), Followup::None);
-        let root = t.get(t.roots()[0]).unwrap();
-        let twenty = t.get(root.children[0]).unwrap();
-        assert_eq!(twenty.pid, 20);
-        assert_eq!(t.get(twenty.children[0]).unwrap().pid, 21);
-        assert_eq!(t.stats().recovered, 1);
-        // An unrelated process is asked about once, then ignored.
-        assert_eq!(t.apply(&exit(5, 500, 0), &mut f), Followup::ResolveAncestry(500));
-        assert_eq!(t.apply(&exit(5, 500, 0), &mut f), Followup::None);
-    }
-
-    /// Records span many slot chunks and pids come round again: every record, every pid's
-    /// latest instance and every parent link stay right (the chunked slots, the pid hash).
-    #[test]
-    fn many_records_across_chunks_and_reused_pids() {
-        let mut t = tracker(Scope::All, true, false);
-        let mut f = Vec::new();
-        let n = 3 * CHUNK as u64 + 17;
-        // Pids cycle through a small range (each comes round again) and every third is above
-        // 2^30, so neighbouring and far-apart pids share the table.
-        let pid_of = |i: u64| 1000 + (i % 5000) as i32 + if i % 3 == 0 { 1 << 30 } else { 0 };
-        for i in 0..n {
-            t.apply(&fork(i * 10, 1, pid_of(i)), &mut f);
-            t.apply(&exit(i * 10 + 5, pid_of(i), (i % 7) as u32), &mut f);
-        }
-        assert_eq!(t.stats().processes, n);
-        let mut seen = 0u64;
-        let mut ids: Vec<ProcId> = f
-            .iter()
-            .filter_map(|x| match x {
-                Fact::Fork(id) => Some(*id),
-                _ => None,
-            })
-            .collect();
-        ids.dedup();
-        for (i, id) in ids.iter().enumerate() {
-            let r = t.get(*id).unwrap();
-            let i = i as u64;
-            assert_eq!((r.pid, r.start_ns), (pid_of(i), Some(i * 10)));
-            assert_eq!(r.exit.unwrap().status, Some(ExitStatus::Code((i % 7) as i32)));
-            seen += 1;
-        }
-        assert_eq!(seen, n);
-        // The latest instance of a pid is the one a late note finds.
-        let last = n - 1;
-        let id = t.lookup_at(pid_of(last), last * 10 + 6).unwrap();
-        assert_eq!(t.get(id).unwrap().start_ns, Some(last * 10));
-        assert_eq!(t.live_count(), 0);
-    }
-
-    #[test]
-    fn tree_scope_ignores_strangers_and_all_scope_adopts_them() {
-        let events = [
-            fork(1, 1, 10),
-            fork(2, 500, 501),
-            exit(3, 501, 0),
-            exit(4, 77, 1),
-            exit(5, 10, 0),
-        ];
-        let mut t = tracker(Scope::Tree, true, false);
-        t.expect_root(10);
-        let mut f = Vec::new();
-        for e in &events {
-            t.apply(e, &mut f);
-        }
-        assert_eq!(t.stats().processes, 1);
-        let mut t = tracker(Scope::All, true, false);
-        for e in &events {
-            t.apply(e, &mut f);
-        }
-        assert_eq!(t.stats().processes, 3);
-        assert_eq!(t.stats().exits, 3);
-    }
-
-    #[test]
-    fn watch_mode_memory_stays_flat() {
-        let mut t = tracker(Scope::All, false, false);
-        let mut f = Vec::new();
-        for i in 0..100_000u64 {
-            let pid = 1000 + (i % 30_000) as i32;
-            t.apply(&fork(i * 10, 1, pid), &mut f);
-            t.apply(
-                &Event::Exec {
-                    ts: i * 10 + 1,
-                    tgid: pid,
-                },
-                &mut f,
-            );
-            t.apply(&exit(i * 10 + 2, pid, 0), &mut f);
-            f.clear();
-            t.sweep();
-        }
-        assert_eq!(t.stats().processes, 100_000);
-        // Only the first root's record stays (read at the end: a run's command).
-        assert_eq!(t.stats().held, 1);
-        let first = t.first_root().unwrap();
-        assert_eq!(t.get(first).map(|r| r.pid), Some(1000));
-        assert!(t.stats().peak_held <= 3, "{:?}", t.stats());
-        assert!(t.slots.len() <= 3);
-    }
-
-    #[test]
-    fn a_long_lived_parent_does_not_grow_in_watch_mode() {
-        let mut t = tracker(Scope::All, false, false);
-        let mut f = Vec::new();
-        t.apply(&fork(1, 1, 50), &mut f);
-        let parent = t.lookup(50).unwrap();
-        for i in 0..50_000u64 {
-            let pid = 100 + (i % 20_000) as i32;
-            t.apply(&fork(i * 10 + 2, 50, pid), &mut f);
-            t.apply(&exit(i * 10 + 3, pid, 0), &mut f);
-            f.clear();
-            t.sweep();
-        }
-        assert!(t.get(parent).unwrap().children.is_empty());
-        assert!(t.stats().peak_held <= 3, "{:?}", t.stats());
-        assert_eq!(t.roots().len(), 1);
-    }
-
-    /// Found by fuzzing (`cargo fuzz run capture`): a region ending before it starts.
-    #[test]
-    fn a_region_never_ends_before_it_starts() {
-        let mut t = tracker(Scope::All, true, false);
-        let mut f = Vec::new();
-        t.apply(&fork(1, 1, 10), &mut f);
-        let region = crate::model::event::Region {
-            ts: 50,
-            end: 20,
-            thread: "main".into(),
-            category: "c".into(),
-            label: "l".into(),
-            msg: None,
-            nesting: 1,
+    /// A FORK of a process (`child_pid == child_tgid`): a new record under its tracked parent,
+    /// or a root; an open instance of the same pid is closed first (its exit was lost: pid
+    /// reuse). Outside the followed trees, after a loss, the parent may be a descendant whose
+    /// FORK was dropped: ask for its ancestry.
+    fn fork(&mut self, ts: u64, parent_tgid: Pid, child_tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        let parent = match self.live.get(&parent_tgid) {
+            Some(&p) => Some(p),
+            None if self.expected_roots.contains(&parent_tgid) => self.adopt_unknown(parent_tgid, 0, facts),
+            None => None,
         };
-        t.apply(
-            &Event::Region {
-                tgid: 10,
-                region: region.clone(),
-            },
-            &mut f,
-        );
-        // By value too (`analyze` feeds owned events; the capture fuzz target found this path
-        // without the fix).
-        t.apply_owned(Event::Region { tgid: 10, region }, &mut f);
-        let r = t.get(t.lookup(10).unwrap()).unwrap();
-        assert_eq!((r.regions[0].ts, r.regions[0].end), (50, 50));
-        assert_eq!((r.regions[1].ts, r.regions[1].end), (50, 50));
+        let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
+            self.expected_roots.swap_remove(i);
+            true
+        } else {
+            false
+        };
+        if !(is_root || parent.is_some() || self.opts.scope == Scope::All) {
+            if self.should_resolve(parent_tgid) {
+                if is_root {
+                    self.expected_roots.push(child_tgid);
+                }
+                return Followup::ResolveAncestry(parent_tgid);
+            }
+            return Followup::None;
+        }
+        if let Some(old) = self.live.get(&child_tgid).copied() {
+            // The pid came round again before the old instance's exit was seen.
+            self.finalize(old, ts, None, facts);
+        }
+        let inherited = parent.and_then(|p| self.get(p)).and_then(|r| r.comm.clone());
+        let parent = if is_root { None } else { parent };
+        let mut rec = ProcessRecord::new(child_tgid, parent_tgid, parent, Some(ts), false);
+        rec.comm = inherited;
+        let id = self.insert_linked(rec, parent);
+        facts.push(Fact::Fork(id));
+        Followup::None
     }
 
-    #[test]
-    fn uid_changes_reported_once_per_process_not_per_thread() {
-        let mut t = tracker(Scope::All, true, false);
-        let mut f = Vec::new();
-        t.apply(&fork(1, 1, 10), &mut f);
-        f.clear();
-        for _ in 0..3 {
-            t.apply(
-                &Event::Uid {
-                    ts: 2,
-                    tgid: 10,
-                    ruid: 65534,
-                    euid: 65534,
-                },
-                &mut f,
-            );
+    /// A FORK of a thread (`child_pid != child_tgid`): counted in its process, never a child.
+    fn thread_start(
+        &mut self,
+        parent_tgid: Pid,
+        child_pid: Pid,
+        child_tgid: Pid,
+        facts: &mut Vec<Fact>,
+    ) -> Followup {
+        let id = match self.live.get(&child_tgid).copied() {
+            Some(id) => Some(id),
+            None if self.should_resolve(child_tgid) => {
+                return Followup::ResolveAncestry(child_tgid);
+            }
+            None => self.adopt_unknown(child_tgid, parent_tgid, facts),
+        };
+        if let Some(id) = id {
+            self.with(id, |r| {
+                r.mt.get_or_insert_with(Default::default).ids.push(child_pid)
+            });
+            self.threads.insert(child_pid, child_tgid);
+            self.stats.threads += 1;
         }
-        assert_eq!(f.len(), 1);
+        Followup::None
+    }
+
+    /// The live record of `tgid` for an event about it, adopting an unknown process where the
+    /// scope allows, or the followup that asks for its ancestry first (after a loss).
+    fn subject(&mut self, tgid: Pid, ppid: Pid, facts: &mut Vec<Fact>) -> Result<ProcId, Followup> {
+        match self.live.get(&tgid).copied() {
+            Some(id) => Ok(id),
+            None if !self.expected_roots.contains(&tgid) && self.should_resolve(tgid) => {
+                Err(Followup::ResolveAncestry(tgid))
+            }
+            None => self.adopt_unknown(tgid, ppid, facts).ok_or(Followup::None),
+        }
+    }
+
+    /// An EXEC: a new exec record; the process is single-threaded again (a provisional leader
+    /// exit was a non-leader exec's doing). Its fact waits for the details when they are wanted.
+    fn exec(&mut self, ts: u64, tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        let id = match self.subject(tgid, 0, facts) {
+            Ok(id) => id,
+            Err(f) => return f,
+        };
+        let want = self.opts.want_details;
+        let Some((index, threads)) = self.with(id, |r| {
+            // Most processes exec once: room for one (a first push makes room for 4,
+            // 336 bytes unused in nearly every record).
+            if r.execs.is_empty() {
+                r.execs.reserve_exact(1);
+            }
+            r.execs.push(ExecRecord { ts, details: None });
+            r.details_pending = want;
+            (r.execs.len() - 1, r.mt.take().map(|m| m.ids).unwrap_or_default())
+        }) else {
+            return Followup::None;
+        };
+        for t in threads {
+            self.threads.remove(&t);
+        }
+        self.stats.execs += 1;
+        if want {
+            Followup::ReadExecDetails(tgid)
+        } else {
+            facts.push(Fact::Exec { id, index });
+            Followup::None
+        }
+    }
+
+    /// A thread's EXIT: it leaves its process; when the leader left before it and it was the
+    /// last, its status is the process's real one.
+    fn thread_exit(&mut self, ts: u64, pid: Pid, tgid: Pid, status: u32, facts: &mut Vec<Fact>) {
+        self.threads.remove(&pid);
+        let Some(&id) = self.live.get(&tgid) else {
+            return;
+        };
+        let last = self.with(id, |r| {
+            let Some(m) = &mut r.mt else { return false };
+            m.ids.retain(|&t| t != pid);
+            m.ids.is_empty() && m.leader_exit.is_some()
+        });
+        if last == Some(true) {
+            // The leader left earlier; the last thread carries the real status.
+            self.finalize(id, ts, Some(status), facts);
+        }
+    }
+
+    /// The leader's EXIT: final, unless other known threads live on (then provisional, see the
+    /// module docs).
+    fn exit(&mut self, ts: u64, tgid: Pid, status: u32, parent_tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        let id = match self.subject(tgid, parent_tgid, facts) {
+            Ok(id) => id,
+            Err(f) => return f,
+        };
+        let provisional = self.with(id, |r| match &mut r.mt {
+            Some(m) if !m.ids.is_empty() => {
+                m.leader_exit = Some((ts, status));
+                true
+            }
+            _ => false,
+        });
+        if provisional == Some(false) {
+            self.finalize(id, ts, Some(status), facts);
+        }
+        Followup::None
+    }
+
+    /// A process read from `/proc` after a loss ([`Followup::ResolveAncestry`]): taken in under
+    /// its live parent, unless it is known already.
+    fn ancestry(&mut self, tgid: Pid, ppid: Pid, start_ns: Option<u64>, facts: &mut Vec<Fact>) {
+        if self.live.contains_key(&tgid) {
+            return;
+        }
+        if let Some(&parent) = self.live.get(&ppid) {
+            let mut rec = ProcessRecord::new(tgid, ppid, Some(parent), start_ns, false);
+            rec.comm = self.get(parent).and_then(|r| r.comm.clone());
+            let id = self.insert(rec);
+            self.link_child(parent, id);
+            self.stats.recovered += 1;
+            facts.push(Fact::Fork(id));
+        }
+    }
+
+    /// What a live process changed about itself (a core dump, uid, gid, setsid, a tracer, its
+    /// name); events about processes not followed are ignored.
+    fn changed(&mut self, ev: &Event, facts: &mut Vec<Fact>) {
+        match *ev {
+            Event::Coredump { tgid, .. } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    self.with(id, |r| r.coredump_signal = true);
+                }
+            }
+            Event::Uid { ts, tgid, ruid, euid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    // One UID event per thread: report a change once.
+                    if self.with(id, |r| r.uid.replace((ruid, euid)) != Some((ruid, euid))) == Some(true) {
+                        facts.push(Fact::Uid { id, ts, ruid, euid });
+                    }
+                }
+            }
+            Event::Gid { ts, tgid, rgid, egid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    if self.with(id, |r| r.gid.replace((rgid, egid)) != Some((rgid, egid))) == Some(true) {
+                        facts.push(Fact::Gid { id, ts, rgid, egid });
+                    }
+                }
+            }
+            Event::Sid { ts, tgid } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    self.with(id, |r| r.setsid = true);
+                    facts.push(Fact::Sid { id, ts });
+                }
+            }
+            Event::Ptrace { ts, tgid, tracer } => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    facts.push(Fact::Ptrace { id, ts, tracer });
+                }
+            }
+            // A thread's rename is not the process's name.
+            Event::Comm {
+                ts,
+                pid,
+                tgid,
+                ref comm,
+            } if pid == tgid => {
+                if let Some(&id) = self.live.get(&tgid) {
+                    self.with(id, |r| r.comm = Some(comm.clone()));
+                    facts.push(Fact::Comm { id, ts });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What a process cost, joined with its live record (or counted as unmatched).
+    fn usage(&mut self, tgid: Pid, usage: &Usage) {
+        match self.live.get(&tgid).copied() {
+            Some(id) if self.with(id, |r| r.usage = Some(Box::new(*usage))).is_some() => {
+                self.stats.usage += 1;
+            }
+            _ => self.stats.usage_unmatched += 1,
+        }
     }
 }

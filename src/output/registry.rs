@@ -2,7 +2,8 @@
 //! the file that implements and declares it (ARCHITECTURE.md, "Add an output").
 
 use super::OutputSpec;
-use crate::report::{summary, svg};
+use crate::report::summary::{json as summary_json, markdown as summary_md};
+use crate::report::svg;
 use crate::sink::{chrome, jsonl, otlp, record, trace2};
 
 /// The outputs.
@@ -12,8 +13,8 @@ pub static OUTPUTS: &[&OutputSpec] = &[
     &trace2::PERF_OUTPUT,
     &trace2::NORMAL_OUTPUT,
     &chrome::OUTPUT,
-    &summary::MARKDOWN_OUTPUT,
-    &summary::JSON_OUTPUT,
+    &summary_md::OUTPUT,
+    &summary_json::OUTPUT,
     &svg::OUTPUT,
     &otlp::OUTPUT,
     &record::OUTPUT,

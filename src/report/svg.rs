@@ -23,9 +23,10 @@
 use std::fmt::Write as _;
 
 use crate::model::event::ExitStatus;
+use crate::model::naming::{command_line, cut, program, quote_argv, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib, quote_argv};
+use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib};
 
 /// How to draw.
 #[derive(Debug, Clone, Copy)]
@@ -156,15 +157,6 @@ pub fn xml_escape(s: &str) -> String {
         }
     }
     out
-}
-
-fn elide(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(max_chars.saturating_sub(1)).collect();
-    t.push('…');
-    t
 }
 
 /// One process in tree order.
@@ -333,31 +325,8 @@ fn wall_clock(h: &Header, ts: u64) -> String {
     format!("{date} {sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
 }
 
-fn describe(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv() {
-        Some(a) => quote_argv(a, redact),
-        None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
-        None => format!("[{}]", r.comm.as_deref().unwrap_or("?")),
-    }
-}
-
-/// The row label: like [`describe`], with the program's directory left out (the hover has it).
-fn short(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv().and_then(|a| Some((a.first()?, a))) {
-        Some((first, a)) => {
-            let base = first
-                .rsplit('/')
-                .next()
-                .filter(|b| !b.is_empty())
-                .unwrap_or(first);
-            quote_argv(std::iter::once(base).chain(a.iter().skip(1)), redact)
-        }
-        _ => describe(r, redact),
-    }
-}
-
 fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
-    let mut s = describe(r, redact);
+    let mut s = command_line(r, redact);
     let _ = write!(s, "\npid {}, parent {}", r.pid, r.ppid);
     match r.start_ns {
         Some(st) if st >= t0 => {
@@ -450,15 +419,15 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
         let (a, b) = (g.ts.clamp(row.start, row.end), g.end.clamp(row.start, row.end));
         let level = g.nesting.clamp(1, 4) as f64;
         let inset = REGION_INSET * (1.0 + (level - 1.0) * 0.5);
-        let name = crate::report::summary::region_name(&g.category, &g.label);
+        let name = region_name(&g.category, &g.label);
         let mut title = name.clone();
         if let Some(m) = &g.msg {
-            let _ = write!(title, " ({})", elide(m, 80));
+            let _ = write!(title, " ({})", cut(m, 80));
         }
         let _ = write!(
             title,
             "\n{} pid {}, thread {}, nesting {}\nentered +{}, took {}",
-            short_name(r),
+            program(r),
             r.pid,
             g.thread,
             g.nesting,
@@ -479,11 +448,6 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
     }
 }
 
-/// The program's name for a region's hover text.
-fn short_name(r: &ProcessRecord) -> String {
-    crate::report::summary::program(r)
-}
-
 /// What a process reported about itself, for its bar's hover text: its regions (how many, the
 /// longest) and its data points, timers and counters (the first few, values cut short).
 fn notes_text(r: &ProcessRecord) -> String {
@@ -495,7 +459,7 @@ fn notes_text(r: &ProcessRecord) -> String {
             "\n{} region{} reported, longest {} ({})",
             r.regions.len(),
             if r.regions.len() == 1 { "" } else { "s" },
-            crate::report::summary::region_name(&g.category, &g.label),
+            region_name(&g.category, &g.label),
             fmt_duration(g.end.saturating_sub(g.ts))
         );
     }
@@ -507,7 +471,7 @@ fn notes_text(r: &ProcessRecord) -> String {
             format!("{}/{}", d.category, d.key)
         };
         let value = match &d.value {
-            DataValue::Text(v) | DataValue::Json(v) => elide(v, 48),
+            DataValue::Text(v) | DataValue::Json(v) => cut(v, 48),
             DataValue::Timer {
                 intervals, total_ns, ..
             } => format!(
@@ -538,340 +502,472 @@ fn f1(v: f64) -> String {
     format!("{v:.1}")
 }
 
-/// Renders the picture.
+/// Renders the picture, top to bottom: the opening and style, the title lines, the legend, the
+/// grid and axis, the concurrency strip, the process rows, the note on what was folded away.
 pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
-    let t0 = h.ts;
-    let mut t1 = sum.ts.max(t0.saturating_add(1));
-    // The picture ends at the summary or the last exit, whichever is later.
-    let mut stack: Vec<ProcId> = t.roots().to_vec();
-    while let Some(id) = stack.pop() {
-        if let Some(r) = t.get(id) {
-            if let Some(x) = r.exit {
-                t1 = t1.max(x.ts);
+    let p = Plot::new(h, t, sum, o);
+    let tally = p.tally();
+    let mut s = String::with_capacity(64 * 1024 + p.drawn.len() * 700);
+    p.open(&mut s);
+    p.title(&mut s, &tally);
+    p.legend(&mut s, &tally);
+    p.axis(&mut s);
+    p.strip(&mut s);
+    p.process_rows(&mut s);
+    p.folded_note(&mut s);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The outcomes of every process, drawn or not: for the title's counts and the legend.
+struct Tally {
+    failed: usize,
+    signalled: usize,
+    /// By [`Outcome`] (as its index): whether any process ended so.
+    seen: [bool; 5],
+}
+
+/// Vertical positions, px.
+struct Layout {
+    legend_y: f64,
+    strip_top: f64,
+    strip_base: f64,
+    axis_y: f64,
+    rows_top: f64,
+    rows_bottom: f64,
+    note_y: f64,
+    bottom_axis_y: f64,
+    height: f64,
+}
+
+/// What the picture is drawn from, worked out once: the time range, every process in tree order,
+/// the rows drawn and what was folded, the layout.
+struct Plot<'a> {
+    h: &'a Header,
+    t: &'a Tracker,
+    sum: &'a Summary,
+    o: SvgOptions,
+    t0: u64,
+    t1: u64,
+    rows: Vec<Row>,
+    /// Indexes into `rows` of those drawn, in tree order.
+    drawn: Vec<usize>,
+    folded: usize,
+    /// The longest of the folded processes, ns.
+    folded_max: u64,
+    any_regions: bool,
+    y: Layout,
+}
+
+impl<'a> Plot<'a> {
+    fn new(h: &'a Header, t: &'a Tracker, sum: &'a Summary, o: SvgOptions) -> Self {
+        let t0 = h.ts;
+        let mut t1 = sum.ts.max(t0.saturating_add(1));
+        // The picture ends at the summary or the last exit, whichever is later.
+        let mut stack: Vec<ProcId> = t.roots().to_vec();
+        while let Some(id) = stack.pop() {
+            if let Some(r) = t.get(id) {
+                if let Some(x) = r.exit {
+                    t1 = t1.max(x.ts);
+                }
+                stack.extend(r.children.iter().copied());
             }
-            stack.extend(r.children.iter().copied());
         }
-    }
-    let span = t1 - t0;
-    let x_of = |ts: u64| PLOT_X + (ts - t0) as f64 / span as f64 * PLOT_W;
+        let rows = tree_order(t, t0, t1);
+        let notable: Vec<bool> = rows
+            .iter()
+            .map(|r| t.get(r.id).is_some_and(|p| Outcome::of(p) != Outcome::Ok))
+            .collect();
+        let chosen = choose(&rows, &notable, o.max_rows.max(1));
+        let drawn: Vec<usize> = (0..rows.len()).filter(|&i| chosen[i]).collect();
+        let folded = rows.len() - drawn.len();
+        let folded_max = (0..rows.len())
+            .filter(|&i| !chosen[i])
+            .map(|i| rows[i].end - rows[i].start)
+            .max()
+            .unwrap_or(0);
+        let any_regions = drawn
+            .iter()
+            .any(|&i| t.get(rows[i].id).is_some_and(|p| !p.regions.is_empty()));
 
-    let rows = tree_order(t, t0, t1);
-    let notable: Vec<bool> = rows
-        .iter()
-        .map(|r| t.get(r.id).is_some_and(|p| Outcome::of(p) != Outcome::Ok))
-        .collect();
-    let chosen = choose(&rows, &notable, o.max_rows.max(1));
-    let drawn: Vec<usize> = (0..rows.len()).filter(|&i| chosen[i]).collect();
-    let folded = rows.len() - drawn.len();
-    let folded_max = (0..rows.len())
-        .filter(|&i| !chosen[i])
-        .map(|i| rows[i].end - rows[i].start)
-        .max()
-        .unwrap_or(0);
-    let cols = PLOT_W as usize;
-    let (conc_max, per_col) = concurrency(&rows, t0, t1, cols);
-    let mut failed = 0usize;
-    let mut signalled = 0usize;
-    let mut outcomes_seen = [false; 5];
-    for row in &rows {
-        if let Some(r) = t.get(row.id) {
-            let oc = Outcome::of(r);
-            outcomes_seen[oc as usize] = true;
-            match oc {
-                Outcome::Failed => failed += 1,
-                Outcome::Signalled => signalled += 1,
-                _ => {}
-            }
-        }
-    }
-
-    // Vertical layout.
-    let legend_y = 66.0;
-    let strip_top = 84.0;
-    let strip_base = strip_top + STRIP_H;
-    let axis_y = strip_base + 18.0;
-    let rows_top = axis_y + 8.0;
-    let rows_bottom = rows_top + drawn.len() as f64 * ROW_H;
-    let note_y = rows_bottom + 18.0;
-    let bottom_axis_y = if folded > 0 {
-        note_y + 18.0
-    } else {
-        rows_bottom + 16.0
-    };
-    let height = (bottom_axis_y + 14.0).ceil();
-
-    let mut s = String::with_capacity(64 * 1024 + drawn.len() * 700);
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" data-t0="{t0}" data-t1="{t1}" data-plot-x="{px}" data-plot-width="{pw}" data-min-bar="{MIN_BAR_W}">"#,
-        w = WIDTH,
-        px = PLOT_X,
-        pw = PLOT_W,
-    );
-    let any_regions = drawn
-        .iter()
-        .any(|&i| t.get(rows[i].id).is_some_and(|p| !p.regions.is_empty()));
-    let _ = writeln!(
-        s,
-        "<style>{STYLE}{}</style>",
-        if any_regions { REGION_STYLE } else { "" }
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
-
-    // Title.
-    let what = match &h.mode {
-        Mode::Run { argv } => quote_argv(argv, o.redact),
-        Mode::Watch { root: Some(r) } => format!("watch -p {r}"),
-        Mode::Watch { root: None } => "watch (system-wide)".to_string(),
-        Mode::Replay { path } => format!("replay {path}"),
-        Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
-    };
-    let _ = writeln!(
-        s,
-        r#"<text class="title" x="{MARGIN}" y="24">{}</text>"#,
-        xml_escape(&elide(&what, 96))
-    );
-    let n = rows.len();
-    let wall_ns = super::summary::wall(h, t, sum).1;
-    let mut sub = format!("wall {} · ", xml_escape(&fmt_duration(wall_ns)));
-    // What the whole tree cost, when measured: CPU and the cores it kept busy on average.
-    // With some processes unmeasured the sum is a lower bound, and says so.
-    let (mut cpu, mut measured) = (0u64, 0usize);
-    for r in rows.iter().filter_map(|row| t.get(row.id)) {
-        if let Some(u) = r.usage.as_deref() {
-            cpu = cpu.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
-            measured += 1;
-        }
-    }
-    if measured > 0 {
-        let _ = write!(sub, "CPU {}", xml_escape(&fmt_duration(cpu)));
-        if wall_ns > 0 {
-            let _ = write!(sub, " ({:.1} cores on average)", cpu as f64 / wall_ns as f64);
-        }
-        if measured < n {
-            let _ = write!(sub, " of the {measured} measured");
-        }
-        sub.push_str(" · ");
-    }
-    let _ = write!(
-        sub,
-        "{n} process{} · {} execs · ",
-        if n == 1 { "" } else { "es" },
-        sum.stats.execs
-    );
-    let _ = write!(
-        sub,
-        r#"<tspan class="{}">{failed} failed</tspan> · "#,
-        if failed > 0 { "warn" } else { "sub" }
-    );
-    if signalled > 0 {
-        let _ = write!(
-            sub,
-            r#"<tspan class="warn">{signalled} killed by a signal</tspan> · "#
-        );
-    }
-    let _ = write!(sub, "{} background · ", sum.background);
-    let _ = write!(
-        sub,
-        r#"<tspan class="{}">{} events lost{}</tspan> · "#,
-        if sum.stats.lost > 0 { "loss" } else { "sub" },
-        sum.stats.lost,
-        if sum.stats.lost > 0 {
-            ": the picture may be incomplete"
+        let legend_y = 66.0;
+        let strip_top = 84.0;
+        let strip_base = strip_top + STRIP_H;
+        let axis_y = strip_base + 18.0;
+        let rows_top = axis_y + 8.0;
+        let rows_bottom = rows_top + drawn.len() as f64 * ROW_H;
+        let note_y = rows_bottom + 18.0;
+        let bottom_axis_y = if folded > 0 {
+            note_y + 18.0
         } else {
-            ""
+            rows_bottom + 16.0
+        };
+        let height = (bottom_axis_y + 14.0).ceil();
+        Plot {
+            h,
+            t,
+            sum,
+            o,
+            t0,
+            t1,
+            rows,
+            drawn,
+            folded,
+            folded_max,
+            any_regions,
+            y: Layout {
+                legend_y,
+                strip_top,
+                strip_base,
+                axis_y,
+                rows_top,
+                rows_bottom,
+                note_y,
+                bottom_axis_y,
+                height,
+            },
         }
-    );
-    if let Some(st) = sum.status {
+    }
+
+    /// Where time `ts` is on the axis, px.
+    fn x_of(&self, ts: u64) -> f64 {
+        PLOT_X + (ts - self.t0) as f64 / (self.t1 - self.t0) as f64 * PLOT_W
+    }
+
+    fn tally(&self) -> Tally {
+        let mut tally = Tally {
+            failed: 0,
+            signalled: 0,
+            seen: [false; 5],
+        };
+        for row in &self.rows {
+            if let Some(r) = self.t.get(row.id) {
+                let oc = Outcome::of(r);
+                tally.seen[oc as usize] = true;
+                match oc {
+                    Outcome::Failed => tally.failed += 1,
+                    Outcome::Signalled => tally.signalled += 1,
+                    _ => {}
+                }
+            }
+        }
+        tally
+    }
+
+    /// The `<svg>` element (with the time range and plot geometry as data attributes), the style
+    /// and the white background.
+    fn open(&self, s: &mut String) {
+        let (t0, t1, height) = (self.t0, self.t1, self.y.height);
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" data-t0="{t0}" data-t1="{t1}" data-plot-x="{px}" data-plot-width="{pw}" data-min-bar="{MIN_BAR_W}">"#,
+            w = WIDTH,
+            px = PLOT_X,
+            pw = PLOT_W,
+        );
+        let _ = writeln!(
+            s,
+            "<style>{STYLE}{}</style>",
+            if self.any_regions { REGION_STYLE } else { "" }
+        );
+        let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    }
+
+    /// The command, the line of counts under it (wall time, CPU, processes, failures, losses,
+    /// status), and when and how on the right.
+    fn title(&self, s: &mut String, tally: &Tally) {
+        let (h, t, sum) = (self.h, self.t, self.sum);
+        let what = match &h.mode {
+            Mode::Run { argv } => quote_argv(argv, self.o.redact),
+            Mode::Watch { root: Some(r) } => format!("watch -p {r}"),
+            Mode::Watch { root: None } => "watch (system-wide)".to_string(),
+            Mode::Replay { path } => format!("replay {path}"),
+            Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
+        };
+        let _ = writeln!(
+            s,
+            r#"<text class="title" x="{MARGIN}" y="24">{}</text>"#,
+            xml_escape(&cut(&what, 96))
+        );
+        let n = self.rows.len();
+        let wall_ns = super::summary::wall(h, t, sum).1;
+        let mut sub = format!("wall {} · ", xml_escape(&fmt_duration(wall_ns)));
+        // What the whole tree cost, when measured: CPU and the cores it kept busy on average.
+        // With some processes unmeasured the sum is a lower bound, and says so.
+        let (mut cpu, mut measured) = (0u64, 0usize);
+        for r in self.rows.iter().filter_map(|row| t.get(row.id)) {
+            if let Some(u) = r.usage.as_deref() {
+                cpu = cpu.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+                measured += 1;
+            }
+        }
+        if measured > 0 {
+            let _ = write!(sub, "CPU {}", xml_escape(&fmt_duration(cpu)));
+            if wall_ns > 0 {
+                let _ = write!(sub, " ({:.1} cores on average)", cpu as f64 / wall_ns as f64);
+            }
+            if measured < n {
+                let _ = write!(sub, " of the {measured} measured");
+            }
+            sub.push_str(" · ");
+        }
         let _ = write!(
             sub,
-            "{} · ",
-            xml_escape(&exit_text(Some(st), Paint { on: false }))
+            "{n} process{} · {} execs · ",
+            if n == 1 { "" } else { "es" },
+            sum.stats.execs
         );
-    }
-    let sub = sub.trim_end_matches(" · ");
-    let _ = writeln!(s, r#"<text class="sub" x="{MARGIN}" y="44">{sub}</text>"#);
-    // When and how, on the title line's right.
-    let mut when = format!("started {}", wall_clock(h, t0));
-    if let Some(b) = &h.backend {
-        let _ = write!(when, " · {b}");
-    }
-    let _ = writeln!(
-        s,
-        r#"<text class="sub" x="{}" y="24" text-anchor="end">{}</text>"#,
-        WIDTH - MARGIN,
-        xml_escape(&when)
-    );
-
-    // Legend: the outcomes that occur, always "exit 0" first.
-    let mut lx = MARGIN;
-    for oc in [
-        Outcome::Ok,
-        Outcome::Failed,
-        Outcome::Signalled,
-        Outcome::Running,
-        Outcome::Lost,
-    ] {
-        if oc != Outcome::Ok && !outcomes_seen[oc as usize] {
-            continue;
+        let failed = tally.failed;
+        let _ = write!(
+            sub,
+            r#"<tspan class="{}">{failed} failed</tspan> · "#,
+            if failed > 0 { "warn" } else { "sub" }
+        );
+        if tally.signalled > 0 {
+            let _ = write!(
+                sub,
+                r#"<tspan class="warn">{} killed by a signal</tspan> · "#,
+                tally.signalled
+            );
+        }
+        let _ = write!(sub, "{} background · ", sum.background);
+        let _ = write!(
+            sub,
+            r#"<tspan class="{}">{} events lost{}</tspan> · "#,
+            if sum.stats.lost > 0 { "loss" } else { "sub" },
+            sum.stats.lost,
+            if sum.stats.lost > 0 {
+                ": the picture may be incomplete"
+            } else {
+                ""
+            }
+        );
+        if let Some(st) = sum.status {
+            let _ = write!(
+                sub,
+                "{} · ",
+                xml_escape(&exit_text(Some(st), Paint { on: false }))
+            );
+        }
+        let sub = sub.trim_end_matches(" · ");
+        let _ = writeln!(s, r#"<text class="sub" x="{MARGIN}" y="44">{sub}</text>"#);
+        // When and how, on the title line's right.
+        let mut when = format!("started {}", wall_clock(h, self.t0));
+        if let Some(b) = &h.backend {
+            let _ = write!(when, " · {b}");
         }
         let _ = writeln!(
             s,
-            r#"<rect class="{}" x="{lx}" y="{}" width="14" height="{BAR_H}"/><text x="{}" y="{}">{}</text>"#,
-            oc.class(),
-            legend_y - 10.0,
-            lx + 19.0,
-            legend_y,
-            xml_escape(oc.legend())
-        );
-        lx += 19.0 + oc.legend().chars().count() as f64 * 6.6 + 16.0;
-    }
-    if rows
-        .iter()
-        .any(|r| t.get(r.id).is_some_and(|p| p.execs.len() > 1))
-    {
-        let _ = writeln!(
-            s,
-            r#"<line class="exec" x1="{x}" y1="{}" x2="{x}" y2="{}"/><text x="{}" y="{legend_y}">exec (after the first)</text>"#,
-            legend_y - 11.0,
-            legend_y + 1.0,
-            lx + 6.0,
-            x = lx + 1.0
-        );
-        lx += 6.0 + 22.0 * 6.6 + 16.0;
-    }
-    if any_regions {
-        let _ = writeln!(
-            s,
-            r#"<rect class="ok" x="{}" y="{}" width="24" height="{BAR_H}"/><rect class="region" x="{}" y="{}" width="14" height="{}"/><text x="{}" y="{legend_y}">region the process reported (Trace2), darker when nested</text>"#,
-            f1(lx),
-            legend_y - 10.0,
-            f1(lx + 5.0),
-            legend_y - 10.0 + REGION_INSET,
-            BAR_H - 2.0 * REGION_INSET,
-            f1(lx + 29.0)
+            r#"<text class="sub" x="{}" y="24" text-anchor="end">{}</text>"#,
+            WIDTH - MARGIN,
+            xml_escape(&when)
         );
     }
 
-    // Grid and axis.
-    let (step, unit, unit_name) = tick_step(span, 90.0);
-    let mut ticks = Vec::new();
-    let mut tk = 0u64;
-    while tk <= span {
-        ticks.push(tk);
-        tk = match tk.checked_add(step) {
-            Some(v) => v,
-            None => break,
-        };
-    }
-    s.push_str("<g class=\"axis\">\n");
-    for &tk in &ticks {
-        let x = f1(x_of(t0 + tk));
-        let _ = writeln!(
-            s,
-            r#"<line class="grid" x1="{x}" y1="{strip_top}" x2="{x}" y2="{}"/>"#,
-            rows_bottom
-        );
-        let label = xml_escape(&tick_label(tk, unit, unit_name));
-        let _ = writeln!(
-            s,
-            r#"<text class="tick" x="{x}" y="{axis_y}" text-anchor="middle">{label}</text>"#
-        );
-        if !drawn.is_empty() && drawn.len() > 30 {
+    /// The outcomes that occur, always "exit 0" first; the exec mark and the region band when
+    /// any is drawn.
+    fn legend(&self, s: &mut String, tally: &Tally) {
+        let legend_y = self.y.legend_y;
+        let mut lx = MARGIN;
+        for oc in [
+            Outcome::Ok,
+            Outcome::Failed,
+            Outcome::Signalled,
+            Outcome::Running,
+            Outcome::Lost,
+        ] {
+            if oc != Outcome::Ok && !tally.seen[oc as usize] {
+                continue;
+            }
             let _ = writeln!(
                 s,
-                r#"<text class="tick" x="{x}" y="{bottom_axis_y}" text-anchor="middle">{label}</text>"#
+                r#"<rect class="{}" x="{lx}" y="{}" width="14" height="{BAR_H}"/><text x="{}" y="{}">{}</text>"#,
+                oc.class(),
+                legend_y - 10.0,
+                lx + 19.0,
+                legend_y,
+                xml_escape(oc.legend())
+            );
+            lx += 19.0 + oc.legend().chars().count() as f64 * 6.6 + 16.0;
+        }
+        if self
+            .rows
+            .iter()
+            .any(|r| self.t.get(r.id).is_some_and(|p| p.execs.len() > 1))
+        {
+            let _ = writeln!(
+                s,
+                r#"<line class="exec" x1="{x}" y1="{}" x2="{x}" y2="{}"/><text x="{}" y="{legend_y}">exec (after the first)</text>"#,
+                legend_y - 11.0,
+                legend_y + 1.0,
+                lx + 6.0,
+                x = lx + 1.0
+            );
+            lx += 6.0 + 22.0 * 6.6 + 16.0;
+        }
+        if self.any_regions {
+            let _ = writeln!(
+                s,
+                r#"<rect class="ok" x="{}" y="{}" width="24" height="{BAR_H}"/><rect class="region" x="{}" y="{}" width="14" height="{}"/><text x="{}" y="{legend_y}">region the process reported (Trace2), darker when nested</text>"#,
+                f1(lx),
+                legend_y - 10.0,
+                f1(lx + 5.0),
+                legend_y - 10.0 + REGION_INSET,
+                BAR_H - 2.0 * REGION_INSET,
+                f1(lx + 29.0)
             );
         }
     }
-    s.push_str("</g>\n");
 
-    // Concurrency strip.
-    let _ = writeln!(s, r#"<g id="concurrency" data-max="{conc_max}">"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="end">processes running</text>"#,
-        PLOT_X - 8.0,
-        strip_top + 22.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text class="sub" x="{}" y="{}" text-anchor="end">max {conc_max}</text>"#,
-        PLOT_X - 8.0,
-        strip_top + 38.0
-    );
-    let _ = writeln!(
-        s,
-        r##"<line x1="{PLOT_X}" y1="{strip_base}" x2="{}" y2="{strip_base}" stroke="#999"/>"##,
-        PLOT_X + PLOT_W
-    );
-    if conc_max > 0 {
-        let y_of = |v: u32| strip_base - f64::from(v) / f64::from(conc_max) * STRIP_H;
-        let mut d = format!("M{} {}", f1(PLOT_X), f1(strip_base));
-        let col_w = PLOT_W / cols as f64;
-        let mut prev = None;
-        for (c, &v) in per_col.iter().enumerate() {
-            if prev != Some(v) {
-                let _ = write!(d, "H{}V{}", f1(PLOT_X + c as f64 * col_w), f1(y_of(v)));
-                prev = Some(v);
+    /// The grid lines and the time axis (repeated under the rows when there are many).
+    fn axis(&self, s: &mut String) {
+        let Layout {
+            strip_top,
+            axis_y,
+            rows_bottom,
+            bottom_axis_y,
+            ..
+        } = self.y;
+        let span = self.t1 - self.t0;
+        let (step, unit, unit_name) = tick_step(span, 90.0);
+        let mut ticks = Vec::new();
+        let mut tk = 0u64;
+        while tk <= span {
+            ticks.push(tk);
+            tk = match tk.checked_add(step) {
+                Some(v) => v,
+                None => break,
+            };
+        }
+        s.push_str("<g class=\"axis\">\n");
+        for &tk in &ticks {
+            let x = f1(self.x_of(self.t0 + tk));
+            let _ = writeln!(
+                s,
+                r#"<line class="grid" x1="{x}" y1="{strip_top}" x2="{x}" y2="{}"/>"#,
+                rows_bottom
+            );
+            let label = xml_escape(&tick_label(tk, unit, unit_name));
+            let _ = writeln!(
+                s,
+                r#"<text class="tick" x="{x}" y="{axis_y}" text-anchor="middle">{label}</text>"#
+            );
+            if !self.drawn.is_empty() && self.drawn.len() > 30 {
+                let _ = writeln!(
+                    s,
+                    r#"<text class="tick" x="{x}" y="{bottom_axis_y}" text-anchor="middle">{label}</text>"#
+                );
             }
         }
-        let _ = write!(d, "H{}V{}Z", f1(PLOT_X + PLOT_W), f1(strip_base));
-        let _ = writeln!(s, r#"<path class="conc" d="{d}"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<line class="maxline" x1="{PLOT_X}" y1="{}" x2="{}" y2="{}"/>"#,
-            f1(strip_top),
-            PLOT_X + PLOT_W,
-            f1(strip_top)
-        );
+        s.push_str("</g>\n");
     }
-    s.push_str("</g>\n");
 
-    // Rows.
-    let mut row_of = vec![usize::MAX; rows.len()];
-    for (k, &i) in drawn.iter().enumerate() {
-        row_of[i] = k;
-    }
-    let indent = |depth: usize| MARGIN + depth.min(MAX_INDENT_LEVEL) as f64 * INDENT;
-    s.push_str("<g class=\"rows\">\n");
-    for (k, _) in drawn.iter().enumerate().filter(|(k, _)| k % 2 == 1) {
+    /// How many processes ran at each moment (every process, drawn or not).
+    fn strip(&self, s: &mut String) {
+        let Layout {
+            strip_top,
+            strip_base,
+            ..
+        } = self.y;
+        let cols = PLOT_W as usize;
+        let (conc_max, per_col) = concurrency(&self.rows, self.t0, self.t1, cols);
+        let _ = writeln!(s, r#"<g id="concurrency" data-max="{conc_max}">"#);
         let _ = writeln!(
             s,
-            r#"<rect class="zebra" x="0" y="{}" width="{WIDTH}" height="{ROW_H}"/>"#,
-            f1(rows_top + k as f64 * ROW_H)
+            r#"<text x="{}" y="{}" text-anchor="end">processes running</text>"#,
+            PLOT_X - 8.0,
+            strip_top + 22.0
         );
-    }
-    // Tree guides: from under the parent's label down to the child's row.
-    for &i in &drawn {
-        let Some(p) = rows[i].parent else { continue };
-        let (pk, ck) = (row_of[p], row_of[i]);
-        if pk == usize::MAX {
-            continue;
-        }
-        let x = indent(rows[p].depth) + 3.0;
-        let x_end = indent(rows[i].depth) - 2.0;
-        if x_end <= x {
-            continue;
-        }
         let _ = writeln!(
             s,
-            r#"<path class="guide" d="M{} {}V{}H{}"/>"#,
-            f1(x),
-            f1(rows_top + pk as f64 * ROW_H + ROW_H - 2.0),
-            f1(rows_top + ck as f64 * ROW_H + ROW_H / 2.0),
-            f1(x_end)
+            r#"<text class="sub" x="{}" y="{}" text-anchor="end">max {conc_max}</text>"#,
+            PLOT_X - 8.0,
+            strip_top + 38.0
         );
+        let _ = writeln!(
+            s,
+            r##"<line x1="{PLOT_X}" y1="{strip_base}" x2="{}" y2="{strip_base}" stroke="#999"/>"##,
+            PLOT_X + PLOT_W
+        );
+        if conc_max > 0 {
+            let y_of = |v: u32| strip_base - f64::from(v) / f64::from(conc_max) * STRIP_H;
+            let mut d = format!("M{} {}", f1(PLOT_X), f1(strip_base));
+            let col_w = PLOT_W / cols as f64;
+            let mut prev = None;
+            for (c, &v) in per_col.iter().enumerate() {
+                if prev != Some(v) {
+                    let _ = write!(d, "H{}V{}", f1(PLOT_X + c as f64 * col_w), f1(y_of(v)));
+                    prev = Some(v);
+                }
+            }
+            let _ = write!(d, "H{}V{}Z", f1(PLOT_X + PLOT_W), f1(strip_base));
+            let _ = writeln!(s, r#"<path class="conc" d="{d}"/>"#);
+            let _ = writeln!(
+                s,
+                r#"<line class="maxline" x1="{PLOT_X}" y1="{}" x2="{}" y2="{}"/>"#,
+                f1(strip_top),
+                PLOT_X + PLOT_W,
+                f1(strip_top)
+            );
+        }
+        s.push_str("</g>\n");
     }
-    for (k, &i) in drawn.iter().enumerate() {
-        let row = &rows[i];
-        let Some(r) = t.get(row.id) else { continue };
-        let y = rows_top + k as f64 * ROW_H;
+
+    /// The drawn rows: zebra stripes, tree guides, then each process's label, bar (with its
+    /// hover text and regions), later execs and duration.
+    fn process_rows(&self, s: &mut String) {
+        let (rows, drawn, rows_top) = (&self.rows, &self.drawn, self.y.rows_top);
+        let mut row_of = vec![usize::MAX; rows.len()];
+        for (k, &i) in drawn.iter().enumerate() {
+            row_of[i] = k;
+        }
+        let indent = |depth: usize| MARGIN + depth.min(MAX_INDENT_LEVEL) as f64 * INDENT;
+        s.push_str("<g class=\"rows\">\n");
+        for (k, _) in drawn.iter().enumerate().filter(|(k, _)| k % 2 == 1) {
+            let _ = writeln!(
+                s,
+                r#"<rect class="zebra" x="0" y="{}" width="{WIDTH}" height="{ROW_H}"/>"#,
+                f1(rows_top + k as f64 * ROW_H)
+            );
+        }
+        // Tree guides: from under the parent's label down to the child's row.
+        for &i in drawn {
+            let Some(p) = rows[i].parent else { continue };
+            let (pk, ck) = (row_of[p], row_of[i]);
+            if pk == usize::MAX {
+                continue;
+            }
+            let x = indent(rows[p].depth) + 3.0;
+            let x_end = indent(rows[i].depth) - 2.0;
+            if x_end <= x {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                r#"<path class="guide" d="M{} {}V{}H{}"/>"#,
+                f1(x),
+                f1(rows_top + pk as f64 * ROW_H + ROW_H - 2.0),
+                f1(rows_top + ck as f64 * ROW_H + ROW_H / 2.0),
+                f1(x_end)
+            );
+        }
+        for (k, &i) in drawn.iter().enumerate() {
+            let row = &rows[i];
+            let Some(r) = self.t.get(row.id) else { continue };
+            self.process_row(s, r, row, rows_top + k as f64 * ROW_H, indent(row.depth));
+        }
+        s.push_str("</g>\n");
+    }
+
+    /// One process's row at `y`, its label starting at `lx`.
+    fn process_row(&self, s: &mut String, r: &ProcessRecord, row: &Row, y: f64, lx: f64) {
         let base = y + ROW_H - 4.0;
-        let lx = indent(row.depth);
         let pid = r.pid.to_string();
         let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
-        let desc = elide(&short(r, o.redact), room.saturating_sub(pid.len() + 1));
+        let desc = cut(
+            &short_command_line(r, self.o.redact),
+            room.saturating_sub(pid.len() + 1),
+        );
         let _ = writeln!(
             s,
             r#"<text class="mono" x="{}" y="{}"><tspan class="dim">{pid}</tspan> {}</text>"#,
@@ -880,8 +976,8 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             xml_escape(&desc)
         );
         let oc = Outcome::of(r);
-        let x = x_of(row.start);
-        let w = (x_of(row.end) - x).max(MIN_BAR_W);
+        let x = self.x_of(row.start);
+        let w = (self.x_of(row.end) - x).max(MIN_BAR_W);
         let _ = writeln!(
             s,
             r#"<rect class="bar {}" x="{}" y="{}" width="{}" height="{BAR_H}" data-pid="{}"><title>{}</title></rect>"#,
@@ -890,14 +986,14 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             f1(y + (ROW_H - BAR_H) / 2.0),
             f1(w),
             r.pid,
-            xml_escape(&hover(r, row, t0, o.redact))
+            xml_escape(&hover(r, row, self.t0, self.o.redact))
         );
-        regions(&mut s, r, row, y + (ROW_H - BAR_H) / 2.0, t0, &x_of);
+        regions(s, r, row, y + (ROW_H - BAR_H) / 2.0, self.t0, &|ts| self.x_of(ts));
         for e in r.execs.iter().skip(1) {
             if e.ts < row.start || e.ts > row.end {
                 continue;
             }
-            let ex = f1(x_of(e.ts));
+            let ex = f1(self.x_of(e.ts));
             let _ = writeln!(
                 s,
                 r#"<line class="exec" x1="{ex}" y1="{}" x2="{ex}" y2="{}"/>"#,
@@ -918,17 +1014,20 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
             xml_escape(&dur)
         );
     }
-    s.push_str("</g>\n");
-    if folded > 0 {
-        let _ = writeln!(
-            s,
-            r#"<text class="sub" id="folded" data-count="{folded}" x="{PLOT_X}" y="{note_y}">… {folded} more process{} not drawn (none longer than {}); the strip above counts every process</text>"#,
-            if folded == 1 { "" } else { "es" },
-            xml_escape(&fmt_duration(folded_max))
-        );
+
+    /// How many processes were not drawn, and the longest of them.
+    fn folded_note(&self, s: &mut String) {
+        let folded = self.folded;
+        if folded > 0 {
+            let _ = writeln!(
+                s,
+                r#"<text class="sub" id="folded" data-count="{folded}" x="{PLOT_X}" y="{}">… {folded} more process{} not drawn (none longer than {}); the strip above counts every process</text>"#,
+                self.y.note_y,
+                if folded == 1 { "" } else { "es" },
+                xml_escape(&fmt_duration(self.folded_max))
+            );
+        }
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// `--svg FILE`: the picture of the run, made at the end.

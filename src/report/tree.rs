@@ -1,6 +1,7 @@
 //! The process tree for people, printed when a run ends.
 //!
-//! Indentation follows parentage; each line shows pid, argv (or the kernel's name when argv could
+//! Indentation follows parentage; each line shows pid, the process's command line
+//! ([`crate::model::naming::command_line_with_notes`]: argv, or the kernel's name when argv could
 //! not be read), duration and how the process ended. When the trace has what processes cost
 //! (`ProcessRecord::usage`), two more columns under a heading line: CPU (user + system) and peak
 //! memory (peak RSS); a process without figures leaves them blank, and a trace without any
@@ -9,10 +10,12 @@
 
 use std::fmt::Write as _;
 
+use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
+use crate::model::naming::{command_line_with_notes, cut, quote_argv};
 use crate::model::session::{Mode, Summary};
-use crate::model::tracker::{BackgroundState, ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
 
 /// How to render.
 #[derive(Debug, Clone, Copy)]
@@ -25,20 +28,6 @@ pub struct TreeOptions {
     pub max_lines: usize,
     /// Width for argv before truncation.
     pub width: usize,
-}
-
-fn describe(r: &ProcessRecord, redact: bool) -> String {
-    match r.argv() {
-        Some(a) => {
-            let mut s = quote_argv(a, redact);
-            if r.execs.len() > 1 {
-                let _ = write!(s, "  (exec ×{})", r.execs.len());
-            }
-            s
-        }
-        None if r.execs.is_empty() => format!("[fork of {}]", r.comm.as_deref().unwrap_or("?")),
-        None => format!("[{}] (argv unavailable)", r.comm.as_deref().unwrap_or("?")),
-    }
 }
 
 fn status(r: &ProcessRecord, p: Paint) -> String {
@@ -83,15 +72,6 @@ fn costs(r: &ProcessRecord) -> (String, String) {
 /// [`costs`].
 type Line = (usize, String, String, String, (String, String));
 
-fn truncate(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
-    t.push('…');
-    t
-}
-
 /// Renders the tree and summary as text.
 pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String {
     let p = Paint { on: o.color };
@@ -123,8 +103,8 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         } else {
             format!("{prefix}{}", if last { "└─ " } else { "├─ " })
         };
-        let desc = truncate(
-            &describe(r, o.redact),
+        let desc = cut(
+            &command_line_with_notes(r, o.redact),
             // With costs, the pid counts too, so that every line fits its column.
             o.width.saturating_sub(
                 head.chars().count()
@@ -212,7 +192,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         Mode::Run { argv } => format!(
             "{} {}",
             p.emphasis("proctrace:"),
-            truncate(&quote_argv(argv, o.redact), 60)
+            cut(&quote_argv(argv, o.redact), 60)
         ),
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),
@@ -220,7 +200,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         Mode::Analyze { inputs } => format!(
             "{} analyze {}",
             p.emphasis("proctrace:"),
-            truncate(&quote_argv(inputs, false), 60)
+            cut(&quote_argv(inputs, false), 60)
         ),
     };
     let mut parts = vec![format!(

@@ -39,8 +39,9 @@
 //!
 //! - `M` metadata: `process_name` (with the command, wall-clock start and backend in its args,
 //!   which viewers ignore but keep), `thread_name` and `thread_sort_index` per lane.
-//! - `X` per process: name = program (base name of `argv[0]` of its last exec, else its `comm`,
-//!   `[fork of …]` when it never exec'd); `cat` = `process` plus `failed`, `signal`, `lost`,
+//! - `X` per process: name = the program ([`crate::model::naming::program`]: base name of
+//!   `argv[0]` of its last exec, else of its executable, else its `comm`; `[fork of …]` when it
+//!   never exec'd); `cat` = `process` plus `failed`, `signal`, `lost`,
 //!   `background`, `running`; `cname` (`terrible` for failures, `grey` for still running,
 //!   `yellow` for background, `bad` for a lost exit) — Perfetto ignores `cname`, hence also:
 //! - `i` instants: a failure at its exit on its lane, a background process when the command
@@ -71,9 +72,10 @@ use std::io;
 use std::ops::Bound::Excluded;
 
 use super::json;
-use super::text::{Paint, exit_text, fmt_duration, fmt_kib, quote_argv, signal_name};
+use super::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
 use super::{LineWriter, Sink};
 use crate::model::event::{Data, DataValue, ExitStatus};
+use crate::model::naming::{program, quote_argv, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
@@ -586,7 +588,7 @@ impl ChromeTrace {
         b.extend_from_slice(b",\"dur\":");
         us(b, re - rs);
         b.extend_from_slice(b",\"name\":");
-        json::string(b, &crate::report::summary::region_name(&g.category, &g.label));
+        json::string(b, &region_name(&g.category, &g.label));
         b.extend_from_slice(b",\"cat\":\"region\",\"args\":{\"pid\":");
         json::int(b, r.pid as i64);
         b.extend_from_slice(b",\"thread\":");
@@ -897,26 +899,6 @@ fn data_value(b: &mut Vec<u8>, v: &DataValue) {
             }
             b.push(b'}');
         }
-    }
-}
-
-/// The slice's title: the program's name.
-fn program(r: &ProcessRecord) -> String {
-    let comm = r.comm.as_deref();
-    if r.execs.is_empty() {
-        return match comm {
-            Some(c) => format!("[fork of {c}]"),
-            None => "[fork]".to_string(),
-        };
-    }
-    let argv0 = r
-        .argv()
-        .and_then(|a| a.first())
-        .map(|a| a.rsplit('/').next().unwrap_or(a));
-    match (argv0, comm) {
-        (Some(a), _) if !a.is_empty() => a.to_string(),
-        (_, Some(c)) => c.to_string(),
-        _ => "?".to_string(),
     }
 }
 

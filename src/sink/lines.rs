@@ -2,8 +2,9 @@
 
 use std::io;
 
-use super::text::{Paint, exit_text, fmt_duration, quote_argv};
+use super::text::{Paint, exit_text, fmt_duration};
 use super::{LineWriter, Sink};
+use crate::model::naming::exec_command_line;
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, Tracker};
 
@@ -59,10 +60,7 @@ impl Sink for HumanLines {
                 let Some(e) = r.execs.get(index) else {
                     return Ok(());
                 };
-                let what = match e.details.as_ref().and_then(|d| d.argv.as_ref()) {
-                    Some(a) => quote_argv(a, self.redact),
-                    None => format!("[{}] (argv unavailable)", r.comm.as_deref().unwrap_or("?")),
-                };
+                let what = exec_command_line(e, r.comm.as_deref(), self.redact);
                 let _ = write!(s, "{} exec   {:>7}    {}", rel(Some(e.ts)), r.pid, what);
             }
             Fact::Exit(id) => {

@@ -23,8 +23,9 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use super::Sink;
-use super::text::{fmt_duration, quote_argv};
+use super::text::fmt_duration;
 use crate::model::event::ExitStatus;
+use crate::model::naming::command_line;
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, ProcId, Tracker};
 
@@ -98,10 +99,9 @@ impl Progress {
             Some((id, start)) => {
                 self.longest_since
                     .store(start.saturating_sub(self.start_ts), Ordering::Relaxed);
-                let what = t.get(id).map_or_else(String::new, |r| match r.argv() {
-                    Some(a) => quote_argv(a, self.redact),
-                    None => r.comm.clone().unwrap_or_else(|| format!("pid {}", r.pid)),
-                });
+                let what = t
+                    .get(id)
+                    .map_or_else(String::new, |r| command_line(r, self.redact));
                 self.bar.set_message(what);
             }
             None => {

@@ -1,5 +1,6 @@
-//! Text for people, shared by the human lines and the tree: argv quoted the way git's trace2
-//! quotes it, durations, exit statuses, signal names, and the styles that mark them.
+//! Text for people, shared by the human lines and the tree: durations, exit statuses, signal
+//! names, and the styles that mark them (a process's name, argv quoted the way git's trace2
+//! quotes it included, is [`crate::model::naming`]'s).
 //!
 //! Pure functions of their arguments. Whether colour is wanted is decided by the wiring
 //! ([`crate::output`]) and comes in as [`Paint::on`]; nothing here looks at a terminal or the
@@ -8,7 +9,6 @@
 use anstyle::{AnsiColor, Style};
 
 use crate::model::event::ExitStatus;
-use crate::redact::redact_arg;
 
 /// Styles by meaning, as ANSI escapes (via `anstyle`) or not at all.
 #[derive(Debug, Clone, Copy)]
@@ -58,20 +58,8 @@ impl Paint {
     }
 }
 
-/// argv as a shell (and git's trace2 `normal` target) would take it back, URL credentials
-/// redacted when asked: git's `sq_quote_argv_pretty`.
-pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool) -> String {
-    let argv: Vec<S> = argv.into_iter().collect();
-    let mut out = Vec::with_capacity(argv.iter().map(|a| a.as_ref().len() + 1).sum());
-    if redact {
-        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a.as_ref())).collect();
-        trace2::quote::sq_argv(&mut out, &redacted);
-    } else {
-        trace2::quote::sq_argv(&mut out, &argv);
-    }
-    // Quoting only adds ASCII to UTF-8 input.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
+/// Quoting argv is part of naming a process: [`crate::model::naming`] does it, for every output.
+pub use crate::model::naming::quote_argv;
 
 /// `1.23s`, `45.6ms`, `789µs`, `2m05s`.
 pub fn fmt_duration(ns: u64) -> String {

@@ -3,6 +3,9 @@
 //! in code. Reading settings never opens anything.
 
 use crate::format::{FormatOptions, TargetKind};
+/// git's boolean syntax lives with git's configuration reader; settings read from the
+/// environment use the same (this module depends on `gitconfig`, never the other way).
+pub use crate::gitconfig::parse_maybe_bool;
 
 /// Everything [`crate::init()`] needs. Build it with [`Config::from_env`] or
 /// [`Config::new`] and the setters.
@@ -46,17 +49,6 @@ fn env(name: &str) -> Option<String> {
     std::env::var_os(name)
         .map(|v| v.to_string_lossy().into_owned())
         .filter(|v| !v.is_empty())
-}
-
-/// git's `git_parse_maybe_bool`: true/yes/on/false/no/off (any case) or an
-/// integer; `None` if invalid.
-pub fn parse_maybe_bool(v: &str) -> Option<bool> {
-    let l = v.to_ascii_lowercase();
-    match l.as_str() {
-        "true" | "yes" | "on" => Some(true),
-        "false" | "no" | "off" | "" => Some(false),
-        _ => l.parse::<i64>().ok().map(|n| n != 0),
-    }
 }
 
 /// C `atoi`: leading whitespace, optional sign, digits; 0 if none.

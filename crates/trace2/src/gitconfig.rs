@@ -594,11 +594,23 @@ fn old_style(text: &str, push: &mut PushFn<'_>) -> Result<(), GitConfigError> {
 // ---------------------------------------------------------------------------
 // Files, includes and the reading sequence.
 
+/// git's `git_parse_maybe_bool`: true/yes/on/false/no/off (any case) or an
+/// integer; `None` if invalid. The environment settings of
+/// [`crate::Config`] read booleans with it too.
+pub fn parse_maybe_bool(v: &str) -> Option<bool> {
+    let l = v.to_ascii_lowercase();
+    match l.as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        _ => l.parse::<i64>().ok().map(|n| n != 0),
+    }
+}
+
 /// git's `git_env_bool` for `GIT_CONFIG_NOSYSTEM` and friends.
 fn env_bool(name: &str, default: bool) -> Result<bool, GitConfigError> {
     match env_var(name) {
         None => Ok(default),
-        Some(v) => crate::config::parse_maybe_bool(&v).ok_or(GitConfigError::BadEnvBool {
+        Some(v) => parse_maybe_bool(&v).ok_or(GitConfigError::BadEnvBool {
             name: name.to_string(),
             value: v,
         }),

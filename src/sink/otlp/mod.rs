@@ -3,7 +3,8 @@
 //!
 //! The mapping (also in the README, "OpenTelemetry export"):
 //! - one span per process, from fork to exit; each exec is a span event `exec`; the span's name is
-//!   the program (the base name of the last exec's executable, else its `comm`);
+//!   the program ([`crate::model::naming::program`]: the base name of the last exec's `argv[0]`,
+//!   else of its executable, else its `comm`; `[fork of COMM]` for a fork that never exec'd);
 //! - the parent span is the parent process's; a root process's parent is the caller's span when
 //!   proctrace was started with `TRACEPARENT` (`run`, `analyze`, `replay`);
 //! - attributes from the process semantic conventions (`process.pid`, `process.parent_pid`,
@@ -45,6 +46,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 
 use super::Sink;
 use crate::model::event::{Argv, ExitStatus, Region};
+use crate::model::naming::{program, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
@@ -233,26 +235,6 @@ pub fn usage_attributes(u: &crate::model::event::Usage) -> Vec<KeyValue> {
         a.push(kv_f64("proctrace.delay.io", s(d)));
     }
     a
-}
-
-fn base_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
-
-/// The span's name: the program as it was called (the base name of the last exec's `argv[0]`),
-/// else its `comm`, else the executable's base name.
-fn program(r: &ProcessRecord) -> String {
-    if let Some(a0) = r.argv().and_then(|a| a.first()).filter(|a| !a.is_empty()) {
-        return base_name(a0).to_string();
-    }
-    if let Some(c) = &r.comm {
-        return c.clone();
-    }
-    let d = r.execs.last().and_then(|e| e.details.as_ref());
-    if let Some(exe) = d.and_then(|d| d.exe.as_deref()).filter(|e| !e.is_empty()) {
-        return base_name(exe.trim_end_matches(" (deleted)")).to_string();
-    }
-    format!("pid {}", r.pid)
 }
 
 /// For each region, the index of the region it nests in: the innermost one of the same thread
@@ -514,11 +496,7 @@ impl<D: SpanDest> Otlp<D> {
         if let Some(m) = &g.msg {
             a.push(kv_str("trace2.msg", m));
         }
-        let name = match (g.category.is_empty(), g.label.is_empty()) {
-            (false, false) => format!("{}:{}", g.category, g.label),
-            (true, false) => g.label.clone(),
-            _ => g.category.clone(),
-        };
+        let name = region_name(&g.category, &g.label);
         Span {
             trace_id: ids.trace.to_vec(),
             span_id: span.to_vec(),

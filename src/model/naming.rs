@@ -1,0 +1,361 @@
+//! The one name for a process, made from its record, for every output.
+//!
+//! The tree, the human lines, the summary (text, Markdown, JSON), the Chrome trace, the SVG
+//! timeline, the OTLP spans, the progress line and `diff` all name a process here, so one process
+//! has one name wherever it is shown (they used to disagree: `sh (fork)` in the summary, `[fork
+//! of sh]` in Perfetto, `sh` or `pid 12` in Jaeger).
+//!
+//! What a record says about who it is ([`Identity`]), and the names made from it:
+//!
+//! - [`command_line`]: the argv of its last exec, quoted as a shell would take it back (git's
+//!   `sq_quote_argv_pretty`, [`quote_argv`]), URL credentials redacted when asked;
+//!   `[fork of COMM]` for a process that never exec'd; `[COMM]` for one whose argv was not read.
+//!   [`command_line_with_notes`] adds what the tree says beside it (`(exec ×2)`,
+//!   `(argv unavailable)`); [`exec_command_line`] names one exec (the human lines).
+//! - [`short_command_line`]: the same with the program's directory left out
+//!   (`/usr/lib/gcc/…/cc1 -quiet` → `cc1 -quiet`), for a row label where width is short.
+//! - [`program`]: the program it counts under: the base name of `argv[0]` of its last exec,
+//!   else of its executable (without the kernel's ` (deleted)`), else its `comm`;
+//!   `[fork of COMM]` for a process that never exec'd. The span name, the slice title, the
+//!   summary's by-program key.
+//! - [`cut`]: a name (or any text) limited to a width, the last character `…`.
+//!
+//! `?` stands for a `comm` that is not known.
+//!
+//! Names come from the traced processes and are untrusted. Nothing here escapes for an output
+//! format: each output escapes what it writes (JSON strings, XML, Markdown code spans) and must
+//! keep doing so. The untrusted parts enter a name at two places only, argv words through
+//! [`quote_argv`] and the kernel's names (`comm`, the executable's base name) through
+//! `kernel_name`: escaping control characters, when it comes, goes there and reaches every
+//! output at once. Width-aware labels (eliding the middle, keeping what tells rows apart) belong
+//! here too, behind [`cut`].
+//!
+//! Must never: read anything but the record (no `/proc`, no environment, no terminal width: the
+//! caller passes the width), or allocate on the model's per-event path (only outputs call it).
+
+use std::fmt::Write as _;
+
+use crate::model::event::Argv;
+use crate::model::tracker::{ExecRecord, ProcessRecord};
+use crate::redact::redact_arg;
+
+/// What a record says about who a process is, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity<'a> {
+    /// It exec'd and the last exec's argv was read (and is not empty).
+    Command(&'a Argv),
+    /// It exec'd but that argv was not read (the process was gone, or nothing was asked):
+    /// the kernel's names only.
+    Unread {
+        /// Its `comm`.
+        comm: Option<&'a str>,
+        /// The executable's path, when read.
+        exe: Option<&'a str>,
+    },
+    /// It never exec'd: a fork still running its parent's program.
+    Fork {
+        /// Its `comm` (inherited from the parent, or a rename).
+        comm: Option<&'a str>,
+    },
+}
+
+impl<'a> Identity<'a> {
+    /// What `r` says about who it is.
+    pub fn of(r: &'a ProcessRecord) -> Identity<'a> {
+        let comm = r.comm.as_deref();
+        let Some(last) = r.execs.last() else {
+            return Identity::Fork { comm };
+        };
+        let d = last.details.as_ref();
+        match d.and_then(|d| d.argv.as_ref()) {
+            Some(a) if !a.is_empty() => Identity::Command(a),
+            _ => Identity::Unread {
+                comm,
+                exe: d.and_then(|d| d.exe.as_deref()),
+            },
+        }
+    }
+}
+
+/// The kernel's name for a process as a name's part: `?` when unknown.
+fn kernel_name(comm: Option<&str>) -> &str {
+    comm.unwrap_or("?")
+}
+
+/// `[fork of COMM]`: the one wording for a process that never exec'd.
+fn fork_name(comm: Option<&str>) -> String {
+    format!("[fork of {}]", kernel_name(comm))
+}
+
+/// `[COMM]`: a process whose argv was not read.
+fn unread_name(comm: Option<&str>) -> String {
+    format!("[{}]", kernel_name(comm))
+}
+
+/// What the tree and the human lines say after an exec whose argv was not read.
+const ARGV_UNAVAILABLE: &str = " (argv unavailable)";
+
+/// The last part of a path (`/usr/bin/cc` → `cc`, `dir/` → `dir`); the whole text when it has
+/// none.
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').find(|p| !p.is_empty()).unwrap_or(path)
+}
+
+/// argv as a shell (and git's trace2 `normal` target) would take it back, URL credentials
+/// redacted when asked: git's `sq_quote_argv_pretty`.
+pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool) -> String {
+    let argv: Vec<S> = argv.into_iter().collect();
+    let mut out = Vec::with_capacity(argv.iter().map(|a| a.as_ref().len() + 1).sum());
+    if redact {
+        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a.as_ref())).collect();
+        trace2::quote::sq_argv(&mut out, &redacted);
+    } else {
+        trace2::quote::sq_argv(&mut out, &argv);
+    }
+    // Quoting only adds ASCII to UTF-8 input.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// An argv quoted as [`quote_argv`] does, its program's directory left out.
+pub fn short_argv<S: AsRef<str>>(argv: &[S], redact: bool) -> String {
+    match argv.split_first() {
+        Some((a0, rest)) => quote_argv(
+            std::iter::once(base_name(a0.as_ref())).chain(rest.iter().map(AsRef::as_ref)),
+            redact,
+        ),
+        None => String::new(),
+    }
+}
+
+/// The process's command line (see the module docs).
+pub fn command_line(r: &ProcessRecord, redact: bool) -> String {
+    match Identity::of(r) {
+        Identity::Command(a) => quote_argv(a, redact),
+        Identity::Unread { comm, .. } => unread_name(comm),
+        Identity::Fork { comm } => fork_name(comm),
+    }
+}
+
+/// [`command_line`] with what the tree says beside it: how many times the process exec'd
+/// (`  (exec ×2)`), or that its argv was not read.
+pub fn command_line_with_notes(r: &ProcessRecord, redact: bool) -> String {
+    let mut s = command_line(r, redact);
+    match Identity::of(r) {
+        Identity::Command(_) if r.execs.len() > 1 => {
+            let _ = write!(s, "  (exec ×{})", r.execs.len());
+        }
+        Identity::Unread { .. } => s.push_str(ARGV_UNAVAILABLE),
+        _ => {}
+    }
+    s
+}
+
+/// The command line of one exec `e` of a process whose `comm` is `comm` now: its argv, or
+/// `[COMM] (argv unavailable)`.
+pub fn exec_command_line(e: &ExecRecord, comm: Option<&str>, redact: bool) -> String {
+    match e.details.as_ref().and_then(|d| d.argv.as_ref()) {
+        Some(a) => quote_argv(a, redact),
+        None => unread_name(comm) + ARGV_UNAVAILABLE,
+    }
+}
+
+/// [`command_line`] with the program's directory left out (see the module docs).
+pub fn short_command_line(r: &ProcessRecord, redact: bool) -> String {
+    match Identity::of(r) {
+        Identity::Command(a) => quote_argv(
+            std::iter::once(base_name(a.first().unwrap_or_default())).chain(a.iter().skip(1)),
+            redact,
+        ),
+        _ => command_line(r, redact),
+    }
+}
+
+/// The program a process counts under (see the module docs).
+pub fn program(r: &ProcessRecord) -> String {
+    let (comm, exe) = match Identity::of(r) {
+        Identity::Fork { comm } => return fork_name(comm),
+        Identity::Command(a) => match a.first().filter(|a0| !a0.is_empty()) {
+            Some(a0) => return base_name(a0).to_string(),
+            None => {
+                let d = r.execs.last().and_then(|e| e.details.as_ref());
+                (r.comm.as_deref(), d.and_then(|d| d.exe.as_deref()))
+            }
+        },
+        Identity::Unread { comm, exe } => (comm, exe),
+    };
+    match exe
+        .map(|e| e.trim_end_matches(" (deleted)"))
+        .filter(|e| !e.is_empty())
+    {
+        Some(exe) => base_name(exe).to_string(),
+        None => kernel_name(comm).to_string(),
+    }
+}
+
+/// A region's name: `category:label`, or whichever is given.
+pub fn region_name(category: &str, label: &str) -> String {
+    match (category.is_empty(), label.is_empty()) {
+        (false, false) => format!("{category}:{label}"),
+        (true, _) => label.to_string(),
+        (false, true) => category.to_string(),
+    }
+}
+
+/// `s` in at most `width` characters: cut short with `…` as its last when it is longer.
+pub fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::event::{Event, ExecDetails};
+    use crate::model::tracker::Scope;
+    use crate::testkit::{fork, tracker};
+
+    /// `pid` execs at `ts`, and `/proc` says `details` of it.
+    fn exec(ts: u64, pid: i32, details: ExecDetails) -> [Event; 2] {
+        [
+            Event::Exec { ts, tgid: pid },
+            Event::ExecDetails { tgid: pid, details },
+        ]
+    }
+
+    /// The one record of a tracker fed `events`.
+    fn one(events: &[Event], check: impl FnOnce(&ProcessRecord)) {
+        let mut t = tracker(Scope::All, true, true);
+        let mut facts = Vec::new();
+        for ev in events {
+            t.apply(ev, &mut facts);
+        }
+        let id = t.roots()[0];
+        check(t.get(id).unwrap());
+    }
+
+    #[test]
+    fn a_fork_that_never_execd_is_named_the_same_everywhere() {
+        one(&[fork(10, 1, 20)], |r| {
+            // No comm known (the parent was not followed).
+            assert_eq!(Identity::of(r), Identity::Fork { comm: None });
+            assert_eq!(command_line(r, false), "[fork of ?]");
+            assert_eq!(short_command_line(r, false), "[fork of ?]");
+            assert_eq!(program(r), "[fork of ?]");
+            assert_eq!(command_line_with_notes(r, false), "[fork of ?]");
+        });
+    }
+
+    #[test]
+    fn argv_is_quoted_and_its_directory_left_out_of_the_short_forms() {
+        let d = ExecDetails {
+            argv: Some(Argv::from(&["/usr/bin/printf", "it's", "https://u:pw@h/x"][..])),
+            exe: Some(Arc::from("/usr/bin/printf")),
+            comm: Some("printf".into()),
+            ..Default::default()
+        };
+        one(
+            &[[fork(10, 1, 20)].as_slice(), &exec(11, 20, d.clone())].concat(),
+            |r| {
+                assert_eq!(
+                    command_line(r, false),
+                    r"/usr/bin/printf 'it'\''s' https://u:pw@h/x"
+                );
+                assert_eq!(
+                    command_line(r, true),
+                    r"/usr/bin/printf 'it'\''s' 'https://u:<REDACTED>@h/x'"
+                );
+                assert_eq!(
+                    short_command_line(r, true),
+                    r"printf 'it'\''s' 'https://u:<REDACTED>@h/x'"
+                );
+                assert_eq!(program(r), "printf");
+                assert_eq!(command_line_with_notes(r, false), command_line(r, false));
+            },
+        );
+        one(
+            &[
+                [fork(10, 1, 20)].as_slice(),
+                &exec(11, 20, d.clone()),
+                &exec(12, 20, d),
+            ]
+            .concat(),
+            |r| {
+                assert!(command_line_with_notes(r, false).ends_with("x  (exec ×2)"));
+            },
+        );
+    }
+
+    #[test]
+    fn without_argv_the_executable_then_the_comm_names_the_program() {
+        let unread = |exe: Option<&str>, comm: Option<&str>| ExecDetails {
+            argv: None,
+            exe: exe.map(Arc::from),
+            comm: comm.map(String::from),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                unread(Some("/opt/x/cc1plus (deleted)"), Some("cc1plus")),
+                "cc1plus",
+                "[cc1plus]",
+            ),
+            (
+                unread(Some("/usr/bin/python3.11"), Some("build.py")),
+                "python3.11",
+                "[build.py]",
+            ),
+            (unread(None, Some("build.py")), "build.py", "[build.py]"),
+            (unread(None, None), "?", "[?]"),
+        ];
+        for (d, prog, line) in cases {
+            one(&[[fork(10, 1, 20)].as_slice(), &exec(11, 20, d)].concat(), |r| {
+                assert_eq!(program(r), prog);
+                assert_eq!(command_line(r, false), line);
+                assert_eq!(
+                    command_line_with_notes(r, false),
+                    format!("{line} (argv unavailable)")
+                );
+                assert_eq!(
+                    exec_command_line(&r.execs[0], r.comm.as_deref(), false),
+                    format!("{line} (argv unavailable)")
+                );
+            });
+        }
+        // An empty argv (execve with none) says nothing: the kernel's names stand in.
+        let empty = ExecDetails {
+            argv: Some(Argv::from(&[][..] as &[&str])),
+            comm: Some("odd".into()),
+            ..Default::default()
+        };
+        one(
+            &[[fork(10, 1, 20)].as_slice(), &exec(11, 20, empty)].concat(),
+            |r| {
+                assert_eq!(command_line(r, false), "[odd]");
+                assert_eq!(program(r), "odd");
+            },
+        );
+    }
+
+    #[test]
+    fn base_names_and_cuts() {
+        assert_eq!(base_name("/usr/lib/gcc/x86_64-linux-gnu/12/cc1"), "cc1");
+        assert_eq!(base_name("cc"), "cc");
+        assert_eq!(base_name("./dir/"), "dir");
+        assert_eq!(base_name("/"), "/");
+        assert_eq!(short_argv(&["/bin/sh", "-c", "exit 3"], false), "sh -c 'exit 3'");
+        assert_eq!(short_argv::<&str>(&[], false), "");
+        assert_eq!(cut("abcdef", 6), "abcdef");
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("ééééé", 3), "éé…");
+        assert_eq!(cut("abc", 0), "…");
+        assert_eq!(region_name("index", "do_read_index"), "index:do_read_index");
+        assert_eq!(region_name("", "l"), "l");
+        assert_eq!(region_name("c", ""), "c");
+    }
+}

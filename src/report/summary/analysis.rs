@@ -1,0 +1,382 @@
+//! Computing the summary: a pure function of the header, the finished tracker and the session
+//! summary into a [`RunReport`] (the definitions are the parent module's docs).
+//!
+//! Never formats for people or writes anything: the renderers do, from the report alone.
+
+use super::{
+    Background, ByProgram, Cost, Costs, Failure, PathStep, ProgramStat, RegionStep, Regions, RunReport,
+    StatusJson, Step, TOP, TOP_COST,
+};
+use crate::model::event::Usage;
+use crate::model::naming::{command_line, program, region_name};
+use crate::model::session::{Header, Mode, Summary};
+use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::redact::redact_arg;
+
+/// A process taking at least this share of its parent's time is folded into its parent in the
+/// slowest list.
+const FOLD_SHARE: f64 = 0.9;
+
+/// Fork and exit of a process that counts on the critical path and among the slowest: both
+/// known, a real exit status, not a background child.
+fn span(r: &ProcessRecord) -> Option<(u64, u64)> {
+    let x = r.exit?;
+    x.status?;
+    if r.background.is_some() {
+        return None;
+    }
+    // A saved trace can put an exit before its fork (a hostile or reordered file): the span is
+    // then empty, never negative.
+    let s = r.start_ns?;
+    Some((s, x.ts.max(s)))
+}
+
+/// Every record reachable from the roots, parents before children.
+pub fn all_records(t: &Tracker) -> Vec<ProcId> {
+    let mut out = Vec::new();
+    let mut stack: Vec<ProcId> = t.roots().iter().rev().copied().collect();
+    while let Some(id) = stack.pop() {
+        let Some(r) = t.get(id) else { continue };
+        out.push(id);
+        stack.extend(r.children.iter().rev().copied());
+    }
+    out
+}
+
+/// The record the critical path starts from: the command (`run`), the `-p` process (`watch`),
+/// or the only root there is.
+fn designated_root(t: &Tracker, h: &Header, sum: &Summary) -> Option<ProcId> {
+    let pid = sum.root.or(match h.mode {
+        Mode::Watch { root } => root,
+        _ => None,
+    });
+    match pid {
+        Some(p) => t
+            .roots()
+            .iter()
+            .copied()
+            .find(|&id| t.get(id).is_some_and(|r| r.pid == p)),
+        None if t.roots().len() == 1 => Some(t.roots()[0]),
+        None => None,
+    }
+}
+
+/// The first `n` of `items` in `cmp`'s order, ties in `items`' own order: what a stable sort and
+/// `take(n)` give, without sorting them all (the full sorts of 600,000 records' figures were a
+/// third of `analyze --json`'s time, `perf`).
+pub(super) fn first_n<T: Copy>(items: &[T], n: usize, cmp: impl Fn(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+    let by = |a: &usize, b: &usize| cmp(&items[*a], &items[*b]).then(a.cmp(b));
+    let mut idx: Vec<usize> = (0..items.len()).collect();
+    if idx.len() > n {
+        idx.select_nth_unstable_by(n, by);
+        idx.truncate(n);
+    }
+    idx.sort_unstable_by(by);
+    idx.into_iter().map(|i| items[i]).collect()
+}
+
+/// The children of `r` on its critical path, in time order (see the module docs).
+fn chain(t: &Tracker, r: &ProcessRecord, end: u64) -> Vec<ProcId> {
+    let mut kids: Vec<(ProcId, u64, u64)> = r
+        .children
+        .iter()
+        .filter_map(|&c| {
+            let (s, e) = span(t.get(c)?)?;
+            (e <= end).then_some((c, s, e))
+        })
+        .collect();
+    // Latest end first; on a tie the longer one (it set the time), then the lower pid.
+    kids.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
+    let mut cursor = end;
+    let mut out = Vec::new();
+    for (id, s, e) in kids {
+        if e <= cursor {
+            out.push(id);
+            cursor = s;
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// The run's time origin and wall time, ns: the root's fork to its exit when both are known
+/// (the command's own time, as `time(1)` would say), else the session's. Every whole-run output
+/// that prints a wall time uses this one.
+pub fn wall(h: &Header, t: &Tracker, sum: &Summary) -> (u64, u64) {
+    wall_of(designated_root(t, h, sum).and_then(|id| t.get(id)), h, sum)
+}
+
+fn wall_of(root_rec: Option<&ProcessRecord>, h: &Header, sum: &Summary) -> (u64, u64) {
+    match root_rec.filter(|r| !r.pre_existing).and_then(|r| {
+        let s = r.start_ns?;
+        Some((s, r.exit?.ts.saturating_sub(s)))
+    }) {
+        Some(x) => x,
+        None => (h.ts, sum.ts.saturating_sub(h.ts)),
+    }
+}
+
+/// Computes the summary. `redact` hides URL credentials in argv.
+pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
+    let root = designated_root(t, h, sum);
+    let root_rec = root.and_then(|id| t.get(id));
+    let (origin, wall_ns) = wall_of(root_rec, h, sum);
+    // Signed offset from the origin; wrapping, so a timestamp from a hostile file cannot overflow.
+    let off = |ts: u64| ts.wrapping_sub(origin) as i64;
+    let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
+        r.argv().map(|a| {
+            if redact {
+                a.iter().map(|s| redact_arg(s).into_owned()).collect()
+            } else {
+                a.to_vec()
+            }
+        })
+    };
+    let label = |r: &ProcessRecord| command_line(r, redact);
+    let step = |r: &ProcessRecord, start: u64, dur: u64| Step {
+        pid: r.pid,
+        program: program(r),
+        argv: argv_of(r),
+        start_ns: off(start),
+        duration_ns: dur,
+        label: label(r),
+    };
+
+    let ids = all_records(t);
+    let mut failures = Vec::new();
+    let mut background = Vec::new();
+    let mut candidates: Vec<(u64, u64, i32, ProcId)> = Vec::new();
+    let mut programs: Vec<(String, ProgramStat)> = Vec::new();
+    let mut prog_index = std::collections::HashMap::new();
+    let mut exit_unknown = 0;
+    // Records with cost figures, in tree order.
+    let mut measured: Vec<ProcId> = Vec::new();
+    // Regions: (duration, start, pid, id, index) of each, and totals by name.
+    let mut region_list: Vec<(u64, u64, i32, ProcId, usize)> = Vec::new();
+    let mut region_names: Vec<(String, ProgramStat)> = Vec::new();
+    let mut region_index = std::collections::HashMap::new();
+    for &id in &ids {
+        let Some(r) = t.get(id) else { continue };
+        for (k, g) in r.regions.iter().enumerate() {
+            let d = g.end.saturating_sub(g.ts);
+            region_list.push((d, g.ts, r.pid, id, k));
+            let name = region_name(&g.category, &g.label);
+            let i = *region_index.entry(name.clone()).or_insert_with(|| {
+                region_names.push((name, ProgramStat::default()));
+                region_names.len() - 1
+            });
+            region_names[i].1.count += 1;
+            region_names[i].1.total_ns = region_names[i].1.total_ns.saturating_add(d);
+        }
+        let p = program(r);
+        let i = *prog_index.entry(p.clone()).or_insert_with(|| {
+            programs.push((p.clone(), ProgramStat::default()));
+            programs.len() - 1
+        });
+        programs[i].1.count += 1;
+        programs[i].1.total_ns = programs[i]
+            .1
+            .total_ns
+            .saturating_add(r.duration_ns().unwrap_or(0));
+        if let Some(u) = r.usage.as_deref() {
+            let st = &mut programs[i].1;
+            st.cpu_ns = Some(st.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
+            st.max_rss_kib = Some(st.max_rss_kib.unwrap_or(0).max(u.max_rss_kib));
+            measured.push(id);
+        }
+        match r.exit.map(|x| x.status) {
+            Some(None) => exit_unknown += 1,
+            Some(Some(s)) if !s.success() => failures.push(Failure {
+                pid: r.pid,
+                program: p.clone(),
+                argv: argv_of(r),
+                start_ns: r.start_ns.map(off),
+                status: s.into(),
+                label: label(r),
+            }),
+            _ => {}
+        }
+        if let Some(bg) = r.background {
+            background.push(Background {
+                pid: r.pid,
+                program: p.clone(),
+                argv: argv_of(r),
+                start_ns: r.start_ns.map(off),
+                state: bg.state.as_str(),
+                exit: r.exit.and_then(|x| x.status).map(StatusJson::from),
+                label: label(r),
+            });
+        }
+        if Some(id) == root {
+            continue;
+        }
+        let Some((s, e)) = span(r) else { continue };
+        let dur = e - s;
+        let folded = r
+            .parent
+            .and_then(|p| t.get(p))
+            .and_then(|p| p.duration_ns())
+            .is_some_and(|pd| dur as f64 >= FOLD_SHARE * pd as f64);
+        if !folded {
+            candidates.push((dur, s, r.pid, id));
+        }
+    }
+    // Longest first; the argv of only the few kept is copied.
+    let slowest: Vec<Step> = first_n(&candidates, TOP, |a, b| {
+        b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    })
+    .iter()
+    .filter_map(|&(dur, s, _, id)| Some(step(t.get(id)?, s, dur)))
+    .collect();
+    programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    let regions = (!region_list.is_empty()).then(|| {
+        let count = region_list.len() as u64;
+        let slowest = first_n(&region_list, TOP, |a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+                .then(a.4.cmp(&b.4))
+        })
+        .iter()
+        .filter_map(|&(d, st, pid, id, k)| {
+            let r = t.get(id)?;
+            let g = r.regions.get(k)?;
+            Some(RegionStep {
+                name: region_name(&g.category, &g.label),
+                pid,
+                program: program(r),
+                thread: g.thread.clone(),
+                nesting: g.nesting,
+                msg: g.msg.as_ref().map(|m| {
+                    if redact {
+                        redact_arg(m).into_owned()
+                    } else {
+                        m.clone()
+                    }
+                }),
+                start_ns: off(st),
+                duration_ns: d,
+            })
+        })
+        .collect();
+        region_names.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        Regions {
+            count,
+            slowest,
+            by_name: ByProgram(region_names),
+        }
+    });
+    failures.sort_by_key(|f| (f.start_ns, f.pid));
+    background.sort_by_key(|b| (b.start_ns, b.pid));
+    let costs = (!measured.is_empty()).then(|| {
+        let cost = |id: ProcId| -> Option<Cost> {
+            let r = t.get(id)?;
+            let u = r.usage.as_deref()?;
+            // A process doing its parent's work — most of its time, as the slowest list folds
+            // it, and more CPU than the parent: `cc1` of `cc -c f4.c` — is named with the
+            // parent's command, which says what the work was.
+            let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
+                let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
+                    return false;
+                };
+                let pcpu = p.usage.as_deref().map_or(0, cpu_of);
+                d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu_of(u)
+            });
+            let label = match parent {
+                Some(p) => format!("{}, for: {}", program(r), label(p)),
+                None => label(r),
+            };
+            Some(Cost {
+                pid: r.pid,
+                program: program(r),
+                argv: argv_of(r),
+                cpu_ns: cpu_of(u),
+                cpu_user_ns: u.cpu_user_ns,
+                cpu_sys_ns: u.cpu_sys_ns,
+                max_rss_kib: u.max_rss_kib,
+                duration_ns: span(r).map(|(s, e)| e - s),
+                label,
+            })
+        };
+        let usage = |id: ProcId| {
+            t.get(id)
+                .and_then(|r| r.usage.as_deref().copied())
+                .unwrap_or_default()
+        };
+        let (mut user, mut sys) = (0u64, 0u64);
+        for &id in &measured {
+            let u = usage(id);
+            user = user.saturating_add(u.cpu_user_ns);
+            sys = sys.saturating_add(u.cpu_sys_ns);
+        }
+        // Largest first; ties keep tree order: parents before children.
+        let top = |key: &dyn Fn(&Usage) -> u64| {
+            let keyed: Vec<(u64, ProcId)> = measured.iter().map(|&id| (key(&usage(id)), id)).collect();
+            first_n(&keyed, TOP_COST, |a, b| b.0.cmp(&a.0))
+                .into_iter()
+                .map(|(_, id)| id)
+                .collect::<Vec<_>>()
+        };
+        let by_cpu = top(&cpu_of);
+        let by_rss = top(&|u: &Usage| u.max_rss_kib);
+        let cpu_ns = user.saturating_add(sys);
+        Costs {
+            measured: measured.len() as u64,
+            cpu_ns,
+            cpu_user_ns: user,
+            cpu_sys_ns: sys,
+            parallelism: (wall_ns > 0).then(|| cpu_ns as f64 / wall_ns as f64),
+            top_cpu: by_cpu.into_iter().take(TOP_COST).filter_map(cost).collect(),
+            top_rss: by_rss.into_iter().take(TOP_COST).filter_map(cost).collect(),
+        }
+    });
+
+    let mut critical_path = Vec::new();
+    if let Some(r) = root_rec {
+        let start = r.start_ns.unwrap_or(h.ts);
+        let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
+        critical_path.push(PathStep {
+            step: step(r, start, end - start),
+            depth: 0,
+        });
+        let mut stack: Vec<(ProcId, usize)> = chain(t, r, end).into_iter().rev().map(|c| (c, 1)).collect();
+        while let Some((id, depth)) = stack.pop() {
+            let Some(c) = t.get(id) else { continue };
+            let Some((s, e)) = span(c) else { continue };
+            critical_path.push(PathStep {
+                step: step(c, s, e - s),
+                depth,
+            });
+            stack.extend(chain(t, c, e).into_iter().rev().map(|k| (k, depth + 1)));
+        }
+    }
+
+    RunReport {
+        command: match &h.mode {
+            Mode::Run { argv } => Some(if redact {
+                argv.iter().map(|s| redact_arg(s).into_owned()).collect()
+            } else {
+                argv.clone()
+            }),
+            _ => None,
+        },
+        status: sum.status.map(StatusJson::from),
+        wall_ns,
+        processes: sum.stats.processes,
+        execs: sum.stats.execs,
+        failures,
+        exit_unknown,
+        background,
+        lost: sum.stats.lost,
+        slowest,
+        critical_path,
+        by_program: ByProgram(programs),
+        regions,
+        costs,
+    }
+}
+
+/// User + system CPU, ns.
+fn cpu_of(u: &Usage) -> u64 {
+    u.cpu_user_ns.saturating_add(u.cpu_sys_ns)
+}

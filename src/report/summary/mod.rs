@@ -1,0 +1,330 @@
+//! The end-of-run summary: where the time went.
+//!
+//! [`summarize`] is a pure function of the session's [`Header`](crate::model::session::Header),
+//! the finished [`Tracker`](crate::model::tracker::Tracker) (exited records retained) and the
+//! [`Summary`](crate::model::session::Summary); it yields a [`RunReport`] that renders three
+//! ways: text for the terminal ([`render_text`]), Markdown for a CI job summary
+//! ([`render_markdown`]) and one JSON object for dashboards (its `serde::Serialize`).
+//!
+//! # Definitions
+//!
+//! - **Origin and wall time.** When proctrace saw the command (the root) fork and exit — `run`,
+//!   and `replay` of a `run` capture — wall time is the root's lifetime and every offset counts
+//!   from its fork. Otherwise (`watch`) it is the observation window, from the header's start to
+//!   the summary's end.
+//! - **Program**: the base name of `argv[0]` of the process's last exec, else of its executable,
+//!   else its `comm`; a process that never exec'd counts as `[fork of COMM]`
+//!   ([`crate::model::naming::program`], the name every output gives it).
+//! - **Slowest**: the longest processes with a known fork and exit, except the root (it always
+//!   wins), background children (their time is not the command's), and processes that take at
+//!   least 90% of their parent's time: those are folded into the parent, whose command line is
+//!   the one a person wrote and names them (`sh -c CMD` → `CMD`, `cc -c f5.c` → `cc1`,
+//!   `timeout 10 ./t` → `./t`), so one compile is not listed two or three times.
+//! - **Critical path**: the chain of processes whose durations set the wall time. From the root,
+//!   walk backward from its end: take the child that ended last (at or before the end), then the
+//!   child that ended last at or before *that* child's fork, and so on back to the parent's fork;
+//!   descend into each chosen child the same way. Only children with a known fork and a real
+//!   exit count: background children (they outlived the command, so nothing waited for them) and
+//!   processes whose exit was lost never do. The gaps between chosen children are the parent's
+//!   own work. For `make -j2` this names the compiles that gated the link, then the link, not
+//!   merely the link. `watch` without `-p` has no single root and so no critical path.
+//! - **What it cost** (only when the trace has the figures, `ProcessRecord::usage`): CPU is the
+//!   user and system time of each process itself (not its children: the kernel's per-process account);
+//!   peak memory is its peak resident set (RSS). The whole tree's CPU is the sum over the
+//!   processes measured, and *achieved parallelism* is that sum over the wall time: how many
+//!   cores were busy on average. The **hungriest** process is the one that used the most CPU.
+//!   Processes without figures count nowhere here (the JSON says how many were measured), so
+//!   with some missing the sums are lower bounds. By program, CPU is summed and peak memory is
+//!   the largest peak of one process (peaks of processes that never ran together do not add).
+//!   In the lists, a process doing its parent's work (at least 90% of the parent's time, as
+//!   the slowest list folds it, and more CPU than the parent) is named with the parent's
+//!   command: `cc1, for: cc -c f4.c`.
+
+//!
+//! # Where things are
+//!
+//! This file holds the report's shape ([`RunReport`] and its parts); `analysis.rs` computes it
+//! ([`summarize`]); `text.rs`, `markdown.rs` and `json.rs` render it. The renderers read only the
+//! report, never the tracker, so all three say the same thing.
+
+mod analysis;
+pub mod json;
+pub mod markdown;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use serde::Serialize;
+
+use crate::model::event::ExitStatus;
+use crate::sink::text::signal_name;
+
+pub use crate::model::naming::region_name;
+pub use analysis::{all_records, summarize, wall};
+pub(crate) use json::json_string;
+pub use json::{render_json, write_json};
+pub use markdown::render_markdown;
+pub use text::{TextOptions, render_text};
+
+/// How many entries the slowest and by-program lists keep, and failures and background children
+/// the text and Markdown show (JSON lists every failure and background child).
+pub const TOP: usize = 10;
+
+/// How many entries the lists by CPU and by peak memory keep.
+pub const TOP_COST: usize = 5;
+
+/// The whole summary, ready to render or serialize.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The traced command (`run`), redacted as asked.
+    pub command: Option<Vec<String>>,
+    /// Its status.
+    pub status: Option<StatusJson>,
+    /// Wall time (see the module docs), seconds.
+    #[serde(rename = "wall_s", serialize_with = "json::secs")]
+    pub wall_ns: u64,
+    /// Processes seen.
+    pub processes: u64,
+    /// Execs seen.
+    pub execs: u64,
+    /// Processes that exited non-zero or were killed, in order of fork.
+    pub failures: Vec<Failure>,
+    /// Processes whose exit was lost (closed when their pid was reused): neither ok nor failed.
+    pub exit_unknown: u64,
+    /// Processes that outlived the command (leaks), in order of fork.
+    pub background: Vec<Background>,
+    /// Events lost by the capture.
+    pub lost: u64,
+    /// The longest processes (see the module docs), longest first.
+    pub slowest: Vec<Step>,
+    /// The critical path in order from the root.
+    pub critical_path: Vec<PathStep>,
+    /// Count and total time by program, most total time first.
+    pub by_program: ByProgram,
+    /// The regions processes reported about themselves (Trace2: git's own), when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<Regions>,
+    /// What the processes cost, when the trace has the figures (see the module docs); its
+    /// fields sit at the top level of the JSON.
+    #[serde(flatten)]
+    pub costs: Option<Costs>,
+}
+
+/// What the processes cost (CPU, peak memory), when any was measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Costs {
+    /// Processes with figures.
+    pub measured: u64,
+    /// CPU of every process measured, user + system, seconds.
+    #[serde(rename = "cpu_s", serialize_with = "json::secs")]
+    pub cpu_ns: u64,
+    /// Of it, user time.
+    #[serde(rename = "cpu_user_s", serialize_with = "json::secs")]
+    pub cpu_user_ns: u64,
+    /// Of it, system time.
+    #[serde(rename = "cpu_sys_s", serialize_with = "json::secs")]
+    pub cpu_sys_ns: u64,
+    /// `cpu_s / wall_s`: cores busy on average; `null` for no wall time.
+    pub parallelism: Option<f64>,
+    /// Most CPU first (at most [`TOP_COST`]); the first is the hungriest process.
+    pub top_cpu: Vec<Cost>,
+    /// Highest peak memory first (at most [`TOP_COST`]).
+    pub top_rss: Vec<Cost>,
+}
+
+/// One process in the lists by CPU and by peak memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    /// Process id.
+    pub pid: i32,
+    /// Program (see the module docs).
+    pub program: String,
+    /// argv of the last exec, redacted as asked; `null` when never read.
+    pub argv: Option<Vec<String>>,
+    /// User + system CPU, seconds.
+    #[serde(rename = "cpu_s", serialize_with = "json::secs")]
+    pub cpu_ns: u64,
+    /// User CPU, seconds.
+    #[serde(rename = "cpu_user_s", serialize_with = "json::secs")]
+    pub cpu_user_ns: u64,
+    /// System CPU, seconds.
+    #[serde(rename = "cpu_sys_s", serialize_with = "json::secs")]
+    pub cpu_sys_ns: u64,
+    /// Peak resident set, KiB.
+    pub max_rss_kib: u64,
+    /// Fork to exit, seconds (`null` when either is unknown).
+    #[serde(rename = "duration_s", serialize_with = "json::opt_secs")]
+    pub duration_ns: Option<u64>,
+    #[serde(skip)]
+    label: String,
+}
+
+/// What the processes reported about their own work (Trace2 regions).
+#[derive(Debug, Clone, Serialize)]
+pub struct Regions {
+    /// How many regions were reported.
+    pub count: u64,
+    /// The longest regions, longest first (at most [`TOP`]).
+    pub slowest: Vec<RegionStep>,
+    /// Count and summed time by `category:label`, most total time first (nested regions count
+    /// in their own name and in their enclosing region's: the time is not split).
+    pub by_name: ByProgram,
+}
+
+/// One region in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionStep {
+    /// `category:label` (or the label alone when there is no category).
+    pub name: String,
+    /// Process that reported it.
+    pub pid: i32,
+    /// Its program (see the module docs).
+    pub program: String,
+    /// Reporting thread (`main`, `th01:…`).
+    pub thread: String,
+    /// Depth, 1 at the top of its thread.
+    pub nesting: u32,
+    /// The region's message, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+    /// Entered, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "json::secs_signed")]
+    pub start_ns: i64,
+    /// Entered to left, seconds.
+    #[serde(rename = "duration_s", serialize_with = "json::secs")]
+    pub duration_ns: u64,
+}
+
+/// How a process ended, as JSON: `{"code": 3}` or `{"signal": 9, "signal_name": "SIGKILL",
+/// "core": false}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusJson {
+    /// Exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Killing signal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_name: Option<String>,
+    /// A core dump was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<bool>,
+    #[serde(skip)]
+    raw: Option<ExitStatus>,
+}
+
+impl From<ExitStatus> for StatusJson {
+    fn from(s: ExitStatus) -> Self {
+        match s {
+            ExitStatus::Code(c) => StatusJson {
+                code: Some(c),
+                signal: None,
+                signal_name: None,
+                core: None,
+                raw: Some(s),
+            },
+            ExitStatus::Signal { signal, core } => StatusJson {
+                code: None,
+                signal: Some(signal),
+                signal_name: Some(signal_name(signal)),
+                core: Some(core),
+                raw: Some(s),
+            },
+        }
+    }
+}
+
+/// One process in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Process id.
+    pub pid: i32,
+    /// Program (see the module docs).
+    pub program: String,
+    /// argv of the last exec, redacted as asked; `null` when never read.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin (negative for a process older than the trace).
+    #[serde(rename = "start_s", serialize_with = "json::secs_signed")]
+    pub start_ns: i64,
+    /// Fork to exit, seconds.
+    #[serde(rename = "duration_s", serialize_with = "json::secs")]
+    pub duration_ns: u64,
+    #[serde(skip)]
+    label: String,
+}
+
+/// One step of the critical path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathStep {
+    /// The process.
+    #[serde(flatten)]
+    pub step: Step,
+    /// 0 for the root, 1 for its children, …
+    pub depth: usize,
+}
+
+/// A failed process.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    /// Process id.
+    pub pid: i32,
+    /// Program.
+    pub program: String,
+    /// argv, redacted as asked.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "json::opt_secs_signed")]
+    pub start_ns: Option<i64>,
+    /// How it ended.
+    #[serde(flatten)]
+    pub status: StatusJson,
+    #[serde(skip)]
+    label: String,
+}
+
+/// A process that outlived the command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Background {
+    /// Process id.
+    pub pid: i32,
+    /// Program.
+    pub program: String,
+    /// argv, redacted as asked.
+    pub argv: Option<Vec<String>>,
+    /// Fork, seconds from the origin.
+    #[serde(rename = "start_s", serialize_with = "json::opt_secs_signed")]
+    pub start_ns: Option<i64>,
+    /// `ready` (left running), `timeout` (still running after `--wait-bg`), `error` (could not
+    /// be probed).
+    pub state: &'static str,
+    /// How it ended, when it ended while proctrace still followed it (`--wait-bg`).
+    pub exit: Option<StatusJson>,
+    #[serde(skip)]
+    label: String,
+}
+
+/// Count and total time of one program (and, when measured, what it cost).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ProgramStat {
+    /// Processes running it.
+    pub count: u64,
+    /// Their summed fork-to-exit time (those with a known exit), seconds.
+    #[serde(rename = "total_s", serialize_with = "json::secs")]
+    pub total_ns: u64,
+    /// Their summed CPU (user + system; those measured), seconds; absent when none was.
+    #[serde(
+        rename = "cpu_s",
+        serialize_with = "json::opt_secs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cpu_ns: Option<u64>,
+    /// The largest peak memory of one of them, KiB; absent when none was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rss_kib: Option<u64>,
+}
+
+/// Programs, most total time first; serialized as a JSON object in that order.
+#[derive(Debug, Clone, Default)]
+pub struct ByProgram(pub Vec<(String, ProgramStat)>);

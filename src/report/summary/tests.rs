@@ -1,0 +1,607 @@
+//! Hand-made trees, built through the real [`Tracker`] from synthetic events, where the
+//! answer is known.
+use super::analysis::first_n;
+use super::markdown::code;
+use super::text::PATH_LINES;
+use super::*;
+use crate::model::event::BackgroundState;
+use crate::model::event::Event;
+use crate::model::tracker::Scope;
+use crate::testkit;
+
+const MS: u64 = 1_000_000;
+
+// The shared builders, timed in milliseconds.
+fn fork(ms: u64, parent: i32, child: i32) -> Event {
+    testkit::fork(ms * MS, parent, child)
+}
+fn exit(ms: u64, pid: i32, code: u32) -> Event {
+    testkit::exit(ms * MS, pid, code)
+}
+fn exec(ms: u64, pid: i32, argv: &[&str]) -> [Event; 2] {
+    testkit::exec(ms * MS, pid, argv, None)
+}
+
+/// Feeds `events` to a tracker following root 1 (as `run` does) and summarizes.
+fn report(events: &[Event]) -> RunReport {
+    let mut t = testkit::tracker(Scope::Tree, true, true);
+    t.expect_root(1);
+    let mut facts = Vec::new();
+    for e in events {
+        t.apply(e, &mut facts);
+    }
+    let mut h = testkit::header(0, &["root"]);
+    h.tool.pid = 0;
+    h.tool.argv = vec![];
+    let end = events.iter().filter_map(|e| e.ts()).max().unwrap_or(0);
+    let sum = testkit::summary(end, &t, Some(1));
+    summarize(&h, &t, &sum, true)
+}
+
+fn path(r: &RunReport) -> Vec<(i32, usize)> {
+    r.critical_path.iter().map(|s| (s.step.pid, s.depth)).collect()
+}
+
+/// `first_n` is a stable sort and `take(n)`: the same items in the same order, ties (many
+/// here) in their own order, for every `n` up to past the end.
+#[test]
+fn first_n_is_a_stable_sort_then_take() {
+    let items: Vec<(u64, u32)> = (0..500u32).map(|i| (u64::from(i * 7919 % 13), i)).collect();
+    let cmp = |a: &(u64, u32), b: &(u64, u32)| b.0.cmp(&a.0);
+    let mut sorted = items.clone();
+    sorted.sort_by(cmp);
+    for n in [0, 1, 5, 20, 499, 500, 600] {
+        let want: Vec<_> = sorted.iter().copied().take(n).collect();
+        assert_eq!(first_n(&items, n, cmp), want, "n = {n}");
+    }
+}
+
+/// Fuzzing found these: a saved trace can hold an exit stamped before its fork, and
+/// timestamps far from the origin (`cargo fuzz run capture`).
+#[test]
+fn an_exit_before_its_fork_and_far_timestamps_do_not_overflow() {
+    let r = report(&[fork(0, 100, 1), fork(50, 1, 2), exit(30, 2, 1), exit(100, 1, 0)]);
+    assert_eq!(r.failures.len(), 1);
+    let far = report(&[
+        fork(0, 100, 1),
+        testkit::fork(u64::MAX - 5, 1, 2),
+        testkit::exit(u64::MAX - 1, 2, 3),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(far.failures.len(), 1);
+    assert_eq!(far.failures[0].start_ns, Some(-(5 + 1) as i64));
+    // Two processes of one program, each lasting more than half of u64's nanoseconds: their
+    // total saturates (fuzzing, 2026-12-01: the sum overflowed).
+    let long = report(&[
+        fork(0, 100, 1),
+        testkit::fork(1, 1, 2),
+        testkit::exit(u64::MAX / 2 + 10, 2, 0),
+        testkit::fork(2, 1, 3),
+        testkit::exit(u64::MAX / 2 + 20, 3, 0),
+        exit(100, 1, 0),
+    ]);
+    assert!(
+        long.by_program.0.iter().any(|(_, p)| p.total_ns == u64::MAX),
+        "{:?}",
+        long.by_program.0
+    );
+}
+
+fn region(ms: (u64, u64), pid: i32, category: &str, label: &str, nesting: u32) -> Event {
+    Event::Region {
+        tgid: pid,
+        region: crate::model::event::Region {
+            ts: ms.0 * MS,
+            end: ms.1 * MS,
+            thread: "main".into(),
+            category: category.into(),
+            label: label.into(),
+            msg: None,
+            nesting,
+        },
+    }
+}
+
+/// Regions: the slowest listed longest first with their process, totals by name; a run
+/// without regions has no section at all (and no `regions` key in the JSON).
+#[test]
+fn regions_are_summarized_only_when_reported() {
+    let mut evs = vec![fork(0, 100, 1)];
+    evs.extend(exec(1, 1, &["git", "fetch"]));
+    evs.extend([
+        fork(10, 1, 2),
+        region((2, 40), 1, "fetch", "remote_refs", 1),
+        region((5, 9), 1, "index", "do_read_index", 2),
+        region((50, 60), 1, "index", "do_read_index", 1),
+        exit(70, 2, 0),
+        region((12, 68), 2, "pack", "write", 1),
+        exit(100, 1, 0),
+    ]);
+    let r = report(&evs);
+    let g = r.regions.as_ref().unwrap();
+    assert_eq!(g.count, 4);
+    let slow: Vec<(&str, i32, u64)> = g
+        .slowest
+        .iter()
+        .map(|s| (s.name.as_str(), s.pid, s.duration_ns / MS))
+        .collect();
+    assert_eq!(
+        slow,
+        [
+            ("pack:write", 2, 56),
+            ("fetch:remote_refs", 1, 38),
+            ("index:do_read_index", 1, 10),
+            ("index:do_read_index", 1, 4)
+        ]
+    );
+    assert_eq!(g.slowest[1].start_ns, 2 * MS as i64);
+    let names: Vec<(&str, u64, u64)> = g
+        .by_name
+        .0
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.count, s.total_ns / MS))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("pack:write", 1, 56),
+            ("fetch:remote_refs", 1, 38),
+            ("index:do_read_index", 2, 14)
+        ]
+    );
+    let text = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    assert!(text.contains("regions: (4 reported"), "{text}");
+    assert!(text.contains(" pack:write\n"), "{text}");
+    assert!(render_markdown(&r).contains("#### Regions (4 reported"));
+    let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(json["regions"]["slowest"][0]["name"], "pack:write");
+    assert_eq!(json["regions"]["by_name"]["index:do_read_index"]["count"], 2);
+
+    let plain = report(&[fork(0, 100, 1), exit(10, 1, 0)]);
+    assert!(plain.regions.is_none());
+    assert!(
+        !render_text(
+            &plain,
+            TextOptions {
+                color: false,
+                width: 100
+            }
+        )
+        .contains("regions")
+    );
+    assert!(!render_json(&plain).contains("regions"));
+}
+
+#[test]
+fn a_chain_is_all_on_the_path() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2),
+        fork(20, 2, 3),
+        exit(80, 3, 0),
+        exit(90, 2, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (3, 2)]);
+    assert_eq!(r.wall_ns, 100 * MS);
+    let starts: Vec<i64> = r.critical_path.iter().map(|s| s.step.start_ns).collect();
+    assert_eq!(starts, [0, 10 * MS as i64, 20 * MS as i64]);
+    let durs: Vec<u64> = r.critical_path.iter().map(|s| s.step.duration_ns).collect();
+    assert_eq!(durs, [100 * MS, 80 * MS, 60 * MS]);
+}
+
+#[test]
+fn a_fan_out_puts_the_longest_child_on_the_path() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2),
+        fork(10, 1, 3),
+        fork(10, 1, 4),
+        exit(50, 2, 0),
+        exit(90, 3, 0),
+        exit(70, 4, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (3, 1)]);
+    let slowest: Vec<i32> = r.slowest.iter().map(|s| s.pid).collect();
+    assert_eq!(slowest, [3, 4, 2], "longest first, root excluded");
+}
+
+#[test]
+fn a_fan_in_takes_the_later_of_the_parallel_pair_then_the_join() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2), // A
+        fork(10, 1, 3), // B
+        exit(40, 3, 0),
+        exit(60, 2, 0),
+        fork(61, 1, 4), // C, after both
+        exit(90, 4, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (4, 1)]);
+}
+
+#[test]
+fn a_background_child_never_counts() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2),
+        fork(20, 1, 3), // left running, then ends long after the command
+        exit(50, 2, 0),
+        exit(100, 1, 0),
+        Event::Background {
+            ts: 101 * MS,
+            tgid: 3,
+            state: BackgroundState::Ready,
+            report: false,
+        },
+        exit(500, 3, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1)]);
+    assert_eq!(r.wall_ns, 100 * MS, "wall time is the command's, not the leak's");
+    assert_eq!(r.background.len(), 1);
+    assert_eq!(r.background[0].pid, 3);
+    assert!(r.slowest.iter().all(|s| s.pid != 3), "{:?}", r.slowest);
+}
+
+#[test]
+fn sequential_children_are_all_on_the_path() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2),
+        exit(30, 2, 0),
+        fork(30, 1, 3),
+        exit(50, 3, 0),
+        fork(55, 1, 4),
+        exit(90, 4, 1),
+        exit(100, 1, 1),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (3, 1), (4, 1)]);
+    let f: Vec<(i32, Option<i32>)> = r.failures.iter().map(|f| (f.pid, f.status.code)).collect();
+    assert_eq!(f, [(1, Some(1)), (4, Some(1))]);
+}
+
+#[test]
+fn a_process_with_unknown_exit_never_counts() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(10, 1, 2),
+        Event::Lost {
+            ts: Some(20 * MS),
+            count: 1,
+        }, // 2's exit
+        fork(60, 1, 2), // the pid again: the first instance is closed with its exit unknown
+        exit(70, 2, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1)]);
+    assert_eq!(
+        r.critical_path[1].step.start_ns,
+        60 * MS as i64,
+        "the second instance"
+    );
+    assert_eq!(r.exit_unknown, 1);
+    assert_eq!(r.lost, 1);
+    assert_eq!(r.slowest.len(), 1);
+    assert!(r.failures.is_empty(), "an unknown exit is not a failure");
+}
+
+#[test]
+fn gaps_are_the_parents_own_work_and_overlaps_pick_the_gating_child() {
+    // make -j2 in miniature: 2 and 3 start together; 4 starts when 2 ends; the link (5)
+    // starts when the later of 3 and 4 ends. Path: 2 → 4 → 5 (3 finished earlier).
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(5, 1, 2),
+        fork(5, 1, 3),
+        exit(40, 2, 0),
+        fork(41, 1, 4),
+        exit(60, 3, 0),
+        exit(80, 4, 0),
+        fork(85, 1, 5),
+        exit(95, 5, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (4, 1), (5, 1)]);
+}
+
+#[test]
+fn programs_and_folding_of_wrappers() {
+    let mut ev = vec![fork(0, 100, 1)];
+    ev.extend(exec(1, 1, &["make", "-j2"]));
+    ev.push(fork(10, 1, 2));
+    ev.extend(exec(11, 2, &["/usr/bin/cc", "-c", "f.c"]));
+    ev.push(fork(12, 2, 3));
+    ev.extend(exec(13, 3, &["/usr/lib/gcc/cc1", "f.c"]));
+    ev.extend([exit(60, 3, 0), exit(62, 2, 0)]);
+    ev.push(fork(63, 1, 4)); // a fork of make that never execs
+    ev.extend([exit(64, 4, 0), exit(100, 1, 0)]);
+    let r = report(&ev);
+    let progs: Vec<(&str, u64, u64)> = r
+        .by_program
+        .0
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.count, s.total_ns))
+        .collect();
+    assert_eq!(
+        progs,
+        [
+            ("make", 1, 100 * MS),
+            ("cc", 1, 52 * MS),
+            ("cc1", 1, 48 * MS),
+            ("[fork of make]", 1, MS)
+        ]
+    );
+    // cc1 takes 48 of cc's 52 ms: folded into `cc -c f.c`, which names the compile.
+    let slowest: Vec<i32> = r.slowest.iter().map(|s| s.pid).collect();
+    assert_eq!(slowest, [2, 4]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (3, 2), (4, 1)]);
+    let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(j["critical_path"][2]["argv"][0], "/usr/lib/gcc/cc1");
+    assert_eq!(j["critical_path"][2]["start_s"], 0.012);
+    assert_eq!(j["critical_path"][2]["duration_s"], 0.048);
+    assert_eq!(j["by_program"]["cc1"]["count"], 1);
+    assert_eq!(j["wall_s"], 0.1);
+}
+
+#[test]
+fn a_long_path_is_cut_for_people_but_whole_in_json() {
+    // 100 sequential jobs, each with one grandchild: a path of 201 steps.
+    let mut ev = vec![fork(0, 100, 1)];
+    for j in 0..100u64 {
+        let (c, g) = (2 + 2 * j as i32, 3 + 2 * j as i32);
+        ev.extend([
+            fork(10 * j + 1, 1, c),
+            fork(10 * j + 2, c, g),
+            exit(10 * j + 8, g, 0),
+            exit(10 * j + 9, c, 0),
+        ]);
+    }
+    ev.push(exit(1000, 1, 0));
+    let r = report(&ev);
+    assert_eq!(r.critical_path.len(), 201);
+    let text = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    let path_lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("critical path:"))
+        .skip(1)
+        .collect();
+    assert_eq!(path_lines.len(), PATH_LINES + 2, "{text}");
+    assert!(
+        path_lines[20].contains("… 61 more steps, 488.0ms in all …"),
+        "{text}"
+    );
+    assert!(
+        path_lines[41].contains("(100 steps inside these not shown"),
+        "{text}"
+    );
+    assert!(path_lines[40].contains(" 200 [fork of ?]"), "{text}");
+    let md = render_markdown(&r);
+    assert!(md.contains("| … | 488.0ms | | | 61 more steps |"), "{md}");
+}
+
+#[test]
+fn colour_only_when_asked() {
+    let r = report(&[fork(0, 100, 1), fork(10, 1, 2), exit(50, 2, 1), exit(100, 1, 0)]);
+    let on = render_text(
+        &r,
+        TextOptions {
+            color: true,
+            width: 100,
+        },
+    );
+    assert!(on.contains("\x1b[31mexit 1\x1b[0m"), "{on:?}");
+    assert!(on.contains("\x1b[31m1 failure\x1b[0m"), "{on:?}");
+    let off = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    assert!(!off.contains('\x1b'), "{off:?}");
+    assert!(!render_markdown(&r).contains('\x1b'));
+}
+
+#[test]
+fn markdown_survives_pipes_and_backticks() {
+    assert_eq!(code("a|b"), r"`a\|b`");
+    assert_eq!(code("x `y` z"), "``x `y` z``");
+    assert_eq!(code("`q"), "`` `q ``");
+}
+
+/// A build with figures: `make` (1) runs `cc` (2, whose `cc1` 4 does its work) and a
+/// `link` (3) side by side, and `sh` (5) that was not measured.
+fn costly() -> Vec<Event> {
+    let u = testkit::usage;
+    let mut ev = vec![fork(0, 0, 1)];
+    ev.extend(exec(0, 1, &["make", "-j2"]));
+    ev.push(fork(10, 1, 2));
+    ev.extend(exec(11, 2, &["cc", "-c", "big.c"]));
+    ev.push(fork(12, 2, 4));
+    ev.extend(exec(13, 4, &["/usr/lib/gcc/cc1", "big.c"]));
+    ev.push(fork(20, 1, 3));
+    ev.extend(exec(21, 3, &["link", "-o", "app"]));
+    ev.push(fork(30, 1, 5));
+    ev.extend(exec(31, 5, &["sh", "-c", "true"]));
+    ev.extend([u(5, 0, 0, 1), exit(40, 5, 0)]);
+    ev.extend([u(4, 700, 50, 300_000), exit(990, 4, 0)]);
+    ev.extend([u(2, 2, 1, 2_000), exit(995, 2, 0)]);
+    ev.extend([u(3, 200, 40, 900_000), exit(800, 3, 0)]);
+    ev.extend([u(1, 5, 2, 3_000), exit(1000, 1, 0)]);
+    ev
+}
+
+#[test]
+fn costs_name_the_hungriest_and_the_parallelism() {
+    let r = report(&costly());
+    let c = r.costs.as_ref().expect("figures were given");
+    assert_eq!(c.measured, 5, "sh's zero figures are figures too");
+    assert_eq!(c.cpu_user_ns, (700 + 2 + 200 + 5) * MS);
+    assert_eq!(c.cpu_sys_ns, (50 + 1 + 40 + 2) * MS);
+    let par = c.parallelism.unwrap();
+    assert!((par - 1000.0 / 1000.0).abs() < 1e-9, "{par}");
+    let pids = |l: &[Cost]| l.iter().map(|x| x.pid).collect::<Vec<_>>();
+    assert_eq!(pids(&c.top_cpu), [4, 3, 1, 2, 5]);
+    assert_eq!(pids(&c.top_rss), [3, 4, 1, 2, 5]);
+    // cc1 did cc's work: named with cc's command.
+    assert_eq!(c.top_cpu[0].label, "cc1, for: cc -c big.c");
+    assert_eq!(c.top_cpu[1].label, "link -o app");
+    // cc took most of make's time, but less CPU than make: its own command.
+    assert_eq!(c.top_cpu[3].label, "cc -c big.c");
+    let cc1 = r.by_program.0.iter().find(|p| p.0 == "cc1").unwrap().1;
+    assert_eq!((cc1.cpu_ns, cc1.max_rss_kib), (Some(750 * MS), Some(300_000)));
+
+    let text = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    assert!(
+        text.contains("cost: CPU 1.00s over 1.00s wall: 1.0 cores on average\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hungriest: 750.0ms CPU, 293 MiB peak: 4 cc1, for: cc -c big.c\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("most memory: (peak RSS)\n   879 MiB  240.0ms  3  link -o app\n"),
+        "{text}"
+    );
+    let md = render_markdown(&r);
+    assert!(
+        md.contains("Hungriest: `cc1, for: cc -c big.c` (pid 4, 750.0ms CPU, 293 MiB peak)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| program | count | total | cpu | largest peak |"),
+        "{md}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(v["cpu_s"], 1.0);
+    assert_eq!(v["parallelism"], 1.0);
+    assert_eq!(v["measured"], 5);
+    assert_eq!(v["top_cpu"][0]["pid"], 4);
+    assert_eq!(v["top_cpu"][0]["cpu_user_s"], 0.7);
+    assert_eq!(v["top_rss"][0]["max_rss_kib"], 900_000);
+    assert_eq!(v["by_program"]["link"]["cpu_s"], 0.24);
+    assert_eq!(v["by_program"]["link"]["max_rss_kib"], 900_000);
+}
+
+#[test]
+fn a_partly_measured_run_says_so_and_an_unmeasured_one_shows_nothing() {
+    // The same run without sh's figures: the sums are over the 4 measured.
+    let ev: Vec<Event> = costly()
+        .into_iter()
+        .filter(|e| !matches!(e, Event::Usage { tgid: 5, .. }))
+        .collect();
+    let r = report(&ev);
+    assert_eq!(r.costs.as_ref().unwrap().measured, 4);
+    let text = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    assert!(text.contains("(4 of 5 processes measured)"), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert!(v["by_program"]["sh"].get("cpu_s").is_none(), "{v}");
+
+    // No figures at all: not a word of cost, no key in the JSON.
+    let ev: Vec<Event> = costly()
+        .into_iter()
+        .filter(|e| !matches!(e, Event::Usage { .. }))
+        .collect();
+    let r = report(&ev);
+    assert!(r.costs.is_none());
+    let text = render_text(
+        &r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    assert!(
+        !text.contains("cost") && !text.contains("hungriest") && !text.contains("CPU"),
+        "{text}"
+    );
+    let md = render_markdown(&r);
+    assert!(!md.contains("cost") && !md.contains("cpu"), "{md}");
+    let json = render_json(&r);
+    for k in [
+        "cpu_s",
+        "parallelism",
+        "top_cpu",
+        "top_rss",
+        "measured",
+        "max_rss_kib",
+    ] {
+        assert!(!json.contains(k), "{k} in {json}");
+    }
+}
+
+mod make_j2 {
+    //! The recorded `make -j2` of a 7-file C project: the summary names the slowest compile and
+    //! the jobs that gated the link.
+    use super::*;
+    use crate::cmd::replay::{parse_capture, replay};
+    use crate::sink::Fanout;
+
+    #[test]
+    fn names_the_slowest_compile_and_the_jobs_that_gated_the_link() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/captures/make-j2.jsonl"
+        );
+        let cap = parse_capture(std::fs::read(path).unwrap().as_slice(), path).unwrap();
+        let h = cap.header.clone().unwrap();
+        let (engine, sum) = replay(&cap, None, Fanout::new(), h.clone());
+        let r = summarize(&h, &engine.tracker, &sum, true);
+        let argv = |s: &Step| s.argv.clone().unwrap_or_default().join(" ");
+        assert_eq!(argv(&r.slowest[0]), "cc -O1 -c -o f5.o f5.c");
+        let top: Vec<(String, usize)> = r
+            .critical_path
+            .iter()
+            .filter(|s| s.depth <= 1)
+            .map(|s| (argv(&s.step), s.depth))
+            .collect();
+        let want = [
+            "make -j2",
+            "cc -O1 -c -o main.o main.c",
+            "cc -O1 -c -o f2.o f2.c",
+            "cc -O1 -c -o f4.o f4.c",
+            "cc -O1 -c -o f6.o f6.c",
+            "cc -o app main.o f1.o f2.o f3.o f4.o f5.o f6.o",
+        ];
+        assert_eq!(top.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), want);
+        // Each job starts when the one before it ended (a -j2 slot freed), in time order.
+        for w in r
+            .critical_path
+            .windows(2)
+            .filter(|w| w[0].depth == 1 && w[1].depth == 1)
+        {
+            assert!(w[0].step.start_ns + w[0].step.duration_ns as i64 <= w[1].step.start_ns);
+        }
+        let last = r.critical_path.last().unwrap();
+        assert_eq!((last.step.program.as_str(), last.depth), ("ld", 3));
+        assert_eq!(r.by_program.0[1].0, "cc1");
+        assert_eq!(r.by_program.0[1].1.count, 7);
+    }
+}
