@@ -30,6 +30,8 @@
 //! [`parse`] is pure and works on recorded datagrams.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+// The system calls are proctrace-netlink's.
+#![forbid(unsafe_code)]
 
 pub mod abi;
 mod event;

@@ -1,14 +1,15 @@
 //! The connector socket: subscribe, receive in batches, validate the sender, account for loss.
 //!
-//! This is the only file with `unsafe`: thin wrappers around `socket`, `bind`, `sendto`,
-//! `recvmmsg`, `poll` and `getsockopt`. Policy (which processes matter, what to do with a lost
-//! event) belongs to the caller; this layer only guarantees that nothing the kernel drops goes
-//! unreported and that nothing but the kernel is believed.
+//! The socket itself — `recvmmsg` batches, the check that the kernel sent a datagram, the drop
+//! counter, the waker, the bounded reply wait — is `proctrace-netlink`'s, which holds the
+//! `unsafe`. This file is the connector's protocol on top of it: the LISTEN handshake and its
+//! ack, the event-type filter, the sequence-gap accounting. Policy (which processes matter, what
+//! to do with a lost event) belongs to the caller; this layer only guarantees that nothing the
+//! kernel drops goes unreported and that nothing but the kernel is believed.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
 
 use crate::abi::{self, what};
 use crate::event::{EventKind, ProcEvent};
@@ -19,16 +20,9 @@ use crate::parse::{Rejected, parse};
 pub const BYTES_PER_QUEUED_EVENT: usize = 832;
 /// Sockets opened by this process, to keep their ack numbers apart.
 static SOCKETS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-/// Messages fetched per `recvmmsg` call.
-const BATCH: usize = 64;
-/// Receive buffer per message; events are 76 bytes, anything larger is forged or foreign.
-const SLOT: usize = 256;
-/// Upper bound of messages handled per [`Connector::recv`] call so callers stay responsive.
-const MAX_PER_CALL: usize = 4096;
-/// `SK_MEMINFO_DROPS` index in the `SO_MEMINFO` array.
-const SK_MEMINFO_DROPS: usize = 8;
-/// `SK_MEMINFO_VARS`.
-const SK_MEMINFO_VARS: usize = 9;
+/// The netlink socket under a [`Connector`]: 64 messages per `recvmmsg` call, each in 256 bytes
+/// (events are 76 bytes; anything larger is forged or foreign).
+type Socket = netlink::Socket<64, 256>;
 
 /// How to open the connector.
 #[derive(Debug, Clone)]
@@ -170,41 +164,25 @@ impl Stats {
 }
 
 /// Wakes a thread blocked in [`Connector::recv`] from another thread.
-#[derive(Debug, Clone)]
-pub struct Waker {
-    fd: Arc<OwnedFd>,
-}
-
-impl Waker {
-    /// Makes the current or next `recv` return promptly.
-    pub fn wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to an eventfd we own.
-        let _ = unsafe {
-            libc::write(
-                self.fd.as_raw_fd(),
-                (&one as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
-    }
-}
+pub use netlink::Waker;
 
 /// A subscribed process events connector socket.
 pub struct Connector {
-    fd: OwnedFd,
-    wake_fd: Arc<OwnedFd>,
-    filtered: bool,
-    gaps: SeqGaps,
-    stats: Stats,
+    sock: Socket,
+    accepting: Accepting,
     /// Events that arrived while waiting for the LISTEN ack.
     pending: Vec<ProcEvent>,
-    bufs: Box<[[u8; SLOT]; BATCH]>,
-    addrs: Box<[libc::sockaddr_nl; BATCH]>,
-    effective_buffer: usize,
     kernel_filter: bool,
     seq_counter: u32,
-    raw_tap: Option<Vec<u8>>,
+}
+
+/// What turns a datagram from the kernel into [`Received`] items: the state each datagram is
+/// checked against, apart from the socket so that the socket can hand datagrams to it.
+struct Accepting {
+    filtered: bool,
+    gaps: SeqGaps,
+    /// The counters the socket does not keep (see [`Connector::stats`]).
+    stats: Stats,
     keep_acks: bool,
     mask: Option<u32>,
 }
@@ -212,25 +190,19 @@ pub struct Connector {
 impl std::fmt::Debug for Connector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connector")
-            .field("fd", &self.fd)
-            .field("filtered", &self.filtered)
-            .field("stats", &self.stats)
+            .field("sock", &self.sock)
+            .field("filtered", &self.accepting.filtered)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
 
-fn sys_err(call: &'static str) -> OpenError {
-    OpenError::Sys {
-        call,
-        source: io::Error::last_os_error(),
-    }
+fn sys_err(netlink::Error { call, source }: netlink::Error) -> OpenError {
+    OpenError::Sys { call, source }
 }
 
-fn kernel_addr() -> libc::sockaddr_nl {
-    // SAFETY: sockaddr_nl is plain old data; all-zero is a valid value.
-    let mut a: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    a.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    a
+fn recv_err(netlink::Error { call, source }: netlink::Error) -> RecvError {
+    RecvError::Sys { call, source }
 }
 
 impl Connector {
@@ -238,46 +210,8 @@ impl Connector {
     /// returning only once the kernel has acknowledged: every event generated after this returns
     /// is offered to the socket.
     pub fn open(opts: &Options) -> Result<Connector, OpenError> {
-        // SAFETY: plain socket(2) call; the result is checked before use.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                abi::NETLINK_CONNECTOR,
-            )
-        };
-        if raw < 0 {
-            return Err(sys_err("socket(AF_NETLINK, NETLINK_CONNECTOR)"));
-        }
-        // SAFETY: raw is a freshly created descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: eventfd(2) with valid flags; checked below.
-        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if efd < 0 {
-            return Err(sys_err("eventfd"));
-        }
-        // SAFETY: efd is a fresh descriptor we own.
-        let wake_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
-
-        let requested = opts.recv_buffer.min(i32::MAX as usize / 2) as libc::c_int;
-        if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, requested).is_err() {
-            // Without CAP_NET_ADMIN the cap is net.core.rmem_max; failing here is not fatal.
-            let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, requested);
-        }
-        let effective_buffer = getsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0) as usize;
-
-        let mut addr = kernel_addr();
-        addr.nl_groups = abi::CN_PROC_GROUP;
-        // SAFETY: addr is a valid sockaddr_nl and the length matches.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
+        let sock = Socket::open(netlink::Protocol::CONNECTOR, opts.recv_buffer).map_err(sys_err)?;
+        if let Err(e) = sock.bind(abi::CN_PROC_GROUP) {
             if e.raw_os_error() == Some(libc::EPERM) {
                 return Err(OpenError::PermissionDenied(e));
             }
@@ -288,16 +222,15 @@ impl Connector {
         }
 
         let mut c = Connector {
-            fd,
-            wake_fd,
-            filtered: false,
-            gaps: SeqGaps::new(),
-            stats: Stats::default(),
+            sock,
+            accepting: Accepting {
+                filtered: false,
+                gaps: SeqGaps::new(),
+                stats: Stats::default(),
+                keep_acks: true,
+                mask: None,
+            },
             pending: Vec::new(),
-            // SAFETY: arrays of bytes and of plain-old-data sockaddr_nl are valid when zeroed.
-            bufs: Box::new([[0u8; SLOT]; BATCH]),
-            addrs: Box::new(unsafe { std::mem::zeroed() }),
-            effective_buffer,
             kernel_filter: false,
             // Acks are multicast to every listener: make this socket's ack numbers its own.
             seq_counter: std::process::id().wrapping_mul(2_654_435_761).wrapping_add(
@@ -305,9 +238,6 @@ impl Connector {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                     .wrapping_mul(0x1000_0000),
             ),
-            raw_tap: None,
-            keep_acks: true,
-            mask: None,
         };
         // 6.6+ form first (mask 0 = all events; this one is acked), then the legacy 4-byte op.
         let acked = match c.control(abi::PROC_CN_MCAST_LISTEN, Some(what::ALL), opts.ack_timeout)? {
@@ -353,13 +283,13 @@ impl Connector {
                     // A masked socket never sees its own ack: send and do not wait.
                     c.send_control(abi::PROC_CN_MCAST_LISTEN, Some(mask))?;
                 } else {
-                    attach_bpf_filter(c.fd.as_raw_fd(), mask)?;
+                    attach_bpf_filter(&c.sock, mask)?;
                 }
-                c.filtered = true;
-                c.mask = Some(mask);
+                c.accepting.filtered = true;
+                c.accepting.mask = Some(mask);
             }
         }
-        c.keep_acks = false;
+        c.accepting.keep_acks = false;
         Ok(c)
     }
 
@@ -367,20 +297,7 @@ impl Connector {
         self.seq_counter = self.seq_counter.wrapping_add(1);
         let ack = self.seq_counter;
         let msg = abi::control_message(op, mask, ack, ack);
-        let dst = kernel_addr();
-        // SAFETY: msg and dst are valid for the lengths given.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                0,
-                (&dst as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
+        if let Err(e) = self.sock.send_to_kernel(&msg) {
             return Err(match e.raw_os_error() {
                 Some(libc::ECONNREFUSED) => OpenError::NetworkNamespace,
                 Some(libc::EPERM) => OpenError::PermissionDenied(e),
@@ -397,67 +314,53 @@ impl Connector {
     /// ack came in time. Events that arrive meanwhile are kept for the first `recv`.
     fn control(&mut self, op: u32, mask: Option<u32>, timeout: Duration) -> Result<Option<u32>, OpenError> {
         let ack = self.send_control(op, mask)?;
-        let deadline = Instant::now() + timeout;
+        let (accepting, pending) = (&mut self.accepting, &mut self.pending);
         let mut items = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            items.clear();
-            self.recv_raw(&mut items, left.as_millis() as i32)
-                .map_err(|RecvError::Sys { call, source }| OpenError::Sys { call, source })?;
-            let mut found = None;
-            for it in &items {
-                if let Received::Event(ev) = it {
-                    match ev.kind {
-                        EventKind::Ack { ack: a, err } if a == ack.wrapping_add(1) => found = Some(err),
-                        EventKind::Ack { .. } => {}
-                        _ => self.pending.push(*ev),
+        self.sock
+            .wait_reply(timeout, |data| {
+                items.clear();
+                accepting.datagram(data, &mut items);
+                let mut found = None;
+                for it in &items {
+                    if let Received::Event(ev) = it {
+                        match ev.kind {
+                            EventKind::Ack { ack: a, err } if a == ack.wrapping_add(1) => found = Some(err),
+                            EventKind::Ack { .. } => {}
+                            _ => pending.push(*ev),
+                        }
                     }
                 }
-            }
-            if found.is_some() {
-                return Ok(found);
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-        }
+                found
+            })
+            .map_err(sys_err)
     }
 
     /// Starts (or stops) keeping a copy of every accepted kernel datagram, each prefixed by its
     /// length as a native-endian u32: the format of the recorded fixtures. Not for production.
     pub fn tap_raw(&mut self, on: bool) {
-        self.raw_tap = if on { Some(Vec::new()) } else { None };
+        self.sock.tap_raw(on);
     }
 
     /// Takes the datagrams recorded since the last call (see [`tap_raw`](Self::tap_raw)).
     pub fn take_raw(&mut self) -> Vec<u8> {
-        self.raw_tap.as_mut().map(std::mem::take).unwrap_or_default()
+        self.sock.take_raw()
     }
 
     /// A handle that interrupts a blocking [`recv`](Self::recv) from another thread.
     pub fn waker(&self) -> Waker {
-        Waker {
-            fd: Arc::clone(&self.wake_fd),
-        }
+        self.sock.waker()
     }
 
     /// Sleeps up to `dur` without reading, returning early on a [`Waker::wake`]. Lets a caller
     /// batch a busy stream (events queue in the kernel meanwhile) and still stop promptly.
     pub fn pause(&self, dur: Duration) {
-        let mut fds = [libc::pollfd {
-            fd: self.wake_fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        let ms = dur.as_millis().min(i32::MAX as u128) as i32;
         // A wake is left pending: the next recv sees it and drains the eventfd.
-        // SAFETY: fds is a valid array of one pollfd.
-        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+        self.sock.pause(dur);
     }
 
     /// Whether a kernel-side event filter is active (sequence gaps are then not losses).
     pub fn is_filtered(&self) -> bool {
-        self.filtered
+        self.accepting.filtered
     }
 
     /// Whether the kernel understood the 6.6+ `proc_input` subscription.
@@ -467,12 +370,15 @@ impl Connector {
 
     /// The receive buffer the kernel granted, in bytes (twice the request, within limits).
     pub fn receive_buffer(&self) -> usize {
-        self.effective_buffer
+        self.sock.receive_buffer()
     }
 
     /// Counters so far.
     pub fn stats(&self) -> Stats {
-        self.stats
+        let (c, mut s) = (self.sock.counters(), self.accepting.stats);
+        (s.datagrams, s.overflows) = (c.datagrams, c.overflows);
+        (s.rejected_sender, s.rejected_truncated) = (c.rejected_sender, c.rejected_truncated);
+        s
     }
 
     /// Waits up to `timeout_ms` (-1: forever, 0: not at all) for events, then drains the socket
@@ -481,213 +387,52 @@ impl Connector {
     pub fn recv(&mut self, out: &mut Vec<Received>, timeout_ms: i32) -> Result<usize, RecvError> {
         let start = out.len();
         if !self.pending.is_empty() {
-            let mask = self.mask;
+            let mask = self.accepting.mask;
             for ev in self.pending.drain(..) {
                 if matches!(ev.kind, EventKind::Ack { .. }) || mask.is_some_and(|m| !wanted(m, &ev.kind)) {
                     continue;
                 }
-                self.stats.events += 1;
+                self.accepting.stats.events += 1;
                 out.push(Received::Event(ev));
             }
         }
-        self.recv_raw(out, if out.len() > start { 0 } else { timeout_ms })?;
-        Ok(out.len() - start)
-    }
-
-    fn recv_raw(&mut self, out: &mut Vec<Received>, timeout_ms: i32) -> Result<(), RecvError> {
-        let fd = self.fd.as_raw_fd();
-        if timeout_ms != 0 {
-            let mut fds = [
-                libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.wake_fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: fds is a valid array of two pollfd.
-            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-            if rc < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    return Ok(());
-                }
-                return Err(RecvError::Sys {
-                    call: "poll",
-                    source: e,
-                });
-            }
-            if fds[1].revents & libc::POLLIN != 0 {
-                let mut v = 0u64;
-                // SAFETY: reads 8 bytes into a live u64 from our nonblocking eventfd.
-                let _ = unsafe { libc::read(fds[1].fd, (&mut v as *mut u64).cast(), 8) };
-            }
-            if fds[0].revents & (libc::POLLIN | libc::POLLERR) == 0 {
-                return Ok(());
-            }
-        }
-        let mut handled = 0usize;
-        let mut overflowed = false;
-        while handled < MAX_PER_CALL {
-            match self.recv_batch(out)? {
-                Batch::Got(n) => {
-                    handled += n;
-                    if n < BATCH && !overflowed {
-                        // recvmmsg took everything queued: asking again would only say EAGAIN.
-                        // After an overflow, keep going until EAGAIN proves the queue empty.
-                        break;
-                    }
-                }
-                Batch::Empty => break,
-                Batch::Overflow => {
-                    // Congested: the socket drops everything until fully drained, so keep going.
-                    self.stats.overflows += 1;
-                    overflowed = true;
-                }
-            }
-        }
-        if self.filtered {
-            self.account_socket_drops(out);
-        } else if overflowed {
-            // Gaps in the sequence numbers will report these exactly as later events arrive.
-            self.stats.socket_drops = self.socket_drops().unwrap_or(self.stats.socket_drops);
-        }
-        Ok(())
-    }
-
-    fn recv_batch(&mut self, out: &mut Vec<Received>) -> Result<Batch, RecvError> {
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: iovec/mmsghdr are plain old data; zeroed is valid and filled in below.
-        let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..BATCH {
-            iov[i].iov_base = self.bufs[i].as_mut_ptr().cast();
-            iov[i].iov_len = SLOT;
-            hdrs[i].msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_nl).cast();
-            hdrs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: every header points at live buffers owned by self or this frame, sized as stated.
-        let n = unsafe {
-            libc::recvmmsg(
-                fd,
-                hdrs.as_mut_ptr(),
-                BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
+        let timeout_ms = if out.len() > start { 0 } else { timeout_ms };
+        let accepting = &mut self.accepting;
+        let Some(drained) = self
+            .sock
+            .receive(timeout_ms, netlink::MAX_PER_DRAIN, |data| {
+                accepting.datagram(data, out)
+            })
+            .map_err(recv_err)?
+        else {
+            return Ok(out.len() - start);
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) => Ok(Batch::Empty),
-                Some(libc::EINTR) => Ok(Batch::Got(0)),
-                Some(libc::ENOBUFS) => Ok(Batch::Overflow),
-                _ => Err(RecvError::Sys {
-                    call: "recvmmsg",
-                    source: e,
-                }),
-            };
+        if self.accepting.filtered {
+            self.account_socket_drops(out);
+        } else if drained.overflowed {
+            // Gaps in the sequence numbers will report these exactly as later events arrive.
+            let stats = &mut self.accepting.stats;
+            stats.socket_drops = self.sock.drops().unwrap_or(stats.socket_drops);
         }
-        let n = n as usize;
-        for (i, hdr) in hdrs.iter().enumerate().take(n) {
-            let len = hdr.msg_len as usize;
-            let flags = hdr.msg_hdr.msg_flags;
-            let from = self.addrs[i].nl_pid;
-            self.stats.datagrams += 1;
-            if from != 0 {
-                self.stats.rejected_sender += 1;
-                continue;
-            }
-            if flags & libc::MSG_TRUNC != 0 {
-                self.stats.rejected_truncated += 1;
-                continue;
-            }
-            let data = &self.bufs[i][..len.min(SLOT)];
-            if let Some(tap) = self.raw_tap.as_mut() {
-                tap.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                tap.extend_from_slice(data);
-            }
-            for item in parse(data) {
-                match item {
-                    Ok(ev) => {
-                        if !self.filtered {
-                            let missing = self.gaps.observe(ev.cpu, ev.seq);
-                            if missing > 0 {
-                                self.stats.seq_gaps += missing;
-                                self.stats.lost_reported += missing;
-                                out.push(Received::Loss(Loss {
-                                    count: missing,
-                                    timestamp_ns: Some(ev.timestamp_ns),
-                                    source: LossSource::SeqGap,
-                                }));
-                            }
-                        }
-                        if self.mask.is_some_and(|m| !wanted(m, &ev.kind)) {
-                            // Queued before the filter took effect: the caller asked not to see it.
-                            continue;
-                        }
-                        if matches!(ev.kind, EventKind::Ack { .. }) {
-                            // Control replies (ours and, multicast, everyone else's) are not events.
-                            if self.keep_acks {
-                                out.push(Received::Event(ev));
-                            }
-                        } else {
-                            self.stats.events += 1;
-                            out.push(Received::Event(ev));
-                        }
-                    }
-                    Err(Rejected::Short { .. })
-                    | Err(Rejected::BadLength { .. })
-                    | Err(Rejected::WrongType(_))
-                    | Err(Rejected::WrongId { .. })
-                    | Err(Rejected::BadPayloadLength { .. }) => self.stats.rejected_malformed += 1,
-                }
-            }
-        }
-        if n == 0 {
-            return Ok(Batch::Empty);
-        }
-        Ok(Batch::Got(n))
+        Ok(out.len() - start)
     }
 
     /// Reads the socket's drop counter.
     pub fn socket_drops(&self) -> Option<u64> {
-        let mut mem = [0u32; SK_MEMINFO_VARS];
-        let mut len = std::mem::size_of_val(&mem) as libc::socklen_t;
-        // SAFETY: mem is a valid buffer of len bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_MEMINFO,
-                mem.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 || (len as usize) < (SK_MEMINFO_DROPS + 1) * 4 {
-            return None;
-        }
-        Some(mem[SK_MEMINFO_DROPS] as u64)
+        self.sock.drops()
     }
 
     /// Reports drops not yet reported. Filtered sockets learn of every drop this way; unfiltered
     /// ones only of drops after the last event received on their CPU (earlier ones surface as
     /// sequence gaps), so they call this once, at the end.
     fn account_socket_drops(&mut self, out: &mut Vec<Received>) {
-        let Some(drops) = self.socket_drops() else { return };
-        self.stats.socket_drops = drops;
-        if drops > self.stats.lost_reported {
-            let extra = drops - self.stats.lost_reported;
-            self.stats.lost_reported += extra;
+        let stats = &mut self.accepting.stats;
+        let count = self
+            .sock
+            .report_drops(&mut stats.socket_drops, &mut stats.lost_reported);
+        if count > 0 {
             out.push(Received::Loss(Loss {
-                count: extra,
+                count,
                 timestamp_ns: None,
                 source: LossSource::SocketDrops,
             }));
@@ -698,6 +443,49 @@ impl Connector {
     /// last [`recv`](Self::recv).
     pub fn finish(&mut self, out: &mut Vec<Received>) {
         self.account_socket_drops(out);
+    }
+}
+
+impl Accepting {
+    /// Parses one datagram from the kernel into `out`: gaps in a CPU's sequence become losses
+    /// (unless a filter makes gaps normal), unwanted and control messages are left out.
+    fn datagram(&mut self, data: &[u8], out: &mut Vec<Received>) {
+        for item in parse(data) {
+            match item {
+                Ok(ev) => {
+                    if !self.filtered {
+                        let missing = self.gaps.observe(ev.cpu, ev.seq);
+                        if missing > 0 {
+                            self.stats.seq_gaps += missing;
+                            self.stats.lost_reported += missing;
+                            out.push(Received::Loss(Loss {
+                                count: missing,
+                                timestamp_ns: Some(ev.timestamp_ns),
+                                source: LossSource::SeqGap,
+                            }));
+                        }
+                    }
+                    if self.mask.is_some_and(|m| !wanted(m, &ev.kind)) {
+                        // Queued before the filter took effect: the caller asked not to see it.
+                        continue;
+                    }
+                    if matches!(ev.kind, EventKind::Ack { .. }) {
+                        // Control replies (ours and, multicast, everyone else's) are not events.
+                        if self.keep_acks {
+                            out.push(Received::Event(ev));
+                        }
+                    } else {
+                        self.stats.events += 1;
+                        out.push(Received::Event(ev));
+                    }
+                }
+                Err(Rejected::Short { .. })
+                | Err(Rejected::BadLength { .. })
+                | Err(Rejected::WrongType(_))
+                | Err(Rejected::WrongId { .. })
+                | Err(Rejected::BadPayloadLength { .. }) => self.stats.rejected_malformed += 1,
+            }
+        }
     }
 }
 
@@ -721,12 +509,6 @@ fn wanted(mask: u32, kind: &EventKind) -> bool {
     mask & what != 0
 }
 
-enum Batch {
-    Got(usize),
-    Empty,
-    Overflow,
-}
-
 fn ack_error(err: u32) -> OpenError {
     let e = io::Error::from_raw_os_error(err as i32);
     if err as i32 == libc::EPERM {
@@ -741,68 +523,24 @@ fn ack_error(err: u32) -> OpenError {
 
 /// Classic BPF on `what` (datagram offset 36): keep acks (0) and events whose type is in `mask`.
 /// `BPF_LD|BPF_W|BPF_ABS` reads in network byte order, so the mask is compared in that order.
-fn attach_bpf_filter(fd: RawFd, mask: u32) -> Result<(), OpenError> {
+fn attach_bpf_filter(sock: &Socket, mask: u32) -> Result<(), OpenError> {
     let mut mask = mask;
     if mask & what::NONZERO_EXIT != 0 {
         mask |= what::EXIT; // exit codes are not inspected here: a superset
     }
     let wire_mask = u32::from_be_bytes(mask.to_ne_bytes());
     let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
-    let mut prog = [
+    let prog = [
         ins(0x20, 0, 0, abi::EVENT_OFFSET as u32), // ld [36]
         ins(0x15, 2, 0, 0),                        // jeq #0 (ack) → accept
         ins(0x45, 1, 0, wire_mask),                // jset #mask → accept
         ins(0x06, 0, 0, 0),                        // drop
         ins(0x06, 0, 0, u32::MAX),                 // accept
     ];
-    let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_mut_ptr(),
-    };
-    // SAFETY: fprog points at a live program of the stated length for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&fprog as *const libc::sock_fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(sys_err("setsockopt(SO_ATTACH_FILTER)"));
-    }
-    Ok(())
-}
-
-fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live c_int with its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: v and len are live and sized correctly.
-    let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut libc::c_int).cast(), &mut len) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(v)
-    }
+    sock.attach_filter(&prog).map_err(|source| OpenError::Sys {
+        call: "setsockopt(SO_ATTACH_FILTER)",
+        source,
+    })
 }
 
 impl Drop for Connector {
@@ -817,6 +555,6 @@ impl Drop for Connector {
 
 impl AsRawFd for Connector {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.sock.as_raw_fd()
     }
 }

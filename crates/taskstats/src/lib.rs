@@ -33,8 +33,9 @@
 //! kernel's `getdelays`, built around queries by pid) do not fit; a general generic-netlink crate
 //! (`neli`, `netlink-packet-generic`) would bring a message model of its own to build three
 //! requests and walk two nested attributes, while the hot path here is a `recvmmsg` batch and
-//! fixed-offset reads with no allocation per record. The socket (like `proctrace-cnproc`'s) is
-//! about 150 lines of `unsafe` system calls in one file; the parser is pure and fuzzed by tests.
+//! fixed-offset reads with no allocation per record. The socket is `proctrace-netlink`'s (shared
+//! with `proctrace-cnproc`: a small crate of `unsafe` system calls, each with its reason); the
+//! parser is pure and fuzzed by tests.
 //!
 //! # Facts about the kernel's records (6.18, checked on this kernel)
 //!

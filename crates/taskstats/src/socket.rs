@@ -1,28 +1,22 @@
 //! The taskstats socket: resolve the family, register for exits on every CPU, receive in
 //! batches, validate the sender, account for loss.
 //!
-//! This is the only file with `unsafe`: thin wrappers around `socket`, `bind`, `sendto`,
-//! `recvmmsg`, `poll`, `setsockopt` and `getsockopt`.
+//! The socket itself — `recvmmsg` batches, the check that the kernel sent a datagram, the drop
+//! counter, the waker, the bounded reply wait — is `proctrace-netlink`'s, which holds the
+//! `unsafe` (one `sysconf` call is left here). This file is the generic netlink protocol on top:
+//! resolving the `TASKSTATS` family, registering and deregistering the CPUs, parsing the records.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
 
 use crate::abi;
 use crate::parse::{Parsed, Rejected, TaskExit, parse};
 
-/// Messages fetched per `recvmmsg` call.
-const BATCH: usize = 32;
-/// Receive buffer per message. An exit record is about 1.2 KiB with the group aggregate on
-/// v16/v17 (two `struct taskstats` of 560 bytes); larger ones are reported as truncated.
-const SLOT: usize = 4096;
-/// Upper bound of messages handled per [`Listener::recv`] call so callers stay responsive.
-const MAX_PER_CALL: usize = 4096;
-/// `SK_MEMINFO_DROPS` index in the `SO_MEMINFO` array.
-const SK_MEMINFO_DROPS: usize = 8;
-/// `SK_MEMINFO_VARS`.
-const SK_MEMINFO_VARS: usize = 9;
+/// The netlink socket under a [`Listener`]: 32 messages per `recvmmsg` call, each in 4096 bytes.
+/// An exit record is about 1.2 KiB with the group aggregate on v16/v17 (two `struct taskstats`
+/// of 560 bytes); larger ones are reported as truncated.
+type Socket = netlink::Socket<32, 4096>;
 
 /// How to open the listener.
 #[derive(Debug, Clone)]
@@ -142,59 +136,46 @@ impl Stats {
 }
 
 /// Wakes a thread blocked in [`Listener::recv`] from another thread.
-#[derive(Debug, Clone)]
-pub struct Waker {
-    fd: Arc<OwnedFd>,
-}
-
-impl Waker {
-    /// Makes the current or next `recv` return promptly.
-    pub fn wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to an eventfd we own.
-        let _ = unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
-    }
-}
+pub use netlink::Waker;
 
 /// A socket registered for the exit records of every task on the given CPUs.
 pub struct Listener {
-    fd: OwnedFd,
-    wake_fd: Arc<OwnedFd>,
-    family: u16,
+    sock: Socket,
+    accepting: Accepting,
     cpus: String,
-    stats: Stats,
     pending: Vec<TaskExit>,
-    bufs: Box<[[u8; SLOT]]>,
-    addrs: Box<[libc::sockaddr_nl]>,
-    effective_buffer: usize,
     io_delay: bool,
     seq: u32,
-    raw_tap: Option<Vec<u8>>,
+}
+
+/// What turns a datagram from the kernel into [`Received`] items, apart from the socket so that
+/// the socket can hand datagrams to it.
+struct Accepting {
+    /// The `TASKSTATS` family id (0 until resolved).
+    family: u16,
+    /// The counters the socket does not keep (see [`Listener::stats`]).
+    stats: Stats,
 }
 
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Listener")
-            .field("fd", &self.fd)
-            .field("family", &self.family)
+            .field("sock", &self.sock)
+            .field("family", &self.accepting.family)
             .field("cpus", &self.cpus)
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
 
-fn sys_err(call: &'static str) -> OpenError {
-    OpenError::Sys {
-        call,
-        source: io::Error::last_os_error(),
-    }
+fn sys_err(netlink::Error { call, source }: netlink::Error) -> OpenError {
+    OpenError::Sys { call, source }
 }
 
-fn kernel_addr() -> libc::sockaddr_nl {
-    // SAFETY: sockaddr_nl is plain old data; all-zero is a valid value.
-    let mut a: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    a.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    a
+impl From<netlink::Error> for RecvError {
+    fn from(netlink::Error { call, source }: netlink::Error) -> RecvError {
+        RecvError { call, source }
+    }
 }
 
 /// The kernel's list of possible CPUs, else `0-(N-1)` from `sysconf`.
@@ -221,57 +202,22 @@ impl Listener {
     /// CPUs; returns once the kernel acknowledged, so every task exiting afterwards on those CPUs
     /// is sent to this socket.
     pub fn open(opts: &Options) -> Result<Listener, OpenError> {
-        // SAFETY: plain socket(2) call; the result is checked before use.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                abi::NETLINK_GENERIC,
-            )
-        };
-        if raw < 0 {
-            return Err(sys_err("socket(AF_NETLINK, NETLINK_GENERIC)"));
-        }
-        // SAFETY: raw is a freshly created descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: eventfd(2) with valid flags; checked below.
-        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if efd < 0 {
-            return Err(sys_err("eventfd"));
-        }
-        // SAFETY: efd is a fresh descriptor we own.
-        let wake_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
-        let requested = opts.recv_buffer.min(i32::MAX as usize / 2) as libc::c_int;
-        if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, requested).is_err() {
-            let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, requested);
-        }
-        let effective_buffer = getsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0) as usize;
-        let addr = kernel_addr(); // nl_pid 0: the kernel assigns this socket's port id
-        // SAFETY: addr is a valid sockaddr_nl and the length matches.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(sys_err("bind(NETLINK_GENERIC)"));
-        }
+        let sock = Socket::open(netlink::Protocol::GENERIC, opts.recv_buffer).map_err(sys_err)?;
+        // Groups 0: the kernel unicasts the records to this socket's port id, which it assigns.
+        sock.bind(0).map_err(|source| OpenError::Sys {
+            call: "bind(NETLINK_GENERIC)",
+            source,
+        })?;
         let mut l = Listener {
-            fd,
-            wake_fd,
-            family: 0,
+            sock,
+            accepting: Accepting {
+                family: 0,
+                stats: Stats::default(),
+            },
             cpus: opts.cpus.clone().unwrap_or_else(possible_cpus),
-            stats: Stats::default(),
             pending: Vec::new(),
-            bufs: vec![[0u8; SLOT]; BATCH].into_boxed_slice(),
-            // SAFETY: sockaddr_nl is plain old data; all-zero is valid.
-            addrs: vec![unsafe { std::mem::zeroed::<libc::sockaddr_nl>() }; BATCH].into_boxed_slice(),
-            effective_buffer,
             io_delay: io_delay_accounting(),
             seq: std::process::id().wrapping_mul(2_654_435_761),
-            raw_tap: None,
         };
         let seq = l.send(
             abi::GENL_ID_CTRL,
@@ -280,7 +226,7 @@ impl Listener {
             abi::TASKSTATS_GENL_NAME,
         )?;
         match l.wait_reply(seq, opts.reply_timeout, "CTRL_CMD_GETFAMILY")? {
-            Reply::Family(id) => l.family = id,
+            Reply::Family(id) => l.accepting.family = id,
             Reply::Ack(libc::ENOENT) => return Err(OpenError::NoFamily),
             Reply::Ack(e) => {
                 return Err(OpenError::Sys {
@@ -292,7 +238,7 @@ impl Listener {
         let mut mask = l.cpus.clone().into_bytes();
         mask.push(0);
         let seq = l.send(
-            l.family,
+            l.accepting.family,
             abi::TASKSTATS_CMD_GET,
             abi::CMD_ATTR_REGISTER_CPUMASK,
             &mask,
@@ -337,20 +283,7 @@ impl Listener {
             abi::TASKSTATS_GENL_VERSION,
             &[(attr, data)],
         );
-        let dst = kernel_addr();
-        // SAFETY: msg and dst are valid for the lengths given.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                0,
-                (&dst as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
+        if let Err(e) = self.sock.send_to_kernel(&msg) {
             if e.raw_os_error() == Some(libc::EPERM) {
                 return Err(OpenError::PermissionDenied(e));
             }
@@ -365,95 +298,41 @@ impl Listener {
     /// Waits for the reply to request `seq`, keeping exit records that arrive meanwhile.
     ///
     /// The kernel queues its reply before `sendto` returns, so the reply is normally read at
-    /// once. What is queued is always read before giving up: a thread descheduled past the
-    /// deadline (a loaded machine) still finds its reply, and `NoReply` means nothing came.
+    /// once; [`netlink::Socket::wait_reply`] reads what is queued before giving up, so
+    /// `NoReply` means nothing came.
     fn wait_reply(&mut self, seq: u32, timeout: Duration, what: &'static str) -> Result<Reply, OpenError> {
-        let deadline = Instant::now() + timeout;
+        let (accepting, pending) = (&mut self.accepting, &mut self.pending);
         let mut family = None;
-        let mut buf = vec![0u8; 16384];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // Past the deadline: one look at the queue without waiting.
-            let wait_ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd.
-            let rc = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
-            if rc < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(OpenError::Sys {
-                    call: "poll",
-                    source: e,
-                });
-            }
-            if rc == 0 {
-                if left.is_zero() {
-                    return Err(OpenError::NoReply(what));
-                }
-                continue;
-            }
-            let mut from = kernel_addr();
-            let mut flen = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-            // SAFETY: buf, from and flen are live and sized as stated.
-            let n = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_nl).cast(),
-                    &mut flen,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => continue,
-                    Some(libc::ENOBUFS) => {
-                        self.stats.overflows += 1;
-                        continue;
-                    }
-                    _ => {
-                        return Err(OpenError::Sys {
-                            call: "recvfrom(NETLINK_GENERIC)",
-                            source: e,
-                        });
+        let reply = self
+            .sock
+            .wait_reply(timeout, |data| {
+                let mut reply = None;
+                for item in parse(data, accepting.family) {
+                    match item {
+                        Ok(Parsed::Family { id }) => family = Some(id),
+                        Ok(Parsed::Ack { seq: s, errno }) if s == seq && reply.is_none() => {
+                            reply = Some(match family {
+                                Some(id) if errno == 0 => Reply::Family(id),
+                                _ => Reply::Ack(errno),
+                            });
+                        }
+                        Ok(Parsed::Exit(e)) => {
+                            accepting.stats.exits += 1;
+                            pending.push(e);
+                        }
+                        Ok(_) => {}
+                        Err(_) => accepting.stats.rejected_malformed += 1,
                     }
                 }
-            }
-            if from.nl_pid != 0 {
-                self.stats.rejected_sender += 1;
-                continue;
-            }
-            for item in parse(&buf[..n as usize], self.family) {
-                match item {
-                    Ok(Parsed::Family { id }) => family = Some(id),
-                    Ok(Parsed::Ack { seq: s, errno }) if s == seq => {
-                        return Ok(match family {
-                            Some(id) if errno == 0 => Reply::Family(id),
-                            _ => Reply::Ack(errno),
-                        });
-                    }
-                    Ok(Parsed::Exit(e)) => {
-                        self.stats.exits += 1;
-                        self.pending.push(e);
-                    }
-                    Ok(_) => {}
-                    Err(_) => self.stats.rejected_malformed += 1,
-                }
-            }
-        }
+                reply
+            })
+            .map_err(sys_err)?;
+        reply.ok_or(OpenError::NoReply(what))
     }
 
     /// The dynamic id of the `TASKSTATS` family (for [`parse`](crate::parse())).
     pub fn family(&self) -> u16 {
-        self.family
+        self.accepting.family
     }
 
     /// The CPU list registered.
@@ -463,7 +342,7 @@ impl Listener {
 
     /// Receive buffer the kernel granted (already doubled), bytes.
     pub fn effective_buffer(&self) -> usize {
-        self.effective_buffer
+        self.sock.receive_buffer()
     }
 
     /// Whether block I/O delays were accounted when the listener opened.
@@ -473,25 +352,26 @@ impl Listener {
 
     /// Counters so far.
     pub fn stats(&self) -> Stats {
-        self.stats
+        let (c, mut s) = (self.sock.counters(), self.accepting.stats);
+        (s.datagrams, s.overflows) = (c.datagrams, c.overflows);
+        (s.rejected_sender, s.rejected_truncated) = (c.rejected_sender, c.rejected_truncated);
+        s
     }
 
     /// A handle that wakes [`recv`](Self::recv) from another thread.
     pub fn waker(&self) -> Waker {
-        Waker {
-            fd: self.wake_fd.clone(),
-        }
+        self.sock.waker()
     }
 
     /// Keeps a copy of every datagram received, each prefixed by its length as a native u32
     /// (for recording fixtures).
     pub fn tap_raw(&mut self, on: bool) {
-        self.raw_tap = on.then(Vec::new);
+        self.sock.tap_raw(on);
     }
 
     /// Takes the datagrams kept by [`tap_raw`](Self::tap_raw).
     pub fn take_raw(&mut self) -> Vec<u8> {
-        self.raw_tap.as_mut().map(std::mem::take).unwrap_or_default()
+        self.sock.take_raw()
     }
 
     /// Appends what arrived to `out`, waiting up to `timeout_ms` (-1: forever, 0: not at all)
@@ -501,59 +381,11 @@ impl Listener {
             out.extend(self.pending.drain(..).map(Received::Exit));
             return Ok(());
         }
-        let fd = self.fd.as_raw_fd();
-        if timeout_ms != 0 {
-            let mut fds = [
-                libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.wake_fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: fds is a valid array of two pollfd.
-            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-            if rc < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    return Ok(());
-                }
-                return Err(RecvError {
-                    call: "poll",
-                    source: e,
-                });
-            }
-            if fds[1].revents & libc::POLLIN != 0 {
-                let mut v = 0u64;
-                // SAFETY: reads 8 bytes into a live u64 from our nonblocking eventfd.
-                let _ = unsafe { libc::read(fds[1].fd, (&mut v as *mut u64).cast(), 8) };
-            }
-            if fds[0].revents & (libc::POLLIN | libc::POLLERR) == 0 {
-                return Ok(());
-            }
-        }
-        let mut handled = 0usize;
-        let mut overflowed = false;
-        while handled < MAX_PER_CALL {
-            match self.recv_batch(out)? {
-                Batch::Got(n) => {
-                    handled += n;
-                    if n < BATCH && !overflowed {
-                        break;
-                    }
-                }
-                Batch::Empty => break,
-                Batch::Overflow => {
-                    self.stats.overflows += 1;
-                    overflowed = true;
-                }
-            }
-        }
-        if overflowed {
+        let accepting = &mut self.accepting;
+        let drained = self.sock.receive(timeout_ms, netlink::MAX_PER_DRAIN, |data| {
+            accepting.datagram(data, out)
+        })?;
+        if drained.is_some_and(|d| d.overflowed) {
             // Every drop episode starts with ENOBUFS (the socket is marked congested until its
             // queue is drained), so reading the counter here and in finish() misses none, and
             // costs nothing when nothing was dropped.
@@ -562,126 +394,23 @@ impl Listener {
         Ok(())
     }
 
-    fn recv_batch(&mut self, out: &mut Vec<Received>) -> Result<Batch, RecvError> {
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: iovec/mmsghdr are plain old data; zeroed is valid and filled in below.
-        let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..BATCH {
-            iov[i].iov_base = self.bufs[i].as_mut_ptr().cast();
-            iov[i].iov_len = SLOT;
-            hdrs[i].msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_nl).cast();
-            hdrs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: every header points at live buffers owned by self or this frame, sized as stated.
-        let n = unsafe {
-            libc::recvmmsg(
-                fd,
-                hdrs.as_mut_ptr(),
-                BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) => Ok(Batch::Empty),
-                Some(libc::EINTR) => Ok(Batch::Got(0)),
-                Some(libc::ENOBUFS) => Ok(Batch::Overflow),
-                _ => Err(RecvError {
-                    call: "recvmmsg",
-                    source: e,
-                }),
-            };
-        }
-        let n = n as usize;
-        for (i, hdr) in hdrs.iter().enumerate().take(n) {
-            let len = hdr.msg_len as usize;
-            self.stats.datagrams += 1;
-            if self.addrs[i].nl_pid != 0 {
-                self.stats.rejected_sender += 1;
-                continue;
-            }
-            if hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
-                self.stats.rejected_truncated += 1;
-                continue;
-            }
-            let data = &self.bufs[i][..len.min(SLOT)];
-            if let Some(tap) = self.raw_tap.as_mut() {
-                tap.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                tap.extend_from_slice(data);
-            }
-            for item in parse(data, self.family) {
-                match item {
-                    Ok(Parsed::Exit(e)) => {
-                        self.stats.exits += 1;
-                        out.push(Received::Exit(e));
-                    }
-                    Ok(_) => {}
-                    Err(
-                        Rejected::Short { .. }
-                        | Rejected::BadLength { .. }
-                        | Rejected::BadAttribute { .. }
-                        | Rejected::ShortStats { .. }
-                        | Rejected::NoTask,
-                    ) => self.stats.rejected_malformed += 1,
-                }
-            }
-        }
-        if n == 0 {
-            return Ok(Batch::Empty);
-        }
-        Ok(Batch::Got(n))
-    }
-
     /// Reads the socket's drop counter.
     pub fn socket_drops(&self) -> Option<u64> {
-        let mut mem = [0u32; SK_MEMINFO_VARS];
-        let mut len = std::mem::size_of_val(&mem) as libc::socklen_t;
-        // SAFETY: mem is a valid buffer of len bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_MEMINFO,
-                mem.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 || (len as usize) < (SK_MEMINFO_DROPS + 1) * 4 {
-            return None;
-        }
-        Some(mem[SK_MEMINFO_DROPS] as u64)
+        self.sock.drops()
     }
 
     /// Bytes the queued records hold of the receive buffer now (`SO_MEMINFO` `rmem_alloc`: skb
     /// truesize, what the buffer limit is compared with).
     pub fn queued_bytes(&self) -> Option<u64> {
-        let mut mem = [0u32; SK_MEMINFO_VARS];
-        let mut len = std::mem::size_of_val(&mem) as libc::socklen_t;
-        // SAFETY: mem is a valid buffer of len bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_MEMINFO,
-                mem.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        (rc == 0 && len as usize >= 4).then_some(mem[0] as u64)
+        self.sock.queued_bytes()
     }
 
     fn account_drops(&mut self, out: &mut Vec<Received>) {
-        let Some(drops) = self.socket_drops() else { return };
-        self.stats.socket_drops = drops;
-        if drops > self.stats.lost_reported {
-            let count = drops - self.stats.lost_reported;
-            self.stats.lost_reported = drops;
+        let stats = &mut self.accepting.stats;
+        let count = self
+            .sock
+            .report_drops(&mut stats.socket_drops, &mut stats.lost_reported);
+        if count > 0 {
             out.push(Received::Loss(Loss { count }));
         }
     }
@@ -689,11 +418,11 @@ impl Listener {
     /// Final accounting: drains what is queued and reports drops not yet reported. Call once,
     /// after the last [`recv`](Self::recv).
     pub fn finish(&mut self, out: &mut Vec<Received>) -> Result<(), RecvError> {
-        // One recv handles at most MAX_PER_CALL messages: go on until the queue is empty.
+        // One recv handles at most MAX_PER_DRAIN messages: go on until the queue is empty.
         loop {
-            let (before, had_pending) = (self.stats.datagrams, !self.pending.is_empty());
+            let (before, had_pending) = (self.sock.counters().datagrams, !self.pending.is_empty());
             self.recv(out, 0)?;
-            if !had_pending && self.stats.datagrams == before {
+            if !had_pending && self.sock.counters().datagrams == before {
                 break;
             }
         }
@@ -702,56 +431,42 @@ impl Listener {
     }
 }
 
+impl Accepting {
+    /// Parses one datagram from the kernel into `out`.
+    fn datagram(&mut self, data: &[u8], out: &mut Vec<Received>) {
+        for item in parse(data, self.family) {
+            match item {
+                Ok(Parsed::Exit(e)) => {
+                    self.stats.exits += 1;
+                    out.push(Received::Exit(e));
+                }
+                Ok(_) => {}
+                Err(
+                    Rejected::Short { .. }
+                    | Rejected::BadLength { .. }
+                    | Rejected::BadAttribute { .. }
+                    | Rejected::ShortStats { .. }
+                    | Rejected::NoTask,
+                ) => self.stats.rejected_malformed += 1,
+            }
+        }
+    }
+}
+
 enum Reply {
     Family(u16),
     Ack(i32),
-}
-
-enum Batch {
-    Got(usize),
-    Empty,
-    Overflow,
-}
-
-fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live c_int with its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: v and len are live and sized correctly.
-    let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut libc::c_int).cast(), &mut len) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(v)
-    }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
         // The kernel also drops a listener whose socket is gone the next time a send to it fails
         // (ECONNREFUSED); deregistering frees the per-CPU entries at once.
-        if self.family != 0 {
+        if self.accepting.family != 0 {
             let mut mask = self.cpus.clone().into_bytes();
             mask.push(0);
             let _ = self.send(
-                self.family,
+                self.accepting.family,
                 abi::TASKSTATS_CMD_GET,
                 abi::CMD_ATTR_DEREGISTER_CPUMASK,
                 &mask,
@@ -762,6 +477,6 @@ impl Drop for Listener {
 
 impl AsRawFd for Listener {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.sock.as_raw_fd()
     }
 }
