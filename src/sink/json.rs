@@ -25,36 +25,45 @@ pub fn seconds(out: &mut Vec<u8>, ns: u64) {
     let _ = write!(out, "{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
 }
 
-/// A process's cost as the JSON fields of its JSONL `exit` line (README, "What each process cost")
-/// and of its Chrome slice's args: CPU and delays in seconds, memory in KiB, I/O in bytes, context
-/// switches as an object. Each field starts with its comma.
+/// A process's cost as the JSON fields of its JSONL `exit` line (keys and order from
+/// [`crate::model::jsonl_schema`]; docs/json-lines.md) and of its Chrome slice's args: CPU and
+/// delays in seconds, memory in KiB, I/O in bytes, context switches as an object. Each field
+/// starts with its comma.
 pub fn usage_fields(b: &mut Vec<u8>, u: &crate::model::event::Usage) {
-    b.extend_from_slice(b",\"cpu_user_s\":");
+    use crate::model::jsonl_schema::{CTX_SWITCHES_KEYS, Key};
+    let lead = |b: &mut Vec<u8>, k: Key| b.extend_from_slice(k.lead().as_bytes());
+    lead(b, Key::CpuUserS);
     seconds(b, u.cpu_user_ns);
-    b.extend_from_slice(b",\"cpu_sys_s\":");
+    lead(b, Key::CpuSysS);
     seconds(b, u.cpu_sys_ns);
     for (k, v) in [
-        (&b",\"max_rss_kib\":"[..], u.max_rss_kib),
-        (b",\"read_chars\":", u.read_chars),
-        (b",\"write_chars\":", u.write_chars),
-        (b",\"read_bytes\":", u.read_bytes),
-        (b",\"write_bytes\":", u.write_bytes),
-        (b",\"cancelled_write_bytes\":", u.cancelled_write_bytes),
+        (Key::MaxRssKib, u.max_rss_kib),
+        (Key::ReadChars, u.read_chars),
+        (Key::WriteChars, u.write_chars),
+        (Key::ReadBytes, u.read_bytes),
+        (Key::WriteBytes, u.write_bytes),
+        (Key::CancelledWriteBytes, u.cancelled_write_bytes),
     ] {
-        b.extend_from_slice(k);
+        lead(b, k);
         uint(b, v);
     }
-    b.extend_from_slice(b",\"ctx_switches\":{\"voluntary\":");
+    lead(b, Key::CtxSwitches);
+    let [vol, invol] = CTX_SWITCHES_KEYS;
+    b.push(b'{');
+    string(b, vol);
+    b.push(b':');
     uint(b, u.vol_ctx_switches);
-    b.extend_from_slice(b",\"involuntary\":");
+    b.push(b',');
+    string(b, invol);
+    b.push(b':');
     uint(b, u.invol_ctx_switches);
     b.push(b'}');
     if let Some(d) = u.cpu_delay_ns {
-        b.extend_from_slice(b",\"cpu_delay_s\":");
+        lead(b, Key::CpuDelayS);
         seconds(b, d);
     }
     if let Some(d) = u.io_delay_ns {
-        b.extend_from_slice(b",\"io_delay_s\":");
+        lead(b, Key::IoDelayS);
         seconds(b, d);
     }
 }

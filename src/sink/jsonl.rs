@@ -3,12 +3,18 @@
 //! Every line has `event` and `ts` (seconds on the kernel's CLOCK_MONOTONIC, nine decimals);
 //! process lines add `pid` and `ppid`. The first line (`start`) carries `wall_offset`, the
 //! seconds to add to any `ts` for UTC wall time; the last (`end`) the totals.
+//!
+//! Every event name and key comes from [`crate::model::jsonl_schema`], which declares each
+//! event's keys in the order written here (tests below check this writer against it: exactly the
+//! declared keys, in that order, every one of them written by some line). The reference is
+//! `docs/json-lines.md`. Must stay byte-identical for the same records (the golden files).
 
 use std::io;
 
 use super::json;
 use super::{LineWriter, Sink};
 use crate::model::event::{DataValue, ExitStatus};
+use crate::model::jsonl_schema::{EventName, Key};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcessRecord, Tracker};
 use crate::redact::redact_arg;
@@ -50,10 +56,31 @@ fn write_argv<S: AsRef<str>>(b: &mut Vec<u8>, argv: Option<impl IntoIterator<Ite
     b.push(b']');
 }
 
-fn head(b: &mut Vec<u8>, event: &str, ts: Option<u64>) {
-    b.extend_from_slice(b"{\"event\":\"");
-    b.extend_from_slice(event.as_bytes());
-    b.extend_from_slice(b"\",\"ts\":");
+/// `,"key":` (the bytes before `key`'s value).
+fn key(b: &mut Vec<u8>, k: Key) {
+    b.extend_from_slice(k.lead().as_bytes());
+}
+
+/// `,"key":N`.
+fn int_field(b: &mut Vec<u8>, k: Key, v: i64) {
+    key(b, k);
+    json::int(b, v);
+}
+
+/// `,"key":S.NNNNNNNNN`.
+fn seconds_field(b: &mut Vec<u8>, k: Key, ns: u64) {
+    key(b, k);
+    json::seconds(b, ns);
+}
+
+/// `,"key":true` or `false`.
+fn bool_field(b: &mut Vec<u8>, k: Key, v: bool) {
+    key(b, k);
+    b.extend_from_slice(if v { b"true" } else { b"false" });
+}
+
+fn head(b: &mut Vec<u8>, event: EventName, ts: Option<u64>) {
+    b.extend_from_slice(event.head().as_bytes());
     match ts {
         Some(ts) => json::seconds(b, ts),
         None => b.extend_from_slice(b"null"),
@@ -61,17 +88,13 @@ fn head(b: &mut Vec<u8>, event: &str, ts: Option<u64>) {
 }
 
 fn proc_fields(b: &mut Vec<u8>, r: &ProcessRecord) {
-    b.extend_from_slice(b",\"pid\":");
-    json::int(b, r.pid as i64);
-    b.extend_from_slice(b",\"ppid\":");
-    json::int(b, r.ppid as i64);
+    int_field(b, Key::Pid, r.pid as i64);
+    int_field(b, Key::Ppid, r.ppid as i64);
 }
 
-fn opt_str(b: &mut Vec<u8>, key: &str, v: Option<&str>) {
+fn opt_str(b: &mut Vec<u8>, k: Key, v: Option<&str>) {
     if let Some(v) = v {
-        b.push(b',');
-        json::string(b, key);
-        b.push(b':');
+        key(b, k);
         json::string(b, v);
     }
 }
@@ -80,35 +103,35 @@ impl Sink for JsonLines {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         let redact = self.redact;
         let b = self.w.buf();
-        head(b, "start", Some(h.ts));
-        b.extend_from_slice(b",\"tool\":\"proctrace\",\"version\":");
-        json::string(b, &h.tool.version);
-        opt_str(b, "backend", h.backend.as_deref());
-        b.extend_from_slice(b",\"wall_offset\":");
+        head(b, EventName::Start, Some(h.ts));
+        opt_str(b, Key::Tool, Some("proctrace"));
+        opt_str(b, Key::Version, Some(&h.tool.version));
+        opt_str(b, Key::Backend, h.backend.as_deref());
+        key(b, Key::WallOffset);
         let off = h.real_minus_mono;
         if off < 0 {
             b.push(b'-');
         }
         json::seconds(b, off.unsigned_abs());
-        b.extend_from_slice(b",\"mode\":");
         match &h.mode {
             Mode::Run { argv } => {
-                b.extend_from_slice(b"\"run\",\"argv\":");
+                opt_str(b, Key::Mode, Some("run"));
+                key(b, Key::Argv);
                 write_argv(b, Some(argv), redact);
             }
             Mode::Watch { root } => {
-                b.extend_from_slice(b"\"watch\"");
+                opt_str(b, Key::Mode, Some("watch"));
                 if let Some(r) = root {
-                    b.extend_from_slice(b",\"root\":");
-                    json::int(b, *r as i64);
+                    int_field(b, Key::Root, *r as i64);
                 }
             }
             Mode::Replay { path } => {
-                b.extend_from_slice(b"\"replay\",\"capture\":");
-                json::string(b, path);
+                opt_str(b, Key::Mode, Some("replay"));
+                opt_str(b, Key::Capture, Some(path));
             }
             Mode::Analyze { inputs } => {
-                b.extend_from_slice(b"\"analyze\",\"inputs\":");
+                opt_str(b, Key::Mode, Some("analyze"));
+                key(b, Key::Inputs);
                 write_argv(b, Some(inputs), false);
             }
         }
@@ -120,20 +143,19 @@ impl Sink for JsonLines {
         match *fact {
             Fact::Lost { ts, count } => {
                 let b = self.w.buf();
-                head(b, "lost", ts);
-                b.extend_from_slice(b",\"count\":");
-                json::int(b, count as i64);
+                head(b, EventName::Lost, ts);
+                int_field(b, Key::Count, count as i64);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Fork(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "fork", r.start_ns);
+                head(b, EventName::Fork, r.start_ns);
                 proc_fields(b, r);
                 if r.pre_existing {
-                    b.extend_from_slice(b",\"pre_existing\":true");
+                    bool_field(b, Key::PreExisting, true);
                 }
-                opt_str(b, "comm", r.comm.as_deref());
+                opt_str(b, Key::Comm, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Exec { id, index } => {
@@ -142,50 +164,44 @@ impl Sink for JsonLines {
                     return Ok(());
                 };
                 let b = self.w.buf();
-                head(b, "exec", Some(e.ts));
+                head(b, EventName::Exec, Some(e.ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"argv\":");
+                key(b, Key::Argv);
                 let d = e.details.as_ref();
                 write_argv(b, d.and_then(|d| d.argv.as_ref()), self.redact);
-                opt_str(b, "exe", d.and_then(|d| d.exe.as_deref()));
-                opt_str(b, "cwd", d.and_then(|d| d.cwd.as_deref()));
+                opt_str(b, Key::Exe, d.and_then(|d| d.exe.as_deref()));
+                opt_str(b, Key::Cwd, d.and_then(|d| d.cwd.as_deref()));
                 if let Some(u) = d.and_then(|d| d.uid) {
-                    b.extend_from_slice(b",\"uid\":");
-                    json::int(b, u as i64);
+                    int_field(b, Key::Uid, u as i64);
                 }
-                opt_str(b, "comm", r.comm.as_deref());
+                opt_str(b, Key::Comm, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Exit(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(x) = r.exit else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "exit", Some(x.ts));
+                head(b, EventName::Exit, Some(x.ts));
                 proc_fields(b, r);
                 match x.status {
-                    Some(ExitStatus::Code(c)) => {
-                        b.extend_from_slice(b",\"code\":");
-                        json::int(b, c as i64);
-                    }
+                    Some(ExitStatus::Code(c)) => int_field(b, Key::Code, c as i64),
                     Some(ExitStatus::Signal { signal, core }) => {
-                        b.extend_from_slice(b",\"signal\":");
-                        json::int(b, signal as i64);
+                        int_field(b, Key::Signal, signal as i64);
                         if core || r.coredump_signal {
-                            b.extend_from_slice(if core {
-                                b",\"core\":true"
-                            } else {
-                                b",\"core\":false"
-                            });
+                            bool_field(b, Key::Core, core);
                         }
                     }
-                    None => b.extend_from_slice(b",\"code\":null,\"exit_lost\":true"),
+                    None => {
+                        key(b, Key::Code);
+                        b.extend_from_slice(b"null");
+                        bool_field(b, Key::ExitLost, true);
+                    }
                 }
                 if let Some(d) = r.duration_ns() {
-                    b.extend_from_slice(b",\"duration\":");
-                    json::seconds(b, d);
+                    seconds_field(b, Key::Duration, d);
                 }
                 if r.background.is_some() {
-                    b.extend_from_slice(b",\"background\":true");
+                    bool_field(b, Key::Background, true);
                 }
                 if let Some(u) = r.usage.as_deref() {
                     json::usage_fields(b, u);
@@ -196,62 +212,55 @@ impl Sink for JsonLines {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(bg) = r.background else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "background", Some(bg.ts));
+                head(b, EventName::Background, Some(bg.ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"state\":");
-                json::string(b, bg.state.as_str());
+                opt_str(b, Key::State, Some(bg.state.as_str()));
                 if let Some(s) = r.start_ns {
-                    b.extend_from_slice(b",\"t_rel\":");
-                    json::seconds(b, bg.ts.saturating_sub(s));
+                    seconds_field(b, Key::TRel, bg.ts.saturating_sub(s));
                 }
-                b.extend_from_slice(b",\"argv\":");
+                key(b, Key::Argv);
                 write_argv(b, r.argv(), self.redact);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Uid { id, ts, ruid, euid } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "uid", Some(ts));
+                head(b, EventName::Uid, Some(ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"ruid\":");
-                json::int(b, ruid as i64);
-                b.extend_from_slice(b",\"euid\":");
-                json::int(b, euid as i64);
+                int_field(b, Key::Ruid, ruid as i64);
+                int_field(b, Key::Euid, euid as i64);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Gid { id, ts, rgid, egid } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "gid", Some(ts));
+                head(b, EventName::Gid, Some(ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"rgid\":");
-                json::int(b, rgid as i64);
-                b.extend_from_slice(b",\"egid\":");
-                json::int(b, egid as i64);
+                int_field(b, Key::Rgid, rgid as i64);
+                int_field(b, Key::Egid, egid as i64);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Sid { id, ts } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "setsid", Some(ts));
+                head(b, EventName::Setsid, Some(ts));
                 proc_fields(b, r);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Ptrace { id, ts, tracer } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "ptrace", Some(ts));
+                head(b, EventName::Ptrace, Some(ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"tracer\":");
-                json::int(b, tracer as i64);
+                int_field(b, Key::Tracer, tracer as i64);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Comm { id, ts } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let b = self.w.buf();
-                head(b, "comm", Some(ts));
+                head(b, EventName::Comm, Some(ts));
                 proc_fields(b, r);
-                opt_str(b, "comm", r.comm.as_deref());
+                opt_str(b, Key::Comm, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Region { id, index } => {
@@ -260,16 +269,14 @@ impl Sink for JsonLines {
                     return Ok(());
                 };
                 let b = self.w.buf();
-                head(b, "region", Some(g.ts));
+                head(b, EventName::Region, Some(g.ts));
                 proc_fields(b, r);
-                b.extend_from_slice(b",\"duration\":");
-                json::seconds(b, g.end.saturating_sub(g.ts));
-                opt_str(b, "thread", Some(&g.thread));
-                opt_str(b, "category", Some(&g.category));
-                opt_str(b, "label", Some(&g.label));
-                b.extend_from_slice(b",\"nesting\":");
-                json::int(b, g.nesting as i64);
-                opt_str(b, "msg", g.msg.as_deref());
+                seconds_field(b, Key::Duration, g.end.saturating_sub(g.ts));
+                opt_str(b, Key::Thread, Some(&g.thread));
+                opt_str(b, Key::Category, Some(&g.category));
+                opt_str(b, Key::Label, Some(&g.label));
+                int_field(b, Key::Nesting, g.nesting as i64);
+                opt_str(b, Key::Msg, g.msg.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Data { id, index } => {
@@ -278,28 +285,27 @@ impl Sink for JsonLines {
                     return Ok(());
                 };
                 let b = self.w.buf();
-                let (event, key) = match d.value {
-                    DataValue::Text(_) | DataValue::Json(_) => ("data", "key"),
-                    DataValue::Timer { .. } => ("timer", "name"),
-                    DataValue::Counter { .. } => ("counter", "name"),
+                let (event, name) = match d.value {
+                    DataValue::Text(_) | DataValue::Json(_) => (EventName::Data, Key::Key),
+                    DataValue::Timer { .. } => (EventName::Timer, Key::Name),
+                    DataValue::Counter { .. } => (EventName::Counter, Key::Name),
                 };
                 head(b, event, Some(d.ts));
                 proc_fields(b, r);
-                opt_str(b, "thread", Some(&d.thread));
-                opt_str(b, "category", Some(&d.category));
-                opt_str(b, key, Some(&d.key));
-                b.extend_from_slice(b",\"nesting\":");
-                json::int(b, d.nesting as i64);
+                opt_str(b, Key::Thread, Some(&d.thread));
+                opt_str(b, Key::Category, Some(&d.category));
+                opt_str(b, name, Some(&d.key));
+                int_field(b, Key::Nesting, d.nesting as i64);
                 match &d.value {
-                    DataValue::Text(v) => opt_str(b, "value", Some(v)),
+                    DataValue::Text(v) => opt_str(b, Key::Value, Some(v)),
                     DataValue::Json(v) => {
                         // Raw JSON from a Trace2 `data_json`; written as a string when it is not
                         // JSON after all (a hand-edited capture), so the line stays valid.
                         if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() {
-                            b.extend_from_slice(b",\"value\":");
+                            key(b, Key::Value);
                             b.extend_from_slice(v.trim().as_bytes());
                         } else {
-                            opt_str(b, "value", Some(v));
+                            opt_str(b, Key::Value, Some(v));
                         }
                     }
                     DataValue::Timer {
@@ -309,23 +315,18 @@ impl Sink for JsonLines {
                         max_ns,
                         per_thread,
                     } => {
-                        b.extend_from_slice(b",\"intervals\":");
-                        json::int(b, *intervals as i64);
-                        for (k, v) in [("total", total_ns), ("min", min_ns), ("max", max_ns)] {
-                            b.push(b',');
-                            json::string(b, k);
-                            b.push(b':');
-                            json::seconds(b, *v);
-                        }
+                        int_field(b, Key::Intervals, *intervals as i64);
+                        seconds_field(b, Key::Total, *total_ns);
+                        seconds_field(b, Key::Min, *min_ns);
+                        seconds_field(b, Key::Max, *max_ns);
                         if *per_thread {
-                            b.extend_from_slice(b",\"per_thread\":true");
+                            bool_field(b, Key::PerThread, true);
                         }
                     }
                     DataValue::Counter { count, per_thread } => {
-                        b.extend_from_slice(b",\"count\":");
-                        json::int(b, *count as i64);
+                        int_field(b, Key::Count, *count as i64);
                         if *per_thread {
-                            b.extend_from_slice(b",\"per_thread\":true");
+                            bool_field(b, Key::PerThread, true);
                         }
                     }
                 }
@@ -341,80 +342,312 @@ impl Sink for JsonLines {
 
     fn finish(&mut self, s: &Summary, _t: &Tracker) -> io::Result<()> {
         let b = self.w.buf();
-        head(b, "end", Some(s.ts));
+        head(b, EventName::End, Some(s.ts));
         if let Some(root) = s.root {
-            b.extend_from_slice(b",\"pid\":");
-            json::int(b, root as i64);
+            int_field(b, Key::Pid, root as i64);
         }
         match s.status {
-            Some(ExitStatus::Code(c)) => {
-                b.extend_from_slice(b",\"code\":");
-                json::int(b, c as i64);
-            }
-            Some(ExitStatus::Signal { signal, .. }) => {
-                b.extend_from_slice(b",\"signal\":");
-                json::int(b, signal as i64);
-            }
+            Some(ExitStatus::Code(c)) => int_field(b, Key::Code, c as i64),
+            Some(ExitStatus::Signal { signal, .. }) => int_field(b, Key::Signal, signal as i64),
             None => {}
         }
         for (k, v) in [
-            ("processes", s.stats.processes),
-            ("execs", s.stats.execs),
-            ("execs_with_argv", s.stats.execs_with_argv),
-            ("exits", s.stats.exits),
-            ("background", s.background),
-            ("lost", s.stats.lost),
-            ("recovered", s.stats.recovered),
-            ("exits_lost", s.stats.exits_inferred),
-            ("rejected", s.capture.rejected),
-            ("overflows", s.capture.overflows),
-            ("socket_drops", s.capture.socket_drops),
-            ("kernel_events", s.capture.events),
+            (Key::Processes, s.stats.processes),
+            (Key::Execs, s.stats.execs),
+            (Key::ExecsWithArgv, s.stats.execs_with_argv),
+            (Key::Exits, s.stats.exits),
+            (Key::Background, s.background),
+            (Key::Lost, s.stats.lost),
+            (Key::Recovered, s.stats.recovered),
+            (Key::ExitsLost, s.stats.exits_inferred),
+            (Key::Rejected, s.capture.rejected),
+            (Key::Overflows, s.capture.overflows),
+            (Key::SocketDrops, s.capture.socket_drops),
+            (Key::KernelEvents, s.capture.events),
         ] {
-            int_field(b, k, v);
+            int_field(b, k, v as i64);
         }
         // Only runs that had Trace2 notes say so (older outputs stay as they were).
         if s.stats.notes + s.stats.notes_unmatched > 0 {
-            for (k, v) in [
-                ("notes", s.stats.notes),
-                ("notes_unmatched", s.stats.notes_unmatched),
-            ] {
-                int_field(b, k, v);
-            }
+            int_field(b, Key::Notes, s.stats.notes as i64);
+            int_field(b, Key::NotesUnmatched, s.stats.notes_unmatched as i64);
         }
         // Only runs that measured what processes cost say so (older outputs stay as they were):
         // `usage` processes got figures; `usage_lost` taskstats records were dropped, not to be
         // confused with `lost` (the connector's events).
         if s.stats.usage + s.capture.usage_lost + s.capture.usage_incomplete > 0 {
-            for (k, v) in [
-                ("usage", s.stats.usage),
-                ("usage_lost", s.capture.usage_lost),
-                ("usage_incomplete", s.capture.usage_incomplete),
-            ] {
-                int_field(b, k, v);
-            }
+            int_field(b, Key::Usage, s.stats.usage as i64);
+            int_field(b, Key::UsageLost, s.capture.usage_lost as i64);
+            int_field(b, Key::UsageIncomplete, s.capture.usage_incomplete as i64);
         }
         if let Some(n) = s.filtered {
-            b.extend_from_slice(b",\"filtered\":");
-            json::int(b, n as i64);
+            int_field(b, Key::Filtered, n as i64);
         }
-        opt_str(b, "backend", s.backend.as_deref());
-        opt_str(b, "argv_reader", s.argv_reader.as_deref());
+        opt_str(b, Key::Backend, s.backend.as_deref());
+        opt_str(b, Key::ArgvReader, s.argv_reader.as_deref());
         if let Some(cpu) = s.tracer_cpu_ns {
-            b.extend_from_slice(b",\"tracer_cpu\":");
-            json::seconds(b, cpu);
+            seconds_field(b, Key::TracerCpu, cpu);
         }
         b.extend_from_slice(b"}\n");
         self.w.flush()
     }
 }
 
-/// `,"k":v` for one count of the `end` line.
-fn int_field(b: &mut Vec<u8>, k: &str, v: u64) {
-    b.push(b',');
-    json::string(b, k);
-    b.push(b':');
-    json::int(b, v as i64);
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::io::Write;
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::input::jsonl::JsonlInput;
+    use crate::input::{Input, InputOptions};
+    use crate::model::jsonl_schema::{CTX_SWITCHES_KEYS, EVENTS, Field, Type};
+    use crate::model::tracker::{Scope, TrackerOptions};
+    use crate::sink::{Fanout, LineDest};
+
+    /// Hand-made `-o` files that hold, between them and the golden files, every key of every
+    /// event, each as this writer writes it (so `analyze -o` gives them back byte for byte).
+    const EVERY_KEY: [&str; 4] = ["run", "watch", "replay", "analyze"];
+
+    fn every_key(name: &str) -> String {
+        let p = format!(
+            "{}/tests/fixtures/jsonl/every-key-{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(p).unwrap()
+    }
+
+    /// A writer the test keeps a handle on.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
+        }
+    }
+
+    fn sink(out: &Shared) -> JsonLines {
+        JsonLines::new(LineDest::Stream(Box::new(out.clone())), false)
+    }
+
+    /// `text` read back, through the model, into this writer (what `analyze -o` does); and its
+    /// recorded summary.
+    fn analyzed(text: &str) -> (String, Option<Summary>) {
+        let out = Shared::default();
+        let mut sinks = Fanout::new();
+        sinks.add("jsonl", Box::new(sink(&out)));
+        let mut input = JsonlInput::new(
+            text.as_bytes(),
+            Path::new("every-key.jsonl"),
+            &InputOptions::default(),
+        )
+        .unwrap();
+        let a = crate::cmd::analyze::analyze(&mut input, None, sinks, true);
+        assert!(a.error.is_none(), "{:?}", a.error);
+        (out.text(), input.recorded_summary().cloned())
+    }
+
+    /// A line's keys in the order written, objects kept in order too.
+    struct Ordered(Vec<(String, Node)>);
+
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Node {
+        Object(Ordered),
+        Other(Value),
+    }
+
+    impl<'de> Deserialize<'de> for Ordered {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Keys;
+            impl<'de> Visitor<'de> for Keys {
+                type Value = Ordered;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Ordered, A::Error> {
+                    let mut v = Vec::new();
+                    while let Some(e) = m.next_entry()? {
+                        v.push(e);
+                    }
+                    Ok(Ordered(v))
+                }
+            }
+            d.deserialize_map(Keys)
+        }
+    }
+
+    /// Whether `text` starts with seconds as the writer writes them: digits, `.`, nine digits.
+    fn nine_decimals(text: &str, signed: bool) -> bool {
+        let t = if signed {
+            text.strip_prefix('-').unwrap_or(text)
+        } else {
+            text
+        };
+        let n: String = t
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let rest = &t[n.len()..];
+        matches!(n.split_once('.'), Some((i, f)) if !i.is_empty() && f.len() == 9 && !f.contains('.'))
+            && (rest.starts_with(',') || rest.starts_with('}'))
+    }
+
+    /// The value of `f` (`v`; `text`: the line from the value on) has the declared type.
+    fn typed(f: &Field, v: &Node, text: &str) -> bool {
+        match v {
+            Node::Other(Value::Null) => f.null,
+            Node::Object(o) => match f.ty {
+                Type::ContextSwitches => {
+                    let keys: Vec<&str> = o.0.iter().map(|(k, _)| k.as_str()).collect();
+                    keys == CTX_SWITCHES_KEYS
+                        && o.0
+                            .iter()
+                            .all(|(_, n)| matches!(n, Node::Other(Value::Number(n)) if n.is_u64()))
+                }
+                Type::Json => true,
+                _ => false,
+            },
+            Node::Other(v) => match f.ty {
+                Type::Str => v.is_string(),
+                Type::Int => v.is_i64() || v.is_u64(),
+                Type::Seconds => v.is_number() && nine_decimals(text, false),
+                Type::SignedSeconds => v.is_number() && nine_decimals(text, true),
+                Type::Bool => v.is_boolean(),
+                Type::Strings => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+                Type::ContextSwitches => false,
+                Type::Json => true,
+            },
+        }
+    }
+
+    /// One line as the schema declares its event: its keys in the declared order, none left out
+    /// that every line has, each value of its type. The `(event, key)`s go to `seen`.
+    fn check_line(line: &str, seen: &mut BTreeSet<(usize, usize)>) -> Result<(), String> {
+        let Ordered(fields) = serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+        let ev = match fields.first() {
+            Some((k, Node::Other(Value::String(e)))) if k == "event" => EventName::of(e),
+            _ => None,
+        };
+        let ev = ev.ok_or_else(|| format!("no known event first: {line}"))?;
+        let declared = ev.schema().fields;
+        let (mut at, mut pos) = (0, 0);
+        let missing = |f: &[Field]| match f.iter().find(|f| f.always) {
+            Some(f) => Err(format!("`{}` missing: {line}", f.key.name())),
+            None => Ok(()),
+        };
+        for (k, v) in &fields {
+            let key = Key::of(k).ok_or_else(|| format!("`{k}` is no key: {line}"))?;
+            let i = declared[at..].iter().position(|f| f.key == key).ok_or_else(|| {
+                format!(
+                    "`{k}` is not declared for `{}`, or out of order: {line}",
+                    ev.name()
+                )
+            })?;
+            missing(&declared[at..at + i])?;
+            let f = &declared[at + i];
+            at += i + 1;
+            let lead = if key == Key::Event { "{\"event\":" } else { f.lead };
+            pos += line[pos..].find(lead).ok_or("lead not found")? + lead.len();
+            if !typed(f, v, &line[pos..]) {
+                return Err(format!("`{k}` is not {:?}: {line}", f.ty));
+            }
+            seen.insert((ev as usize, key as usize));
+        }
+        missing(&declared[at..])
+    }
+
+    /// What the every-key files hold is what this writer writes for the records they make.
+    #[test]
+    fn analyze_writes_back_what_it_read() {
+        for name in EVERY_KEY {
+            let text = every_key(name);
+            assert_eq!(analyzed(&text).0, text, "{name}");
+        }
+    }
+
+    /// Every line this writer writes (the golden files, the every-key files, a `watch` end line
+    /// with a filter) has exactly the keys the schema declares for its event, in the declared
+    /// order and of the declared types; and every key declared is written by some line.
+    #[test]
+    fn the_writer_writes_the_schema() {
+        let mut lines = Vec::new();
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden");
+        for e in std::fs::read_dir(golden).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "jsonl") {
+                lines.extend(std::fs::read_to_string(&path).unwrap().lines().map(String::from));
+            }
+        }
+        assert!(lines.len() > 100);
+        for name in EVERY_KEY {
+            let (text, summary) = analyzed(&every_key(name));
+            lines.extend(text.lines().map(String::from));
+            // The count of facts a `watch` filter kept out, which no saved trace gives back.
+            let out = Shared::default();
+            let s = Summary {
+                filtered: Some(2),
+                ..summary.unwrap()
+            };
+            let t = Tracker::new(TrackerOptions {
+                scope: Scope::All,
+                retain_exited: false,
+                want_details: false,
+            });
+            sink(&out).finish(&s, &t).unwrap();
+            lines.push(out.text().trim_end().to_string());
+        }
+        let mut seen = BTreeSet::new();
+        for line in &lines {
+            check_line(line, &mut seen).unwrap();
+        }
+        for e in EVENTS {
+            for f in e.fields {
+                assert!(
+                    seen.contains(&(e.name as usize, f.key as usize)),
+                    "no line writes `{}` of `{}`",
+                    f.key.name(),
+                    e.name.name()
+                );
+            }
+        }
+    }
+
+    /// The check itself refuses what the schema does not declare.
+    #[test]
+    fn a_line_off_the_schema_is_refused() {
+        let good = r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":0,"duration":0.500000000}"#;
+        assert_eq!(check_line(good, &mut BTreeSet::new()), Ok(()));
+        for bad in [
+            r#"{"event":"exit","ts":1.000000000,"ppid":1,"pid":5,"code":0}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"code":0}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":0,"extra":1}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"comm":"x"}"#,
+            r#"{"event":"exit","ts":1.5,"pid":5,"ppid":1,"code":0}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":"0"}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"signal":null}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":0,"ctx_switches":{"involuntary":1,"voluntary":2}}"#,
+            r#"{"event":"nope","ts":1.000000000}"#,
+        ] {
+            assert!(check_line(bad, &mut BTreeSet::new()).is_err(), "{bad}");
+        }
+    }
 }
 
 /// `-o FILE`: the JSON Lines output.
