@@ -451,7 +451,7 @@ mod tests {
     fn analyzed(text: &str) -> (String, Option<Summary>) {
         let out = Shared::default();
         let mut sinks = Fanout::new();
-        sinks.add("jsonl", Box::new(sink(&out)));
+        sinks.add("jsonl", "test", Box::new(sink(&out)));
         let mut input = JsonlInput::new(
             text.as_bytes(),
             Path::new("every-key.jsonl"),
