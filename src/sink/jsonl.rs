@@ -393,6 +393,19 @@ impl Sink for JsonLines {
     }
 }
 
+/// `-o FILE`: the JSON Lines output.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "output",
+    short: Some('o'),
+    value_name: "FILE",
+    help: "Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout",
+    what: "JSON Lines",
+    golden: Some("jsonl"),
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::Stream(|to, s| Ok(Box::new(JsonLines::new(to.lines()?, s.redact)))),
+};
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -649,16 +662,3 @@ mod tests {
         }
     }
 }
-
-/// `-o FILE`: the JSON Lines output.
-pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
-    flag: "output",
-    short: Some('o'),
-    value_name: "FILE",
-    help: "Write JSON Lines (one object per lifecycle fact) to FILE; `-` for stdout",
-    what: "JSON Lines",
-    golden: Some("jsonl"),
-    dest: crate::output::DestKind::File,
-    live_only: false,
-    make: crate::output::Make::Stream(|to, s| Ok(Box::new(JsonLines::new(to.lines()?, s.redact)))),
-};

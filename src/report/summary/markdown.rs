@@ -246,4 +246,3 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
     // One write in append mode: summaries of several steps share a file ($GITHUB_STEP_SUMMARY).
     make: crate::output::Make::WholeRun(|run, w| w.write_all(render_markdown(run.report()).as_bytes())),
 };
-
