@@ -1,7 +1,7 @@
 //! The kernel connector backend: a thread that only drains the socket and hands batches on; the
 //! command is spawned with std and reaped by a thread of its own.
 //!
-//! Per-event work in the draining loop causes loss (see connector-facts §14), so this thread does
+//! Per-event work in the draining loop causes loss (see `docs/facts/connector-facts.md` §14), so this thread does
 //! nothing but receive, decode into [`Event`]s and send. Batches travel as `Vec`s that the consumer
 //! returns for reuse, so the steady state allocates nothing per event.
 

@@ -244,7 +244,7 @@ pub fn raise_priority() {
 /// SCHED_OTHER task, which is all the reader needs to win its race; within 1–99 it only orders
 /// real-time threads among themselves. 10 is low on purpose: the kernel's threaded interrupt
 /// handlers (50) and its own real-time threads, and anything that chose a higher priority for
-/// latency-critical work, still preempt it. (Measured here: facts B1.)
+/// latency-critical work, still preempt it. (Measured here: `docs/facts/ptrace-facts.md` B1.)
 const RT_PRIORITY: i32 = 10;
 
 /// The reader's CPU budget while real-time: at most `BUDGET_NS` of its own CPU time per

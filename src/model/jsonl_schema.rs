@@ -348,7 +348,7 @@ const TS: Field = always(Key::Ts, Seconds, "when, on the kernel's `CLOCK_MONOTON
 const PID: Field = always(Key::Pid, Int, "the process (its thread group id)");
 const PPID: Field = always(Key::Ppid, Int, "its parent at fork");
 
-/// The keys a process's `exit` line carries for what it cost (README, "What each process cost"),
+/// The keys a process's `exit` line carries for what it cost (`docs/outputs.md`, "What each process cost"),
 /// after those of the exit itself. Written when the cost was measured.
 const COST: [Field; 11] = [
     opt(

@@ -1,7 +1,7 @@
 //! OpenTelemetry export: every observed process becomes a span, nested by parentage, sent to a
 //! collector over OTLP/HTTP (protobuf, gzip, batched).
 //!
-//! The mapping (also in the README, "OpenTelemetry export"):
+//! The mapping (also in `docs/otlp.md`):
 //! - one span per process, from fork to exit; each exec is a span event `exec`; the span's name is
 //!   the program ([`crate::model::naming::program`]: the base name of the last exec's `argv[0]`,
 //!   else of its executable, else its `comm`; `[fork of COMM]` for a fork that never exec'd);
@@ -211,7 +211,7 @@ fn kv_f64(key: &str, v: f64) -> KeyValue {
     kv(key, any_value::Value::DoubleValue(v))
 }
 
-/// A process's cost as span attributes (the README's table): seconds as doubles, sizes in bytes
+/// A process's cost as span attributes (`docs/outputs.md`, "What each process cost"): seconds as doubles, sizes in bytes
 /// (OpenTelemetry's units, `s` and `By`), counts as integers; delays only when known.
 pub fn usage_attributes(u: &crate::model::event::Usage) -> Vec<KeyValue> {
     let s = |ns: u64| ns as f64 / 1e9;

@@ -92,7 +92,7 @@ fn perf(e: &Event<'_>, brief: bool) -> String {
 
 #[test]
 fn perf_columns_match_a_real_git_line() {
-    // From a real git 2.47 trace (facts §7), depth 1 here.
+    // From a real git 2.47 trace (`docs/facts/trace2-facts.md` §7), depth 1 here.
     let mut e = ev(EventKind::RegionEnter {
         category: Some("negotiation_v0_v1".into()),
         label: Some("round 1".into()),
