@@ -1,8 +1,9 @@
 //! Golden tests of every formatter: each recorded capture under `tests/fixtures/captures` is
-//! replayed with a fixed header through the engine into every sink (JSON Lines, the human lines,
-//! git Trace2 event, perf and normal, the Chrome trace), the tree, the SVG picture and the summary
-//! (text, Markdown, JSON), and the bytes must equal
-//! `tests/fixtures/golden/<capture>.<format>`.
+//! replayed with a fixed header through the engine into every output of the registry that names a
+//! golden file ([`crate::output::OutputSpec::golden`]: JSON Lines, git Trace2 event, perf and
+//! normal, the Chrome trace, the summary files, the SVG picture — a new output is covered by
+//! declaring it), plus what a person reads on a terminal (the human lines, the tree, the text
+//! summary), and the bytes must equal `tests/fixtures/golden/<capture>.<format>`.
 //!
 //! An output that changes on purpose is regenerated with
 //!
@@ -21,13 +22,13 @@ use crate::cmd::replay::{Capture, parse_capture, replay};
 use crate::model::event::{Argv, Event};
 use crate::model::session::{Header, Mode, Summary, Tool};
 use crate::model::tracker::Tracker;
+use crate::output::registry::OUTPUTS;
+use crate::output::{DestKind, FinishedRun, Make, Settings, To};
 use crate::report::summary::{self, TextOptions};
-use crate::report::svg::{self, SvgOptions};
 use crate::report::tree::{TreeOptions, render};
-use crate::sink::chrome::ChromeTrace;
 use crate::sink::chrome_check::{Expect, ExpectRegion, validate_regions};
 use crate::sink::trace2::{Trace2Sink, Trace2Target};
-use crate::sink::{Fanout, LineDest, jsonl::JsonLines, lines::HumanLines};
+use crate::sink::{Fanout, LineDest, lines::HumanLines};
 
 /// Every capture in `tests/fixtures/captures` (checked by [`every_capture_has_golden_files`]).
 pub(crate) const CAPTURES: [&str; 9] = [
@@ -42,20 +43,14 @@ pub(crate) const CAPTURES: [&str; 9] = [
     "threads-then-leader",
 ];
 
-/// Every output, by the extension of its golden file.
-const FORMATS: [&str; 11] = [
-    "jsonl",
-    "lines",
-    "tree",
-    "svg",
-    "trace2-event",
-    "trace2-perf",
-    "trace2-normal",
-    "summary",
-    "summary-md",
-    "summary-json",
-    "chrome",
-];
+/// What a person reads, not in the registry: `watch`'s lines, the tree, the text summary.
+const TERMINAL: [&str; 3] = ["lines", "tree", "summary"];
+
+/// Every output, by the extension of its golden file: the registry's, in its order, then
+/// [`TERMINAL`].
+fn formats() -> Vec<&'static str> {
+    OUTPUTS.iter().filter_map(|s| s.golden).chain(TERMINAL).collect()
+}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -183,31 +178,25 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let scratch = std::env::temp_dir().join(format!("proctrace-golden-{}-{name}-{call}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    let t2_kinds = [
-        ("trace2-event", trace2::TargetKind::Event),
-        ("trace2-perf", trace2::TargetKind::Perf),
-        ("trace2-normal", trace2::TargetKind::Normal),
-    ];
-    let t2_files: Vec<PathBuf> = t2_kinds.iter().map(|(f, _)| scratch.join(f)).collect();
-    for f in &t2_files {
-        let _ = std::fs::remove_file(f);
-    }
-    let targets: Vec<Trace2Target> = t2_kinds
-        .iter()
-        .zip(&t2_files)
-        .map(|((_, kind), f)| Trace2Target {
-            kind: *kind,
-            value: f.to_string_lossy().into_owned(),
-        })
-        .collect();
 
-    let (jsonl, lines, chrome) = (Shared::default(), Shared::default(), Shared::default());
+    // Every streaming output of the registry to its own file, as the commands open them.
+    let settings = Settings {
+        redact: true,
+        ..Settings::default()
+    };
     let mut sinks = Fanout::new();
-    sinks.add(
-        "jsonl",
-        "golden",
-        Box::new(JsonLines::new(LineDest::Stream(Box::new(jsonl.clone())), true)),
-    );
+    for spec in OUTPUTS {
+        let (Some(ext), Make::Stream(open)) = (spec.golden, &spec.make) else {
+            continue;
+        };
+        let path = scratch.join(ext);
+        let to = match spec.dest {
+            DestKind::Trace2 => To::Value(path.to_string_lossy().into_owned()),
+            _ => To::Lines(LineDest::File(std::fs::File::create(&path).unwrap())),
+        };
+        sinks.add(spec.what, "golden", open(to, &settings).unwrap());
+    }
+    let lines = Shared::default();
     sinks.add(
         "lines",
         "golden",
@@ -216,17 +205,6 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
             false,
             true,
         )),
-    );
-    sinks.add(
-        "trace2",
-        "golden",
-        Box::new(Trace2Sink::new(&targets, false, true).unwrap()),
-    );
-
-    sinks.add(
-        "chrome",
-        "golden",
-        Box::new(ChromeTrace::new(LineDest::Stream(Box::new(chrome.clone())), true)),
     );
 
     let (engine, sum) = replay(&cap, Some(root), sinks, header.clone());
@@ -253,23 +231,27 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
         },
     );
 
-    let mut out = vec![
-        ("jsonl", jsonl.take()),
-        ("lines", lines.take()),
-        ("tree", tree.into_bytes()),
-        (
-            "svg",
-            svg::render(&header, &engine.tracker, &sum, SvgOptions::default()).into_bytes(),
-        ),
-    ];
-    for ((fmt, _), f) in t2_kinds.iter().zip(&t2_files) {
-        out.push((*fmt, std::fs::read(f).unwrap()));
+    drop(engine.sinks);
+    let run = FinishedRun::new(&header, &engine.tracker, &sum, true);
+    let mut out = Vec::new();
+    for spec in OUTPUTS {
+        let Some(ext) = spec.golden else { continue };
+        let bytes = match spec.make {
+            Make::Stream(_) => std::fs::read(scratch.join(ext)).unwrap(),
+            Make::WholeRun(write) => {
+                let mut v = Vec::new();
+                write(&run, &mut v).unwrap();
+                v
+            }
+        };
+        out.push((ext, bytes));
     }
-    let report = summary::summarize(&header, &engine.tracker, &sum, true);
+    out.push(("lines", lines.take()));
+    out.push(("tree", tree.into_bytes()));
     out.push((
         "summary",
         summary::render_text(
-            &report,
+            run.report(),
             TextOptions {
                 color: false,
                 width: 100,
@@ -277,9 +259,6 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
         )
         .into_bytes(),
     ));
-    out.push(("summary-md", summary::render_markdown(&report).into_bytes()));
-    out.push(("summary-json", summary::render_json(&report).into_bytes()));
-    out.push(("chrome", chrome.take()));
     let _ = std::fs::remove_dir_all(&scratch);
     (out, expected)
 }
@@ -290,7 +269,7 @@ fn check(name: &str) {
     let dir = fixtures().join("golden");
     let mut wrong = Vec::new();
     let outputs = render_all(name);
-    assert_eq!(outputs.iter().map(|o| o.0).collect::<Vec<_>>(), FORMATS);
+    assert_eq!(outputs.iter().map(|o| o.0).collect::<Vec<_>>(), formats());
     for (fmt, got) in outputs {
         assert!(!got.is_empty(), "{name}.{fmt}: no output");
         let file = dir.join(format!("{name}.{fmt}"));
@@ -409,7 +388,7 @@ fn every_capture_has_golden_files() {
     if std::env::var_os("UPDATE_GOLDEN").is_none() {
         let mut golden: Vec<String> = CAPTURES
             .iter()
-            .flat_map(|c| FORMATS.map(|f| format!("{c}.{f}")))
+            .flat_map(|c| formats().into_iter().map(move |f| format!("{c}.{f}")))
             .collect();
         golden.sort();
         assert_eq!(names("golden"), golden, "stale or missing golden files");
