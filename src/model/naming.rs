@@ -144,7 +144,8 @@ pub fn command_line_with_notes(r: &ProcessRecord, redact: bool) -> String {
         Identity::Command(_) if r.execs.len() > 1 => {
             let _ = write!(s, "  (exec ×{})", r.execs.len());
         }
-        Identity::Unread { .. } => s.push_str(ARGV_UNAVAILABLE),
+        // An empty argv was read: it says nothing, but it is not unavailable.
+        Identity::Unread { .. } if r.argv().is_none() => s.push_str(ARGV_UNAVAILABLE),
         _ => {}
     }
     s
@@ -154,7 +155,8 @@ pub fn command_line_with_notes(r: &ProcessRecord, redact: bool) -> String {
 /// `[COMM] (argv unavailable)`.
 pub fn exec_command_line(e: &ExecRecord, comm: Option<&str>, redact: bool) -> String {
     match e.details.as_ref().and_then(|d| d.argv.as_ref()) {
-        Some(a) => quote_argv(a, redact),
+        Some(a) if !a.is_empty() => quote_argv(a, redact),
+        Some(_) => unread_name(comm),
         None => unread_name(comm) + ARGV_UNAVAILABLE,
     }
 }

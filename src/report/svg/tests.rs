@@ -1,0 +1,480 @@
+//! The picture parsed back as XML and checked against the records it was drawn from: the
+//! recorded captures, and a synthetic build of thousands of processes made through the real
+//! tracker.
+use std::collections::HashMap;
+
+use super::*;
+use crate::cmd::replay::{parse_capture, replay};
+use crate::model::event::{Event, ExecDetails};
+use crate::model::tracker::Scope;
+use crate::sink::Fanout;
+use crate::testkit::{self, tracker};
+
+/// 2024-06-01T12:00:00Z at monotonic 0, recorded at UTC-05:30.
+fn header(ts: u64, argv: &[&str]) -> Header {
+    let mut h = testkit::header(ts, argv);
+    h.real_minus_mono = 1_717_243_200_000_000_000;
+    h.tool.utc_offset = Some(-5 * 3600 - 30 * 60);
+    h
+}
+
+fn all_records(t: &Tracker) -> Vec<&ProcessRecord> {
+    let mut out = Vec::new();
+    let mut stack: Vec<ProcId> = t.roots().to_vec();
+    while let Some(id) = stack.pop() {
+        if let Some(r) = t.get(id) {
+            out.push(r);
+            stack.extend(r.children.iter().copied());
+        }
+    }
+    out
+}
+
+/// Most intervals `[s, e)` covering one moment, counted directly (quadratic on purpose: a
+/// different method from the sweep in [`concurrency`]).
+fn true_max_overlap(iv: &[(u64, u64)]) -> u32 {
+    iv.iter()
+        .filter(|(s, e)| e > s)
+        .map(|&(s, _)| {
+            iv.iter()
+                .filter(|&&(s2, e2)| e2 > s2 && s2 <= s && s < e2)
+                .count() as u32
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Checks every bar of `svg` against the records; returns how many bars there are.
+fn check(svg: &str, h: &Header, t: &Tracker, sum: &Summary, max_rows: usize) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let attr = |n: &str| root.attribute(n).unwrap().parse::<f64>().unwrap();
+    let recs = all_records(t);
+    let t0 = h.ts;
+    let t1 = recs
+        .iter()
+        .filter_map(|r| r.exit.map(|x| x.ts))
+        .fold(sum.ts.max(t0 + 1), u64::max);
+    assert_eq!(attr("data-t0") as u64, t0);
+    assert_eq!(root.attribute("data-t1").unwrap(), t1.to_string());
+    let (px, pw) = (attr("data-plot-x"), attr("data-plot-width"));
+    let scale = |ts: u64| px + (ts - t0) as f64 / (t1 - t0) as f64 * pw;
+    let span = |r: &ProcessRecord| {
+        let s = r.start_ns.unwrap_or(t0).clamp(t0, t1);
+        (s, r.exit.map_or(t1, |x| x.ts).clamp(s, t1))
+    };
+    let mut by_pid: HashMap<i32, Vec<&ProcessRecord>> = HashMap::new();
+    for r in &recs {
+        by_pid.entry(r.pid).or_default().push(r);
+    }
+    let bars: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+        .collect();
+    let mut drawn_pids = Vec::new();
+    for b in &bars {
+        let pid: i32 = b.attribute("data-pid").unwrap().parse().unwrap();
+        let x: f64 = b.attribute("x").unwrap().parse().unwrap();
+        let w: f64 = b.attribute("width").unwrap().parse().unwrap();
+        let class = b.attribute("class").unwrap().strip_prefix("bar ").unwrap();
+        let title = b
+            .children()
+            .find(|c| c.has_tag_name("title"))
+            .unwrap()
+            .text()
+            .unwrap();
+        let r = by_pid[&pid]
+            .iter()
+            .find(|r| (scale(span(r).0) - x).abs() <= 0.051)
+            .unwrap_or_else(|| panic!("bar of pid {pid} at x={x} matches no record's start"));
+        let (s, e) = span(r);
+        let want_w = (scale(e) - scale(s)).max(MIN_BAR_W);
+        assert!((want_w - w).abs() <= 0.11, "pid {pid}: width {w}, want {want_w}");
+        assert_eq!(class, Outcome::of(r).class(), "pid {pid}");
+        let want = match r.argv() {
+            Some(a) => quote_argv(a, true),
+            None => r.comm.clone().unwrap_or_else(|| "?".into()),
+        };
+        let want: String = xml_escape(&want);
+        let title_esc = xml_escape(title);
+        assert!(title_esc.contains(&want), "pid {pid}: {title:?} lacks {want:?}");
+        assert!(
+            title.contains(&format!("pid {pid}, parent {}", r.ppid)),
+            "{title}"
+        );
+        drawn_pids.push((pid, s));
+    }
+    // Every region band lies inside a bar of its process, with the region's name on hover.
+    for g in doc.descendants().filter(|n| {
+        n.has_tag_name("rect") && n.attribute("class") == Some("region") && n.attribute("data-pid").is_some()
+    }) {
+        let num = |a: &str| g.attribute(a).unwrap().parse::<f64>().unwrap();
+        let pid = g.attribute("data-pid").unwrap();
+        let (gx, gy, gw, gh) = (num("x"), num("y"), num("width"), num("height"));
+        assert!(
+            bars.iter().any(|b| {
+                let bn = |a: &str| b.attribute(a).unwrap().parse::<f64>().unwrap();
+                b.attribute("data-pid") == Some(pid)
+                    && bn("x") - 0.051 <= gx
+                    && gx + gw <= bn("x") + bn("width") + 0.11
+                    && bn("y") < gy
+                    && gy + gh < bn("y") + bn("height")
+            }),
+            "region band of pid {pid} at x={gx} is not inside a bar of its process"
+        );
+        let title = g
+            .children()
+            .find(|c| c.has_tag_name("title"))
+            .unwrap()
+            .text()
+            .unwrap();
+        assert!(title.contains(&format!("pid {pid}, thread ")), "{title}");
+    }
+    // Drawn + folded = every process; the cap holds; ancestors are drawn with their children.
+    let folded = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("folded"))
+        .map_or(0, |n| {
+            n.attribute("data-count").unwrap().parse::<usize>().unwrap()
+        });
+    assert_eq!(bars.len() + folded, recs.len());
+    assert!(bars.len() <= max_rows.max(1));
+    if recs.len() <= max_rows {
+        assert_eq!(folded, 0);
+    }
+    let is_drawn = |r: &ProcessRecord| drawn_pids.contains(&(r.pid, span(r).0));
+    for r in &recs {
+        if is_drawn(r) {
+            if let Some(p) = r.parent.and_then(|p| t.get(p)) {
+                assert!(is_drawn(p), "pid {} drawn without its parent {}", r.pid, p.pid);
+            }
+        }
+    }
+    // The strip's maximum is the true overlap of all processes, drawn or not.
+    let iv: Vec<(u64, u64)> = recs.iter().map(|r| span(r)).collect();
+    let strip = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("concurrency"))
+        .unwrap();
+    assert_eq!(
+        strip.attribute("data-max").unwrap().parse::<u32>().unwrap(),
+        true_max_overlap(&iv)
+    );
+    bars.len()
+}
+
+fn replayed(name: &str) -> (Header, Tracker, Summary) {
+    let path = format!(
+        "{}/tests/fixtures/captures/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read(&path).unwrap();
+    let cap = parse_capture(text.as_slice(), &path).unwrap();
+    let h = cap
+        .header
+        .clone()
+        .unwrap_or_else(|| header(cap.events.iter().find_map(|e| e.ts()).unwrap_or(0), &[name]));
+    let root = cap.command_pid();
+    let (engine, sum) = replay(&cap, root, Fanout::new(), h.clone());
+    (h, engine.tracker, sum)
+}
+
+/// A measured process's bar says what it cost in its hover text (from its record's
+/// figures), and the title line the whole tree's CPU; without figures, neither.
+#[test]
+fn hover_text_has_cpu_and_peak_memory() {
+    let (h, t, sum) = replayed("make-j2-usage");
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let mut seen = 0;
+    for bar in doc
+        .descendants()
+        .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+    {
+        let pid: i32 = bar.attribute("data-pid").unwrap().parse().unwrap();
+        let r = all_records(&t).into_iter().find(|r| r.pid == pid).unwrap();
+        let u = r
+            .usage
+            .as_deref()
+            .expect("every process of this capture was measured");
+        let title = bar
+            .children()
+            .find(|c| c.has_tag_name("title"))
+            .unwrap()
+            .text()
+            .unwrap();
+        let want = format!(
+            "CPU {} (user {}, system {}), peak memory {}",
+            fmt_duration(u.cpu_user_ns + u.cpu_sys_ns),
+            fmt_duration(u.cpu_user_ns),
+            fmt_duration(u.cpu_sys_ns),
+            fmt_kib(u.max_rss_kib)
+        );
+        assert!(title.contains(&want), "pid {pid}: {title:?} lacks {want:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, 19);
+    assert!(
+        svg.contains("wall 6.98s · CPU 3.28s (0.5 cores on average) · "),
+        "title line"
+    );
+    assert!(
+        svg.contains("CPU 2.19s (user 2.12s, system 70.1ms), peak memory 64.3 MiB"),
+        "cc1 of f4.c"
+    );
+
+    let (h, t, sum) = replayed("make-j2");
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    assert!(!svg.contains("CPU") && !svg.contains("peak memory"));
+}
+
+#[test]
+fn bars_match_the_records_of_every_capture() {
+    for name in crate::sink::golden::CAPTURES {
+        let (h, t, sum) = replayed(name);
+        let svg = render(&h, &t, &sum, SvgOptions::default());
+        let n = check(&svg, &h, &t, &sum, 200);
+        assert_eq!(n, all_records(&t).len(), "{name}");
+        // Folded hard: the longest (and their ancestors) stay, the count adds up.
+        let few = render(
+            &h,
+            &t,
+            &sum,
+            SvgOptions {
+                redact: true,
+                max_rows: 4,
+            },
+        );
+        check(&few, &h, &t, &sum, 4);
+    }
+}
+
+/// git's regions are drawn inside the bars of the processes that reported them (those at
+/// least a pixel wide), nested ones inset further; the bar's hover text counts them all and
+/// shows the data.
+#[test]
+fn git_regions_are_bands_in_their_bars() {
+    let (h, t, sum) = replayed("git-regions");
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    check(&svg, &h, &t, &sum, 200);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let bands: Vec<(i32, u32, String)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("region") && n.attribute("data-pid").is_some())
+        .map(|n| {
+            (
+                n.attribute("data-pid").unwrap().parse().unwrap(),
+                n.attribute("data-nesting").unwrap().parse().unwrap(),
+                n.children()
+                    .find(|c| c.has_tag_name("title"))
+                    .unwrap()
+                    .text()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    // The clone's checkout (1.64 s) with the cache-tree update inside it; pack-objects'
+    // two longer phases (its 2.2 ms enumeration is under a pixel); the larger of status's.
+    assert!(
+        bands
+            .iter()
+            .any(|b| b.0 == 11100 && b.1 == 1 && b.2.starts_with("unpack_trees:unpack_trees\n")),
+        "{bands:?}"
+    );
+    assert!(
+        bands
+            .iter()
+            .any(|b| b.0 == 11100 && b.1 == 2 && b.2.starts_with("cache_tree:update\n")),
+        "{bands:?}"
+    );
+    assert_eq!(bands.iter().filter(|b| b.0 == 11106).count(), 2, "{bands:?}");
+    assert_eq!(bands.len(), 5, "{bands:?}");
+    assert!(svg.contains("10 regions reported, longest unpack_trees:unpack_trees (1.64s)"));
+    assert!(svg.contains("index/write/cache_nr = 1200"));
+    // A run without regions has neither bands nor their legend.
+    let (h, t, sum) = replayed("make-j2");
+    let plain = render(&h, &t, &sum, SvgOptions::default());
+    assert!(!plain.contains("region"));
+}
+
+#[test]
+fn make_j2_shows_the_compiles_side_by_side() {
+    let (h, t, sum) = replayed("make-j2");
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    assert!(
+        svg.contains(r#"data-max="5""#),
+        "make, two cc and their cc1 at once"
+    );
+    assert!(svg.contains("cc -O1 -c -o f5.o f5.c"));
+    assert!(svg.contains(">100 ms</text>"), "ticks every 100 ms over 0.7 s");
+}
+
+/// The README's picture is what `proctrace replay tests/fixtures/captures/make-j2.jsonl
+/// --svg docs/make-j2.svg` draws today.
+#[test]
+fn the_readme_picture_is_current() {
+    let (h, t, sum) = replayed("make-j2");
+    let want = render(&h, &t, &sum, SvgOptions::default());
+    let path = format!("{}/docs/make-j2.svg", env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        std::fs::read_to_string(&path).unwrap() == want,
+        "{path} is stale: regenerate it with the command in this test's doc comment"
+    );
+}
+
+/// A build of thousands of processes through the real tracker: 40 make workers, each
+/// forking 100 compiles; some fail, some are killed, a few never finish, one has an argv
+/// full of XML metacharacters and control characters (a failing one, so it is drawn).
+fn synthetic() -> (Header, Tracker, Summary) {
+    let (t, end) = testkit::make_build(40, 100, "/src", |w, k| {
+        let argv = if w == 7 && k == 13 {
+            vec!["cc".into(), "<b>&\"quoted\" 'x'\u{1}\u{fffe}\t".into()]
+        } else {
+            vec!["cc".into(), "-c".into(), format!("f{w}_{k}.c")]
+        };
+        let status = match (w, k) {
+            (_, 13) => 2 << 8,    // failed
+            (3, 50) => 9,         // SIGKILL
+            (5, 60) => 11 | 0x80, // SIGSEGV, core
+            _ => 0,
+        };
+        // The last two of the last worker never finish.
+        (argv, (!(w == 39 && k >= 98)).then_some(status))
+    });
+    let mut sum = testkit::summary(end + 2_000, &t, Some(100));
+    sum.status = Some(ExitStatus::Code(0));
+    sum.background = 2;
+    (header(testkit::BUILD_START, &["make", "-j40"]), t, sum)
+}
+
+#[test]
+fn thousands_of_processes_fold_into_a_readable_picture() {
+    let (h, t, sum) = synthetic();
+    assert_eq!(all_records(&t).len(), 1 + 40 + 4000);
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    let n = check(&svg, &h, &t, &sum, 200);
+    assert!(n > 150, "the cap is used: {n} rows");
+    assert!(svg.len() < 400_000, "bounded size: {} bytes", svg.len());
+    // Every failure, kill and unfinished process is among the drawn rows.
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let count = |class: &str| {
+        doc.descendants()
+            .filter(|n| n.attribute("class") == Some(class))
+            .count()
+    };
+    assert_eq!(count("bar fail"), 40);
+    assert_eq!(count("bar sig"), 2);
+    assert_eq!(count("bar run"), 2);
+    // The nasty argv is escaped (control characters as their pictures), not dropped.
+    assert!(svg.contains("&lt;b&gt;&amp;&quot;quoted&quot; &apos;\\&apos;&apos;x"));
+    assert!(svg.contains('\u{2401}') && !svg.contains('\u{1}') && !svg.contains('\u{fffe}'));
+    // A 90-row cap still checks out.
+    let small = render(
+        &h,
+        &t,
+        &sum,
+        SvgOptions {
+            redact: true,
+            max_rows: 90,
+        },
+    );
+    assert!(check(&small, &h, &t, &sum, 90) <= 90);
+}
+
+#[test]
+fn the_title_names_the_start_in_the_recorded_zone() {
+    let (h, t, sum) = synthetic();
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    // 2024-06-01T12:00:01Z at UTC-05:30.
+    assert!(
+        svg.contains("started 2024-06-01 06:30:01 -05:30"),
+        "{}",
+        &svg[..2000]
+    );
+    assert!(svg.contains("40 failed"));
+}
+
+#[test]
+fn ticks_are_nice_steps_in_sensible_units() {
+    let case = |span: u64| {
+        let (step, unit, name) = tick_step(span, 90.0);
+        (tick_label(step, unit, name), span / step)
+    };
+    assert_eq!(case(724_000_000).0, "100 ms");
+    assert_eq!(case(11_540_000_000).0, "2 s");
+    assert_eq!(case(50_000).0, "10 µs");
+    assert_eq!(case(3 * 3_600_000_000_000).0, "30 min");
+    assert_eq!(case(40 * 3_600_000_000_000).0, "5 h");
+    for span in [1u64, 999, 123_456_789, 98_765_432_100, 7 * 86_400_000_000_000] {
+        let (_, n) = case(span);
+        assert!(n <= 10, "{span}: {n} ticks");
+    }
+    assert_eq!(tick_label(1_500_000_000, 1_000_000_000, "s"), "1.5 s");
+    // Promoted to the next decimal unit once the run reaches it.
+    assert_eq!(case(3_700_000).0, "0.5 ms");
+    assert_eq!(case(1_500_000_000).0, "0.2 s");
+}
+
+/// `watch -p` of processes already running: the bars begin at the picture's left edge, the
+/// hover and the duration say how long they really ran, or that the fork time is unknown.
+#[test]
+fn processes_older_than_the_trace_start_at_the_edge() {
+    let mut t = tracker(Scope::Tree, true, true);
+    let t0 = 10_000_000_000u64;
+    let mut facts = Vec::new();
+    let details = |argv: &[&str]| {
+        Some(ExecDetails {
+            argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        })
+    };
+    for e in [
+        Event::Existing {
+            tgid: 50,
+            ppid: 1,
+            start_ns: Some(t0 - 2_000_000_000),
+            details: details(&["server"]),
+        },
+        Event::Existing {
+            tgid: 51,
+            ppid: 50,
+            start_ns: None,
+            details: details(&["worker"]),
+        },
+        Event::Exit {
+            ts: t0 + 1_000_000_000,
+            pid: 50,
+            tgid: 50,
+            status: 0,
+            parent_tgid: 1,
+        },
+    ] {
+        t.apply(&e, &mut facts);
+    }
+    let mut h = header(t0, &[]);
+    h.mode = Mode::Watch { root: Some(50) };
+    let sum = testkit::summary(t0 + 1_500_000_000, &t, None);
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    assert_eq!(check(&svg, &h, &t, &sum, 200), 2);
+    assert!(
+        svg.contains("started 2.00s before tracing began, ran 3.00s, exit 0"),
+        "{svg}"
+    );
+    assert!(svg.contains(">3.00s</text>"), "the whole run as its duration");
+    assert!(
+        svg.contains("running when tracing began, still running after ≥ 1.50s"),
+        "{svg}"
+    );
+    assert!(svg.contains("watch -p 50"));
+}
+
+#[test]
+fn an_empty_run_still_draws() {
+    let t = tracker(Scope::Tree, true, true);
+    let h = header(5, &["true"]);
+    let sum = testkit::summary(5, &t, None);
+    let svg = render(&h, &t, &sum, SvgOptions::default());
+    assert_eq!(check(&svg, &h, &t, &sum, 200), 0);
+}
