@@ -20,7 +20,7 @@
 //! - No `PTRACE_O_EXITKILL`: if proctrace dies, the kernel detaches every tracee and they run on
 //!   (A5), as with the connector, rather than killing the build.
 //!
-//! What to do at each stop is decided by [`stops::Tracees`], a pure state machine tested with
+//! What to do at each stop is decided by `stops::Tracees`, a pure state machine tested with
 //! the stop orders real kernels produce; this file is the shell around it: it waits, decodes each
 //! wait status and performs the machine's actions (the `ptrace` requests, the `/proc` reads, the
 //! events out).
@@ -83,7 +83,7 @@ pub struct PtraceBackend {
 
 impl PtraceBackend {
     /// Starts the tracer thread. SIGCHLD must be blocked in every thread (see
-    /// [`crate::supervise::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
+    /// [`crate::capture::signals::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
     pub fn start(opts: &CaptureOptions) -> Result<PtraceBackend, crate::ProctraceError> {
         let io = |what: &str, e: std::io::Error| crate::ProctraceError::Io(what.into(), e);
         let (tx, rx) = mpsc::channel();
