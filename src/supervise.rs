@@ -9,48 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::Sender;
 
+use crate::capture::signals::sigset;
 use crate::capture::{CaptureMsg, Notice};
 
-/// The signals proctrace forwards.
-pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// Blocked in every thread: the forwarded signals (taken by the signal thread) and SIGCHLD (taken
-/// by the ptrace backend with sigtimedwait).
-const BLOCKED: [i32; 5] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGCHLD,
-];
-
-fn sigset(sigs: &[i32]) -> libc::sigset_t {
-    // SAFETY: sigemptyset initialises the set; sigaddset with valid signal numbers.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for &s in sigs {
-            libc::sigaddset(&mut set, s);
-        }
-        set
-    }
-}
-
-/// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes with sigtimedwait)
-/// in the calling thread and every thread it starts afterwards. Call before any thread exists.
-pub fn block_stop_signals() {
-    let set = sigset(&BLOCKED);
-    // SAFETY: set is initialised; the old mask is not needed.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-}
-
-/// Undoes [`block_stop_signals`]; called in the command's process between fork and exec, since
-/// std hands the child the parent's mask. Async-signal-safe.
-pub fn unblock_stop_signals() {
-    let set = sigset(&BLOCKED);
-    // SAFETY: set is initialised; sigprocmask is async-signal-safe.
-    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-}
+pub use crate::capture::signals::{FORWARDED, block_stop_signals, unblock_stop_signals};
 
 /// Where stop signals go.
 #[derive(Clone, Default)]

@@ -14,10 +14,10 @@ use cnproc::{Connector, EventKind, Received};
 
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::enrich::{self, Enricher};
+use crate::capture::signals;
 use crate::capture::usage_join::UsageJoin;
 use crate::model::event::{Event, Pid};
 use crate::model::session::CaptureSummary;
-use crate::supervise;
 
 /// Converts one connector item into the tracker's vocabulary. Acks and unknown types give `None`.
 pub fn convert(item: &Received) -> Option<Event> {
@@ -325,7 +325,7 @@ impl ConnectorBackend {
         // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-                supervise::unblock_stop_signals();
+                signals::unblock_stop_signals();
                 Ok(())
             });
         }

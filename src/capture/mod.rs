@@ -23,6 +23,7 @@ pub mod connector;
 pub mod enrich;
 pub mod procfs;
 pub mod ptrace;
+pub mod signals;
 pub mod trace2;
 pub mod usage;
 pub mod usage_join;

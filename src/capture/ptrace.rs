@@ -6,7 +6,7 @@
 //! automatically), waits for stops and answers them. There are no syscall stops, so a traced
 //! process stops about six times per fork+exec+exit, not once per system call. What it yields is
 //! the same [`Event`] the connector yields; the model cannot tell them apart. Measured behaviour
-//! this code relies on is in `shared/design/ptrace-facts.md`:
+//! this code relies on is in `docs/facts/ptrace-facts.md`:
 //!
 //! - argv is read at the exec stop, when `/proc/PID/cmdline` already holds the new argv and the
 //!   process cannot exit: it is always complete (A1).
@@ -19,6 +19,11 @@
 //!   event message; that thread never exits on its own (A3).
 //! - No `PTRACE_O_EXITKILL`: if proctrace dies, the kernel detaches every tracee and they run on
 //!   (A5), as with the connector, rather than killing the build.
+//!
+//! What to do at each stop is decided by `stops::Tracees`, a pure state machine tested with
+//! the stop orders real kernels produce; this file is the shell around it: it waits, decodes each
+//! wait status and performs the machine's actions (the `ptrace` requests, the `/proc` reads, the
+//! events out).
 //!
 //! The tracer sleeps in `sigtimedwait` for SIGCHLD (blocked in every thread), which the kernel
 //! sends for every stop and exit, and which the other threads send to it (`tgkill`) with a
@@ -34,11 +39,14 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use self::stops::{Action, CommandStart, Tracees};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::procfs;
 use crate::capture::usage::{ExitReader, ThreadSum};
 use crate::model::event::{Event, ExecDetails, Pid};
 use crate::model::session::CaptureSummary;
+
+mod stops;
 
 /// Longest a batch waits before it goes to the model thread (one wakeup per burst).
 const BATCH_PAUSE: Duration = Duration::from_millis(2);
@@ -46,9 +54,8 @@ const BATCH_PAUSE: Duration = Duration::from_millis(2);
 const BATCH_MAX: usize = 512;
 /// Stops answered before the tracer looks at requests and sends what it has.
 const COLLECT_MAX: usize = 256;
-/// How long a new task waits at its first stop for its parent's fork/clone event before it is
-/// taken in with the parent `/proc` names (its parent was killed in between).
-const HOLD_MAX: Duration = Duration::from_millis(50);
+/// How often the tracer wakes while a task is held (see [`stops::HOLD_MAX_NS`]).
+const HOLD_MAX: Duration = Duration::from_nanos(stops::HOLD_MAX_NS);
 
 enum Request {
     Spawn(
@@ -76,7 +83,7 @@ pub struct PtraceBackend {
 
 impl PtraceBackend {
     /// Starts the tracer thread. SIGCHLD must be blocked in every thread (see
-    /// [`crate::supervise::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
+    /// [`crate::capture::signals::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
     pub fn start(opts: &CaptureOptions) -> Result<PtraceBackend, crate::ProctraceError> {
         let io = |what: &str, e: std::io::Error| crate::ProctraceError::Io(what.into(), e);
         let (tx, rx) = mpsc::channel();
@@ -86,12 +93,10 @@ impl PtraceBackend {
             tx: tx.clone(),
             requests: req_rx,
             recycled,
-            enrich: opts.enrich,
             usage: opts.usage.then(ExitReader::default),
             groups: HashMap::new(),
-            tasks: HashMap::new(),
-            held: HashMap::new(),
-            root: None,
+            tracees: Tracees::new(opts.usage, opts.enrich),
+            actions: Vec::new(),
             batch: Vec::with_capacity(BATCH_MAX),
             notices: Vec::new(),
             stops: 0,
@@ -177,74 +182,29 @@ impl Drop for PtraceBackend {
     }
 }
 
-/// What the tracer knows of one task.
-#[derive(Debug, Clone, Copy)]
-struct Task {
-    tgid: Pid,
-    /// Parent process at fork.
-    ppid: Pid,
-    /// Past its `PTRACE_EVENT_EXIT` stop.
-    exiting: bool,
-}
-
-impl Task {
-    fn new(tgid: Pid, ppid: Pid) -> Task {
-        Task {
-            tgid,
-            ppid,
-            exiting: false,
-        }
-    }
-}
-
-/// A process's threads as the exit stops see them (usage capture only).
+/// What a process's threads had at their exit stops (usage capture only; [`Tracees`] says which
+/// stop is the process's last).
 #[derive(Debug, Clone, Copy, Default)]
 struct Group {
-    /// Threads not yet at their exit stop: the stop that brings this to 0 is the process's last,
-    /// where its figures are read.
-    running: u32,
     /// What the threads that already stopped at their exit had.
     sum: ThreadSum,
     /// A thread's figures could not be read: the process gets none.
     incomplete: bool,
 }
 
-/// A task seen at its first stop before its parent's fork/clone event: held stopped.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    ts: u64,
-    /// Killed while held (SIGKILL ends even a ptrace-stop): its wait status and time.
-    exit: Option<(u64, i32)>,
-    /// The signal of the stop it is held in (SIGTRAP for a new task's first stop).
-    stop_sig: i32,
-    /// When it was first held.
-    since: Instant,
-}
-
-/// Restarts a task from a `PTRACE_EVENT_STOP`: a group-stop (a stop signal) stays stopped, as it
-/// would untraced, while we keep getting its notifications; anything else (a new task's first
-/// stop) runs on.
-fn restart_after_stop(pid: Pid, sig: i32) {
-    if matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
-        sys::listen(pid);
-    } else {
-        sys::resume(pid, 0);
-    }
-}
-
 struct Tracer {
     tx: Sender<CaptureMsg>,
     requests: Receiver<Request>,
     recycled: Receiver<Vec<Event>>,
-    enrich: bool,
     /// Reads what each process cost at its last thread's exit stop (`None`: `--no-usage`, and
     /// no exit stops are asked for).
     usage: Option<ExitReader>,
     /// Per process, while usage is measured.
     groups: HashMap<Pid, Group>,
-    tasks: HashMap<Pid, Task>,
-    held: HashMap<Pid, Held>,
-    root: Option<Pid>,
+    /// What to do at each stop.
+    tracees: Tracees,
+    /// The actions for the stop at hand (reused).
+    actions: Vec<Action>,
     batch: Vec<Event>,
     notices: Vec<Notice>,
     stops: u64,
@@ -263,7 +223,7 @@ impl Tracer {
             // to let them go; with stops left uncollected, not at all. Otherwise only for a stop,
             // an exit or a request (no timer to arm and cancel on every wait).
             let mut timeout = since.map(|t| BATCH_PAUSE.saturating_sub(t.elapsed()));
-            if !self.held.is_empty() {
+            if self.tracees.has_held() {
                 timeout = Some(timeout.map_or(HOLD_MAX, |t| t.min(HOLD_MAX)));
             }
             if more {
@@ -285,8 +245,11 @@ impl Tracer {
                 }
             }
             more = self.collect();
-            if !self.held.is_empty() {
-                self.release_held(|h| h.since.elapsed() >= HOLD_MAX);
+            if self.tracees.has_held() {
+                let mut actions = std::mem::take(&mut self.actions);
+                self.tracees
+                    .release_overdue(procfs::mono_now(), procfs::tgid_ppid, &mut actions);
+                self.perform(actions);
             }
             let due = since.is_some_and(|t| t.elapsed() >= BATCH_PAUSE);
             if stopping
@@ -307,7 +270,9 @@ impl Tracer {
                 let _ = self.tx.send(CaptureMsg::Notice(Notice::Marker(n)));
             }
             if stopping {
-                self.release_held(|_| true);
+                let mut actions = std::mem::take(&mut self.actions);
+                self.tracees.release_all(procfs::tgid_ppid, &mut actions);
+                self.perform(actions);
                 self.send_batch();
                 let _ = self.tx.send(CaptureMsg::Done(CaptureSummary {
                     events: self.stops,
@@ -341,211 +306,65 @@ impl Tracer {
         true
     }
 
-    fn tgid_of(&self, tid: Pid) -> Pid {
-        self.tasks.get(&tid).map_or(tid, |t| t.tgid)
-    }
-
     fn on_stop(&mut self, pid: Pid, status: i32) {
         self.stops += 1;
         let ts = procfs::mono_now();
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-            self.on_exit(pid, status, ts);
-            return;
-        }
-        if !libc::WIFSTOPPED(status) {
-            return;
-        }
-        let sig = libc::WSTOPSIG(status);
-        let event = (status >> 16) & 0xffff;
-        match event {
-            0 => sys::resume(pid, sig), // signal-delivery stop: pass the signal on untouched
-            libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
-                if let Some(new) = sys::event_msg(pid) {
-                    self.on_new_task(pid, new as Pid, event, ts);
+        // /proc/TID/task lists the threads of TID's process, whichever of them TID is.
+        let stop = stops::decode(status, || sys::event_msg(pid), |new| sys::is_thread_of(pid, new));
+        let mut actions = std::mem::take(&mut self.actions);
+        self.tracees.on_stop(pid, stop, ts, &mut actions);
+        self.perform(actions);
+    }
+
+    /// Performs the actions in order (the `/proc` reads while the task is still stopped, before
+    /// it is resumed) and keeps the emptied vector for the next stop.
+    fn perform(&mut self, mut actions: Vec<Action>) {
+        for action in actions.drain(..) {
+            match action {
+                Action::Resume { pid, sig } => sys::resume(pid, sig),
+                Action::Listen { pid } => sys::listen(pid),
+                Action::Hold { .. } => {}
+                Action::Emit(event) => self.batch.push(event),
+                Action::ReadExec { tgid } => {
+                    let details = procfs::exec_details(tgid);
+                    self.warn_about(tgid, &details);
+                    self.batch.push(Event::ExecDetails { tgid, details });
                 }
-                sys::resume(pid, 0);
-            }
-            libc::PTRACE_EVENT_EXEC => {
-                let former = sys::event_msg(pid).map_or(pid, |m| m as Pid);
-                self.on_exec(pid, former, ts);
-                sys::resume(pid, 0);
-            }
-            libc::PTRACE_EVENT_EXIT => {
-                self.on_exit_stop(pid);
-                sys::resume(pid, 0);
-            }
-            libc::PTRACE_EVENT_STOP => {
-                if !self.tasks.contains_key(&pid) {
-                    // Its parent's event has not come yet: keep it here until it does.
-                    self.held.entry(pid).or_insert(Held {
-                        ts,
-                        exit: None,
-                        stop_sig: sig,
-                        since: Instant::now(),
-                    });
-                } else {
-                    restart_after_stop(pid, sig);
+                Action::ReadUsage { tgid, tid, last } => self.read_usage(tgid, tid, last),
+                Action::ForgetUsage { tgid } => {
+                    self.groups.remove(&tgid);
                 }
-            }
-            _ => sys::resume(pid, 0),
-        }
-    }
-
-    fn on_new_task(&mut self, parent: Pid, new: Pid, event: i32, ts: u64) {
-        if self.tasks.contains_key(&new) {
-            // Let go from its first stop already, after waiting too long for this event.
-            return;
-        }
-        let parent_tgid = self.tgid_of(parent);
-        let thread = event == libc::PTRACE_EVENT_CLONE && sys::is_thread_of(parent_tgid, new);
-        let child_tgid = if thread { parent_tgid } else { new };
-        let ppid = if thread {
-            self.tasks.get(&parent).map_or(0, |t| t.ppid)
-        } else {
-            parent_tgid
-        };
-        self.add_task(new, Task::new(child_tgid, ppid));
-        let held = self.held.remove(&new);
-        self.batch.push(Event::Fork {
-            ts: held.map_or(ts, |h| h.ts.min(ts)),
-            parent_tgid: if thread { ppid } else { parent_tgid },
-            child_pid: new,
-            child_tgid,
-        });
-        match held {
-            Some(Held {
-                exit: Some((xts, st)),
-                ..
-            }) => self.on_exit(new, st, xts),
-            Some(h) => restart_after_stop(new, h.stop_sig),
-            None => {}
-        }
-    }
-
-    fn on_exec(&mut self, pid: Pid, former: Pid, ts: u64) {
-        if former != pid {
-            // A non-leader exec: the thread took over the leader's pid and never exits itself.
-            // The other threads (the old leader included) went through their exit stops; the
-            // process goes on with this one thread.
-            self.tasks.remove(&former);
-            if let Some(t) = self.tasks.get_mut(&pid) {
-                t.exiting = false;
-            }
-            if let Some(g) = self.groups.get_mut(&pid) {
-                g.running = 1;
+                Action::CommandExited { status } => self.notices.push(Notice::CommandExited(status)),
             }
         }
-        self.batch.push(Event::Exec { ts, tgid: pid });
-        if !self.enrich {
-            return;
-        }
-        let details = procfs::exec_details(pid);
-        self.warn_about(pid, &details);
-        self.batch.push(Event::ExecDetails { tgid: pid, details });
+        self.actions = actions;
     }
 
-    fn on_exit(&mut self, pid: Pid, status: i32, ts: u64) {
-        if let Some(h) = self.held.get_mut(&pid) {
-            h.exit = Some((ts, status));
-            return;
-        }
-        let task = self.tasks.remove(&pid);
-        if let Some(t) = task
-            && !t.exiting
-        {
-            // Its exit stop never came (killed while held, or by a second SIGKILL during it).
-            self.thread_done(t.tgid);
-        }
-        self.batch.push(Event::Exit {
-            ts,
-            pid,
-            tgid: task.map_or(pid, |t| t.tgid),
-            status: status as u32,
-            parent_tgid: task.map_or(0, |t| t.ppid),
-        });
-        if Some(pid) == self.root {
-            self.notices.push(Notice::CommandExited(status));
-        }
-    }
-
-    fn add_task(&mut self, tid: Pid, t: Task) {
-        if self.usage.is_some() {
-            self.groups.entry(t.tgid).or_default().running += 1;
-        }
-        self.tasks.insert(tid, t);
-    }
-
-    /// One thread of `tgid` will not reach its exit stop (or has); true when it was the last.
-    fn thread_done(&mut self, tgid: Pid) -> bool {
-        let Some(g) = self.groups.get_mut(&tgid) else {
-            return false;
-        };
-        g.running = g.running.saturating_sub(1);
-        if g.running == 0 {
-            self.groups.remove(&tgid);
-            return true;
-        }
-        false
-    }
-
-    /// `PTRACE_EVENT_EXIT`: `tid` is about to exit, with everything still readable. Its own
-    /// figures are added to its process's; at the process's last thread, the process's figures
-    /// go out as [`Event::Usage`], ahead of its exit. Cost: three small `/proc` reads per thread
-    /// (its `status`, `io` and `schedstat`), three clock reads per process.
-    fn on_exit_stop(&mut self, tid: Pid) {
+    /// At `tid`'s exit stop: its own figures are added to its process's; at the process's last
+    /// thread, the process's figures go out as [`Event::Usage`], ahead of its exit. Cost: three
+    /// small `/proc` reads per thread (its `status`, `io` and `schedstat`), three clock reads per
+    /// process.
+    fn read_usage(&mut self, tgid: Pid, tid: Pid, last: bool) {
         let Some(reader) = self.usage.as_mut() else { return };
-        let Some(task) = self.tasks.get_mut(&tid) else {
-            return;
-        };
-        if task.exiting {
-            return;
-        }
-        task.exiting = true;
-        let tgid = task.tgid;
-        let me = reader.thread(tgid, tid);
-        let Some(g) = self.groups.get_mut(&tgid) else {
-            return;
-        };
-        match me {
+        let g = self.groups.entry(tgid).or_default();
+        match reader.thread(tgid, tid) {
             Ok(t) => g.sum.add(&t),
             Err(_) => g.incomplete = true, // no figures rather than wrong ones
         }
-        let (sum, incomplete) = (g.sum, g.incomplete);
-        if !self.thread_done(tgid) || incomplete {
+        if !last {
             return;
         }
-        let Some(reader) = self.usage.as_mut() else { return };
-        if let Ok(usage) = reader.process(tgid, &sum) {
+        let Some(g) = self.groups.remove(&tgid) else {
+            return;
+        };
+        if g.incomplete {
+            return;
+        }
+        if let Ok(usage) = reader.process(tgid, &g.sum) {
             self.batch.push(Event::Usage {
                 tgid,
                 usage: Box::new(usage),
             });
-        }
-    }
-
-    /// Held tasks whose parent's event has not come (the parent was killed in between; or
-    /// tracing stops): taken in with the parent `/proc` names, and let go.
-    fn release_held(&mut self, which: impl Fn(&Held) -> bool) {
-        let due: Vec<Pid> = self
-            .held
-            .iter()
-            .filter(|(_, h)| which(h))
-            .map(|(&p, _)| p)
-            .collect();
-        for pid in due {
-            let Some(h) = self.held.remove(&pid) else { continue };
-            let (tgid, ppid) = procfs::tgid_ppid(pid).unwrap_or((pid, 0));
-            self.add_task(pid, Task::new(tgid, ppid));
-            self.batch.push(Event::Fork {
-                ts: h.ts,
-                parent_tgid: ppid,
-                child_pid: pid,
-                child_tgid: tgid,
-            });
-            match h.exit {
-                Some((xts, st)) => self.on_exit(pid, st, xts),
-                None => restart_after_stop(pid, h.stop_sig),
-            }
         }
     }
 
@@ -587,48 +406,41 @@ impl Tracer {
             });
         }
         let err_pipe = child.release();
-        self.add_task(pid, Task::new(pid, self.my_pid));
+        self.tracees.command_forked(pid, self.my_pid);
         // The first stop of the command is its exec (success) or its exit (it could not exec).
         loop {
             let Some(status) = sys::wait_for(pid) else {
                 return Err(SpawnError::from_io(std::io::Error::other("the command vanished")));
             };
             let ts = procfs::mono_now();
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                self.tasks.remove(&pid);
-                self.groups.remove(&pid);
-                let errno = sys::read_errno(&err_pipe);
-                let error = match errno {
-                    Some(n) => std::io::Error::from_raw_os_error(n),
-                    None => std::io::Error::other("it ended before it could exec"),
-                };
-                let code = if libc::WIFEXITED(status) {
-                    libc::WEXITSTATUS(status)
-                } else {
-                    128 + libc::WTERMSIG(status)
-                };
-                return Err(SpawnError { code, error });
-            }
-            if (status >> 16) == libc::PTRACE_EVENT_EXEC {
-                self.batch.push(Event::Fork {
-                    ts: fork_ts,
-                    parent_tgid: self.my_pid,
-                    child_pid: pid,
-                    child_tgid: pid,
-                });
-                self.root = Some(pid);
+            // No fork or clone before its exec, and its exec is its own: no event message needed.
+            let stop = stops::decode(status, || None, |_| false);
+            let mut actions = std::mem::take(&mut self.actions);
+            let start = self
+                .tracees
+                .command_stop(pid, stop, fork_ts, ts, self.my_pid, &mut actions);
+            if start == CommandStart::Running {
                 self.stops += 1;
-                self.on_exec(pid, pid, ts);
-                sys::resume(pid, 0);
-                return Ok(pid);
             }
-            // A signal before the exec (e.g. a terminal's SIGINT): pass it on.
-            let sig = if (status >> 16) == 0 {
-                libc::WSTOPSIG(status)
-            } else {
-                0
-            };
-            sys::resume(pid, sig);
+            self.perform(actions);
+            match start {
+                CommandStart::Pending => {}
+                CommandStart::Running => return Ok(pid),
+                CommandStart::Failed { status } => {
+                    self.groups.remove(&pid);
+                    let errno = sys::read_errno(&err_pipe);
+                    let error = match errno {
+                        Some(n) => std::io::Error::from_raw_os_error(n),
+                        None => std::io::Error::other("it ended before it could exec"),
+                    };
+                    let code = if libc::WIFEXITED(status) {
+                        libc::WEXITSTATUS(status)
+                    } else {
+                        128 + libc::WTERMSIG(status)
+                    };
+                    return Err(SpawnError { code, error });
+                }
+            }
         }
     }
 }
