@@ -591,6 +591,7 @@ fn main() {
             let opts = proctrace::input::InputOptions {
                 lenient: false,
                 tool: Some(Tool::this_process()),
+                ..Default::default()
             };
             let mut input =
                 proctrace::input::capture::CaptureInput::open(std::path::Path::new(&capture), &opts)?;
@@ -633,6 +634,7 @@ fn main() {
             let opts = proctrace::input::InputOptions {
                 lenient,
                 tool: Some(Tool::this_process()),
+                ..Default::default()
             };
             let mut input = proctrace::input::open(&paths, &opts)?;
             let sinks = outs.open_sinks()?;

@@ -159,12 +159,13 @@ mod tests {
     use crate::model::event::ExitStatus;
 
     /// A run's JSON Lines: the command (pid 100) runs `n` children one after another, each
-    /// exiting 1, then exits 3.
+    /// exiting 1, then exits 3. (In time order, as proctrace writes: lines are read in time
+    /// order.)
     fn build(n: i32) -> String {
         let mut s = String::from(
             "{\"event\":\"start\",\"ts\":0.000000000,\"tool\":\"proctrace\",\"version\":\"0\",\
              \"backend\":\"connector\",\"wall_offset\":0.000000000,\"mode\":\"run\",\"argv\":[\"make\"]}\n\
-             {\"event\":\"fork\",\"ts\":0.000001000,\"pid\":100,\"ppid\":1}\n",
+             {\"event\":\"fork\",\"ts\":0.000000001,\"pid\":100,\"ppid\":1}\n",
         );
         for i in 0..n {
             let (pid, t) = (1000 + i, 10 + 4 * i);

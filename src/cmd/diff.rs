@@ -107,7 +107,11 @@ pub fn load(
     lenient: bool,
     tool: Option<crate::model::session::Tool>,
 ) -> Result<Analysis, ProctraceError> {
-    let opts = InputOptions { lenient, tool };
+    let opts = InputOptions {
+        lenient,
+        tool,
+        ..Default::default()
+    };
     let mut input = open(&[path], &opts)?;
     let mut a = analyze(input.as_mut(), None, Fanout::new(), true);
     match a.error.take() {
