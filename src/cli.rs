@@ -263,6 +263,10 @@ pub struct ReplayArgs {
     /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
     #[arg(long, value_enum, default_value = "auto")]
     pub tree: TreeArg,
+    /// The longest line a saved trace may have, e.g. 64M: a longer one is bad input (with
+    /// --lenient, skipped and counted), read in bounded memory.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]
+    pub max_line: usize,
 }
 
 /// Read saved traces - proctrace's own (`-o` JSON Lines or a `--record` capture) or git
@@ -292,6 +296,10 @@ pub struct AnalyzeArgs {
     /// memory follows the processes alive at once, not the file.
     #[arg(long, value_enum)]
     pub tree: Option<TreeArg>,
+    /// The longest line a saved trace may have, e.g. 64M: a longer one is bad input (with
+    /// --lenient, skipped and counted), read in bounded memory.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]
+    pub max_line: usize,
 }
 
 /// Compare two saved traces of the same job (anything `analyze` reads): commands new, gone,
@@ -331,6 +339,10 @@ pub struct DiffArgs {
     /// Never colour output (also: NO_COLOR=1).
     #[arg(long)]
     pub no_color: bool,
+    /// The longest line a saved trace may have, e.g. 64M: a longer one is bad input (with
+    /// --lenient, skipped and counted), read in bounded memory.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]
+    pub max_line: usize,
 }
 
 /// Print a shell completion script to stdout (e.g. `source <(proctrace completions bash)`).

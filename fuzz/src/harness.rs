@@ -99,6 +99,7 @@ pub fn capture_strict(bytes: &[u8]) -> Result<(), InputError> {
     let opts = InputOptions {
         lenient: false,
         tool: None,
+        ..Default::default()
     };
     CaptureInput::new(bytes, Path::new(NAME), &opts)?.feed_all(&mut |_| {})
 }
@@ -108,6 +109,7 @@ pub fn capture(bytes: &[u8]) -> Result<usize, InputError> {
     let opts = InputOptions {
         lenient: true,
         tool: None,
+        ..Default::default()
     };
     let mut input = CaptureInput::new(bytes, Path::new(NAME), &opts)?;
     analyze_all(&mut input)
@@ -143,11 +145,13 @@ pub fn any_file(bytes: &[u8]) -> (Result<(), InputError>, Result<usize, InputErr
         let strict = InputOptions {
             lenient: false,
             tool: None,
+            ..Default::default()
         };
         let first = proctrace::input::open(&paths, &strict).and_then(|mut i| i.feed_all(&mut |_| {}));
         let lenient = InputOptions {
             lenient: true,
             tool: None,
+            ..Default::default()
         };
         let second = proctrace::input::open(&paths, &lenient).and_then(|mut i| analyze_all(i.as_mut()));
         let _ = std::fs::remove_file(path);

@@ -38,6 +38,7 @@ pub fn command(a: AnalyzeArgs) -> Result<i32, ProctraceError> {
     let opts = InputOptions {
         lenient: a.lenient,
         tool: Some(crate::model::session::Tool::this_process()),
+        max_line: a.max_line,
     };
     let mut input = crate::input::open(&a.paths, &opts)?;
     let sinks = outputs.start()?;
@@ -110,9 +111,22 @@ fn report_reading(s: &InputStats) {
     }
     if s.late_lines > 0 {
         crate::say!(
-            "proctrace: {} Trace2 line(s) older than events already output (beyond the 2 s \
-             reorder window): read, but their events came out of time order",
+            "proctrace: {} line(s) older than events already output (beyond the reorder window: \
+             2 s of Trace2, 128 lines of proctrace's formats): read, but their events came out of \
+             time order",
             s.late_lines
+        );
+    }
+    if s.long_lines > 0 {
+        crate::say!(
+            "proctrace: {} line(s) longer than --max-line skipped (--lenient)",
+            s.long_lines
+        );
+    }
+    if s.skipped_entries > 0 {
+        crate::say!(
+            "proctrace: {} entr(ies) of a Trace2 directory not read: not regular files",
+            s.skipped_entries
         );
     }
 }
@@ -265,12 +279,13 @@ mod tests {
     use crate::model::event::ExitStatus;
 
     /// A run's JSON Lines: the command (pid 100) runs `n` children one after another, each
-    /// exiting 1, then exits 3.
+    /// exiting 1, then exits 3. (In time order, as proctrace writes: lines are read in time
+    /// order.)
     fn build(n: i32) -> String {
         let mut s = String::from(
             "{\"event\":\"start\",\"ts\":0.000000000,\"tool\":\"proctrace\",\"version\":\"0\",\
              \"backend\":\"connector\",\"wall_offset\":0.000000000,\"mode\":\"run\",\"argv\":[\"make\"]}\n\
-             {\"event\":\"fork\",\"ts\":0.000001000,\"pid\":100,\"ppid\":1}\n",
+             {\"event\":\"fork\",\"ts\":0.000000001,\"pid\":100,\"ppid\":1}\n",
         );
         for i in 0..n {
             let (pid, t) = (1000 + i, 10 + 4 * i);

@@ -107,13 +107,8 @@ impl Default for DiffOptions {
 
 /// Reads one side of a diff: the trace at `path` through the model, with no outputs. A line
 /// that cannot be read is an error naming the file and line (unless `lenient`).
-pub fn load(
-    path: PathBuf,
-    lenient: bool,
-    tool: Option<crate::model::session::Tool>,
-) -> Result<Analysis, ProctraceError> {
-    let opts = InputOptions { lenient, tool };
-    let mut input = open(&[path], &opts)?;
+pub fn load(path: PathBuf, opts: &InputOptions) -> Result<Analysis, ProctraceError> {
+    let mut input = open(&[path], opts)?;
     let mut a = analyze(input.as_mut(), None, Fanout::new(), true);
     match a.error.take() {
         Some(e) => Err(e.into()),

@@ -34,6 +34,7 @@ pub fn command(a: ReplayArgs) -> Result<i32, ProctraceError> {
     let opts = InputOptions {
         lenient: false,
         tool: Some(Tool::this_process()),
+        max_line: a.max_line,
     };
     let mut input = CaptureInput::open(&path, &opts)?;
     let sinks = outputs.start()?;

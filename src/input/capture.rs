@@ -1,12 +1,16 @@
 //! `proctrace run --record` captures: a header line, every event (with the `/proc` details the
 //! live run read) and the summary. They replay exactly as they ran.
 //!
-//! Read as a stream: memory does not grow with the file.
+//! Read as a stream: memory does not grow with the file. Lines come through [`Lines`]: bounded,
+//! and in time order within its window (a capture is recorded in the order the live run took
+//! its events in, which is time order but for events from different sources a little apart;
+//! those it keeps as recorded unless their times say otherwise).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::{Input, InputError, InputOptions, InputStats};
+use super::lines::{Lines, capture_key};
+use super::{Format, Input, InputError, InputOptions, InputStats};
 use crate::model::event::Event;
 use crate::model::session::{Header, Summary};
 
@@ -15,24 +19,22 @@ pub use crate::capture_file::{Line, parse_line};
 /// A capture being read.
 pub struct CaptureInput<R> {
     path: PathBuf,
-    input: R,
+    lines: Lines<R>,
     header: Header,
     /// Events read while looking for the header or the first timestamp.
     pending: Vec<Event>,
     summary: Option<Summary>,
     stats: InputStats,
     lenient: bool,
-    buf: Vec<u8>,
+    /// The number of the line read last.
+    line_no: u64,
 }
 
-impl CaptureInput<std::io::BufReader<std::fs::File>> {
-    /// Opens a capture file.
+impl CaptureInput<super::source::LineReader<std::fs::File>> {
+    /// Opens a capture file (`-`: stdin), once; refused if it never ends or is empty.
     pub fn open(path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
-        let f = std::fs::File::open(path).map_err(|source| InputError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        CaptureInput::new(std::io::BufReader::with_capacity(256 << 10, f), path, opts)
+        let (name, reader) = super::open_one(path, Format::Capture, opts)?;
+        CaptureInput::new(reader, &name, opts)
     }
 }
 
@@ -42,7 +44,7 @@ impl<R: BufRead> CaptureInput<R> {
     pub fn new(input: R, path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
         let mut me = CaptureInput {
             path: path.to_path_buf(),
-            input,
+            lines: Lines::new(input, path, opts.max_line, opts.lenient, capture_key),
             header: opts.fallback_header(&[path.to_path_buf()], 0, 0),
             pending: Vec::new(),
             summary: None,
@@ -51,7 +53,7 @@ impl<R: BufRead> CaptureInput<R> {
                 ..Default::default()
             },
             lenient: opts.lenient,
-            buf: Vec::with_capacity(4096),
+            line_no: 0,
         };
         while let Some(line) = me.next_line()? {
             match line {
@@ -75,28 +77,11 @@ impl<R: BufRead> CaptureInput<R> {
 
     /// The next good line; `None` at the end (or at a truncated last line).
     fn next_line(&mut self) -> Result<Option<Line>, InputError> {
-        loop {
-            self.buf.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|source| InputError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.stats.bytes += n as u64;
-            self.stats.lines += 1;
-            let complete = self.buf.last() == Some(&b'\n');
-            let line = self.buf.trim_ascii();
-            if line.is_empty() {
-                continue;
-            }
-            match parse_line(line) {
-                Ok(l) => return Ok(Some(l)),
-                Err(_) if !complete => {
+        while let Some(l) = self.lines.next_line()? {
+            self.line_no = l.no;
+            match parse_line(l.text.trim_ascii()) {
+                Ok(line) => return Ok(Some(line)),
+                Err(_) if !l.complete => {
                     self.stats.truncated += 1;
                     return Ok(None);
                 }
@@ -104,12 +89,13 @@ impl<R: BufRead> CaptureInput<R> {
                 Err(e) => {
                     return Err(InputError::Line {
                         path: self.path.clone(),
-                        line: self.stats.lines,
+                        line: l.no,
                         msg: format!("not a proctrace capture line: {e}"),
                     });
                 }
             }
         }
+        Ok(None)
     }
 }
 
@@ -132,7 +118,7 @@ impl<R: BufRead> Input for CaptureInput<R> {
                     if !self.lenient {
                         return Err(InputError::Line {
                             path: self.path.clone(),
-                            line: self.stats.lines,
+                            line: self.line_no,
                             msg,
                         });
                     }
@@ -148,6 +134,6 @@ impl<R: BufRead> Input for CaptureInput<R> {
     }
 
     fn stats(&self) -> InputStats {
-        self.stats
+        self.stats.with_lines(self.lines.counts())
     }
 }

@@ -32,6 +32,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::lines::{Lines, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
@@ -1607,7 +1608,8 @@ fn parse_line(
 /// proctrace JSON Lines being read.
 pub struct JsonlInput<R> {
     path: PathBuf,
-    input: R,
+    /// The lines, bounded and in time order ([`Lines`]).
+    lines: Lines<R>,
     header: Header,
     base: Header,
     dec: Decoder,
@@ -1617,18 +1619,13 @@ pub struct JsonlInput<R> {
     summary: Option<Summary>,
     stats: InputStats,
     lenient: bool,
-    /// A line that did not fit in the reader's buffer.
-    buf: Vec<u8>,
 }
 
-impl JsonlInput<std::io::BufReader<std::fs::File>> {
-    /// Opens a JSON Lines file.
+impl JsonlInput<super::source::LineReader<std::fs::File>> {
+    /// Opens a JSON Lines file (`-`: stdin), once; refused if it never ends or is empty.
     pub fn open(path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
-        let f = std::fs::File::open(path).map_err(|source| InputError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        JsonlInput::new(std::io::BufReader::with_capacity(256 << 10, f), path, opts)
+        let (name, reader) = super::open_one(path, super::Format::Jsonl, opts)?;
+        JsonlInput::new(reader, &name, opts)
     }
 }
 
@@ -1640,7 +1637,7 @@ impl<R: BufRead> JsonlInput<R> {
         let base = opts.fallback_header(&[path.to_path_buf()], 0, 0);
         let mut me = JsonlInput {
             path: path.to_path_buf(),
-            input,
+            lines: Lines::new(input, path, opts.max_line, opts.lenient, jsonl_key),
             header: base.clone(),
             base,
             dec: Decoder::default(),
@@ -1652,7 +1649,6 @@ impl<R: BufRead> JsonlInput<R> {
                 ..Default::default()
             },
             lenient: opts.lenient,
-            buf: Vec::new(),
         };
         while let Some(p) = me.next_line(true)? {
             match p {
@@ -1676,77 +1672,33 @@ impl<R: BufRead> JsonlInput<R> {
     /// The next good line (its events in `self.events`); `None` at the end or at a truncated
     /// last line. `first`: a `start` line is the header.
     fn next_line(&mut self, first: bool) -> Result<Option<Parsed>, InputError> {
-        let io = |path: &Path, source| InputError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        loop {
-            // A line wholly in the reader's buffer is parsed where it lies; one that straddles
-            // the buffer's end is copied out first.
-            let avail = self.input.fill_buf().map_err(|e| io(&self.path, e))?;
-            if avail.is_empty() {
-                return Ok(None);
-            }
-            let (parsed, complete, used) = match memchr::memchr(b'\n', avail) {
-                Some(nl) => {
-                    let line = avail[..nl].trim_ascii();
-                    let p = (!line.is_empty()).then(|| {
-                        parse_line(
-                            line,
-                            first,
-                            &self.base,
-                            &mut self.table,
-                            &mut self.dec,
-                            &mut self.events,
-                        )
-                    });
-                    (p, true, nl + 1)
-                }
-                None => {
-                    self.buf.clear();
-                    let n = self
-                        .input
-                        .read_until(b'\n', &mut self.buf)
-                        .map_err(|e| io(&self.path, e))?;
-                    self.stats.bytes += n as u64;
-                    self.stats.lines += 1;
-                    let complete = self.buf.last() == Some(&b'\n');
-                    let line = self.buf.trim_ascii();
-                    let p = (!line.is_empty()).then(|| {
-                        parse_line(
-                            line,
-                            first,
-                            &self.base,
-                            &mut self.table,
-                            &mut self.dec,
-                            &mut self.events,
-                        )
-                    });
-                    (p, complete, 0)
-                }
-            };
-            if used > 0 {
-                self.input.consume(used);
-                self.stats.bytes += used as u64;
-                self.stats.lines += 1;
-            }
+        // Lines are parsed where they lie in the reader's buffer (see [`Lines`]).
+        while let Some(l) = self.lines.next_line()? {
+            let parsed = parse_line(
+                l.text.trim_ascii(),
+                first,
+                &self.base,
+                &mut self.table,
+                &mut self.dec,
+                &mut self.events,
+            );
             match parsed {
-                None => continue,
-                Some(Ok(p)) => return Ok(Some(p)),
-                Some(Err(_)) if !complete => {
+                Ok(p) => return Ok(Some(p)),
+                Err(_) if !l.complete => {
                     self.stats.truncated += 1;
                     return Ok(None);
                 }
-                Some(Err(_)) if self.lenient => self.stats.skipped_lines += 1,
-                Some(Err(msg)) => {
+                Err(_) if self.lenient => self.stats.skipped_lines += 1,
+                Err(msg) => {
                     return Err(InputError::Line {
                         path: self.path.clone(),
-                        line: self.stats.lines,
+                        line: l.no,
                         msg: format!("not a proctrace JSON Lines line: {msg}"),
                     });
                 }
             }
         }
+        Ok(None)
     }
 }
 
@@ -1785,7 +1737,7 @@ impl<R: BufRead> Input for JsonlInput<R> {
     }
 
     fn stats(&self) -> InputStats {
-        self.stats
+        self.stats.with_lines(self.lines.counts())
     }
 }
 
@@ -1798,7 +1750,11 @@ mod tests {
         bytes: &[u8],
         lenient: bool,
     ) -> Result<(Vec<Event>, InputStats, Option<Summary>), InputError> {
-        let opts = InputOptions { lenient, tool: None };
+        let opts = InputOptions {
+            lenient,
+            tool: None,
+            ..Default::default()
+        };
         let mut input = JsonlInput::new(bytes, Path::new("mem.jsonl"), &opts)?;
         let mut events = Vec::new();
         input.feed_all(&mut |e| events.push(e))?;

@@ -10,9 +10,17 @@
 //!   many processes' lines interleaved or a directory of per-session files, from git or any
 //!   other producer.
 //!
+//! Inputs behave like files: `-` (stdin), `/dev/stdin`, pipes, FIFOs and process substitution
+//! read exactly as a file does; each is opened once and its format told from a buffered prefix
+//! of that one reader ([`source`]). Inputs that never end (devices, `/proc`, `/sys`) are
+//! refused before a byte is read; an empty input is bad input (`PATH: empty: not a trace`).
+//!
 //! Bad input is an error naming the file and line ([`InputError`]); with `lenient`, bad lines
 //! are skipped and counted in [`InputStats`] instead. A truncated last line (a writer killed
-//! mid-line) is never an error: it is counted.
+//! mid-line) is never an error: it is counted. No line may be longer than
+//! [`InputOptions::max_line`]: memory stays bounded whatever the input. Lines of proctrace's own
+//! formats come in time order within a window ([`lines`]); what comes later than that is
+//! counted ([`InputStats::late_lines`]), never misplaced silently.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +29,9 @@ use crate::model::session::{Header, Mode, Summary, Tool};
 
 pub mod capture;
 pub mod jsonl;
+pub mod lines;
 pub mod notes;
+pub mod source;
 pub mod trace2;
 
 /// What a saved trace is.
@@ -78,13 +88,26 @@ pub enum InputError {
 }
 
 /// Reading options shared by every input.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct InputOptions {
     /// Skip and count bad lines instead of failing on the first.
     pub lenient: bool,
     /// proctrace itself, for the header of a trace that does not record one (the commands pass
     /// [`Tool::this_process`]; `None`: a neutral stand-in, for tests).
     pub tool: Option<Tool>,
+    /// The longest line read, in bytes: a longer one is an error (lenient: skipped and
+    /// counted), read in bounded memory. Default [`source::DEFAULT_MAX_LINE`] (64 MiB).
+    pub max_line: usize,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        InputOptions {
+            lenient: false,
+            tool: None,
+            max_line: source::DEFAULT_MAX_LINE,
+        }
+    }
 }
 
 impl InputOptions {
@@ -140,9 +163,32 @@ pub struct InputStats {
     /// Trace2 `too_many_files` events: a directory target hit its `maxFiles` limit, so later
     /// processes wrote nothing (they appear only as their parents' children).
     pub too_many_files: u64,
-    /// Trace2 lines older than events already fed (beyond the reorder window, or a file
-    /// waiting for a descriptor): still read, their events fed out of time order.
+    /// Lines older than events already fed, still read, their events fed out of time order:
+    /// Trace2 lines beyond its reorder window ([`trace2::WINDOW_NS`]) or in a file waiting for a
+    /// descriptor; lines of proctrace's own formats beyond theirs ([`lines::WINDOW`] lines).
     pub late_lines: u64,
+    /// Lines of proctrace's own formats that came after a later line and were put back in time
+    /// order (within the window).
+    pub reordered_lines: u64,
+    /// Lines longer than [`InputOptions::max_line`], skipped (`--lenient`; also counted in
+    /// `skipped_lines`).
+    pub long_lines: u64,
+    /// Entries of a Trace2 directory that are not regular files (FIFOs, sockets, devices,
+    /// directories, symlinks): skipped, not read.
+    pub skipped_entries: u64,
+}
+
+impl InputStats {
+    /// These counts with those of the [`lines::Lines`] they were read through.
+    pub(crate) fn with_lines(mut self, c: lines::LineCounts) -> InputStats {
+        self.lines = c.lines;
+        self.bytes = c.bytes;
+        self.late_lines += c.late;
+        self.reordered_lines += c.reordered;
+        self.long_lines += c.long;
+        self.skipped_lines += c.long;
+        self
+    }
 }
 
 /// A saved trace, opened: its header is known; its events are fed once, in order.
@@ -158,32 +204,73 @@ pub trait Input {
     fn stats(&self) -> InputStats;
 }
 
-/// Tells a file's format from its first non-blank line; a directory is a Trace2 target
-/// directory (one file per session).
-pub fn detect(path: &Path) -> Result<Format, InputError> {
-    let io = |source| InputError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if std::fs::metadata(path).map_err(io)?.is_dir() {
-        return Ok(Format::Trace2);
+/// An I/O error while reading `path` as an [`InputError`]: a line over the limit
+/// ([`source::LineTooLong`]) names its line.
+pub fn read_error(path: &Path, e: std::io::Error) -> InputError {
+    if let Some(t) = e.get_ref().and_then(|x| x.downcast_ref::<source::LineTooLong>()) {
+        return InputError::Line {
+            path: path.to_path_buf(),
+            line: t.line,
+            msg: t.to_string(),
+        };
     }
-    use std::io::Read;
-    let mut head = Vec::with_capacity(4096);
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(64 << 10)
-        .read_to_end(&mut head)
-        .map_err(io)?;
-    detect_bytes(&head).ok_or_else(|| InputError::Format {
+    InputError::Io {
         path: path.to_path_buf(),
-        msg: "not a proctrace capture, proctrace JSON Lines or a Trace2 event stream \
-              (its first line is neither)"
-            .into(),
+        source: e,
+    }
+}
+
+/// Tells a file's format from its first non-blank line; a directory is a Trace2 target
+/// directory (one file per session). Opens and reads the file's first line; [`open`] does
+/// this on the reader it then reads from.
+pub fn detect(path: &Path) -> Result<Format, InputError> {
+    let opts = InputOptions::default();
+    match source::open(path, opts.max_line, false)? {
+        source::Opened::Dir(_) => Ok(Format::Trace2),
+        source::Opened::Bytes { name, mut reader, .. } => format_of(&name, &mut reader, opts.max_line),
+    }
+}
+
+/// The format of an opened input, from its first non-blank line (nothing consumed). An empty
+/// or blank input is bad input.
+fn format_of<R: std::io::Read>(
+    name: &Path,
+    reader: &mut source::LineReader<R>,
+    max_line: usize,
+) -> Result<Format, InputError> {
+    let (no, line) = reader.first_line().map_err(|e| read_error(name, e))?;
+    let bad = |msg: &str| InputError::Format {
+        path: name.to_path_buf(),
+        msg: msg.into(),
+    };
+    if line.is_empty() {
+        return Err(bad(if reader.ended() {
+            "empty: not a trace (no lines)"
+        } else {
+            "blank lines longer than the line limit: not a trace"
+        }));
+    }
+    if line.len() > max_line {
+        return Err(InputError::Line {
+            path: name.to_path_buf(),
+            line: no,
+            msg: source::LineTooLong {
+                line: no,
+                max: max_line,
+            }
+            .to_string(),
+        });
+    }
+    detect_line(line).ok_or_else(|| {
+        bad(
+            "not a proctrace capture, proctrace JSON Lines or a Trace2 event stream \
+             (its first line is neither)",
+        )
     })
 }
 
-/// [`detect`] on the first bytes of a file.
+/// [`detect`] on the first bytes of a file: the fast check, on the layout proctrace and git
+/// write.
 pub fn detect_bytes(head: &[u8]) -> Option<Format> {
     let line = head
         .split(|&b| b == b'\n')
@@ -201,47 +288,176 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
     None
 }
 
+/// A first line's format: [`detect_bytes`], else the line parsed as JSON (any spacing and key
+/// order: `jq -S` sorts keys).
+pub fn detect_line(line: &[u8]) -> Option<Format> {
+    use std::borrow::Cow;
+    if let Some(f) = detect_bytes(line) {
+        return Some(f);
+    }
+    /// The members that tell the formats apart; the rest is skipped unread.
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        e: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        event: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        tool: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        sid: Option<Cow<'a, str>>,
+        ts: Option<serde::de::IgnoredAny>,
+    }
+    let p: Probe<'_> = serde_json::from_slice(line.trim_ascii()).ok()?;
+    match (p.e, p.event) {
+        (Some(_), None) => Some(Format::Capture),
+        (None, Some(ev)) if ev == "start" && p.tool.as_deref() == Some("proctrace") && p.ts.is_some() => {
+            Some(Format::Jsonl)
+        }
+        (None, Some(_)) if p.sid.is_some() => Some(Format::Trace2),
+        // A file whose lines are out of order (shuffled, reversed) starts with any line.
+        (None, Some(ev)) if JSONL_EVENTS.contains(&ev.as_ref()) && p.ts.is_some() => Some(Format::Jsonl),
+        _ => None,
+    }
+}
+
+/// The `event`s of proctrace's JSON Lines (a Trace2 line has a `sid` besides).
+const JSONL_EVENTS: &[&str] = &[
+    "start",
+    "fork",
+    "exec",
+    "exit",
+    "background",
+    "lost",
+    "uid",
+    "gid",
+    "setsid",
+    "ptrace",
+    "comm",
+    "region",
+    "data",
+    "timer",
+    "counter",
+    "end",
+];
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Opens the inputs named on a command line: one proctrace trace (capture or JSON Lines), or
-/// any number of Trace2 files and directories, read as one set of sessions.
+/// any number of Trace2 files and directories, read as one set of sessions. `-` is stdin (at
+/// most once). Each input is opened once and read from that one reader.
 pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
-    let Some(first) = paths.first() else {
+    if paths.is_empty() {
         return Err(InputError::Format {
             path: PathBuf::new(),
             msg: "no input".into(),
         });
-    };
-    let formats = paths.iter().map(|p| detect(p)).collect::<Result<Vec<_>, _>>()?;
-    match formats[0] {
+    }
+    if paths.iter().filter(|p| source::is_stdin(p)).count() > 1 {
+        return Err(InputError::Format {
+            path: PathBuf::from(source::STDIN_NAME),
+            msg: "named more than once (`-` is read once)".into(),
+        });
+    }
+    let many = paths.len() > 1;
+    let mut opened = Vec::with_capacity(paths.len());
+    for path in paths {
+        let o = source::open(path, opts.max_line, opts.lenient)?;
+        opened.push(match o {
+            source::Opened::Dir(d) => (Format::Trace2, trace2::Named::Dir(d)),
+            source::Opened::Bytes {
+                name,
+                mut reader,
+                regular,
+            } => {
+                let f = format_of(&name, &mut reader, opts.max_line)?;
+                let first = match f {
+                    Format::Trace2 => trace2::first_time_of(reader.first_line().map_or(&[][..], |l| l.1)),
+                    _ => 0,
+                };
+                // Many regular files are opened again as the merge reaches them (descriptors
+                // stay under the limit); a stream is read from the one reader.
+                let reader = (!(many && regular && f == Format::Trace2)).then_some(reader);
+                (
+                    f,
+                    trace2::Named::File {
+                        path: if regular { path.clone() } else { name.clone() },
+                        name,
+                        first,
+                        reader,
+                    },
+                )
+            }
+        });
+    }
+    match opened[0].0 {
         Format::Trace2 => {
-            if let Some(i) = formats.iter().position(|f| *f != Format::Trace2) {
+            if let Some(i) = opened.iter().position(|o| o.0 != Format::Trace2) {
                 return Err(InputError::Format {
-                    path: paths[i].clone(),
+                    path: source::display_name(&paths[i]),
                     msg: format!(
                         "is a {}; it cannot be read together with Trace2 streams",
-                        formats[i].as_str()
+                        opened[i].0.as_str()
                     ),
                 });
             }
-            trace2_input(paths, opts)
+            let named = opened.into_iter().map(|o| o.1).collect();
+            Ok(Box::new(trace2::Trace2Input::open_named(named, paths, opts)?))
         }
-        f if paths.len() > 1 => Err(InputError::Format {
-            path: paths[1].clone(),
-            msg: format!("only one {} at a time ({} is one)", f.as_str(), first.display()),
+        f if many => Err(InputError::Format {
+            path: source::display_name(&paths[1]),
+            msg: format!(
+                "only one {} at a time ({} is one)",
+                f.as_str(),
+                source::display_name(&paths[0]).display()
+            ),
         }),
-        Format::Capture => Ok(Box::new(capture::CaptureInput::open(first, opts)?)),
-        Format::Jsonl => jsonl_input(first, opts),
+        f => {
+            let Some((
+                _,
+                trace2::Named::File {
+                    name,
+                    reader: Some(reader),
+                    ..
+                },
+            )) = opened.pop()
+            else {
+                return Err(InputError::Format {
+                    path: source::display_name(&paths[0]),
+                    msg: "not a file".into(),
+                });
+            };
+            Ok(match f {
+                Format::Capture => Box::new(capture::CaptureInput::new(reader, &name, opts)?),
+                _ => Box::new(jsonl::JsonlInput::new(reader, &name, opts)?),
+            })
+        }
     }
 }
 
-// Filled in by the JSON Lines and Trace2 inputs.
-fn jsonl_input(path: &Path, opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
-    Ok(Box::new(jsonl::JsonlInput::open(path, opts)?))
-}
-
-fn trace2_input(paths: &[PathBuf], opts: &InputOptions) -> Result<Box<dyn Input>, InputError> {
-    Ok(Box::new(trace2::Trace2Input::open(paths, opts)?))
+/// Opens one proctrace trace file (`-`: stdin) for a reader of its format: refused if it never
+/// ends, empty or not that format ([`Format::Capture`] or [`Format::Jsonl`]).
+pub(crate) fn open_one(
+    path: &Path,
+    want: Format,
+    opts: &InputOptions,
+) -> Result<(PathBuf, source::LineReader<std::fs::File>), InputError> {
+    match source::open(path, opts.max_line, opts.lenient)? {
+        source::Opened::Dir(_) => Err(InputError::Format {
+            path: path.to_path_buf(),
+            msg: format!("is a directory, not a {}", want.as_str()),
+        }),
+        source::Opened::Bytes { name, mut reader, .. } => {
+            format_of(&name, &mut reader, opts.max_line)
+                .map(|_| ())
+                .or_else(|e| match e {
+                    // Not recognised is for the format's own reader to say, line by line.
+                    InputError::Format { ref msg, .. } if msg.starts_with("not a proctrace") => Ok(()),
+                    e => Err(e),
+                })?;
+            Ok((name, reader))
+        }
+    }
 }

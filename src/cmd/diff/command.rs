@@ -7,6 +7,7 @@ use std::io::Write;
 
 use super::{DiffOptions, EXIT_SLOWER, compare, load, render_json, render_text};
 use crate::cli::DiffArgs;
+use crate::input::InputOptions;
 use crate::model::session::Tool;
 use crate::output::{is_closed_pipe, term};
 use crate::{ProctraceError, exit_codes};
@@ -22,8 +23,13 @@ pub fn command(a: DiffArgs) -> Result<i32, ProctraceError> {
             "--threshold, --min-ms, --min-rss-mib and --fail-if-slower take a number ≥ 0".into(),
         ));
     }
-    let old = load(a.old, a.lenient, Some(Tool::this_process()))?;
-    let new = load(a.new, a.lenient, Some(Tool::this_process()))?;
+    let input = InputOptions {
+        lenient: a.lenient,
+        tool: Some(Tool::this_process()),
+        max_line: a.max_line,
+    };
+    let old = load(a.old, &input)?;
+    let new = load(a.new, &input)?;
     let opts = DiffOptions {
         threshold_pct: a.threshold,
         min_ms: a.min_ms,

@@ -3,60 +3,123 @@
 //! half the descriptor limit is open at once. It never holds a file's lines: each goes to the
 //! [`super::stream::Stream`] as it is read.
 
+use std::cell::Cell;
 use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use trace2::reader::{EventReader, ReadOptions};
 
 use super::stream::Stream;
-use super::{input_error, ns};
+use super::{first_time_of, input_error, ns};
 use crate::input::InputError;
+use crate::input::source::LineReader;
 use crate::model::event::Event;
 
 /// A file to read and the time of its first event (where the merge opens it).
 pub(super) struct FileStart {
+    /// Where to open it (a regular file), and its name in messages.
     pub(super) path: PathBuf,
     pub(super) first: u64,
+    /// Already open (a stream named on the command line: never opened again).
+    pub(super) reader: Option<LineReader<File>>,
 }
 
-/// The time of a file's first event (0 when its first line has none: opened first).
-pub(super) fn first_time(path: &Path) -> Result<u64, InputError> {
-    let file = std::fs::File::open(path).map_err(|source| InputError::Io {
+/// How the files are read.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reading {
+    pub(super) lenient: bool,
+    pub(super) max_line: usize,
+}
+
+/// The time of a file's first event (0 when its first line has none: opened first), from its
+/// first line (bounded by the limit).
+pub(super) fn first_time(path: &Path, max_line: usize) -> Result<u64, InputError> {
+    let io = |source| InputError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    let mut r = EventReader::new(
-        std::io::BufReader::with_capacity(8 << 10, file),
-        String::new(),
-        ReadOptions { lenient: true },
-    );
-    let mut first = 0;
-    let _ = r.for_each_event(|ev, _| {
-        first = ev.time.map_or(0, ns);
-        false
-    });
-    Ok(first)
+    };
+    let file = File::open(path).map_err(io)?;
+    let mut r = LineReader::new(file, max_line, true);
+    Ok(first_time_of(r.first_line().map_err(io)?.1))
 }
 
 /// How many files the merge keeps open at once: half the soft limit on descriptors (the rest
 /// is the outputs' and the process's), at least 4, at most 4096.
 pub(super) fn max_open_files() -> usize {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given, nothing else.
-    let soft = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } {
-        0 => r.rlim_cur,
-        _ => 1024,
-    };
+    use nix::sys::resource::{Resource, getrlimit};
+    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
     usize::try_from(soft / 2).unwrap_or(4096).clamp(4, 4096)
+}
+
+/// Bytes read and lines over the limit dropped, of files already closed.
+#[derive(Default)]
+pub(super) struct Tally {
+    bytes: Cell<u64>,
+    long_lines: Cell<u64>,
+}
+
+/// A file's reader, line-bounded, that adds its counts to a [`Tally`] when it is dropped (the
+/// [`EventReader`] that owns it does not give it back).
+pub(super) struct Tallied {
+    inner: LineReader<File>,
+    tally: Rc<Tally>,
+}
+
+impl Tallied {
+    fn new(r: LineReader<File>, tally: &Rc<Tally>) -> Tallied {
+        Tallied {
+            inner: r.limit_lines(),
+            tally: Rc::clone(tally),
+        }
+    }
+}
+
+impl Drop for Tallied {
+    fn drop(&mut self) {
+        let t = &self.tally;
+        t.bytes.set(t.bytes.get() + self.inner.bytes_read());
+        t.long_lines.set(t.long_lines.get() + self.inner.long_lines());
+    }
+}
+
+impl std::io::Read for Tallied {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl BufRead for Tallied {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt)
+    }
+}
+
+/// `fs`'s reader: the one it came with, or the file opened (again) by path.
+fn reader_of(fs: &mut FileStart, how: Reading, tally: &Rc<Tally>) -> Result<Tallied, InputError> {
+    let r = match fs.reader.take() {
+        Some(r) => r,
+        None => LineReader::new(
+            File::open(&fs.path).map_err(|source| InputError::Io {
+                path: fs.path.clone(),
+                source,
+            })?,
+            how.max_line,
+            how.lenient,
+        ),
+    };
+    Ok(Tallied::new(r, tally))
 }
 
 /// One file of the merge, open, with its next event.
 pub(super) struct OpenFile {
     pub(super) path: PathBuf,
-    pub(super) reader: EventReader<std::io::BufReader<std::fs::File>>,
+    pub(super) reader: EventReader<Tallied>,
     /// The time of the last event that had one (for lines without `time`).
     pub(super) last: u64,
 }
@@ -84,19 +147,32 @@ impl OpenFile {
 /// k-way merge by time that opens a file when the merge reaches its first event and closes it
 /// at its end, so open files are the sessions overlapping in time (waiting, at the descriptor
 /// limit, for one to close: its lines then come late, counted).
-pub(super) fn read_files(files: &[FileStart], lenient: bool, st: &mut Stream, feed: &mut dyn FnMut(Event)) {
+pub(super) fn read_files(
+    mut files: Vec<FileStart>,
+    how: Reading,
+    st: &mut Stream,
+    feed: &mut dyn FnMut(Event),
+) {
+    let tally = Rc::new(Tally::default());
+    read_all(&mut files, how, st, feed, &tally);
+    st.stats.bytes += tally.bytes.get();
+    st.stats.long_lines += tally.long_lines.get();
+}
+
+fn read_all(
+    files: &mut [FileStart],
+    how: Reading,
+    st: &mut Stream,
+    feed: &mut dyn FnMut(Event),
+    tally: &Rc<Tally>,
+) {
+    let lenient = how.lenient;
     if let [one] = files {
-        st.stats.bytes += std::fs::metadata(&one.path).map(|m| m.len()).unwrap_or(0);
-        match std::fs::File::open(&one.path) {
-            Ok(f) => {
-                st.read(std::io::BufReader::with_capacity(256 << 10, f), &one.path, feed);
+        match reader_of(one, how, tally) {
+            Ok(r) => {
+                st.read(r, &one.path, feed);
             }
-            Err(source) => {
-                st.error = Some(InputError::Io {
-                    path: one.path.clone(),
-                    source,
-                })
-            }
+            Err(e) => st.error = Some(e),
         }
         return;
     }
@@ -110,31 +186,23 @@ pub(super) fn read_files(files: &[FileStart], lenient: bool, st: &mut Stream, fe
     let close = |st: &mut Stream, f: OpenFile| st.count(f.reader.stats());
     'merge: loop {
         // Open the files that start before the earliest pending event.
-        while let Some(fs) = files.get(next) {
+        while let Some(fs) = files.get_mut(next) {
             let head = heap.peek().map(|r| r.0.0);
             if head.is_some_and(|h| fs.first > h || n_open >= cap) {
                 break;
             }
             next += 1;
             st.stats.files += 1;
-            let file = match std::fs::File::open(&fs.path) {
-                Ok(f) => f,
-                Err(source) => {
-                    err = Some(InputError::Io {
-                        path: fs.path.clone(),
-                        source,
-                    });
+            let reader = match reader_of(fs, how, tally) {
+                Ok(r) => r,
+                Err(e) => {
+                    err = Some(e);
                     break 'merge;
                 }
             };
-            st.stats.bytes += file.metadata().map(|m| m.len()).unwrap_or(0);
             let mut of = OpenFile {
                 path: fs.path.clone(),
-                reader: EventReader::new(
-                    std::io::BufReader::with_capacity(64 << 10, file),
-                    fs.path.display().to_string(),
-                    ReadOptions { lenient },
-                ),
+                reader: EventReader::new(reader, fs.path.display().to_string(), ReadOptions { lenient }),
                 last: fs.first,
             };
             match of.next(&mut err) {

@@ -85,7 +85,7 @@ use crate::model::event::{Event, ExitStatus, Pid};
 use crate::model::session::{Header, Summary};
 #[cfg(test)]
 use build::cost_figure;
-use files::{FileStart, first_time, read_files};
+use files::{FileStart, Reading, first_time, read_files};
 use stream::Stream;
 
 /// The highest pid Linux hands out (`PID_MAX_LIMIT`); stand-ins are above it.
@@ -116,7 +116,7 @@ pub struct Trace2Input {
 /// Where the events come from: files, read as they are fed, or events already made (a stream
 /// from memory).
 enum Source {
-    Files { files: Vec<FileStart>, lenient: bool },
+    Files { files: Vec<FileStart>, how: Reading },
     Made(Vec<Event>),
     Done,
 }
@@ -155,47 +155,125 @@ fn input_error(e: ReadError, name: &Path) -> InputError {
             line: line as u64,
             msg: format!("not a Trace2 event: {reason}"),
         },
-        ReadError::Io { source, .. } => InputError::Io {
-            path: name.to_path_buf(),
-            source,
-        },
+        ReadError::Io { source, .. } => super::read_error(name, source),
     }
+}
+
+/// The time of the first event of a file whose first line is `line` (0 when it has none, or is
+/// not an event: the merge then opens the file first).
+pub(crate) fn first_time_of(line: &[u8]) -> u64 {
+    trace2::reader::parse_line_borrowed(line)
+        .ok()
+        .and_then(|ev| ev.time)
+        .map_or(0, ns)
+}
+
+/// A Trace2 input named on the command line, opened by [`crate::input::open`].
+pub(crate) enum Named {
+    /// A target directory (its regular files are read).
+    Dir(PathBuf),
+    /// A file or stream.
+    File {
+        /// Where to open it again (a regular file; else its name).
+        path: PathBuf,
+        /// Its name in messages (`<stdin>` for `-`).
+        name: PathBuf,
+        /// The time of its first event.
+        first: u64,
+        /// Open (a stream, or the only input): read from this reader, never opened again.
+        reader: Option<crate::input::source::LineReader<std::fs::File>>,
+    },
 }
 
 impl Trace2Input {
     /// Opens Trace2 event files and target directories (every regular file in them). Only the
     /// first line of each file is read here (to order the files by time); the rest is read
     /// while [`feed_all`](Input::feed_all) runs. A path that cannot be read is an error; a bad
-    /// line is one too (strict mode), reported by `feed_all` after what came before it.
+    /// line is one too (strict mode), reported by `feed_all` after what came before it. (As
+    /// [`crate::input::open`] opens them, `-` and streams included.)
     pub fn open(paths: &[PathBuf], opts: &InputOptions) -> Result<Trace2Input, InputError> {
+        use crate::input::source::{self, Opened};
+        let mut named = Vec::with_capacity(paths.len());
+        for path in paths {
+            named.push(match source::open(path, opts.max_line, opts.lenient)? {
+                Opened::Dir(d) => Named::Dir(d),
+                Opened::Bytes {
+                    name,
+                    mut reader,
+                    regular,
+                } => {
+                    let first =
+                        first_time_of(reader.first_line().map_err(|e| super::read_error(&name, e))?.1);
+                    Named::File {
+                        path: if regular { path.clone() } else { name.clone() },
+                        name,
+                        first,
+                        reader: (!regular || paths.len() == 1).then_some(reader),
+                    }
+                }
+            });
+        }
+        Trace2Input::open_named(named, paths, opts)
+    }
+
+    /// [`open`](Self::open) of inputs already opened (and told to be Trace2).
+    pub(crate) fn open_named(
+        named: Vec<Named>,
+        paths: &[PathBuf],
+        opts: &InputOptions,
+    ) -> Result<Trace2Input, InputError> {
         let mut seen = std::collections::HashSet::new();
         let mut files = Vec::new();
-        for path in paths {
-            let io = |source| InputError::Io {
-                path: path.clone(),
-                source,
-            };
-            let meta = std::fs::metadata(path).map_err(io)?;
-            let names = if meta.is_dir() {
-                let mut names: Vec<PathBuf> = std::fs::read_dir(path)
-                    .map_err(io)?
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                    .map(|e| e.path())
-                    .collect();
-                names.sort();
-                names
-            } else {
-                vec![path.clone()]
-            };
-            for f in names {
-                // A file named twice (a directory and a file in it) is read once: its lines
-                // twice would look like a second run of every session in it.
-                if !seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
-                    continue;
+        let mut skipped_entries = 0;
+        for n in named {
+            match n {
+                Named::Dir(dir) => {
+                    let io = |source| InputError::Io {
+                        path: dir.clone(),
+                        source,
+                    };
+                    let mut names = Vec::new();
+                    for e in std::fs::read_dir(&dir).map_err(io)?.filter_map(|e| e.ok()) {
+                        // Only regular files: a FIFO, socket or device in a target directory
+                        // is not a session's file (and might never end).
+                        if e.file_type().is_ok_and(|t| t.is_file()) {
+                            names.push(e.path());
+                        } else {
+                            skipped_entries += 1;
+                        }
+                    }
+                    names.sort();
+                    for f in names {
+                        // A file named twice (a directory and a file in it) is read once: its
+                        // lines twice would look like a second run of every session in it.
+                        if !seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
+                            continue;
+                        }
+                        let first = first_time(&f, opts.max_line)?;
+                        files.push(FileStart {
+                            path: f,
+                            first,
+                            reader: None,
+                        });
+                    }
                 }
-                let first = first_time(&f)?;
-                files.push(FileStart { path: f, first });
+                Named::File {
+                    path,
+                    name,
+                    first,
+                    reader,
+                } => {
+                    if reader.is_none()
+                        && !seen.insert(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()))
+                    {
+                        continue;
+                    }
+                    files.push(FileStart {
+                        path: if reader.is_some() { name } else { path },
+                        first,
+                        reader,
+                    });
+                }
             }
         }
         // Stable: files starting together stay in name order.
@@ -210,11 +288,15 @@ impl Trace2Input {
             header: opts.analyze_header(paths, earliest, 0),
             stats: InputStats {
                 sessions: Some(0),
+                skipped_entries,
                 ..Default::default()
             },
             source: Source::Files {
                 files,
-                lenient: opts.lenient,
+                how: Reading {
+                    lenient: opts.lenient,
+                    max_line: opts.max_line,
+                },
             },
             error: None,
         })
@@ -270,10 +352,11 @@ impl Input for Trace2Input {
 
     fn feed_all(&mut self, feed: &mut dyn FnMut(Event)) -> Result<(), InputError> {
         match std::mem::replace(&mut self.source, Source::Done) {
-            Source::Files { files, lenient } => {
-                let mut st = Stream::new(lenient);
-                read_files(&files, lenient, &mut st, feed);
+            Source::Files { files, how } => {
+                let mut st = Stream::new(how.lenient);
+                read_files(files, how, &mut st, feed);
                 st.finish(feed);
+                st.stats.skipped_entries = self.stats.skipped_entries;
                 self.stats = st.stats;
                 if let Some(e) = st.error {
                     self.error = Some(e);

@@ -54,7 +54,11 @@ fn line(ev: &str, sid: &str, time: Option<&str>, rest: &str) -> String {
 }
 
 fn read(text: &[u8], lenient: bool) -> (Trace2Input, Vec<Event>, Result<(), InputError>) {
-    let opts = InputOptions { lenient, tool: None };
+    let opts = InputOptions {
+        lenient,
+        tool: None,
+        ..Default::default()
+    };
     let mut input = Trace2Input::from_reader(text, Path::new("mem"), &opts);
     let mut events = Vec::new();
     let r = input.feed_all(&mut |e| events.push(e));
