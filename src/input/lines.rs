@@ -252,7 +252,7 @@ impl<R: BufRead> Lines<R> {
             if i > self.max_line {
                 self.too_long(no);
             } else if !text.trim_ascii().is_empty() {
-                let key = (self.key_of)(text, &mut self.keys);
+                let key = key_if_whole(self.key_of, text, &mut self.keys);
                 self.insert(key, no, true, i, At::Buffer { start, len: i });
             }
             return;
@@ -305,7 +305,7 @@ impl<R: BufRead> Lines<R> {
         let len = self.slots[s].len();
         // A cut last line goes last, whatever it says.
         let key = if complete {
-            (self.key_of)(&self.slots[s], &mut self.keys)
+            key_if_whole(self.key_of, &self.slots[s], &mut self.keys)
         } else {
             Some(u64::MAX)
         };
@@ -357,6 +357,17 @@ impl<R: BufRead> Lines<R> {
             }
             _ => self.held.push_back(e),
         }
+    }
+}
+
+/// A line's key, if it is a whole object (ends in `}`): a broken line (`{"e":"fork","ts":1,…` cut
+/// short, which a lenient read skips) has no time to be trusted, and keeps its place — so the
+/// keyless line after it (an exec's details) is not moved with it.
+fn key_if_whole(key_of: KeyOf, text: &[u8], st: &mut KeyState) -> Option<u64> {
+    if text.trim_ascii_end().ends_with(b"}") {
+        key_of(text, st)
+    } else {
+        None
     }
 }
 
