@@ -98,15 +98,14 @@ Examples:
   proctrace diff --json --fail-if-slower 20 main.jsonl branch.jsonl
       For CI: one JSON object on stdout; exit 1 when the wall time grew by more than 20%.";
 
-/// `--backend`.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum BackendArg {
-    /// The connector when the kernel answers, else ptrace.
-    Auto,
-    /// The kernel's process events connector.
-    Connector,
-    /// ptrace (event stops only): works in containers and user namespaces.
-    Ptrace,
+/// `--backend`: `auto`, or the name of one of [`crate::capture::BACKENDS`].
+fn backend_names() -> clap::builder::PossibleValuesParser {
+    let auto =
+        clap::builder::PossibleValue::new("auto").help("Each backend in turn: the first that works here");
+    let named = crate::capture::BACKENDS
+        .iter()
+        .map(|b| clap::builder::PossibleValue::new(b.name).help(b.help));
+    clap::builder::PossibleValuesParser::new(std::iter::once(auto).chain(named))
 }
 
 /// `--tree`.
@@ -205,8 +204,8 @@ pub struct RunArgs {
     pub fail_on_leak: bool,
     /// How to observe processes: the kernel connector, ptrace, or auto (the connector when
     /// it answers, else ptrace).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub backend: BackendArg,
+    #[arg(long, default_value = "auto", value_parser = backend_names())]
+    pub backend: String,
     /// Process tree on stderr at the end: auto (up to 200 lines), full or none.
     #[arg(long, value_enum, default_value = "auto")]
     pub tree: TreeArg,
@@ -404,16 +403,6 @@ impl From<TreeArg> for crate::output::TreeMode {
             TreeArg::Auto => crate::output::TreeMode::Auto,
             TreeArg::Full => crate::output::TreeMode::Full,
             TreeArg::None => crate::output::TreeMode::None,
-        }
-    }
-}
-
-impl From<BackendArg> for crate::capture::BackendChoice {
-    fn from(b: BackendArg) -> Self {
-        match b {
-            BackendArg::Auto => crate::capture::BackendChoice::Auto,
-            BackendArg::Connector => crate::capture::BackendChoice::Connector,
-            BackendArg::Ptrace => crate::capture::BackendChoice::Ptrace,
         }
     }
 }

@@ -474,7 +474,7 @@ impl Session {
             background,
             root,
             tracer_cpu_ns: Some(procfs::self_cpu_ns()),
-            backend: Some(self.backend.kind().as_str().to_string()),
+            backend: Some(self.backend.name().to_string()),
             argv_reader: Some(self.backend.argv_reader().to_string()),
             filtered: self.engine.filtered(),
         }

@@ -303,15 +303,20 @@ impl ConnectorBackend {
             reaper_stop: Arc::new(AtomicBool::new(false)),
         })
     }
+}
 
-    /// See [`super::Backend::argv_reader`].
-    pub fn argv_reader(&self) -> &'static str {
+impl super::CaptureBackend for ConnectorBackend {
+    fn name(&self) -> &'static str {
+        "connector"
+    }
+
+    fn argv_reader(&self) -> &'static str {
         self.argv_reader
     }
 
     /// Spawns the command with a clean signal mask and starts reaping: the command's status comes
     /// as [`Notice::CommandExited`]; adopted orphans are reaped silently.
-    pub fn spawn(
+    fn spawn(
         &mut self,
         argv: &[String],
         env: &[(std::ffi::OsString, std::ffi::OsString)],
@@ -337,10 +342,35 @@ impl ConnectorBackend {
         Ok(pid)
     }
 
-    /// See [`super::Backend::request_stop`].
-    pub fn request_stop(&mut self) {
+    fn rx(&self) -> &std::sync::mpsc::Receiver<CaptureMsg> {
+        &self.capture.rx
+    }
+
+    fn sender(&self) -> std::sync::mpsc::Sender<CaptureMsg> {
+        self.capture.sender()
+    }
+
+    fn recycle(&self, batch: Vec<Event>) {
+        self.capture.recycle(batch)
+    }
+
+    /// A rename of one of proctrace's threads, which the engine recognises in the stream.
+    fn request_marker(&self, n: u32) -> super::Marker {
+        super::Marker::Rename(rename_marker(n))
+    }
+
+    /// Read from `/proc` when the model asks, from the enricher's early read when it has one.
+    fn take_details(&mut self) -> super::Details {
+        super::Details::Proc(self.enricher.take())
+    }
+
+    fn request_stop(&mut self) {
         self.reaper_stop.store(true, Ordering::Release);
         self.capture.request_stop();
+    }
+
+    fn receive_buffer(&self) -> u64 {
+        self.receive_buffer
     }
 }
 

@@ -11,7 +11,8 @@
 //!   wherever ptrace does; argv is read while the process is stopped at its exec, so it is always
 //!   complete; timestamps are CLOCK_MONOTONIC read at the stop.
 //!
-//! [`Backend::open`] is the one place that chooses between them.
+//! [`Backend::open`] is the one place that chooses between them ([`BACKENDS`]); the engine sees a
+//! backend only through [`CaptureBackend`].
 
 use std::ffi::OsString;
 use std::sync::mpsc::{Receiver, Sender};
@@ -27,37 +28,6 @@ pub mod signals;
 pub mod trace2;
 pub mod usage;
 pub mod usage_join;
-
-/// Which backend the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BackendChoice {
-    /// The connector when it answers, else ptrace (`run` only).
-    #[default]
-    Auto,
-    /// The process events connector.
-    Connector,
-    /// ptrace, event stops only.
-    Ptrace,
-}
-
-/// Which backend runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// The process events connector.
-    Connector,
-    /// ptrace.
-    Ptrace,
-}
-
-impl BackendKind {
-    /// The name used in the `start`/`end` lines and the summary.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            BackendKind::Connector => "connector",
-            BackendKind::Ptrace => "ptrace",
-        }
-    }
-}
 
 /// Notices about the command and the tracer, queued in order with the events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,119 +98,141 @@ pub enum Details {
     InStream,
 }
 
-/// A running backend.
-pub enum Backend {
-    /// See [`connector`].
-    Connector(connector::ConnectorBackend),
-    /// See [`ptrace`].
-    Ptrace(ptrace::PtraceBackend),
-}
-
-impl Backend {
-    /// Opens the chosen backend. `Auto` takes the connector when it answers and falls back to
-    /// ptrace with one line on stderr saying why.
-    pub fn open(choice: BackendChoice, opts: &CaptureOptions) -> Result<Backend, crate::ProctraceError> {
-        match choice {
-            BackendChoice::Connector => Ok(Backend::Connector(connector::ConnectorBackend::open(opts)?)),
-            BackendChoice::Ptrace => Ok(Backend::Ptrace(ptrace::PtraceBackend::start(opts)?)),
-            BackendChoice::Auto => match connector::ConnectorBackend::open(opts) {
-                Ok(b) => Ok(Backend::Connector(b)),
-                Err(crate::ProctraceError::Connector(e)) => {
-                    crate::say!("proctrace: {e}; tracing with ptrace instead");
-                    Ok(Backend::Ptrace(ptrace::PtraceBackend::start(opts)?))
-                }
-                Err(other) => Err(other),
-            },
-        }
-    }
-
-    /// Which backend this is.
-    pub fn kind(&self) -> BackendKind {
-        match self {
-            Backend::Connector(_) => BackendKind::Connector,
-            Backend::Ptrace(_) => BackendKind::Ptrace,
-        }
-    }
-
-    /// How the `/proc` reader runs: `realtime`, `nice` or `normal` for the connector's reader,
-    /// `exec-stop` for ptrace, `off` without enrichment.
-    pub fn argv_reader(&self) -> &'static str {
-        match self {
-            Backend::Connector(c) => c.argv_reader(),
-            Backend::Ptrace(p) if p.enrich => "exec-stop",
-            Backend::Ptrace(_) => "off",
-        }
-    }
-
+/// A way of observing processes: what the engine needs of a backend. Adding a backend is one file
+/// implementing this and one line in [`BACKENDS`] (ARCHITECTURE.md, "Add a capture backend").
+pub trait CaptureBackend {
+    /// Its name, as `--backend` takes it and the outputs report it.
+    fn name(&self) -> &'static str;
+    /// How argv is read: `realtime`, `nice` or `normal` (the connector's reader thread),
+    /// `exec-stop` (ptrace), `off`.
+    fn argv_reader(&self) -> &'static str;
     /// Starts the command with `env` added to (or replacing in) proctrace's environment; its end
     /// comes as [`Notice::CommandExited`]. The backend's own events for it are queued before this
     /// returns.
-    pub fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
-        match self {
-            Backend::Connector(c) => c.spawn(argv, env),
-            Backend::Ptrace(p) => p.spawn(argv, env),
-        }
-    }
-
+    fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError>;
     /// The queue of events and notices.
-    pub fn rx(&self) -> &Receiver<CaptureMsg> {
-        match self {
-            Backend::Connector(c) => &c.capture.rx,
-            Backend::Ptrace(p) => &p.rx,
-        }
-    }
-
+    fn rx(&self) -> &Receiver<CaptureMsg>;
     /// A sender for other threads (the signal thread) to queue notices.
-    pub fn sender(&self) -> Sender<CaptureMsg> {
-        match self {
-            Backend::Connector(c) => c.capture.sender(),
-            Backend::Ptrace(p) => p.sender(),
-        }
-    }
-
+    fn sender(&self) -> Sender<CaptureMsg>;
     /// Gives a processed batch back for reuse.
-    pub fn recycle(&self, batch: Vec<Event>) {
-        match self {
-            Backend::Connector(c) => c.capture.recycle(batch),
-            Backend::Ptrace(p) => p.recycle(batch),
-        }
-    }
-
-    /// Asks for marker `n`: a [`Notice::Marker`] (ptrace) or a rename event the engine
-    /// recognises (connector) that follows every event already generated.
-    pub fn request_marker(&self, n: u32) -> Marker {
-        match self {
-            Backend::Connector(_) => Marker::Rename(connector::rename_marker(n)),
-            Backend::Ptrace(p) => {
-                p.request_marker(n);
-                Marker::Notice(n)
-            }
-        }
-    }
-
-    /// Where exec details come from.
-    pub fn take_details(&mut self) -> Details {
-        match self {
-            Backend::Connector(c) => Details::Proc(c.enricher.take()),
-            Backend::Ptrace(_) => Details::InStream,
-        }
-    }
-
+    fn recycle(&self, batch: Vec<Event>);
+    /// Asks for marker `n`: something on the queue that follows every event already generated.
+    fn request_marker(&self, n: u32) -> Marker;
+    /// Where exec details come from (asked once, when the engine starts).
+    fn take_details(&mut self) -> Details;
     /// Asks the backend to queue what it still has, account for final losses and stop; the last
     /// message is [`CaptureMsg::Done`].
-    pub fn request_stop(&mut self) {
-        match self {
-            Backend::Connector(c) => c.request_stop(),
-            Backend::Ptrace(p) => p.request_stop(),
+    fn request_stop(&mut self);
+    /// Receive buffer granted, bytes (0 where there is none).
+    fn receive_buffer(&self) -> u64 {
+        0
+    }
+}
+
+/// Opens a backend; an [`Unavailable`](crate::ProctraceError::Connector)-kind error (exit 69)
+/// lets `auto` try the next.
+pub type OpenBackend = fn(&CaptureOptions) -> Result<Box<dyn CaptureBackend>, crate::ProctraceError>;
+
+/// A backend, as `--backend` names it.
+pub struct BackendSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// What it is, in `--help`.
+    pub help: &'static str,
+    /// Opens it.
+    pub open: OpenBackend,
+}
+
+/// Every backend, in the order `--backend auto` tries them.
+pub const BACKENDS: &[BackendSpec] = &[
+    BackendSpec {
+        name: "connector",
+        help: "The kernel's process events connector",
+        open: |o| Ok(Box::new(connector::ConnectorBackend::open(o)?)),
+    },
+    BackendSpec {
+        name: "ptrace",
+        help: "ptrace (event stops only): works in containers and user namespaces",
+        open: |o| Ok(Box::new(ptrace::PtraceBackend::start(o)?)),
+    },
+];
+
+/// A running backend.
+pub struct Backend(Box<dyn CaptureBackend>);
+
+impl Backend {
+    /// Opens the backend named `choice` (`None`: `auto`, each of [`BACKENDS`] in turn — the next
+    /// is tried when one is not available here, with one line on stderr saying why).
+    pub fn open(choice: Option<&str>, opts: &CaptureOptions) -> Result<Backend, crate::ProctraceError> {
+        if let Some(name) = choice {
+            let b = BACKENDS
+                .iter()
+                .find(|b| b.name == name)
+                .ok_or_else(|| crate::ProctraceError::Usage(format!("no backend '{name}'")))?;
+            return (b.open)(opts).map(Backend);
         }
+        let mut last = None;
+        for (i, b) in BACKENDS.iter().enumerate() {
+            match (b.open)(opts) {
+                Ok(b) => return Ok(Backend(b)),
+                Err(e) if e.exit_code() == crate::exit_codes::UNAVAILABLE && i + 1 < BACKENDS.len() => {
+                    crate::say!("proctrace: {e}; tracing with {} instead", BACKENDS[i + 1].name);
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| crate::ProctraceError::Usage("no backend".into())))
     }
 
-    /// Receive buffer granted (connector), bytes.
+    /// The backend's name (`connector`, `ptrace`).
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// See [`CaptureBackend::argv_reader`].
+    pub fn argv_reader(&self) -> &'static str {
+        self.0.argv_reader()
+    }
+
+    /// See [`CaptureBackend::spawn`].
+    pub fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
+        self.0.spawn(argv, env)
+    }
+
+    /// See [`CaptureBackend::rx`].
+    pub fn rx(&self) -> &Receiver<CaptureMsg> {
+        self.0.rx()
+    }
+
+    /// See [`CaptureBackend::sender`].
+    pub fn sender(&self) -> Sender<CaptureMsg> {
+        self.0.sender()
+    }
+
+    /// See [`CaptureBackend::recycle`].
+    pub fn recycle(&self, batch: Vec<Event>) {
+        self.0.recycle(batch)
+    }
+
+    /// See [`CaptureBackend::request_marker`].
+    pub fn request_marker(&self, n: u32) -> Marker {
+        self.0.request_marker(n)
+    }
+
+    /// See [`CaptureBackend::take_details`].
+    pub fn take_details(&mut self) -> Details {
+        self.0.take_details()
+    }
+
+    /// See [`CaptureBackend::request_stop`].
+    pub fn request_stop(&mut self) {
+        self.0.request_stop()
+    }
+
+    /// See [`CaptureBackend::receive_buffer`].
     pub fn receive_buffer(&self) -> u64 {
-        match self {
-            Backend::Connector(c) => c.receive_buffer,
-            Backend::Ptrace(_) => 0,
-        }
+        self.0.receive_buffer()
     }
 }
 

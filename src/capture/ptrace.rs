@@ -136,10 +136,20 @@ impl PtraceBackend {
         sys::wake(self.tracer_tid);
         ok
     }
+}
+
+impl super::CaptureBackend for PtraceBackend {
+    fn name(&self) -> &'static str {
+        "ptrace"
+    }
+
+    fn argv_reader(&self) -> &'static str {
+        if self.enrich { "exec-stop" } else { "off" }
+    }
 
     /// Forks, seizes and execs the command on the tracer thread; returns once it has exec'd
     /// (its fork and exec are queued by then) or failed to.
-    pub fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
+    fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
         let (reply, answer) = mpsc::channel();
         let gone = || SpawnError {
             code: crate::exit_codes::INTERNAL,
@@ -151,24 +161,33 @@ impl PtraceBackend {
         answer.recv().unwrap_or_else(|_| Err(gone()))
     }
 
-    /// See [`super::Backend::request_marker`].
-    pub fn request_marker(&self, n: u32) {
-        self.ask(Request::Marker(n));
+    fn rx(&self) -> &Receiver<CaptureMsg> {
+        &self.rx
     }
 
-    /// See [`super::Backend::request_stop`].
-    pub fn request_stop(&mut self) {
+    /// A [`Notice::Marker`](super::Notice::Marker) queued by the tracer thread after what it has.
+    fn request_marker(&self, n: u32) -> super::Marker {
+        self.ask(Request::Marker(n));
+        super::Marker::Notice(n)
+    }
+
+    /// They follow each exec in the stream: read at the exec stop.
+    fn take_details(&mut self) -> super::Details {
+        super::Details::InStream
+    }
+
+    fn request_stop(&mut self) {
         self.ask(Request::Stop);
     }
 
-    /// A sender for notices from other threads.
-    pub fn sender(&self) -> Sender<CaptureMsg> {
+    fn sender(&self) -> Sender<CaptureMsg> {
         self.tx.clone()
     }
 
-    /// Gives a processed batch back for reuse.
-    pub fn recycle(&self, batch: Vec<Event>) {
-        let _ = self.recycle.send(batch);
+    fn recycle(&self, batch: Vec<Event>) {
+        if self.recycle.send(batch).is_err() {
+            // The tracer thread is gone: the batch is simply freed.
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::capture::procfs::{self, Clocks};
 use crate::capture::trace2::{Trace2Listener, child_env};
-use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::capture::{Backend, CaptureOptions};
 use crate::cli::RunArgs;
 use crate::engine::{Pumped, Session};
 use crate::input::notes::Clock;
@@ -30,8 +30,8 @@ pub struct RunConfig {
     pub wait_bg: Option<Duration>,
     /// Exit non-zero when background children are left.
     pub fail_on_leak: bool,
-    /// Which backend.
-    pub backend: BackendChoice,
+    /// Which backend (`None`: auto).
+    pub backend: Option<String>,
     /// Capture settings.
     pub capture: CaptureOptions,
     /// `--trace2`: listen for the command's Trace2 streams and merge them in.
@@ -99,7 +99,7 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         outputs,
         wait_bg: a.wait_bg.map(|v| crate::cli::secs(v, "--wait-bg")).transpose()?,
         fail_on_leak: a.fail_on_leak,
-        backend: a.backend.into(),
+        backend: (a.backend != "auto").then_some(a.backend),
         capture: a.common.capture_options(),
         trace2: a.trace2,
         trace2_prefixes: a.trace2_prefix,
@@ -112,7 +112,7 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
 pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
-    let backend = Backend::open(cfg.backend, &cfg.capture)?;
+    let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
     supervise::become_subreaper();
     let sinks = cfg.outputs.start()?;
     let tracker = Tracker::new(TrackerOptions {
@@ -132,7 +132,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
-        backend: Some(s.backend.kind().as_str().to_string()),
+        backend: Some(s.backend.name().to_string()),
     };
     let (listener, env) = if cfg.trace2 {
         let clock = Clock {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::capture::procfs::{self, Clocks};
-use crate::capture::{Backend, BackendChoice, CaptureOptions};
+use crate::capture::{Backend, CaptureOptions};
 use crate::cli::WatchArgs;
 use crate::engine::{Pumped, Session};
 use crate::filter::FactFilter;
@@ -69,7 +69,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
             return Err(ProctraceError::Usage(format!("no process with pid {root}")));
         }
     }
-    let backend = Backend::open(BackendChoice::Connector, &cfg.capture)?;
+    let backend = Backend::open(Some("connector"), &cfg.capture)?;
     let sinks = cfg.outputs.start()?;
     let scope = if cfg.root.is_some() {
         Scope::Tree
@@ -92,7 +92,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         ts: procfs::mono_now(),
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
-        backend: Some(s.backend.kind().as_str().to_string()),
+        backend: Some(s.backend.name().to_string()),
     };
     s.start(&header);
 
