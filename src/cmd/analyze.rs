@@ -93,41 +93,39 @@ pub fn finish(mut a: Analysis, outputs: &mut Outputs, tree: bool, json: Option<b
 
 /// Says what reading could not take in (nothing lost silently): once each, on stderr.
 fn report_reading(s: &InputStats) {
-    if s.skipped_lines > 0 {
-        crate::say!("proctrace: {} bad lines skipped (--lenient)", s.skipped_lines);
-    }
-    if s.too_many_files > 0 {
-        crate::say!(
-            "proctrace: a Trace2 target directory hit its file limit (maxFiles) {} time(s): \
-             later sessions were not written, so processes are missing",
-            s.too_many_files
-        );
-    }
-    if s.truncated > 0 {
-        crate::say!(
-            "proctrace: {} file(s) end in a cut-off line (a writer killed mid-line): ignored",
-            s.truncated
-        );
-    }
-    if s.late_lines > 0 {
-        crate::say!(
-            "proctrace: {} line(s) older than events already output (beyond the reorder window: \
-             2 s of Trace2, 128 lines of proctrace's formats): read, but their events came out of \
-             time order",
-            s.late_lines
-        );
-    }
-    if s.long_lines > 0 {
-        crate::say!(
-            "proctrace: {} line(s) longer than --max-line skipped (--lenient)",
-            s.long_lines
-        );
-    }
-    if s.skipped_entries > 0 {
-        crate::say!(
-            "proctrace: {} entr(ies) of a Trace2 directory not read: not regular files",
-            s.skipped_entries
-        );
+    let said: [(u64, &str, &str); 6] = [
+        (s.skipped_lines, "", "bad lines skipped (--lenient)"),
+        (
+            s.too_many_files,
+            "a Trace2 target directory hit its file limit (maxFiles) ",
+            "time(s): later sessions were not written, so processes are missing",
+        ),
+        (
+            s.truncated,
+            "",
+            "file(s) end in a cut-off line (a writer killed mid-line): ignored",
+        ),
+        (
+            s.late_lines,
+            "",
+            "line(s) older than events already output (beyond the reorder window: 2 s of Trace2, \
+             128 lines of proctrace's formats): read, but their events came out of time order",
+        ),
+        (
+            s.long_lines,
+            "",
+            "line(s) longer than --max-line skipped (--lenient)",
+        ),
+        (
+            s.skipped_entries,
+            "",
+            "entr(ies) of a Trace2 directory not read: not regular files",
+        ),
+    ];
+    for (n, before, after) in said {
+        if n > 0 {
+            crate::say!("proctrace: {before}{n} {after}");
+        }
     }
 }
 
