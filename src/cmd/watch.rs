@@ -148,19 +148,19 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     }
     let st = sum.stats;
     crate::say!(
-        "proctrace: {} processes, {} execs (argv read for {}), {} exits, {} events lost{}, {} datagrams rejected; peak {} records held{}",
-        st.processes,
-        st.execs,
+        "proctrace: {}, {} (argv read for {}), {}, {} lost{}, {} rejected; peak {} held{}",
+        count(st.processes, "process", "processes"),
+        count(st.execs, "exec", "execs"),
         st.execs_with_argv,
-        st.exits,
-        st.lost,
+        count(st.exits, "exit", "exits"),
+        count(st.lost, "event", "events"),
         if st.lost > 0 {
             " (the picture is incomplete)"
         } else {
             ""
         },
-        sum.capture.rejected,
-        st.peak_held,
+        count(sum.capture.rejected, "datagram", "datagrams"),
+        count(st.peak_held, "record", "records"),
         match sum.filtered {
             Some(n) => format!("; {n} facts filtered out"),
             None => String::new(),
@@ -168,4 +168,9 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     );
     crate::cmd::run::report_usage_loss(&sum.capture);
     Ok(outcome.code(exit_codes::OK))
+}
+
+/// `1 process`, `2 processes`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
