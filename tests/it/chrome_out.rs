@@ -123,7 +123,8 @@ fn a_killed_tracer_leaves_a_loadable_trace() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Killed mid-run: once slices are in the file, with the storm going on.
+    wait_for_text(&chrome, "slices", |t| t.matches("\"ph\":\"X\"").count() > 10);
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
     // The workload was orphaned by the kill: stop it.

@@ -173,6 +173,24 @@ pub fn wait_for_file(path: &str) {
     panic!("{path} never appeared");
 }
 
+/// Waits up to 20 s for the text of the file at `path` to satisfy `cond` (a line written, a
+/// number of lines reached), polling; panics naming `what` otherwise.
+pub fn wait_for_text(path: &str, what: &str, cond: impl Fn(&str) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if cond(&text) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what} in {path}; have:\n{}",
+            &text[text.len().saturating_sub(2000)..]
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The strace options whose output [`StraceLog`] reads (then `-o FILE CMD...`). Not
 /// `-e signal=none`: it hides "killed by".
 pub const STRACE_ARGS: [&str; 6] = [

@@ -64,10 +64,12 @@ fn bad_arguments_are_usage_errors() {
 fn a_closed_stdout_ends_output_quietly_and_the_command_is_unharmed() {
     use std::io::BufRead;
     let marker = tmp("finished");
+    let closed = tmp("closed");
     let mut child = Command::new(PROCTRACE)
         .args(["run", "-o", "-", "--tree", "none", "--", "sh", "-c"])
         .arg(format!(
-            "sleep 0.2; for i in 1 2 3 4 5 6 7 8; do /bin/true; done; touch {marker}; exit 4"
+            "i=0; while [ ! -e {closed} ] && [ $i -lt 1000 ]; do i=$((i+1)); sleep 0.01; done; \
+             for i in 1 2 3 4 5 6 7 8; do /bin/true; done; touch {marker}; exit 4"
         ))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -79,6 +81,8 @@ fn a_closed_stdout_ends_output_quietly_and_the_command_is_unharmed() {
         .read_line(&mut first)
         .unwrap();
     assert!(first.contains("\"event\":\"start\""));
+    // Closed now (the reader is gone): the command goes on and its events meet the closed pipe.
+    std::fs::write(&closed, "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),

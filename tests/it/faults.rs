@@ -1,7 +1,6 @@
 //! Breaking things on purpose: overflow, interruption, full disks, strace as ground truth.
 use std::collections::{BTreeMap, HashSet};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use crate::common::*;
 
@@ -74,7 +73,6 @@ fn interrupting_the_tracer_forwards_flushes_and_summarises(backend: &str) {
         .spawn()
         .unwrap();
     wait_for_file(&marker);
-    std::thread::sleep(Duration::from_millis(100));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(

@@ -173,8 +173,10 @@ fn a_tracer_inside_the_tree_is_explained_not_hung() {
 #[test]
 fn job_control_stops_and_continues_without_hanging() {
     // A stopped background job really stops (T, or t while we listen) and resumes on SIGCONT.
-    let script = "sleep 0.5 & p=$!; kill -STOP $p; sleep 0.2; \
-                  s=$(sed 's/.*) //' /proc/$p/stat | cut -c1); kill -CONT $p; wait $p; echo $s";
+    // The stop takes effect when the job next runs: the state is polled (for up to 5 s).
+    let script = "sleep 0.5 & p=$!; kill -STOP $p; i=0; \
+                  while s=$(sed 's/.*) //' /proc/$p/stat | cut -c1); [ $s != T ] && [ $s != t ] && [ $i -lt 500 ]; \
+                  do i=$((i+1)); sleep 0.01; done; kill -CONT $p; wait $p; echo $s";
     let start = Instant::now();
     let out = Command::new(PROCTRACE)
         .args([

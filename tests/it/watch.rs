@@ -6,19 +6,14 @@ use crate::common::*;
 
 #[test]
 fn watch_system_wide_sees_a_marked_process() {
-    let out_file = tmp("watch.jsonl");
-    let w = Command::new(PROCTRACE)
-        .args(["watch", "-o", &out_file, "--duration", "1.5"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut w = Watcher::start(&["--duration", "1.5"]);
+    let out_file = w.file.clone();
     let st = Command::new("/bin/sh")
         .args(["-c", "/bin/sleep 0.2; exit 6"])
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(6));
-    let out = w.wait_with_output().unwrap();
+    let out = w.child.take().unwrap().wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = read_lines(&out_file);
     let ps = processes(&lines);

@@ -159,11 +159,17 @@ fn check_against_truth(p: &ProcessUsage, l: &Launched, bytes: u64) {
         "fsynced bytes reached storage: {} < {bytes}",
         u.write_bytes
     );
-    // Each thread switches at least once more after its record is made (its last schedule()),
-    // and the exit's tail (freeing the address space) can be preempted on a busy machine.
+    // wait4 counts every switch, the record only those before it was made: each thread switches
+    // once more after it (its last schedule()), and the exit's tail (freeing the address space,
+    // closing files) is preempted as often as the rest of the run was, which grows with the
+    // machine's load just as the count itself does. Measured on the 2-CPU VM under two and
+    // three spinning shells (and the other builds on it): the tail was 0.9-1.7 % of the CPU
+    // (3-5 ms of ~320 ms), and the involuntary gap reached 12 of 234 (5.1 %) and 105 of 2725
+    // (3.9 %); the voluntary gap was 1 in all 100 runs. So: 2 per thread and a tenth of the
+    // count.
     let switches = |got: u64, truth: u64, what: &str| {
         assert!(
-            got <= truth && truth - got <= 2 * p.threads as u64 + truth / 50,
+            got <= truth && truth - got <= 2 * p.threads as u64 + truth / 10,
             "{what} switches: taskstats {got}, wait4 {truth}"
         )
     };

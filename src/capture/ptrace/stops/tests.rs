@@ -41,6 +41,17 @@ impl Run {
         out
     }
 
+    /// The command forks process 200, whose leader then starts `threads`, each stopping after
+    /// its creator's clone event.
+    fn process_with_threads(&mut self, threads: &[Pid]) {
+        self.stop(CMD, Stop::Fork { child: 200 });
+        self.stop(200, FIRST_STOP);
+        for &child in threads {
+            self.stop(200, Stop::Clone { child, thread: true });
+            self.stop(child, FIRST_STOP);
+        }
+    }
+
     /// The events the actions emit.
     fn events(actions: &[Action]) -> Vec<&Event> {
         actions
@@ -362,24 +373,7 @@ fn exec_from_a_thread_in_the_order_the_kernel_reports_it() {
     // reported under L with C's old tid as the event message.
     for usage in [false, true] {
         let mut r = Run::new(usage, true);
-        r.stop(CMD, Stop::Fork { child: 200 });
-        r.stop(200, FIRST_STOP);
-        r.stop(
-            200,
-            Stop::Clone {
-                child: 201,
-                thread: true,
-            },
-        );
-        r.stop(201, FIRST_STOP);
-        r.stop(
-            200,
-            Stop::Clone {
-                child: 202,
-                thread: true,
-            },
-        );
-        r.stop(202, FIRST_STOP);
+        r.process_with_threads(&[201, 202]);
         let mut out = Vec::new();
         if usage {
             out.extend(r.stop(200, Stop::Exiting));
@@ -518,16 +512,7 @@ fn a_process_that_ends_without_its_last_exit_stop_has_no_figures() {
     // A second SIGKILL during an exit stop, or a task killed while held: its exit stop never
     // comes. When that task was the last running one, the figures gathered are dropped.
     let mut r = Run::new(true, false);
-    r.stop(CMD, Stop::Fork { child: 200 });
-    r.stop(200, FIRST_STOP);
-    r.stop(
-        200,
-        Stop::Clone {
-            child: 201,
-            thread: true,
-        },
-    );
-    r.stop(201, FIRST_STOP);
+    r.process_with_threads(&[201]);
     let read = Action::ReadUsage {
         tgid: 200,
         tid: 201,
