@@ -1499,6 +1499,21 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     Ok(base)
 }
 
+/// Whether `line` is a `start` line proctrace wrote, laid out in any way JSON allows (spaces,
+/// keys in any order or escaped): for telling the format of a file a JSON tool rewrote.
+pub fn is_start_line(line: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(line) else {
+        return false;
+    };
+    let mut t = Table::default();
+    if t.scan(s).is_err() {
+        return false;
+    }
+    let l = Line { s, t: &t };
+    let is = |k: K, v: &str| opt_cow(l.get(k), k.name()).is_ok_and(|x| x.as_deref() == Some(v));
+    is(K::Event, EventName::Start.name()) && is(K::Tool, "proctrace")
+}
+
 /// What one line held. Boxed: this travels up from every line, and a move of the enum copies
 /// its largest variant (with a `Header` and a `Summary` inline, that copy was 2% of `analyze`).
 enum Parsed {
