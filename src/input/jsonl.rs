@@ -26,9 +26,9 @@
 //! [`crate::model::jsonl_schema`]'s; the reference is docs/json-lines.md. Any valid JSON a JSON
 //! tool writes for the same content reads to the same events (`jq -c .`, `jq -S .`, Python's
 //! `json.dumps`): spaces, keys in any order or escaped, numbers in any form. Lines laid out as
-//! proctrace writes them take a fast path ([`Table::fill_laid_out`]); any other line the general
-//! scanner ([`Table::scan`]). Seconds are parsed exactly to nanoseconds (never through `f64`):
-//! nine decimals in place, any other form ([`scaled`]: `5.3688e-05`, 17 digits from jq 1.6)
+//! proctrace writes them take a fast path (`Table::fill_laid_out`); any other line the general
+//! scanner (`Table::scan`). Seconds are parsed exactly to nanoseconds (never through `f64`):
+//! nine decimals in place, any other form (`scaled`: `5.3688e-05`, 17 digits from jq 1.6)
 //! with decimal arithmetic, rounded half to even below the nanosecond. An integer may be written
 //! in any form of a whole number (`3.0`, `1e+17`). Unknown keys are ignored.
 //!
