@@ -9,7 +9,9 @@ fuzz/seeds/trace2_reader  real GIT_TRACE2_EVENT output: crates/trace2's corpus a
                           the purpose, see BENCHMARKS.md), cut into pieces of at most 2 KB at
                           line boundaries (libFuzzer mutates small inputs faster), plus a
                           truncated-last-line variant of each file.
-fuzz/seeds/jsonl          tests/fixtures/golden/*.jsonl (real `-o` output), cut the same way.
+fuzz/seeds/jsonl          tests/fixtures/golden/*.jsonl (real `-o` output) and the every-key
+                          files of tests/fixtures/jsonl, cut the same way, and each as
+                          json.dumps rewrites it (spaces; sorted keys).
 
 Small pieces: one execution costs about its size, and 10 million of them must fit in half an
 hour on a shared core (fuzz/run.sh passes -max_len=2048).
@@ -87,8 +89,16 @@ tail = [cap[-1]] if body is not cap[1:] else []
 lines = [cap[0]] + body + [json.dumps(n, separators=(",", ":")).encode() for n in notes] + tail
 headed("capture", b"\n".join(lines) + b"\n")
 
-for path in sorted(glob.glob("tests/fixtures/golden/*.jsonl")):
+written = sorted(glob.glob("tests/fixtures/golden/*.jsonl")) + sorted(glob.glob("tests/fixtures/jsonl/*.jsonl"))
+for path in written:
     headed("jsonl", open(path, "rb").read())
+# The same as JSON tools rewrite it, which `analyze` reads to the same events: Python's
+# json.dumps (spaces, non-ASCII escaped, numbers through a float: `1e-05`) and sorted keys as
+# `jq -cS` prints them.
+for path in written:
+    lines = open(path, "rb").read().splitlines()
+    for kw in (dict(), dict(sort_keys=True, separators=(",", ":"))):
+        headed("jsonl", b"".join(json.dumps(json.loads(l), **kw).encode() + b"\n" for l in lines))
 
 for path in sorted(glob.glob("crates/trace2/tests/fixtures/corpus/*.jsonl")) + sys.argv[1:]:
     if os.path.isdir(path):

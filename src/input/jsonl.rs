@@ -22,9 +22,18 @@
 //! - `region` → [`Event::Region`]; `data`, `timer`, `counter` → [`Event::Data`].
 //! - `end` → the recorded [`Summary`] (a file from a killed proctrace has none and is still read).
 //!
-//! Timestamps are decimal seconds with nine decimals, parsed exactly to nanoseconds (never
-//! through `f64`). Read as a stream: memory holds one line, the one `pre_existing` fork waiting
-//! for its exec and the pids marked background that are still alive.
+//! The vocabulary (event names, keys, their types, the writer's order) is
+//! [`crate::model::jsonl_schema`]'s; the reference is docs/json-lines.md. Any valid JSON a JSON
+//! tool writes for the same content reads to the same events (`jq -c .`, `jq -S .`, Python's
+//! `json.dumps`): spaces, keys in any order or escaped, numbers in any form. Lines laid out as
+//! proctrace writes them take a fast path (`Table::fill_laid_out`); any other line the general
+//! scanner (`Table::scan`). Seconds are parsed exactly to nanoseconds (never through `f64`):
+//! nine decimals in place, any other form (`scaled`: `5.3688e-05`, 17 digits from jq 1.6)
+//! with decimal arithmetic, rounded half to even below the nanosecond. An integer may be written
+//! in any form of a whole number (`3.0`, `1e+17`). Unknown keys are ignored.
+//!
+//! Read as a stream: memory holds one line, the one `pre_existing` fork waiting for its exec and
+//! the pids marked background that are still alive.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -36,6 +45,7 @@ use super::lines::{Lines, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::jsonl_schema::{CTX_SWITCHES_KEYS, EVENTS, EventName, Field, Key as K, Type};
 use crate::model::session::{CaptureSummary, Header, Mode, Summary};
 use crate::model::tracker::{BackgroundState, TrackerStats};
 
@@ -363,16 +373,17 @@ fn plain_number(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// A plain number's slot: parsed as `ty` says when it reads as one exactly as [`opt_int`] or
-/// [`secs`] would read it (else left as text, for them to read or refuse).
+/// A plain number's slot: parsed as `ty` says (integers and seconds; other types are not
+/// parsed here) when it reads as one exactly as [`opt_int`] or [`secs`] would read it (else
+/// left as text, for them to read or refuse).
 #[inline]
-fn parsed(n: &[u8], ty: Ty, from: usize, to: usize) -> Slot {
+fn parsed(n: &[u8], ty: Type, from: usize, to: usize) -> Slot {
     let v = match ty {
         // At most 18 digits: no overflow, and within i64 (what `opt_int` parses).
-        Ty::Int if n.len() <= 18 && !n.contains(&b'.') => {
+        Type::Int if n.len() <= 18 && !n.contains(&b'.') => {
             Some(n.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')))
         }
-        Ty::Secs => parse_seconds(n),
+        Type::Seconds => parse_seconds(n),
         _ => None,
     };
     match v {
@@ -440,217 +451,13 @@ fn unescape_into(s: &str, out: &mut String) {
     }
 }
 
-/// The keys lines have; which ones a line must have depends on its `event`. Unknown keys are
-/// ignored (a newer proctrace may add some); a key given twice is an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum K {
-    Event,
-    Ts,
-    Pid,
-    Ppid,
-    PreExisting,
-    Comm,
-    Argv,
-    Exe,
-    Cwd,
-    Uid,
-    Code,
-    Signal,
-    Core,
-    ExitLost,
-    Background,
-    State,
-    Count,
-    Ruid,
-    Euid,
-    Rgid,
-    Egid,
-    Tracer,
-    Duration,
-    Thread,
-    Category,
-    Label,
-    Msg,
-    Key,
-    Name,
-    Nesting,
-    Value,
-    Intervals,
-    Total,
-    Min,
-    Max,
-    PerThread,
-    Tool,
-    Version,
-    Backend,
-    WallOffset,
-    Mode,
-    Capture,
-    Inputs,
-    Root,
-    Processes,
-    Execs,
-    ExecsWithArgv,
-    Exits,
-    Lost,
-    Recovered,
-    ExitsLost,
-    Rejected,
-    Overflows,
-    SocketDrops,
-    KernelEvents,
-    Notes,
-    NotesUnmatched,
-    Filtered,
-    ArgvReader,
-    TracerCpu,
-    CpuUserS,
-    CpuSysS,
-    MaxRssKib,
-    ReadChars,
-    WriteChars,
-    ReadBytes,
-    WriteBytes,
-    CancelledWriteBytes,
-    CtxSwitches,
-    CpuDelayS,
-    IoDelayS,
-    Usage,
-    UsageLost,
-    UsageIncomplete,
-}
+// The keys lines have are the schema's ([`K`]); which ones a line must have depends on its
+// `event`. Unknown keys are ignored (a newer proctrace may add some); a key given twice is an
+// error.
 
-/// How many keys there are (the last variant of `K` + 1).
-const NKEYS: usize = K::UsageIncomplete as usize + 1;
+/// How many keys there are: a slot and a bit of [`Table`] each.
+const NKEYS: usize = K::ALL.len();
 const _: () = assert!(NKEYS <= 128, "Table::set has a bit per key");
-
-impl K {
-    /// The key named `key`: by length first, so a key is compared with a few names at most.
-    fn of(key: &str) -> Option<K> {
-        Some(match key.len() {
-            2 => match key {
-                "ts" => K::Ts,
-                _ => return None,
-            },
-            3 => match key {
-                "pid" => K::Pid,
-                "exe" => K::Exe,
-                "cwd" => K::Cwd,
-                "uid" => K::Uid,
-                "msg" => K::Msg,
-                "key" => K::Key,
-                "min" => K::Min,
-                "max" => K::Max,
-                _ => return None,
-            },
-            4 => match key {
-                "ppid" => K::Ppid,
-                "comm" => K::Comm,
-                "argv" => K::Argv,
-                "code" => K::Code,
-                "core" => K::Core,
-                "ruid" => K::Ruid,
-                "euid" => K::Euid,
-                "rgid" => K::Rgid,
-                "egid" => K::Egid,
-                "name" => K::Name,
-                "tool" => K::Tool,
-                "mode" => K::Mode,
-                "root" => K::Root,
-                "lost" => K::Lost,
-                _ => return None,
-            },
-            5 => match key {
-                "event" => K::Event,
-                "state" => K::State,
-                "count" => K::Count,
-                "label" => K::Label,
-                "value" => K::Value,
-                "total" => K::Total,
-                "execs" => K::Execs,
-                "exits" => K::Exits,
-                "notes" => K::Notes,
-                "usage" => K::Usage,
-                _ => return None,
-            },
-            6 => match key {
-                "signal" => K::Signal,
-                "tracer" => K::Tracer,
-                "inputs" => K::Inputs,
-                "thread" => K::Thread,
-                _ => return None,
-            },
-            7 => match key {
-                "nesting" => K::Nesting,
-                "version" => K::Version,
-                "backend" => K::Backend,
-                "capture" => K::Capture,
-                _ => return None,
-            },
-            8 => match key {
-                "duration" => K::Duration,
-                "category" => K::Category,
-                "rejected" => K::Rejected,
-                "filtered" => K::Filtered,
-                _ => return None,
-            },
-            9 => match key {
-                "cpu_sys_s" => K::CpuSysS,
-                "exit_lost" => K::ExitLost,
-                "intervals" => K::Intervals,
-                "processes" => K::Processes,
-                "recovered" => K::Recovered,
-                "overflows" => K::Overflows,
-                _ => return None,
-            },
-            10 => match key {
-                "background" => K::Background,
-                "per_thread" => K::PerThread,
-                "exits_lost" => K::ExitsLost,
-                "tracer_cpu" => K::TracerCpu,
-                "cpu_user_s" => K::CpuUserS,
-                "read_chars" => K::ReadChars,
-                "read_bytes" => K::ReadBytes,
-                "io_delay_s" => K::IoDelayS,
-                "usage_lost" => K::UsageLost,
-                _ => return None,
-            },
-            11 => match key {
-                "wall_offset" => K::WallOffset,
-                "argv_reader" => K::ArgvReader,
-                "max_rss_kib" => K::MaxRssKib,
-                "write_chars" => K::WriteChars,
-                "write_bytes" => K::WriteBytes,
-                "cpu_delay_s" => K::CpuDelayS,
-                _ => return None,
-            },
-            12 => match key {
-                "pre_existing" => K::PreExisting,
-                "socket_drops" => K::SocketDrops,
-                "ctx_switches" => K::CtxSwitches,
-                _ => return None,
-            },
-            13 => match key {
-                "kernel_events" => K::KernelEvents,
-                _ => return None,
-            },
-            15 => match key {
-                "execs_with_argv" => K::ExecsWithArgv,
-                "notes_unmatched" => K::NotesUnmatched,
-                _ => return None,
-            },
-            16 => match key {
-                "usage_incomplete" => K::UsageIncomplete,
-                _ => return None,
-            },
-            21 => match key {
-                "cancelled_write_bytes" => K::CancelledWriteBytes,
-                _ => return None,
-            },
-            _ => return None,
-        })
-    }
-}
 
 /// A value's place on the line (a [`Val`] without the borrow, so the table is reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -659,22 +466,11 @@ enum Slot {
     Null,
     Bool(bool),
     Num(usize, usize),
-    /// A number the laid-out reader parsed in place as its key's kind ([`Ty`]): an integer,
+    /// A number the laid-out reader parsed in place as its key's type ([`Type`]): an integer,
     /// or seconds in nanoseconds. Read as [`Slot::Num`] by everything but the typed getters.
     Parsed(usize, usize, u64),
     Str(usize, usize, bool),
     Raw(usize, usize),
-}
-
-/// What a laid-out key's number is, for [`Table::fill_laid_out`] to parse it in place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ty {
-    /// An integer (read with [`opt_int`]).
-    Int,
-    /// Seconds (read with [`secs`]).
-    Secs,
-    /// Not a number, or not read as one.
-    Other,
 }
 
 /// The values of the line being read, by key: kept between lines so that a line costs no
@@ -689,6 +485,9 @@ struct Table {
     words: Vec<(usize, usize, bool)>,
     /// `words` holds the line's `argv`.
     words_ok: bool,
+    /// The line's event, when the laid-out reader read it (it knows it from the line's head);
+    /// else the decoder looks the name up.
+    event: Option<EventName>,
 }
 
 impl Default for Table {
@@ -698,6 +497,7 @@ impl Default for Table {
             set: 0,
             words: Vec::with_capacity(64),
             words_ok: false,
+            event: None,
         }
     }
 }
@@ -709,54 +509,27 @@ struct Line<'a> {
 }
 
 /// The keys of the lines proctrace writes most (`fork`, `exec`, `exit`: nearly all of a file),
-/// in the order [`crate::sink::jsonl`] writes them, each with the bytes that lead to its value.
-/// See [`Table::fill_laid_out`].
-const FORK_KEYS: &[(K, &str, Ty)] = &[
-    (K::Ts, ",\"ts\":", Ty::Secs),
-    (K::Pid, ",\"pid\":", Ty::Int),
-    (K::Ppid, ",\"ppid\":", Ty::Int),
-    (K::PreExisting, ",\"pre_existing\":", Ty::Other),
-    (K::Comm, ",\"comm\":", Ty::Other),
-];
-const EXEC_KEYS: &[(K, &str, Ty)] = &[
-    (K::Ts, ",\"ts\":", Ty::Secs),
-    (K::Pid, ",\"pid\":", Ty::Int),
-    (K::Ppid, ",\"ppid\":", Ty::Int),
-    (K::Argv, ",\"argv\":", Ty::Other),
-    (K::Exe, ",\"exe\":", Ty::Other),
-    (K::Cwd, ",\"cwd\":", Ty::Other),
-    (K::Uid, ",\"uid\":", Ty::Int),
-    (K::Comm, ",\"comm\":", Ty::Other),
-];
-const EXIT_KEYS: &[(K, &str, Ty)] = &[
-    (K::Ts, ",\"ts\":", Ty::Secs),
-    (K::Pid, ",\"pid\":", Ty::Int),
-    (K::Ppid, ",\"ppid\":", Ty::Int),
-    (K::Code, ",\"code\":", Ty::Int),
-    (K::Signal, ",\"signal\":", Ty::Int),
-    (K::Core, ",\"core\":", Ty::Other),
-    (K::ExitLost, ",\"exit_lost\":", Ty::Other),
-    (K::Duration, ",\"duration\":", Ty::Secs),
-    (K::Background, ",\"background\":", Ty::Other),
-    (K::CpuUserS, ",\"cpu_user_s\":", Ty::Secs),
-    (K::CpuSysS, ",\"cpu_sys_s\":", Ty::Secs),
-    (K::MaxRssKib, ",\"max_rss_kib\":", Ty::Int),
-    (K::ReadChars, ",\"read_chars\":", Ty::Int),
-    (K::WriteChars, ",\"write_chars\":", Ty::Int),
-    (K::ReadBytes, ",\"read_bytes\":", Ty::Int),
-    (K::WriteBytes, ",\"write_bytes\":", Ty::Int),
-    (K::CancelledWriteBytes, ",\"cancelled_write_bytes\":", Ty::Int),
-    (K::CtxSwitches, ",\"ctx_switches\":", Ty::Other),
-    (K::CpuDelayS, ",\"cpu_delay_s\":", Ty::Secs),
-    (K::IoDelayS, ",\"io_delay_s\":", Ty::Secs),
-];
+/// in the order [`crate::sink::jsonl`] writes them, each with the bytes that lead to its value
+/// ([`Field::lead`]): the schema's fields of the event after `event`. See
+/// [`Table::fill_laid_out`].
+const FORK_KEYS: &[Field] = after_event(EventName::Fork);
+const EXEC_KEYS: &[Field] = after_event(EventName::Exec);
+const EXIT_KEYS: &[Field] = after_event(EventName::Exit);
+
+/// The schema's fields of `e` after its `event`.
+const fn after_event(e: EventName) -> &'static [Field] {
+    match EVENTS[e as usize].fields.split_first() {
+        Some((first, rest)) if matches!(first.key, K::Event) => rest,
+        _ => panic!("every event's first key is `event`"),
+    }
+}
 
 impl Table {
     /// Fills the table from a `fork`, `exec` or `exit` line laid out exactly as proctrace writes
     /// it — no whitespace, its keys in the writer's order (each found by comparing the bytes
     /// that lead to it, not by scanning and looking up its name), none added — and says whether
     /// it was. Values in the forms the writer uses (a plain number, a string without escapes,
-    /// an argv of strings) are read in place, numbers parsed as their key's kind ([`Ty`]);
+    /// an argv of strings) are read in place, numbers parsed as their key's type ([`Type`]);
     /// any other value by the [`Scan`] method [`Table::scan`] uses. A line filled here fills
     /// the table as `scan` would and decodes to the same events (test:
     /// `a_laid_out_line_fills_the_table_as_scan_does`, on every golden line, edge lines and
@@ -770,19 +543,21 @@ impl Table {
         let Some(rest) = b.strip_prefix(HEAD.as_bytes()) else {
             return false;
         };
-        let (name, keys) = match rest.get(..6) {
-            Some(b"fork\",") => ("fork", FORK_KEYS),
-            Some(b"exec\",") => ("exec", EXEC_KEYS),
-            Some(b"exit\",") => ("exit", EXIT_KEYS),
+        let (event, keys) = match rest.get(..6) {
+            Some(b"fork\",") => (EventName::Fork, FORK_KEYS),
+            Some(b"exec\",") => (EventName::Exec, EXEC_KEYS),
+            Some(b"exit\",") => (EventName::Exit, EXIT_KEYS),
             _ => return false,
         };
+        let name = event.name();
         self.set = 0;
         self.words_ok = false;
+        self.event = Some(event);
         let start = HEAD.len();
         self.put(K::Event, Slot::Str(start, start + name.len(), false));
         let mut p = Scan::new(s);
         p.i = start + name.len() + 1;
-        for &(k, lead, ty) in keys {
+        for &Field { key: k, lead, ty, .. } in keys {
             if !lead_at(b, p.i, lead.as_bytes()) {
                 continue;
             }
@@ -866,6 +641,7 @@ impl Table {
         // A slot whose bit is not set is absent, whatever it still holds from an earlier line.
         self.set = 0;
         self.words_ok = false;
+        self.event = None;
         let base = s.as_ptr() as usize;
         let at = |x: &str| x.as_ptr() as usize - base;
         let mut p = Scan::new(s);
@@ -877,11 +653,12 @@ impl Table {
         } else {
             loop {
                 p.ws();
-                let (key, _) = p.string()?;
+                let (key, esc) = p.string()?;
                 p.ws();
                 p.eat(b':')?;
                 p.ws();
-                let k = K::of(key);
+                // A key with escapes (`"\u0065vent"`, which no writer needs) is decoded first.
+                let k = if esc { K::of(&unescape(key)) } else { K::of(key) };
                 let v = match (k, p.peek()) {
                     (Some(K::Argv), Some(b'[')) => {
                         let from = p.i;
@@ -1018,9 +795,13 @@ fn opt_int<T: TryFrom<i64>>(v: Option<Val<'_>>, key: &str) -> Res<Option<T>> {
     match v {
         None | Some(Val::Null) => Ok(None),
         Some(Val::Num(n)) => {
-            let i: i64 = n
-                .parse()
-                .map_err(|_| format!("\"{key}\" is not an integer: {n}"))?;
+            // As proctrace writes it, or any form of a whole number (`3.0`, `1e+17`).
+            let i: i64 = match n.parse() {
+                Ok(i) => i,
+                Err(_) => scaled(n.as_bytes(), 0, false)
+                    .and_then(|(neg, v)| i64::try_from(if neg { -i128::from(v) } else { i128::from(v) }).ok())
+                    .ok_or_else(|| format!("\"{key}\" is not an integer: {n}"))?,
+            };
             T::try_from(i)
                 .map(Some)
                 .map_err(|_| format!("\"{key}\" out of range: {n}"))
@@ -1099,20 +880,120 @@ pub fn parse_seconds(s: &[u8]) -> Option<u64> {
     secs.checked_mul(1_000_000_000)?.checked_add(ns)
 }
 
-/// [`parse_seconds`] with an optional leading `-` (the clock offset).
-fn parse_signed_seconds(s: &[u8]) -> Option<i64> {
-    match s.strip_prefix(b"-") {
-        Some(rest) => i64::try_from(parse_seconds(rest)?).ok().map(|v| -v),
-        None => i64::try_from(parse_seconds(s)?).ok(),
+/// A JSON number (its grammar already checked) times 10^`scale`, as its sign and magnitude
+/// (`true` for a `-`), in decimal arithmetic, never through a float: `5.3688e-05` at scale 9
+/// (seconds to nanoseconds) is 53688. Digits below the unit are rounded to the nearest, ties to
+/// even, when `round`; else they must be zeros (an integer written `3.0` or `3e0`) or it is
+/// `None`. `None` too when the magnitude exceeds `u64`. Time is linear in the number's length,
+/// whatever its exponent.
+fn scaled(n: &[u8], scale: u32, round: bool) -> Option<(bool, u64)> {
+    let (neg, n) = match n.strip_prefix(b"-") {
+        Some(rest) => (true, rest),
+        None => (false, n),
+    };
+    let e_at = n.iter().position(|&c| c == b'e' || c == b'E').unwrap_or(n.len());
+    let (mantissa, e) = n.split_at(e_at);
+    let exp: i64 = match e.get(1..) {
+        None => 0,
+        Some(e) => {
+            let (minus, digits) = match e.first() {
+                Some(b'-') => (true, &e[1..]),
+                Some(b'+') => (false, &e[1..]),
+                _ => (false, e),
+            };
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            // Held at 2^40, far beyond any line's length: the answer (0 or too big) is the same.
+            let v = digits
+                .iter()
+                .fold(0i64, |v, &d| (v * 10 + i64::from(d - b'0')).min(1 << 40));
+            if minus { -v } else { v }
+        }
+    };
+    let (int, frac) = match mantissa.iter().position(|&c| c == b'.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, &b""[..]),
+    };
+    if int.is_empty() || !int.iter().chain(frac).all(u8::is_ascii_digit) {
+        return None;
     }
+    let digit = |i: usize| {
+        int.get(i)
+            .or_else(|| frac.get(i - int.len()))
+            .map_or(0, |&d| u64::from(d - b'0'))
+    };
+    let total = int.len() + frac.len();
+    let zeros = (0..total).take_while(|&i| digit(i) == 0).count();
+    if zeros == total {
+        return Some((neg, 0));
+    }
+    // The value is 0.d1d2…dm × 10^point, d1 the first digit that is not 0.
+    let m = (total - zeros) as i64;
+    let point = int.len() as i64 - zeros as i64 + exp + i64::from(scale);
+    if point > 20 {
+        return None; // at least 10^20
+    }
+    let d = |j: i64| digit(zeros + j as usize);
+    let mut v: u64 = 0;
+    for j in 0..point.clamp(0, m) {
+        v = v.checked_mul(10)?.checked_add(d(j))?;
+    }
+    if point > m {
+        v = v.checked_mul(10u64.checked_pow((point - m) as u32)?)?;
+    }
+    let below = point.max(0);
+    if (below..m).all(|j| d(j) == 0) {
+        return Some((neg, v));
+    }
+    if !round {
+        return None;
+    }
+    // Under a tenth of the unit (point < 0) rounds down; else by the first digit below it.
+    let up = point >= 0 && {
+        let r = d(point);
+        r > 5 || (r == 5 && ((point + 1..m).any(|j| d(j) != 0) || v & 1 == 1))
+    };
+    Some((neg, if up { v.checked_add(1)? } else { v }))
+}
+
+/// Seconds in any JSON form (`5.3688e-05`, `1.5`, `12.0000000004`) as nanoseconds, rounded
+/// half to even; not negative (`-0` is 0).
+fn general_seconds(s: &[u8]) -> Option<u64> {
+    match scaled(s, 9, true)? {
+        (true, 0) => Some(0),
+        (true, _) => None,
+        (false, v) => Some(v),
+    }
+}
+
+/// Seconds that may be negative (the clock offset), as [`parse_seconds`] reads them with a
+/// leading `-`, or in any JSON form.
+fn parse_signed_seconds(s: &[u8]) -> Option<i64> {
+    let quick = match s.strip_prefix(b"-") {
+        Some(rest) => parse_seconds(rest)
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
+        None => parse_seconds(s).and_then(|v| i64::try_from(v).ok()),
+    };
+    quick.or_else(|| {
+        let (neg, v) = scaled(s, 9, true)?;
+        i64::try_from(if neg { -i128::from(v) } else { i128::from(v) }).ok()
+    })
 }
 
 fn secs(v: Option<Val<'_>>, key: &str) -> Res<Option<u64>> {
     match v {
         None | Some(Val::Null) => Ok(None),
         Some(Val::Num(t)) => parse_seconds(t.as_bytes())
+            .or_else(|| general_seconds(t.as_bytes()))
             .map(Some)
-            .ok_or_else(|| format!("\"{key}\" is not a decimal number of seconds: {t}")),
+            .ok_or_else(|| {
+                format!(
+                    "\"{key}\" is not a number of seconds (not negative, at most {} s): {t}",
+                    u64::MAX / 1_000_000_000
+                )
+            }),
         Some(_) => Err(format!("\"{key}\" is not a number")),
     }
 }
@@ -1156,26 +1037,73 @@ fn leading_count(s: &str) -> Option<(u64, &str)> {
     Some((d.parse().ok()?, rest))
 }
 
-/// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned).
+/// `{"voluntary":N,"involuntary":M}` (checked as JSON when the line was scanned; its keys are
+/// [`CTX_SWITCHES_KEYS`]).
 fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
+    let [vol, invol] = CTX_SWITCHES_KEYS;
     // As proctrace writes it (one on every measured exit): read in place, no JSON value built.
-    if let Some(r) = raw.strip_prefix("{\"voluntary\":") {
-        if let Some((v, r)) = leading_count(r) {
-            if let Some((i, "}")) = r.strip_prefix(",\"involuntary\":").and_then(leading_count) {
-                return Ok((v, i));
-            }
+    fn key<'a>(r: &'a str, k: &str) -> Option<&'a str> {
+        r.strip_prefix('"')?.strip_prefix(k)?.strip_prefix("\":")
+    }
+    if let Some((v, r)) = raw
+        .strip_prefix('{')
+        .and_then(|r| key(r, vol))
+        .and_then(leading_count)
+    {
+        if let Some((i, "}")) = r
+            .strip_prefix(',')
+            .and_then(|r| key(r, invol))
+            .and_then(leading_count)
+        {
+            return Ok((v, i));
         }
     }
-    let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| format!("\"ctx_switches\": {e}"))?;
-    let get = |k: &str| -> Res<u64> {
-        match v.get(k) {
-            None | Some(serde_json::Value::Null) => Ok(0),
-            Some(x) => x
-                .as_u64()
-                .ok_or_else(|| format!("\"ctx_switches\".\"{k}\" is not a count: {x}")),
+    // Any other layout (spaces, the keys in another order or escaped, a count written `1e3`):
+    // scanned as the line was; other keys ignored, a missing or `null` count is 0.
+    let mut counts = [0u64; 2];
+    let mut p = Scan::new(raw);
+    p.ws();
+    p.eat(b'{')?;
+    p.ws();
+    if p.peek() == Some(b'}') {
+        return Ok((0, 0));
+    }
+    loop {
+        p.ws();
+        let (k, esc) = p.string()?;
+        let k = if esc {
+            Cow::Owned(unescape(k))
+        } else {
+            Cow::Borrowed(k)
+        };
+        p.ws();
+        p.eat(b':')?;
+        p.ws();
+        let v = p.value(1)?;
+        if let Some(i) = CTX_SWITCHES_KEYS.iter().position(|&n| n == k) {
+            counts[i] = match v {
+                Val::Null => 0,
+                Val::Num(n) => {
+                    count(n).ok_or_else(|| format!("\"ctx_switches\".\"{k}\" is not a count: {n}"))?
+                }
+                _ => return Err(format!("\"ctx_switches\".\"{k}\" is not a count")),
+            };
         }
-    };
-    Ok((get("voluntary")?, get("involuntary")?))
+        p.ws();
+        match p.peek() {
+            Some(b',') => p.i += 1,
+            Some(b'}') => return Ok((counts[0], counts[1])),
+            _ => return Err(format!("\"ctx_switches\": expected ',' or '}}' at byte {}", p.i)),
+        }
+    }
+}
+
+/// A JSON number that is a whole number from 0 to `u64::MAX`, in any form (`12`, `1.2e1`).
+fn count(n: &str) -> Option<u64> {
+    n.parse().ok().or_else(|| match scaled(n.as_bytes(), 0, false)? {
+        (true, v) if v != 0 => None,
+        (_, v) => Some(v),
+    })
 }
 
 fn need<T>(v: Option<T>, key: &str) -> Res<T> {
@@ -1236,10 +1164,16 @@ impl Paths {
 impl Decoder {
     /// The events of one line (appended to `out`); `end` gives the summary instead.
     fn decode(&mut self, l: Line<'_>, out: &mut Vec<Event>) -> Res<Option<Summary>> {
-        let ev = need(opt_cow(l.get(K::Event), "event")?, "event")?;
-        let ev = ev.as_ref();
+        let (ev, name) = match l.t.event {
+            Some(e) => (Cow::Borrowed(e.name()), Some(e)),
+            None => {
+                let ev = need(opt_cow(l.get(K::Event), "event")?, "event")?;
+                let name = EventName::of(&ev);
+                (ev, name)
+            }
+        };
         if let Some(h) = self.held.take() {
-            let synthetic = ev == "exec"
+            let synthetic = name == Some(EventName::Exec)
                 && l.int::<Pid>(K::Pid, "pid")? == Some(h.pid)
                 && l.secs(K::Ts, "ts")? == Some(h.start_ns.unwrap_or(0));
             let details = if synthetic {
@@ -1258,8 +1192,11 @@ impl Decoder {
             }
         }
         let ts = || -> Res<u64> { need(l.secs(K::Ts, "ts")?, "ts") };
-        match ev {
-            "fork" => {
+        let Some(name) = name else {
+            return Err(format!("unknown event '{ev}'"));
+        };
+        match name {
+            EventName::Fork => {
                 let (p, pp) = (l.pid(K::Pid, "pid")?, l.pid(K::Ppid, "ppid")?);
                 let t = l.secs(K::Ts, "ts")?;
                 if self.run && !self.rooted {
@@ -1286,14 +1223,14 @@ impl Decoder {
                     });
                 }
             }
-            "exec" => {
+            EventName::Exec => {
                 let tgid = l.pid(K::Pid, "pid")?;
                 let ts = ts()?;
                 let details = exec_details(&l, &mut self.argv, &mut self.paths)?;
                 out.push(Event::Exec { ts, tgid });
                 out.push(Event::ExecDetails { tgid, details });
             }
-            "exit" => {
+            EventName::Exit => {
                 let (p, ts) = (l.pid(K::Pid, "pid")?, ts()?);
                 let bg = flag(l.get(K::Background), "background")?;
                 let reported = self.background.remove(&p);
@@ -1338,7 +1275,7 @@ impl Decoder {
                     parent_tgid: l.pid(K::Ppid, "ppid")?,
                 });
             }
-            "background" => {
+            EventName::Background => {
                 let p = l.pid(K::Pid, "pid")?;
                 let state = match need(opt_cow(l.get(K::State), "state")?, "state")?.as_ref() {
                     "ready" => BackgroundState::Ready,
@@ -1354,32 +1291,32 @@ impl Decoder {
                 });
                 self.background.insert(p);
             }
-            "lost" => out.push(Event::Lost {
+            EventName::Lost => out.push(Event::Lost {
                 ts: l.secs(K::Ts, "ts")?,
                 count: need(l.int(K::Count, "count")?, "count")?,
             }),
-            "uid" => out.push(Event::Uid {
+            EventName::Uid => out.push(Event::Uid {
                 ts: ts()?,
                 tgid: l.pid(K::Pid, "pid")?,
                 ruid: need(l.int(K::Ruid, "ruid")?, "ruid")?,
                 euid: need(l.int(K::Euid, "euid")?, "euid")?,
             }),
-            "gid" => out.push(Event::Gid {
+            EventName::Gid => out.push(Event::Gid {
                 ts: ts()?,
                 tgid: l.pid(K::Pid, "pid")?,
                 rgid: need(l.int(K::Rgid, "rgid")?, "rgid")?,
                 egid: need(l.int(K::Egid, "egid")?, "egid")?,
             }),
-            "setsid" => out.push(Event::Sid {
+            EventName::Setsid => out.push(Event::Sid {
                 ts: ts()?,
                 tgid: l.pid(K::Pid, "pid")?,
             }),
-            "ptrace" => out.push(Event::Ptrace {
+            EventName::Ptrace => out.push(Event::Ptrace {
                 ts: ts()?,
                 tgid: l.pid(K::Pid, "pid")?,
                 tracer: l.pid(K::Tracer, "tracer")?,
             }),
-            "comm" => {
+            EventName::Comm => {
                 let p = l.pid(K::Pid, "pid")?;
                 out.push(Event::Comm {
                     ts: ts()?,
@@ -1388,7 +1325,7 @@ impl Decoder {
                     comm: need(opt_string(l.get(K::Comm), "comm")?, "comm")?,
                 });
             }
-            "region" => {
+            EventName::Region => {
                 let start = ts()?;
                 let d = need(l.secs(K::Duration, "duration")?, "duration")?;
                 out.push(Event::Region {
@@ -1404,10 +1341,10 @@ impl Decoder {
                     },
                 });
             }
-            "data" | "timer" | "counter" => {
+            EventName::Data | EventName::Timer | EventName::Counter => {
                 let per_thread = flag(l.get(K::PerThread), "per_thread")?;
-                let (value, key) = match ev {
-                    "data" => {
+                let (value, key) = match name {
+                    EventName::Data => {
                         let v = match need(l.get(K::Value), "value")? {
                             Val::Str(s, esc) => DataValue::Text(if esc { unescape(s) } else { s.to_owned() }),
                             Val::Num(s) | Val::Raw(s) => DataValue::Json(s.to_owned()),
@@ -1416,7 +1353,7 @@ impl Decoder {
                         };
                         (v, opt_string(l.get(K::Key), "key")?)
                     }
-                    "timer" => (
+                    EventName::Timer => (
                         DataValue::Timer {
                             intervals: need(l.int(K::Intervals, "intervals")?, "intervals")?,
                             total_ns: need(l.secs(K::Total, "total")?, "total")?,
@@ -1440,15 +1377,14 @@ impl Decoder {
                         ts: ts()?,
                         thread: opt_string(l.get(K::Thread), "thread")?.unwrap_or_default(),
                         category: opt_string(l.get(K::Category), "category")?.unwrap_or_default(),
-                        key: need(key, if ev == "data" { "key" } else { "name" })?,
+                        key: need(key, if name == EventName::Data { "key" } else { "name" })?,
                         nesting: need(l.int(K::Nesting, "nesting")?, "nesting")?,
                         value,
                     },
                 });
             }
-            "end" => return summary(&l).map(Some),
-            "start" => return Err("a second \"start\" line: two outputs in one file?".into()),
-            other => return Err(format!("unknown event '{other}'")),
+            EventName::End => return summary(&l).map(Some),
+            EventName::Start => return Err("a second \"start\" line: two outputs in one file?".into()),
         }
         Ok(None)
     }
@@ -1564,6 +1500,21 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     Ok(base)
 }
 
+/// Whether `line` is a `start` line proctrace wrote, laid out in any way JSON allows (spaces,
+/// keys in any order or escaped): for telling the format of a file a JSON tool rewrote.
+pub fn is_start_line(line: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(line) else {
+        return false;
+    };
+    let mut t = Table::default();
+    if t.scan(s).is_err() {
+        return false;
+    }
+    let l = Line { s, t: &t };
+    let is = |k: K, v: &str| opt_cow(l.get(k), k.name()).is_ok_and(|x| x.as_deref() == Some(v));
+    is(K::Event, EventName::Start.name()) && is(K::Tool, "proctrace")
+}
+
 /// What one line held. Boxed: this travels up from every line, and a move of the enum copies
 /// its largest variant (with a `Header` and a `Summary` inline, that copy was 2% of `analyze`).
 enum Parsed {
@@ -1591,7 +1542,8 @@ fn parse_line(
         table.scan(&text)?;
     }
     let l = Line { s: &text, t: table };
-    if first && matches!(l.get(K::Event), Some(Val::Str("start", false))) {
+    if first && opt_cow(l.get(K::Event), "event").is_ok_and(|e| e.as_deref() == Some(EventName::Start.name()))
+    {
         return header(&l, base.clone()).map(|h| Parsed::Header(Box::new(h)));
     }
     let n = out.len();
@@ -1740,6 +1692,10 @@ impl<R: BufRead> Input for JsonlInput<R> {
         self.stats.with_lines(self.lines.counts())
     }
 }
+
+#[cfg(test)]
+#[path = "jsonl_any_json_tests.rs"]
+mod any_json_tests;
 
 #[cfg(test)]
 mod tests {
@@ -2055,7 +2011,7 @@ mod tests {
 
     /// What [`Table::fill_laid_out`] made of `line` is what [`Table::scan`] makes of it, when it
     /// took the line at all; returns whether it did.
-    fn same_table(line: &str) -> bool {
+    pub(super) fn same_table(line: &str) -> bool {
         let (mut fast, mut full) = (Table::default(), Table::default());
         if !fast.fill_laid_out(line) {
             return false;
@@ -2160,11 +2116,13 @@ mod tests {
         /// A laid-out line with a byte changed, inserted or cut: still either left to the
         /// scanner or read exactly as the scanner reads it.
         #[test]
-        fn a_changed_laid_out_line_is_read_as_scan_reads_it(which in 0usize..3, at in 0usize..400, byte in any::<u8>(), how in 0u8..3) {
+        fn a_changed_laid_out_line_is_read_as_scan_reads_it(which in 0usize..4, at in 0usize..400, byte in any::<u8>(), how in 0u8..3) {
             let lines = [
                 r#"{"event":"fork","ts":0.000010000,"pid":1001,"ppid":1000,"comm":"make"}"#,
                 r#"{"event":"exec","ts":0.163848300,"pid":1338,"ppid":1337,"argv":["cc1","-quiet","a\"b","-o","/tmp/x.s"],"exe":"/usr/lib/cc1","cwd":"/src","uid":1000,"comm":"cc1"}"#,
                 r#"{"event":"exit","ts":0.163888200,"pid":1335,"ppid":1334,"signal":11,"core":true,"duration":0.000790000,"cpu_user_s":0.001,"cpu_sys_s":0.000,"max_rss_kib":1200,"ctx_switches":{"voluntary":1,"involuntary":0}}"#,
+                // As `jq -c .` prints it: numbers in scientific form, integers as floats.
+                r#"{"event":"exit","ts":8802.9575727570001,"pid":1335,"ppid":1334,"code":0,"duration":7.9e-04,"cpu_user_s":1e-3,"max_rss_kib":1.2E+3,"ctx_switches":{"voluntary":1.0,"involuntary":0e0}}"#,
             ];
             let mut b = lines[which].as_bytes().to_vec();
             let at = at % b.len();

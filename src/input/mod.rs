@@ -282,6 +282,10 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
     if line.starts_with(b"{\"event\":\"start\",\"ts\":") && contains(line, b"\"tool\":\"proctrace\"") {
         return Some(Format::Jsonl);
     }
+    // The same line as a JSON tool may rewrite it (`jq -S`, Python's spaces).
+    if line.starts_with(b"{") && jsonl::is_start_line(line) {
+        return Some(Format::Jsonl);
+    }
     if line.starts_with(b"{") && contains(line, b"\"event\":") && contains(line, b"\"sid\":") {
         return Some(Format::Trace2);
     }

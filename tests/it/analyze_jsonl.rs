@@ -179,3 +179,82 @@ fn a_cut_last_line_and_a_bad_middle_line() {
     );
     assert_eq!(std::fs::read_to_string(&lenient_out).unwrap(), text);
 }
+
+/// A real run's `-o` file rewritten by JSON tools — `jq -c .` (numbers reprinted: `5.3688e-05`),
+/// `jq -cS .` (keys sorted) and Python's `json.dumps` (spaces after `:` and `,`, non-ASCII
+/// escaped) — is analysed to the same JSON Lines, byte for byte, the same tree and summary on
+/// stderr and the same `--json` (but for the input's size) as the file proctrace wrote. All but
+/// `wall_offset`: about 1.8e9 s, its nanoseconds do not fit in the float these tools read
+/// numbers into (docs/json-lines.md), so it comes back within a microsecond, and the outputs
+/// are compared with the original's offset put back.
+#[test]
+fn a_file_rewritten_by_json_tools_analyses_the_same() {
+    let (out, live, file) = run_file(
+        &["--tree", "full"],
+        &[
+            "sh",
+            "-c",
+            "true; sh -c 'exit 3'; ls / >/dev/null; (sleep 0.01); cat </dev/null; exit 0",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let forks = live.iter().filter(|l| l["event"] == "fork").count();
+    assert!(forks >= 5, "{live:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let rewrite = |argv: &[&str]| -> String {
+        let o = Command::new(argv[0])
+            .args(&argv[1..])
+            .stdin(std::fs::File::open(&file).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{argv:?}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let python = "import json, sys\nfor l in sys.stdin: print(json.dumps(json.loads(l)))";
+    let analysed = |path: &str| {
+        let o = tmp("o.jsonl");
+        let an = proctrace(&["analyze", path, "-o", &o, "--tree", "full"]);
+        assert!(an.status.success(), "{path}: {}", stderr(&an));
+        let json = proctrace(&["analyze", path, "--json"]);
+        assert!(json.status.success(), "{path}: {}", stderr(&json));
+        let mut v: Value = serde_json::from_slice(&json.stdout).unwrap();
+        v["input"]["bytes"] = Value::Null;
+        (std::fs::read_to_string(&o).unwrap(), stderr(&an), v)
+    };
+    let want = analysed(&file);
+    assert_eq!(want.0, text);
+    // The `start` line's `wall_offset`, as written.
+    let offset = |text: &str| -> String {
+        let line = text.lines().next().unwrap();
+        let at = line.find("\"wall_offset\":").unwrap() + "\"wall_offset\":".len();
+        line[at..].split([',', '}']).next().unwrap().to_string()
+    };
+    let wall = offset(&text);
+    for (how, argv) in [
+        ("jq -c .", vec!["jq", "-c", "."]),
+        ("jq -cS .", vec!["jq", "-cS", "."]),
+        ("python json.dumps", vec!["python3", "-c", python]),
+    ] {
+        let rewritten = rewrite(&argv);
+        assert_ne!(rewritten, text, "{how} changed nothing");
+        assert_eq!(rewritten.lines().count(), text.lines().count(), "{how}");
+        let path = tmp("rewritten.jsonl");
+        std::fs::write(&path, &rewritten).unwrap();
+        let got = analysed(&path);
+        // The offset as the tool left it, to the nanosecond as read back: within 1 µs.
+        let back = offset(&got.0);
+        let ns = |s: &str| -> i128 {
+            let (i, f) = s.split_once('.').unwrap();
+            i.parse::<i128>().unwrap() * 1_000_000_000 + f.parse::<i128>().unwrap()
+        };
+        assert!(
+            (ns(&back) - ns(&wall)).abs() < 1000,
+            "{how}: wall_offset {back} for {wall}"
+        );
+        let put_back = |s: &str| s.replace(&back, &wall);
+        assert_eq!(put_back(&got.0), want.0, "{how}: JSON Lines differ");
+        assert_eq!(got.1, want.1, "{how}: tree or summary differs");
+        let json = |v: &Value| put_back(&v.to_string());
+        assert_eq!(json(&got.2), json(&want.2), "{how}: --json differs");
+    }
+}
