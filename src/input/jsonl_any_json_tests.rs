@@ -254,10 +254,7 @@ fn styles() -> Vec<(&'static str, Style)> {
 
 /// Header, events, stats and summary of a whole file.
 fn read(text: &str) -> (Header, Vec<Event>, (u64, u64, u64), Option<Summary>) {
-    let opts = InputOptions {
-        lenient: false,
-        tool: None,
-    };
+    let opts = InputOptions::default();
     let mut input = JsonlInput::new(text.as_bytes(), Path::new("mem.jsonl"), &opts).unwrap();
     let mut events = Vec::new();
     input.feed_all(&mut |e| events.push(e)).unwrap();
@@ -509,10 +506,7 @@ fn exit_line(ts: u64, pid: i32, code: i32, duration: u64, cpu: u64, rss: u64) ->
 fn events_of(line: &str) -> Result<Vec<Event>, String> {
     let text =
         format!("{{\"event\":\"start\",\"ts\":0.5,\"tool\":\"proctrace\",\"mode\":\"watch\"}}\n{line}\n");
-    let opts = InputOptions {
-        lenient: false,
-        tool: None,
-    };
+    let opts = InputOptions::default();
     let mut input =
         JsonlInput::new(text.as_bytes(), Path::new("mem.jsonl"), &opts).map_err(|e| e.to_string())?;
     let mut ev = Vec::new();
@@ -543,7 +537,10 @@ proptest! {
         if let Err(e) = events_of(&text) {
             prop_assert!(e.contains("mem.jsonl:"), "{}", e);
         }
-        let opts = InputOptions { lenient: true, tool: None };
+        let opts = InputOptions {
+            lenient: true,
+            ..InputOptions::default()
+        };
         let mut input = JsonlInput::new(file.as_bytes(), Path::new("mem.jsonl"), &opts).unwrap();
         let read = input.feed_all(&mut |_| ());
         prop_assert!(read.is_ok(), "{:?}", read);
