@@ -99,7 +99,7 @@ impl<R: BufRead> CaptureInput<R> {
 
     /// The next good line; `None` at the end (or at a truncated last line).
     fn next_line(&mut self) -> Result<Option<Line>, InputError> {
-        while let Some(l) = self.lines.next_line()? {
+        while let Some(l) = self.lines.next_line() {
             self.line_no = l.no;
             match parse_line(l.text.trim_ascii()) {
                 Ok(line) => return Ok(Some(line)),
@@ -117,7 +117,10 @@ impl<R: BufRead> CaptureInput<R> {
                 }
             }
         }
-        Ok(None)
+        match self.lines.take_error() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 }
 

@@ -1673,7 +1673,7 @@ impl<R: BufRead> JsonlInput<R> {
     /// last line. `first`: a `start` line is the header.
     fn next_line(&mut self, first: bool) -> Result<Option<Parsed>, InputError> {
         // Lines are parsed where they lie in the reader's buffer (see [`Lines`]).
-        while let Some(l) = self.lines.next_line()? {
+        while let Some(l) = self.lines.next_line() {
             let parsed = parse_line(
                 l.text.trim_ascii(),
                 first,
@@ -1698,7 +1698,10 @@ impl<R: BufRead> JsonlInput<R> {
                 }
             }
         }
-        Ok(None)
+        match self.lines.take_error() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 }
 
