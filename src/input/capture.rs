@@ -26,15 +26,21 @@ pub enum Line {
     Summary(Summary),
 }
 
-/// Parses one capture line (without its newline).
+/// Parses one capture line (without its newline): any JSON layout (a header or summary laid
+/// out otherwise than proctrace writes it is tried as one when it is not an event).
 pub fn parse_line(line: &[u8]) -> Result<Line, serde_json::Error> {
-    if line.starts_with(br#"{"e":"header""#) || line.starts_with(br#"{"e":"summary""#) {
+    let framing = |line: &[u8]| {
         serde_json::from_slice::<CaptureLine>(line).map(|l| match l {
             CaptureLine::Header { header } => Line::Header(header),
             CaptureLine::Summary { summary } => Line::Summary(summary),
         })
+    };
+    if line.starts_with(br#"{"e":"header""#) || line.starts_with(br#"{"e":"summary""#) {
+        framing(line)
     } else {
-        serde_json::from_slice::<Event>(line).map(Line::Event)
+        serde_json::from_slice::<Event>(line)
+            .map(Line::Event)
+            .or_else(|e| framing(line).map_err(|_| e))
     }
 }
 

@@ -12,6 +12,7 @@ mod cli;
 mod diff;
 mod errors;
 mod faults;
+mod inputs;
 mod otlp;
 mod progress;
 mod ptrace;
