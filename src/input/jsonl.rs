@@ -32,7 +32,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::lines::{Lines, jsonl_key};
+use super::lines::{Lines, Order, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
@@ -1637,7 +1637,7 @@ impl<R: BufRead> JsonlInput<R> {
         let base = opts.fallback_header(&[path.to_path_buf()], 0, 0);
         let mut me = JsonlInput {
             path: path.to_path_buf(),
-            lines: Lines::new(input, path, opts.max_line, opts.lenient, jsonl_key),
+            lines: Lines::new(input, path, opts.max_line, opts.lenient, jsonl_key, Order::ByTime),
             header: base.clone(),
             base,
             dec: Decoder::default(),

@@ -3,7 +3,8 @@
 //!
 //! - **Bounded.** A line longer than the limit is an error naming it, or (lenient) is dropped
 //!   and counted, without ever being stored: memory holds at most the limit for it.
-//! - **In time order, within a window.** Each line's time (its *key*, read cheaply from its
+//! - **In time order, within a window** (JSON Lines; a capture is read as recorded, its late
+//!   lines counted: [`Order`]). Each line's time (its *key*, read cheaply from its
 //!   first bytes: [`jsonl_key`], [`capture_key`]) decides its place among the next
 //!   [`WINDOW`] lines: a shuffled or reversed file of up to that many lines reads as the file
 //!   it was shuffled from. A line without a time of its own (an `exec_details` after its
@@ -39,6 +40,25 @@ const SLOT_KEPT: usize = 1 << 20;
 /// last: the summary); `None` for a line without a time of its own, which stays after the line
 /// before it (after the header, if none came before it).
 pub type KeyOf = fn(&[u8], &mut KeyState) -> Option<u64>;
+
+/// How lines are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// By key, stable by arrival, within the window (proctrace's JSON Lines: its lines are the
+    /// model's facts, each timed).
+    ByTime,
+    /// As they came, counting a line older than `tolerance` ns behind the latest key as late
+    /// (a capture: it is the order the live run took its events in, small inversions between
+    /// sources included, and replays exactly that way).
+    AsRecorded {
+        /// How far behind the latest time a line may be before it is counted late.
+        tolerance: u64,
+    },
+}
+
+/// A capture's events from different sources come this far out of time order at most (the
+/// connector's own, a `comm` read from `/proc`: tens of µs); beyond, a line is counted late.
+pub const CAPTURE_TOLERANCE_NS: u64 = 10_000_000;
 
 /// What a key function remembers from the line before.
 #[derive(Debug, Default)]
@@ -118,7 +138,7 @@ pub struct Lines<R> {
 impl<R: BufRead> Lines<R> {
     /// Lines of `input` (named `name` in errors), each at most `max_line` bytes, ordered by
     /// `key_of`.
-    pub fn new(input: R, name: &Path, max_line: usize, lenient: bool, key_of: KeyOf) -> Self {
+    pub fn new(input: R, name: &Path, max_line: usize, lenient: bool, key_of: KeyOf, order: Order) -> Self {
         Lines {
             input,
             name: name.to_path_buf(),
@@ -133,6 +153,7 @@ impl<R: BufRead> Lines<R> {
                 released: 0,
                 late: 0,
                 reordered: 0,
+                order,
             },
             scanned: 0,
             slots: Vec::new(),
@@ -349,6 +370,7 @@ struct Window {
     released: u64,
     late: u64,
     reordered: u64,
+    order: Order,
 }
 
 impl Window {
@@ -358,6 +380,22 @@ impl Window {
 
     #[inline]
     fn insert(&mut self, key: Option<u64>, no: u64, complete: bool, at: At, copied: usize) {
+        self.held_bytes += copied;
+        if let Order::AsRecorded { tolerance } = self.order {
+            if let Some(k) = key.filter(|_| complete) {
+                if k.saturating_add(tolerance) < self.last_key {
+                    self.late += 1;
+                }
+                self.last_key = self.last_key.max(k);
+            }
+            self.held.push_back(Entry {
+                key: 0,
+                no,
+                at,
+                complete,
+            });
+            return;
+        }
         let key = match key {
             Some(k) => {
                 if complete {
@@ -370,7 +408,6 @@ impl Window {
         if key < self.released {
             self.late += 1;
         }
-        self.held_bytes += copied;
         let e = Entry {
             key,
             no,
@@ -625,7 +662,7 @@ mod tests {
         let mut counts = LineCounts::default();
         for cap in [7, 64, 1 << 16] {
             let r = std::io::BufReader::with_capacity(cap, text);
-            let mut l = Lines::new(r, Path::new("t"), max, lenient, key);
+            let mut l = Lines::new(r, Path::new("t"), max, lenient, key, Order::ByTime);
             let mut got = Vec::new();
             while let Some(line) = l.next_line() {
                 got.push((line.no, String::from_utf8_lossy(line.text).into_owned()));
@@ -776,6 +813,37 @@ mod tests {
         assert_eq!(eight_digits(b"1234/678"), None);
         assert_eq!(seconds(b"1.0000000001"), Some(time_key(1_000_000_000)));
         assert_eq!(seconds(b"1.000000001e3"), Some(time_key(1_000_000_001_000)));
+    }
+
+    #[test]
+    fn a_capture_is_read_as_recorded_and_a_late_line_counted() {
+        let c = |ts: u64| format!("{{\"e\":\"fork\",\"ts\":{ts}}}");
+        let lines = [
+            c(100_000_000),
+            c(99_990_000),
+            r#"{"e":"exec_details","tgid":1}"#.into(),
+            c(50_000_000),
+            c(200_000_000),
+        ];
+        let text = lines.join("\n") + "\n";
+        let r = std::io::BufReader::with_capacity(16, text.as_bytes());
+        let mut l = Lines::new(
+            r,
+            Path::new("t"),
+            1000,
+            false,
+            capture_key,
+            Order::AsRecorded {
+                tolerance: CAPTURE_TOLERANCE_NS,
+            },
+        );
+        let mut got = Vec::new();
+        while let Some(line) = l.next_line() {
+            got.push(line.no);
+        }
+        assert_eq!(got, [1, 2, 3, 4, 5]);
+        // 10 µs behind: within the tolerance; 50 ms behind: late.
+        assert_eq!((l.counts().late, l.counts().reordered), (1, 0));
     }
 
     #[test]

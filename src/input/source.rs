@@ -311,8 +311,9 @@ impl<R: Read> LineReader<R> {
             };
             if end.is_none() && !over && !self.eof {
                 if self.end == self.buf.len() && self.pos == 0 {
-                    // A first line longer than the buffer: room for it, up to the limit.
-                    let to = (self.buf.len() * 2).min(self.max_line.saturating_add(BUFFER));
+                    // A first line longer than the buffer: room for it, up to the limit, in one
+                    // step (growing by doubling held the old buffers too: 3 times the limit).
+                    let to = self.max_line.saturating_add(BUFFER);
                     self.buf.resize(to.max(self.buf.len()), 0);
                 }
                 if self.read_more()? {
