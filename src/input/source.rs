@@ -33,8 +33,12 @@ pub const DEFAULT_MAX_LINE: usize = 64 << 20;
 /// How `-` is named in messages.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// The reader's buffer: lines are parsed where they lie in it.
-const BUFFER: usize = 256 << 10;
+/// The reader's buffer: lines are parsed where they lie in it (and the lines still waiting for
+/// the reorder window are copied when it moves on: a bigger buffer copies fewer).
+const BUFFER: usize = 1 << 20;
+
+/// The buffer of a file of a many-file Trace2 merge (up to thousands open at once).
+pub const MERGE_BUFFER: usize = 64 << 10;
 
 /// `-`: stdin.
 pub fn is_stdin(path: &Path) -> bool {
@@ -219,9 +223,14 @@ impl<R: Read> LineReader<R> {
     /// A reader of `inner`, lines up to `max_line` bytes (enforced once
     /// [`limit_lines`](Self::limit_lines) is called).
     pub fn new(inner: R, max_line: usize, lenient: bool) -> Self {
+        LineReader::with_capacity(BUFFER, inner, max_line, lenient)
+    }
+
+    /// [`new`](Self::new) with a buffer of `capacity` bytes.
+    pub fn with_capacity(capacity: usize, inner: R, max_line: usize, lenient: bool) -> Self {
         LineReader {
             inner,
-            buf: vec![0; BUFFER],
+            buf: vec![0; capacity.max(64)],
             pos: 0,
             end: 0,
             eof: false,
@@ -313,7 +322,7 @@ impl<R: Read> LineReader<R> {
                 if self.end == self.buf.len() && self.pos == 0 {
                     // A first line longer than the buffer: room for it, up to the limit, in one
                     // step (growing by doubling held the old buffers too: 3 times the limit).
-                    let to = self.max_line.saturating_add(BUFFER);
+                    let to = self.max_line.saturating_add(self.buf.len());
                     self.buf.resize(to.max(self.buf.len()), 0);
                 }
                 if self.read_more()? {
