@@ -2,14 +2,15 @@
 //! live run read) and the summary. They replay exactly as they ran.
 //!
 //! Read as a stream: memory does not grow with the file. Lines come through [`Lines`]: bounded,
-//! and in time order within its window (a capture is recorded in the order the live run took
-//! its events in, which is time order but for events from different sources a little apart;
-//! those it keeps as recorded unless their times say otherwise).
+//! and in the order they were recorded, which is the order the live run took its events in
+//! (time order but for events from different sources a little apart): a replay is that run
+//! again. A line more than [`CAPTURE_TOLERANCE_NS`] older than one before it is counted late
+//! ([`InputStats::late_lines`]), so a capture put out of order is said, not silently replayed.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::lines::{Lines, capture_key};
+use super::lines::{CAPTURE_TOLERANCE_NS, Lines, Order, capture_key};
 use super::{Format, Input, InputError, InputOptions, InputStats};
 use crate::model::event::Event;
 use crate::model::session::{Header, Summary};
@@ -44,7 +45,16 @@ impl<R: BufRead> CaptureInput<R> {
     pub fn new(input: R, path: &Path, opts: &InputOptions) -> Result<Self, InputError> {
         let mut me = CaptureInput {
             path: path.to_path_buf(),
-            lines: Lines::new(input, path, opts.max_line, opts.lenient, capture_key),
+            lines: Lines::new(
+                input,
+                path,
+                opts.max_line,
+                opts.lenient,
+                capture_key,
+                Order::AsRecorded {
+                    tolerance: CAPTURE_TOLERANCE_NS,
+                },
+            ),
             header: opts.fallback_header(&[path.to_path_buf()], 0, 0),
             pending: Vec::new(),
             summary: None,
@@ -77,7 +87,7 @@ impl<R: BufRead> CaptureInput<R> {
 
     /// The next good line; `None` at the end (or at a truncated last line).
     fn next_line(&mut self) -> Result<Option<Line>, InputError> {
-        while let Some(l) = self.lines.next_line()? {
+        while let Some(l) = self.lines.next_line() {
             self.line_no = l.no;
             match parse_line(l.text.trim_ascii()) {
                 Ok(line) => return Ok(Some(line)),
@@ -95,7 +105,10 @@ impl<R: BufRead> CaptureInput<R> {
                 }
             }
         }
-        Ok(None)
+        match self.lines.take_error() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 }
 

@@ -41,7 +41,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::lines::{Lines, jsonl_key};
+use super::lines::{Lines, Order, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
@@ -1589,7 +1589,7 @@ impl<R: BufRead> JsonlInput<R> {
         let base = opts.fallback_header(&[path.to_path_buf()], 0, 0);
         let mut me = JsonlInput {
             path: path.to_path_buf(),
-            lines: Lines::new(input, path, opts.max_line, opts.lenient, jsonl_key),
+            lines: Lines::new(input, path, opts.max_line, opts.lenient, jsonl_key, Order::ByTime),
             header: base.clone(),
             base,
             dec: Decoder::default(),
@@ -1625,7 +1625,7 @@ impl<R: BufRead> JsonlInput<R> {
     /// last line. `first`: a `start` line is the header.
     fn next_line(&mut self, first: bool) -> Result<Option<Parsed>, InputError> {
         // Lines are parsed where they lie in the reader's buffer (see [`Lines`]).
-        while let Some(l) = self.lines.next_line()? {
+        while let Some(l) = self.lines.next_line() {
             let parsed = parse_line(
                 l.text.trim_ascii(),
                 first,
@@ -1650,7 +1650,10 @@ impl<R: BufRead> JsonlInput<R> {
                 }
             }
         }
-        Ok(None)
+        match self.lines.take_error() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 }
 

@@ -33,8 +33,12 @@ pub const DEFAULT_MAX_LINE: usize = 64 << 20;
 /// How `-` is named in messages.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// The reader's buffer: lines are parsed where they lie in it.
-const BUFFER: usize = 256 << 10;
+/// The reader's buffer: lines are parsed where they lie in it (and the lines still waiting for
+/// the reorder window are copied when it moves on: a bigger buffer copies fewer).
+const BUFFER: usize = 1 << 20;
+
+/// The buffer of a file of a many-file Trace2 merge (up to thousands open at once).
+pub const MERGE_BUFFER: usize = 64 << 10;
 
 /// `-`: stdin.
 pub fn is_stdin(path: &Path) -> bool {
@@ -219,9 +223,14 @@ impl<R: Read> LineReader<R> {
     /// A reader of `inner`, lines up to `max_line` bytes (enforced once
     /// [`limit_lines`](Self::limit_lines) is called).
     pub fn new(inner: R, max_line: usize, lenient: bool) -> Self {
+        LineReader::with_capacity(BUFFER, inner, max_line, lenient)
+    }
+
+    /// [`new`](Self::new) with a buffer of `capacity` bytes.
+    pub fn with_capacity(capacity: usize, inner: R, max_line: usize, lenient: bool) -> Self {
         LineReader {
             inner,
-            buf: vec![0; BUFFER],
+            buf: vec![0; capacity.max(64)],
             pos: 0,
             end: 0,
             eof: false,
@@ -287,22 +296,33 @@ impl<R: Read> LineReader<R> {
     /// of the input) and its number, nothing consumed. Empty when the input is empty or blank
     /// (or its blank start is longer than the limit).
     pub fn first_line(&mut self) -> io::Result<(u64, &[u8])> {
-        let ws = |b: &u8| b.is_ascii_whitespace();
+        // Offsets from `pos` (kept by a move of the data to the buffer's front): each byte is
+        // looked at once, however the input comes in.
+        let mut start: Option<usize> = None;
+        let mut seen = 0;
+        let mut end = None;
         loop {
             let data = &self.buf[self.pos..self.end];
-            let start = data.iter().position(|b| !ws(b));
-            let (found, over) = match start {
-                Some(s) => match memchr::memchr(b'\n', &data[s..]) {
-                    Some(e) => (Some((s, s + e)), false),
-                    None => (None, data.len() - s > self.max_line),
-                },
-                None => (None, data.len() > self.max_line),
+            if start.is_none() {
+                start = data[seen..]
+                    .iter()
+                    .position(|b| !b.is_ascii_whitespace())
+                    .map(|i| seen + i);
+                seen = start.unwrap_or(data.len());
+            }
+            if start.is_some() {
+                end = memchr::memchr(b'\n', &data[seen..]).map(|i| seen + i);
+                seen = data.len();
+            }
+            let mut over = match start {
+                Some(s) => end.is_none() && data.len() - s > self.max_line,
+                None => data.len() > self.max_line,
             };
-            let mut over = over;
-            if found.is_none() && !over && !self.eof {
+            if end.is_none() && !over && !self.eof {
                 if self.end == self.buf.len() && self.pos == 0 {
-                    // A first line longer than the buffer: room for it, up to the limit.
-                    let to = (self.buf.len() * 2).min(self.max_line.saturating_add(BUFFER));
+                    // A first line longer than the buffer: room for it, up to the limit, in one
+                    // step (growing by doubling held the old buffers too: 3 times the limit).
+                    let to = self.max_line.saturating_add(self.buf.len());
                     self.buf.resize(to.max(self.buf.len()), 0);
                 }
                 if self.read_more()? {
@@ -312,11 +332,11 @@ impl<R: Read> LineReader<R> {
             }
             let data = &self.buf[self.pos..self.end];
             let no = |s: usize| 1 + memchr::memchr_iter(b'\n', &data[..s]).count() as u64;
-            return Ok(match (found, start) {
-                (Some((s, e)), _) => (no(s), &data[s..e]),
-                (None, Some(s)) if over => (no(s), &data[s..(s + self.max_line + 1).min(data.len())]),
-                (None, Some(s)) => (no(s), &data[s..]),
-                (None, None) => (1, &[]),
+            return Ok(match (start, end) {
+                (Some(s), Some(e)) => (no(s), &data[s..e]),
+                (Some(s), None) if over => (no(s), &data[s..(s + self.max_line + 1).min(data.len())]),
+                (Some(s), None) => (no(s), &data[s..]),
+                (None, _) => (1, &[]),
             });
         }
     }
@@ -486,6 +506,21 @@ mod tests {
             out[..n].copy_from_slice(&self.0[..n]);
             self.0 = &self.0[n..];
             Ok(n)
+        }
+    }
+
+    #[test]
+    fn first_line_through_small_reads() {
+        let mut text = b"\n\n   ".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 3 * BUFFER));
+        text.extend_from_slice(b"\nnext\n");
+        for chunk in [1, 5, 4096] {
+            let mut r = LineReader::new(Chunks(&text, chunk), 4 * BUFFER, false);
+            let (no, line) = r.first_line().unwrap();
+            assert_eq!((no, line.len()), (3, 3 * BUFFER));
+            let mut all = Vec::new();
+            r.read_to_end(&mut all).unwrap();
+            assert_eq!(all, text);
         }
     }
 

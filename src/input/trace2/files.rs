@@ -15,7 +15,7 @@ use trace2::reader::{EventReader, ReadOptions};
 use super::stream::Stream;
 use super::{first_time_of, input_error, ns};
 use crate::input::InputError;
-use crate::input::source::LineReader;
+use crate::input::source::{LineReader, MERGE_BUFFER};
 use crate::model::event::Event;
 
 /// A file to read and the time of its first event (where the merge opens it).
@@ -42,7 +42,7 @@ pub(super) fn first_time(path: &Path, max_line: usize) -> Result<u64, InputError
         source,
     };
     let file = File::open(path).map_err(io)?;
-    let mut r = LineReader::new(file, max_line, true);
+    let mut r = LineReader::with_capacity(8 << 10, file, max_line, true);
     Ok(first_time_of(r.first_line().map_err(io)?.1))
 }
 
@@ -104,7 +104,8 @@ impl BufRead for Tallied {
 fn reader_of(fs: &mut FileStart, how: Reading, tally: &Rc<Tally>) -> Result<Tallied, InputError> {
     let r = match fs.reader.take() {
         Some(r) => r,
-        None => LineReader::new(
+        None => LineReader::with_capacity(
+            MERGE_BUFFER,
             File::open(&fs.path).map_err(|source| InputError::Io {
                 path: fs.path.clone(),
                 source,
