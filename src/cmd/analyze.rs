@@ -109,7 +109,8 @@ fn report_reading(s: &InputStats) {
             s.late_lines,
             "",
             "line(s) older than events already output (beyond the reorder window: 2 s of Trace2, \
-             128 lines of proctrace's formats): read, but their events came out of time order",
+             128 lines of JSON Lines; a capture is read as recorded): read, but their events came \
+             out of time order",
         ),
         (
             s.long_lines,
