@@ -214,7 +214,7 @@ pub struct Outputs {
     /// Files proctrace created while planning: removed if it never starts.
     created: Vec<PathBuf>,
     /// Replaced files, emptied at the start.
-    to_truncate: Vec<std::fs::File>,
+    to_truncate: Vec<(String, std::fs::File)>,
     writes_stdout: bool,
     started: bool,
 }
@@ -253,7 +253,8 @@ impl Outputs {
                             crate::say!("proctrace: otlp: {why}");
                         }
                         cfg.offline = !ask.live;
-                        wanted.push((spec, cfg.url.clone()));
+                        // The collector's URL names the output in messages: never its password.
+                        wanted.push((spec, crate::redact::redact_arg(&cfg.url).into_owned()));
                         settings.otlp = Some(cfg);
                     }
                 }
@@ -289,6 +290,14 @@ impl Outputs {
         let mut fanout = Fanout::new();
         for (spec, value) in wanted {
             me.writes_stdout |= value == "-" && matches!(spec.dest, DestKind::File | DestKind::Append);
+            // A Trace2 file destination is created by the Trace2 output itself (appended to, as
+            // git does): one made for a run that never starts goes again too.
+            if spec.dest == DestKind::Trace2
+                && value.starts_with('/')
+                && std::fs::symlink_metadata(&value).is_err()
+            {
+                me.created.push(PathBuf::from(&value));
+            }
             let opened = Opened::open(spec.dest, &value).map_err(|e| {
                 ProctraceError::Io(format!("cannot open output '{value}' ({})", spec.what), e)
             })?;
@@ -300,7 +309,7 @@ impl Outputs {
                     let f = file
                         .try_clone()
                         .map_err(|e| ProctraceError::Io(format!("cannot open output '{value}'"), e))?;
-                    me.to_truncate.push(f);
+                    me.to_truncate.push((value.clone(), f));
                 }
             }
             match spec.make {
@@ -353,10 +362,10 @@ impl Outputs {
     /// Empties the files being replaced and hands out the streaming sinks: from here on the
     /// outputs are the run's. Call once, right before the header goes out.
     pub fn start(&mut self) -> Result<Fanout, ProctraceError> {
-        for f in self.to_truncate.drain(..) {
+        for (path, f) in self.to_truncate.drain(..) {
             if f.metadata().is_ok_and(|m| m.is_file()) {
                 f.set_len(0)
-                    .map_err(|e| ProctraceError::Io("cannot empty an output file".into(), e))?;
+                    .map_err(|e| ProctraceError::Io(format!("cannot empty output '{path}'"), e))?;
             }
         }
         self.started = true;

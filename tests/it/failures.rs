@@ -65,7 +65,7 @@ fn run_keeps_the_commands_status_and_says_what_was_lost() {
 
 #[test]
 fn a_late_usage_error_leaves_every_file_as_it_was() {
-    let (jsonl, chrome, fresh) = (tmp("t.jsonl"), tmp("c.json"), tmp("new.svg"));
+    let (jsonl, chrome, fresh, fresh_t2) = (tmp("t.jsonl"), tmp("c.json"), tmp("new.svg"), tmp("new.t2"));
     std::fs::write(&jsonl, "keep\n").unwrap();
     std::fs::write(&chrome, "keep too\n").unwrap();
     let marker = tmp("must-not-exist");
@@ -77,6 +77,8 @@ fn a_late_usage_error_leaves_every_file_as_it_was() {
         &chrome,
         "--svg",
         &fresh,
+        "--trace2-perf",
+        &fresh_t2,
         "--trace2-event",
         "rel/x",
         "--",
@@ -107,6 +109,10 @@ fn a_late_usage_error_leaves_every_file_as_it_was() {
             "connector",
             "-o",
             &jsonl,
+            "--svg",
+            &fresh,
+            "--trace2-perf",
+            &fresh_t2,
             "--",
             "true",
         ])
@@ -114,6 +120,12 @@ fn a_late_usage_error_leaves_every_file_as_it_was() {
         .unwrap();
     assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), "keep\n");
+    for f in [&fresh, &fresh_t2] {
+        assert!(
+            !std::path::Path::new(f).exists(),
+            "{f}: made for a run that never started"
+        );
+    }
 }
 
 #[test]
