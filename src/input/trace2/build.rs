@@ -6,7 +6,7 @@
 use foldhash::HashMap;
 
 use super::order::Out;
-use super::session::Family;
+use super::session::{Family, Session};
 use super::{PID_MAX_LIMIT, status_of, wait_status};
 use crate::model::event::{Argv, DataValue, Event, ExecDetails, ExitStatus, Pid, Usage};
 use crate::model::tracker::BackgroundState;
@@ -98,20 +98,56 @@ pub(super) fn comm_of(argv: &[String]) -> Option<String> {
     Some(base[..end].to_string())
 }
 
-/// Builds the processes and the event stream from what was read.
 /// Builds one family's processes and hands their events to `out` (pids claimed there).
 /// `earliest`: the time of a session that showed none.
+///
+/// In steps: close the regions left open, find each session's parent session, place every
+/// session in a process (its own, an exec of its parent's, or a `child_start`'s), fill in the
+/// ends the sessions did not write, make the times consistent, claim pids, then push the
+/// lifecycle events, the notes and costs, and what `out` needs about the roots.
 pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
-    // Regions still open: closed at the end of their session (the last time it showed).
+    close_open_regions(&mut r);
+    let (kids, roots) = session_tree(&r, earliest);
+    let mut tree = Tree::new(&r.sessions, &kids, earliest);
+    tree.start_roots(&roots);
+    while let Some(job) = tree.work.pop() {
+        tree.place(job);
+    }
+    let Tree {
+        mut procs, proc_of, ..
+    } = tree;
+    take_reported_ends(&mut procs);
+    make_times_consistent(&mut procs);
+    let pid_of = claim_pids(&procs, out);
+    push_lifecycles(&mut procs, &pid_of, out);
+    push_notes(
+        std::mem::take(&mut r.note_events),
+        &r.slots,
+        &proc_of,
+        &procs,
+        &pid_of,
+        out,
+    );
+    count_roots(&procs, &pid_of, out);
+    out.held.end_run();
+}
+
+/// Closes the regions still open at the end of their session (the last time it showed), so
+/// every region has an end before it is fed.
+fn close_open_regions(r: &mut Family) {
     let by_sid = &r.by_sid;
     let sessions = &r.sessions;
     let closed = r
         .notes
         .close_all_at(|sid| by_sid.get(sid).and_then(|&i| sessions[i].last).unwrap_or(0));
     r.note_events.extend(closed);
-    let sessions = &r.sessions;
+}
 
-    // Child sessions per session, in start order; roots.
+/// The sessions' tree by SID: each session's child sessions and the roots (sessions whose
+/// parent SID is not in the family), each in start order, so processes are created parents
+/// first and children in the order they started.
+fn session_tree(r: &Family, earliest: u64) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let sessions = &r.sessions;
     let mut kids: Vec<Vec<usize>> = vec![Vec::new(); sessions.len()];
     let mut roots = Vec::new();
     for (i, s) in sessions.iter().enumerate() {
@@ -126,36 +162,106 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
         k.sort_by_key(|&i| (start_of(i), i));
     }
     roots.sort_by_key(|&i| (start_of(i), i));
+    (kids, roots)
+}
 
-    let mut procs: Vec<Proc> = Vec::new();
-    // (session, phase) → process.
-    let mut proc_of: HashMap<(usize, usize), usize> = HashMap::default();
-    // Work list: (session, the process it runs in, exec'd into it at this time (continuation)).
-    let mut work: Vec<(usize, usize, Option<u64>)> = Vec::new();
-    for &ri in roots.iter().rev() {
-        let s = &sessions[ri];
-        let p = procs.len();
-        procs.push(Proc {
-            pid: sid_pid(&s.sid),
-            fork: start_of(ri),
-            execs: vec![(start_of(ri), s.argv.clone().unwrap_or_default())],
-            has_session: true,
-            ..Default::default()
-        });
-        work.push((ri, p, None));
+/// A session to place: (session, the process it runs in, exec'd into it at this time (a
+/// continuation of its parent's process)).
+type Job = (usize, usize, Option<u64>);
+
+/// The processes made so far from a family's sessions, and the sessions still to place.
+struct Tree<'a> {
+    sessions: &'a [Session],
+    /// Child sessions per session, in start order.
+    kids: &'a [Vec<usize>],
+    earliest: u64,
+    procs: Vec<Proc>,
+    /// (session, phase) → process.
+    proc_of: HashMap<(usize, usize), usize>,
+    /// Sessions still to place, the next last (depth first, children in start order).
+    work: Vec<Job>,
+}
+
+/// What one session's child sessions are matched against: its `child_start`s (their
+/// processes, which are taken) and its execs (which are used).
+struct Offers {
+    /// Process of each `child_start` (`None`: the spawn failed).
+    child_proc: Vec<Option<usize>>,
+    /// The `child_start` already has its session.
+    direct_taken: Vec<bool>,
+    /// `child_start`s are in start order (almost always): then a binary search bounds them.
+    starts_sorted: bool,
+    /// `child_start`s by reported pid (a pid can come round again within one parent).
+    children_by_pid: HashMap<Pid, Vec<usize>>,
+    /// The exec already has its session.
+    execs_used: Vec<bool>,
+    own_pid: Option<Pid>,
+}
+
+impl<'a> Tree<'a> {
+    fn new(sessions: &'a [Session], kids: &'a [Vec<usize>], earliest: u64) -> Self {
+        Tree {
+            sessions,
+            kids,
+            earliest,
+            procs: Vec::new(),
+            proc_of: HashMap::default(),
+            work: Vec::new(),
+        }
     }
-    while let Some((si, p, exec_at)) = work.pop() {
+
+    fn start_of(&self, i: usize) -> u64 {
+        self.sessions[i].first.unwrap_or(self.earliest)
+    }
+
+    /// A process for each root session, its pid from the SID; queued so the first root is
+    /// placed first.
+    fn start_roots(&mut self, roots: &[usize]) {
+        for &ri in roots.iter().rev() {
+            let s = &self.sessions[ri];
+            let p = self.procs.len();
+            self.procs.push(Proc {
+                pid: sid_pid(&s.sid),
+                fork: self.start_of(ri),
+                execs: vec![(self.start_of(ri), s.argv.clone().unwrap_or_default())],
+                has_session: true,
+                ..Default::default()
+            });
+            self.work.push((ri, p, None));
+        }
+    }
+
+    /// Places one session in process `p`: its exec (for a continuation), its end, its
+    /// detached forks and `child_start`s as processes, then its child sessions (queued), and
+    /// its execs no session followed.
+    fn place(&mut self, (si, p, exec_at): Job) {
+        let (sessions, kids) = (self.sessions, self.kids);
         let s = &sessions[si];
-        procs[p].has_session = true;
+        self.procs[p].has_session = true;
         if let Some(t) = exec_at {
             let argv = s.argv.clone().unwrap_or_default();
-            procs[p].execs.push((t, argv));
+            self.procs[p].execs.push((t, argv));
         }
-        proc_of.insert((si, 0), p);
-        // The session's own end.
-        let ph0 = s.phases.first().copied().unwrap_or_default();
+        self.proc_of.insert((si, 0), p);
+        self.own_end(si, p);
+        self.detached_forks(si, p);
+        let mut offers = self.started_children(si, p);
+        for &ci in &kids[si] {
+            self.place_child_session(si, p, ci, &mut offers);
+        }
+        // Execs with no session after them: the process runs something else now.
+        for (i, e) in s.execs.iter().enumerate() {
+            if !offers.execs_used[i] {
+                self.procs[p].execs.push((e.1, e.2.clone()));
+            }
+        }
+    }
+
+    /// The session's own end (phase 0): a signal it wrote, else its `atexit` or `exit`.
+    fn own_end(&mut self, si: usize, p: usize) {
+        let ph0 = self.sessions[si].phases.first().copied().unwrap_or_default();
         if let Some((t, sig)) = ph0.signal {
-            procs[p].exit = Some((
+            self.procs[p].exit = Some((
                 t,
                 ExitStatus::Signal {
                     signal: sig,
@@ -163,18 +269,23 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
                 },
             ));
         } else if let Some((t, code)) = ph0.atexit.or(ph0.exit) {
-            procs[p].exit = Some((t, status_of(code)));
+            self.procs[p].exit = Some((t, status_of(code)));
         }
-        // Detached forks.
+    }
+
+    /// A process for each detached fork (phase k ≥ 1), forked from the previous phase's process
+    /// when that one ended, already released to the background.
+    fn detached_forks(&mut self, si: usize, p: usize) {
+        let s = &self.sessions[si];
         for (k, ph) in s.phases.iter().enumerate().skip(1) {
             let at = s.phases[k - 1]
                 .exit
                 .or(s.phases[k - 1].atexit)
                 .map(|e| e.0)
                 .or(s.phases[k - 1].last)
-                .unwrap_or(procs[p].fork);
-            let parent = proc_of.get(&(si, k - 1)).copied().unwrap_or(p);
-            let q = procs.len();
+                .unwrap_or(self.procs[p].fork);
+            let parent = self.proc_of.get(&(si, k - 1)).copied().unwrap_or(p);
+            let q = self.procs.len();
             let exit = if let Some((t, sig)) = ph.signal {
                 Some((
                     t,
@@ -186,7 +297,7 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             } else {
                 ph.atexit.or(ph.exit).map(|(t, c)| (t, status_of(c)))
             };
-            procs.push(Proc {
+            self.procs.push(Proc {
                 parent: Some(parent),
                 fork: at,
                 exit,
@@ -194,18 +305,23 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
                 has_session: true,
                 ..Default::default()
             });
-            proc_of.insert((si, k), q);
+            self.proc_of.insert((si, k), q);
         }
-        // Children started with child_start.
+    }
+
+    /// A process for each `child_start` that spawned (what it ran, what the parent reported
+    /// about it), and the offers its child sessions are matched against.
+    fn started_children(&mut self, si: usize, p: usize) -> Offers {
+        let s = &self.sessions[si];
         let mut child_proc = Vec::with_capacity(s.children.len());
         for c in &s.children {
             if c.failed_spawn {
                 child_proc.push(None);
                 continue;
             }
-            let parent = proc_of.get(&(si, c.phase)).copied().unwrap_or(p);
-            let q = procs.len();
-            procs.push(Proc {
+            let parent = self.proc_of.get(&(si, c.phase)).copied().unwrap_or(p);
+            let q = self.procs.len();
+            self.procs.push(Proc {
                 parent: Some(parent),
                 pid: c.pid,
                 fork: c.start,
@@ -217,118 +333,132 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             });
             child_proc.push(Some(q));
         }
-        let mut direct_taken = vec![false; s.children.len()];
-        let starts_sorted = s.children.windows(2).all(|w| w[0].start <= w[1].start);
-        // Children by reported pid (a pid can come round again within one parent).
         let mut children_by_pid: HashMap<Pid, Vec<usize>> = HashMap::default();
         for (k, c) in s.children.iter().enumerate() {
             if let Some(pid) = c.pid {
                 children_by_pid.entry(pid).or_default().push(k);
             }
         }
-        let mut execs_used = vec![false; s.execs.len()];
-        let own_pid = sid_pid(&s.sid);
-        for &ci in &kids[si] {
-            let c = &sessions[ci];
-            let cstart = start_of(ci);
-            let cpid = sid_pid(&c.sid);
-            // An exec of this session's process.
-            let exec = s.execs.iter().enumerate().rev().find(|(i, e)| {
-                !execs_used[*i]
-                    && e.1 <= cstart
-                    && match (own_pid, cpid) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => true,
-                    }
-            });
-            if let Some((i, e)) = exec {
-                execs_used[i] = true;
-                work.push((ci, p, Some(e.1)));
-                continue;
-            }
-            // The child_start it came from: by pid, else by time and argv.
-            let by_pid = cpid.and_then(|cp| {
-                let ks = children_by_pid.get_mut(&cp)?;
-                let at = ks
-                    .iter()
-                    .position(|&k| !direct_taken[k] && child_proc[k].is_some())?;
-                Some(ks.remove(at))
-            });
-            if let Some(k) = by_pid {
-                direct_taken[k] = true;
-                let q = child_proc[k].unwrap_or(p);
-                let shell = s.children[k].use_shell
-                    || !argv_matches(&s.children[k].argv, c.argv.as_deref().unwrap_or(&[]));
-                if shell {
-                    // A shell (or hook script) that exec'd the command.
-                    work.push((ci, q, Some(cstart.max(s.children[k].start))));
-                } else {
-                    if let Some(a) = &c.argv {
-                        procs[q].execs[0].1 = a.clone();
-                    }
-                    work.push((ci, q, None));
-                }
-                continue;
-            }
-            let covers = |k: usize| {
-                let ch = &s.children[k];
-                child_proc[k].is_some() && ch.start <= cstart && ch.end.is_none_or(|e| cstart <= e)
-            };
-            let cargv = c.argv.as_deref().unwrap_or(&[]);
-            // Only children started by then can contain it (children are in start order,
-            // almost always: then a binary search keeps this linear overall).
-            let hi = if starts_sorted {
-                s.children.partition_point(|ch| ch.start <= cstart)
-            } else {
-                s.children.len()
-            };
-            let direct = (0..hi).rev().find(|&k| {
-                covers(k)
-                    && !direct_taken[k]
-                    && argv_matches(&s.children[k].argv, cargv)
-                    && match (s.children[k].pid, cpid) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => true,
-                    }
-            });
-            if let Some(k) = direct {
-                direct_taken[k] = true;
-                let q = child_proc[k].unwrap_or(p);
-                if let Some(a) = &c.argv {
-                    procs[q].execs[0].1 = a.clone();
-                }
-                // No child_exit (the parent died first): the SID knows the pid.
-                procs[q].pid = procs[q].pid.or(cpid);
-                work.push((ci, q, None));
-                continue;
-            }
-            // Inside a child's span but another process: that child's child (via a shell, a
-            // hook script). Otherwise a child of this process no child_start reported.
-            let parent = (0..hi)
-                .rev()
-                .find(|&k| covers(k))
-                .and_then(|k| child_proc[k])
-                .unwrap_or(p);
-            let q = procs.len();
-            procs.push(Proc {
-                parent: Some(parent),
-                pid: cpid,
-                fork: cstart,
-                execs: vec![(cstart, c.argv.clone().unwrap_or_default())],
-                has_session: true,
-                ..Default::default()
-            });
-            work.push((ci, q, None));
-        }
-        // Execs with no session after them: the process runs something else now.
-        for (i, e) in s.execs.iter().enumerate() {
-            if !execs_used[i] {
-                procs[p].execs.push((e.1, e.2.clone()));
-            }
+        Offers {
+            child_proc,
+            direct_taken: vec![false; s.children.len()],
+            starts_sorted: s.children.windows(2).all(|w| w[0].start <= w[1].start),
+            children_by_pid,
+            execs_used: vec![false; s.execs.len()],
+            own_pid: sid_pid(&s.sid),
         }
     }
 
-    // Ends the sessions did not write: what the parent reported.
+    /// Finds where child session `ci` of session `si` (in process `p`) runs, and queues it: an
+    /// exec of `p`; else the `child_start` it came from, by pid, else by time and argv; else a
+    /// process of its own, under the `child_start` whose span holds it (through a shell or a
+    /// hook script) or under `p` (a child no `child_start` reported).
+    fn place_child_session(&mut self, si: usize, p: usize, ci: usize, offers: &mut Offers) {
+        let s = &self.sessions[si];
+        let c = &self.sessions[ci];
+        let cstart = self.start_of(ci);
+        let cpid = sid_pid(&c.sid);
+        // An exec of this session's process.
+        let own_pid = offers.own_pid;
+        let execs_used = &offers.execs_used;
+        let exec = s.execs.iter().enumerate().rev().find(|(i, e)| {
+            !execs_used[*i]
+                && e.1 <= cstart
+                && match (own_pid, cpid) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        });
+        if let Some((i, e)) = exec {
+            offers.execs_used[i] = true;
+            self.work.push((ci, p, Some(e.1)));
+            return;
+        }
+        // The child_start it came from: by pid, else by time and argv.
+        let Offers {
+            child_proc,
+            direct_taken,
+            children_by_pid,
+            ..
+        } = offers;
+        let by_pid = cpid.and_then(|cp| {
+            let ks = children_by_pid.get_mut(&cp)?;
+            let at = ks
+                .iter()
+                .position(|&k| !direct_taken[k] && child_proc[k].is_some())?;
+            Some(ks.remove(at))
+        });
+        if let Some(k) = by_pid {
+            direct_taken[k] = true;
+            let q = child_proc[k].unwrap_or(p);
+            let shell = s.children[k].use_shell
+                || !argv_matches(&s.children[k].argv, c.argv.as_deref().unwrap_or(&[]));
+            if shell {
+                // A shell (or hook script) that exec'd the command.
+                self.work.push((ci, q, Some(cstart.max(s.children[k].start))));
+            } else {
+                if let Some(a) = &c.argv {
+                    self.procs[q].execs[0].1 = a.clone();
+                }
+                self.work.push((ci, q, None));
+            }
+            return;
+        }
+        let covers = |k: usize| {
+            let ch = &s.children[k];
+            child_proc[k].is_some() && ch.start <= cstart && ch.end.is_none_or(|e| cstart <= e)
+        };
+        let cargv = c.argv.as_deref().unwrap_or(&[]);
+        // Only children started by then can contain it (children are in start order,
+        // almost always: then a binary search keeps this linear overall).
+        let hi = if offers.starts_sorted {
+            s.children.partition_point(|ch| ch.start <= cstart)
+        } else {
+            s.children.len()
+        };
+        let direct = (0..hi).rev().find(|&k| {
+            covers(k)
+                && !direct_taken[k]
+                && argv_matches(&s.children[k].argv, cargv)
+                && match (s.children[k].pid, cpid) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        });
+        if let Some(k) = direct {
+            direct_taken[k] = true;
+            let q = child_proc[k].unwrap_or(p);
+            if let Some(a) = &c.argv {
+                self.procs[q].execs[0].1 = a.clone();
+            }
+            // No child_exit (the parent died first): the SID knows the pid.
+            self.procs[q].pid = self.procs[q].pid.or(cpid);
+            self.work.push((ci, q, None));
+            return;
+        }
+        // Inside a child's span but another process: that child's child (via a shell, a
+        // hook script). Otherwise a child of this process no child_start reported.
+        let parent = (0..hi)
+            .rev()
+            .find(|&k| covers(k))
+            .and_then(|k| child_proc[k])
+            .unwrap_or(p);
+        let q = self.procs.len();
+        self.procs.push(Proc {
+            parent: Some(parent),
+            pid: cpid,
+            fork: cstart,
+            execs: vec![(cstart, c.argv.clone().unwrap_or_default())],
+            has_session: true,
+            ..Default::default()
+        });
+        self.work.push((ci, q, None));
+    }
+}
+
+/// Ends the sessions did not write: what the parent reported (`child_exit`), a 128+N of a
+/// process that wrote a session read as signal N.
+fn take_reported_ends(procs: &mut [Proc]) {
     for pr in procs.iter_mut() {
         if pr.exit.is_none() {
             if let Some((t, code)) = pr.reported {
@@ -346,7 +476,12 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             }
         }
     }
-    // Times consistent: a child forks after its parent, execs and exits after its fork.
+}
+
+/// Times consistent: a child forks after its parent, execs and exits after its fork, is
+/// released to the background between its fork and its exit (clocks of different processes
+/// and parents' reports can disagree; the model requires this order).
+fn make_times_consistent(procs: &mut [Proc]) {
     for i in 0..procs.len() {
         if let Some(par) = procs[i].parent {
             if par < i {
@@ -368,8 +503,11 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             b.0 = b.0.max(f).min(exit.unwrap_or(u64::MAX));
         }
     }
-    // pids: known ones unless the same pid is alive twice at once (in this family or one
-    // built before whose exit is not fed yet); stand-ins otherwise.
+}
+
+/// The pid each process is fed with: its known one unless the same pid is alive twice at once
+/// (in this family or one built before whose exit is not fed yet); a stand-in otherwise.
+fn claim_pids(procs: &[Proc], out: &mut Out) -> Vec<Pid> {
     let mut order: Vec<usize> = (0..procs.len()).collect();
     order.sort_by_key(|&i| (procs[i].pid, procs[i].fork, i));
     let mut pid_of = vec![0; procs.len()];
@@ -377,10 +515,13 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
         let end = procs[i].exit.map_or(u64::MAX, |x| x.0);
         pid_of[i] = out.claim(procs[i].pid, procs[i].fork, end);
     }
+    pid_of
+}
 
-    // The events, in time order: fork < exec < notes < background < exit at equal times,
-    // parents before children (creation order).
-    let mut push = |ts: u64, prio: u8, e: Event| out.push(ts, prio, e);
+/// Each process's fork, execs, background release and exit, pushed at priorities that order
+/// them at equal times (fork < exec < notes < background < exit), parents before children.
+/// Takes the execs out of `procs` (nothing reads them after this).
+fn push_lifecycles(procs: &mut [Proc], pid_of: &[Pid], out: &mut Out) {
     // Parents are created before their children (a parent's index is smaller), so one pass
     // gives every depth; feeding by depth puts a parent's fork before its children's at equal
     // times.
@@ -398,7 +539,7 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
         let pr = &procs[i];
         let pid = pid_of[i];
         let ppid = pr.parent.map_or(0, |p| pid_of[p]);
-        push(
+        out.push(
             pr.fork,
             0,
             Event::Fork {
@@ -409,8 +550,8 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             },
         );
         for (t, argv) in execs {
-            push(t, 1, Event::Exec { ts: t, tgid: pid });
-            push(
+            out.push(t, 1, Event::Exec { ts: t, tgid: pid });
+            out.push(
                 t,
                 1,
                 Event::ExecDetails {
@@ -424,7 +565,7 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             );
         }
         if let Some((t, state)) = pr.background {
-            push(
+            out.push(
                 t,
                 3,
                 Event::Background {
@@ -436,7 +577,7 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             );
         }
         if let Some((t, st)) = pr.exit {
-            push(
+            out.push(
                 t,
                 4,
                 Event::Exit {
@@ -449,12 +590,24 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             );
         }
     }
-    // What each process cost, when the stream carries it (proctrace's own Trace2 output writes
-    // the figures as `data` in category `proctrace`): back into `Event::Usage`, by process.
+}
+
+/// The notes (regions, data) with their slot replaced by their process's pid and their times
+/// kept at or after its fork; proctrace's own cost figures (`data` in category `proctrace`,
+/// as its Trace2 output writes them) go back into one `Event::Usage` per process instead,
+/// pushed just before its exit.
+fn push_notes(
+    note_events: Vec<Event>,
+    slots: &[(usize, usize)],
+    proc_of: &HashMap<(usize, usize), usize>,
+    procs: &[Proc],
+    pid_of: &[Pid],
+    out: &mut Out,
+) {
     let mut costs: Vec<Option<Box<Usage>>> = Vec::new();
     // Notes come in runs of one slot: its process is looked up once per run.
     let mut last: Option<(Pid, usize)> = None;
-    for mut e in std::mem::take(&mut r.note_events) {
+    for mut e in note_events {
         let slot = match &e {
             Event::Region { tgid, .. } | Event::Data { tgid, .. } => *tgid,
             _ => continue,
@@ -462,7 +615,7 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
         let p = match last {
             Some((s, p)) if s == slot => p,
             _ => {
-                let Some(&(si, ph)) = usize::try_from(slot).ok().and_then(|s| r.slots.get(s)) else {
+                let Some(&(si, ph)) = usize::try_from(slot).ok().and_then(|s| slots.get(s)) else {
                     continue;
                 };
                 let Some(&p) = proc_of.get(&(si, ph)).or_else(|| proc_of.get(&(si, 0))) else {
@@ -499,13 +652,13 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             }
             _ => continue,
         };
-        push(ts, 2, e);
+        out.push(ts, 2, e);
     }
     for (p, u) in costs.into_iter().enumerate() {
         // Before the exit at the same time (prio 3 < 4); figures of a process that never ended
         // in the stream are left out, as a backend would.
         if let (Some(usage), Some((t, _))) = (u, procs[p].exit) {
-            push(
+            out.push(
                 t,
                 3,
                 Event::Usage {
@@ -515,6 +668,11 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
             );
         }
     }
+}
+
+/// Counts the family's root processes into `out` and names the last one's pid: with two or
+/// more roots in all there is no single root to feed first, so that is settled (`decided`).
+fn count_roots(procs: &[Proc], pid_of: &[Pid], out: &mut Out) {
     let roots: Vec<usize> = (0..procs.len()).filter(|&i| procs[i].parent.is_none()).collect();
     out.roots += roots.len();
     if let Some(&last) = roots.last() {
@@ -523,7 +681,6 @@ pub(super) fn build(mut r: Family, earliest: u64, out: &mut Out) {
     if out.roots >= 2 {
         out.decided = true;
     }
-    out.held.end_run();
 }
 
 /// Puts one figure into a [`Usage`].
