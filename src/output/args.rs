@@ -86,44 +86,34 @@ fn arg(spec: &'static OutputSpec) -> Arg {
     }
 }
 
-impl FromArgMatches for OutputArgs {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        OutputArgs::from_matches(m, false)
-    }
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        *self = OutputArgs::from_matches(m, false)?;
-        Ok(())
-    }
+/// `clap::Args` for an output-flags type: `$live` says whether the live-only outputs are in.
+macro_rules! output_args {
+    ($ty:ty, $live:expr, $wrap:expr) => {
+        impl FromArgMatches for $ty {
+            fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+                OutputArgs::from_matches(m, $live).map($wrap)
+            }
+            fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+                *self = OutputArgs::from_matches(m, $live).map($wrap)?;
+                Ok(())
+            }
+        }
+
+        impl Args for $ty {
+            fn augment_args(cmd: Command) -> Command {
+                OutputArgs::augment(cmd, $live)
+            }
+            fn augment_args_for_update(cmd: Command) -> Command {
+                OutputArgs::augment(cmd, $live)
+            }
+        }
+    };
 }
 
-impl Args for OutputArgs {
-    fn augment_args(cmd: Command) -> Command {
-        OutputArgs::augment(cmd, false)
-    }
-    fn augment_args_for_update(cmd: Command) -> Command {
-        OutputArgs::augment(cmd, false)
-    }
-}
+output_args!(OutputArgs, false, |a| a);
 
 /// Where the results go while capturing (`run`, `watch`): every output, `--record` included.
 #[derive(Debug, Clone, Default)]
 pub struct LiveOutputArgs(pub OutputArgs);
 
-impl FromArgMatches for LiveOutputArgs {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        OutputArgs::from_matches(m, true).map(LiveOutputArgs)
-    }
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        self.0 = OutputArgs::from_matches(m, true)?;
-        Ok(())
-    }
-}
-
-impl Args for LiveOutputArgs {
-    fn augment_args(cmd: Command) -> Command {
-        OutputArgs::augment(cmd, true)
-    }
-    fn augment_args_for_update(cmd: Command) -> Command {
-        OutputArgs::augment(cmd, true)
-    }
-}
+output_args!(LiveOutputArgs, true, LiveOutputArgs);
