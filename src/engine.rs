@@ -1,10 +1,11 @@
 //! The one path from events to outputs, shared by live capture and replay.
 //!
 //! [`Engine::feed`] takes one event: the tracker applies it, its follow-ups are resolved (exec
-//! details from `/proc` or from the stream, ancestry after a loss), it is recorded when asked, and
-//! the facts go to the sinks. [`Session`] wraps an engine around a live [`Backend`]: it pumps the
-//! backend's queue, handles markers and notices, and paces output flushes. Replay feeds a saved
-//! capture through the same [`Engine`], so a replay equals the live run.
+//! details from `/proc` or from the stream, ancestry after a loss), it goes to the sinks that
+//! read events (the capture, `--record`), and the facts go to every sink. [`Session`] wraps an
+//! engine around a live [`Backend`]: it pumps the backend's queue, handles markers and notices,
+//! and paces output flushes. Replay feeds a saved capture through the same [`Engine`], so a
+//! replay equals the live run.
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};

@@ -5,9 +5,10 @@
 //! yields [`model::event::Event`]s; the [`engine`] feeds them to the pure
 //! [`model::tracker::Tracker`], which turns them into per-process records and
 //! [`model::tracker::Fact`]s; [`sink`]s format facts. The commands ([`cmd`]) wire a backend or a
-//! saved capture to the engine; [`output`] opens the sinks the command line asks for.
+//! saved capture to the engine; [`output`] is the registry of outputs and the one failure policy
+//! (checking, opening and reporting every output); [`capture_file`] is the `--record` format.
 //!
-//! This file holds only the module list, the error type and the exit codes.
+//! This file holds only the module list, the error type, the exit codes and [`say!`].
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -165,7 +165,7 @@ impl super::CaptureBackend for PtraceBackend {
         &self.rx
     }
 
-    /// A [`Notice::Marker`](super::Notice::Marker) queued by the tracer thread after what it has.
+    /// A [`super::Notice::Marker`] queued by the tracer thread after what it has.
     fn request_marker(&self, n: u32) -> super::Marker {
         self.ask(Request::Marker(n));
         super::Marker::Notice(n)

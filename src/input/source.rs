@@ -194,7 +194,7 @@ const DROPPED: &[u8] = b"\0\n";
 /// itself, up to the limit), and, with [`limit_lines`](Self::limit_lines), bounds every line:
 /// `fill_buf` then ends at the first newline, and a line longer than the limit is an error
 /// ([`LineTooLong`]) or, lenient, is discarded up to its newline without being stored (the
-/// reader above sees [`DROPPED`] end it). Without the limit, it is a plain `BufRead` (the JSON
+/// reader above sees `DROPPED` end it). Without the limit, it is a plain `BufRead` (the JSON
 /// Lines and capture readers bound their lines themselves).
 pub struct LineReader<R> {
     inner: R,

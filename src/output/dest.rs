@@ -1,11 +1,11 @@
 //! Where an output goes, checked and opened before anything is destroyed.
 //!
 //! Opening is split in two so that a usage error never costs the user a file: [`Opened::open`]
-//! opens (or creates) every destination *without truncating it*, so a bad flag found later —
-//! a Trace2 value git would not take, two outputs on one file, an output that is an input —
-//! stops proctrace with every existing file as it was (files it created are removed again:
-//! [`super::Outputs`] when it is dropped unstarted). Only once every output is known good does [`Opened::truncate`] empty
-//! the files that are replaced ([`super::Outputs::start`]).
+//! opens (or creates) every destination *without truncating it*, so a bad flag found later — a
+//! Trace2 value git would not take, two outputs on one file, an output that is an input — stops
+//! proctrace with every existing file as it was (files it created are removed again when
+//! [`super::Outputs`] is dropped unstarted). Only once every output is known good does
+//! [`super::Outputs::start`] empty the files that are replaced.
 //!
 //! This module must never write a byte of output: it only opens, identifies and truncates.
 

@@ -1,7 +1,8 @@
 //! Sinks turn the tracker's facts into output. They only format: they never decide what a process
 //! is, and they never touch the connector.
 //!
-//! Adding an output format means one new module implementing [`Sink`].
+//! Adding an output format means one new module implementing [`Sink`] and declaring its
+//! [`crate::output::OutputSpec`], plus its line in [`crate::output::registry::OUTPUTS`].
 //!
 //! One sink is not a format: [`progress`], `run`'s live status line on a terminal, which
 //! [`crate::output`] adds only when stderr is one. It shows state (what runs now) rather than

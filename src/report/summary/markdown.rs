@@ -1,7 +1,7 @@
 //! The summary as Markdown (a heading, the headline, tables), for a CI job summary such as
 //! GitHub Actions' `$GITHUB_STEP_SUMMARY`.
 //!
-//! Reads only the [`RunReport`]. Every name from a process goes into a code span ([`code`]), so
+//! Reads only the [`RunReport`]. Every name from a process goes into a code span (`code`), so
 //! nothing a traced process chose can become Markdown (a link, a table cell break, an image).
 
 use std::fmt::Write as _;
