@@ -4,6 +4,7 @@
 //! facts are written as (read back by `analyze`). No I/O, no clock.
 
 pub mod argv;
+pub mod bytes;
 pub mod event;
 pub mod jsonl_schema;
 pub mod naming;
