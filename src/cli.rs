@@ -222,8 +222,9 @@ pub struct RunArgs {
     /// starts with `-` needs `--` before it.
     // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.
     // `trailing_var_arg` alone still hands `ls -la` over whole once `ls` is seen.
+    // OsString: any bytes run (`run -- echo $'caf\xe9'`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
-    pub argv: Vec<String>,
+    pub argv: Vec<std::ffi::OsString>,
 }
 
 /// Stream lifecycle facts system-wide (or for one subtree) until interrupted.

@@ -161,7 +161,15 @@ pub fn any_file(bytes: &[u8]) -> (Result<(), InputError>, Result<usize, InputErr
 
 /// Trace2 event-stream bytes, read strictly: every record, or the first bad line's error.
 pub fn trace2_strict(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
-    EventReader::new(bytes, NAME, ReadOptions { lenient: false }).collect()
+    EventReader::new(
+        bytes,
+        NAME,
+        ReadOptions {
+            lenient: false,
+            ..Default::default()
+        },
+    )
+    .collect()
 }
 
 /// Trace2 event-stream bytes, read leniently → [`EventReader`] → the reader's post-passes
@@ -170,8 +178,15 @@ pub fn trace2_strict(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
 /// written in the event format must read back (the writer and the reader agree on what a line
 /// is). Returns the records read.
 pub fn trace2_stream(bytes: &[u8]) -> Result<Vec<Record>, ReadError> {
-    let mut records =
-        EventReader::new(bytes, NAME, ReadOptions { lenient: true }).collect::<Result<Vec<_>, _>>()?;
+    let mut records = EventReader::new(
+        bytes,
+        NAME,
+        ReadOptions {
+            lenient: true,
+            ..Default::default()
+        },
+    )
+    .collect::<Result<Vec<_>, _>>()?;
     trace2_records(&mut records);
     Ok(records)
 }

@@ -74,7 +74,7 @@ pub fn convert(item: &Received) -> Option<Event> {
                 ts,
                 pid,
                 tgid,
-                comm: String::from_utf8_lossy(&comm[..end]).into_owned(),
+                comm: crate::model::bytes::encode(&comm[..end]).into_owned(),
             }
         }
         EventKind::Ack { .. } | EventKind::Unknown { .. } => return None,
@@ -324,8 +324,10 @@ impl super::CaptureBackend for ConnectorBackend {
         let Some((prog, args)) = argv.split_first() else {
             return Err(SpawnError::from_io(std::io::ErrorKind::NotFound.into()));
         };
-        let mut command = std::process::Command::new(prog);
-        command.args(args);
+        // The model's text stands for bytes (crate::model::bytes): run as those bytes.
+        use crate::model::bytes::to_os;
+        let mut command = std::process::Command::new(to_os(prog));
+        command.args(args.iter().map(|a| to_os(a)));
         command.envs(env.iter().map(|(k, v)| (k, v)));
         // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
         unsafe {

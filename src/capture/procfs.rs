@@ -6,6 +6,7 @@
 
 use std::fs;
 
+use crate::model::bytes;
 use crate::model::event::{Argv, ExecDetails, Pid};
 use std::sync::Arc;
 
@@ -26,16 +27,16 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
     let argv = dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline);
     let exe = dir
         .readlink(c"exe", &mut buf)
-        .map(|b| Arc::from(String::from_utf8_lossy(b)));
+        .map(|b| Arc::from(bytes::encode(b)));
     let cwd = dir
         .readlink(c"cwd", &mut buf)
-        .map(|b| Arc::from(String::from_utf8_lossy(b)));
+        .map(|b| Arc::from(bytes::encode(b)));
     let uid = dir.owner();
     let comm = match &argv {
         Some(a) => a.first().map(|a0| comm_from_argv0(a0, exe.as_deref())),
         None => dir
             .read(c"comm", &mut buf, &mut spill)
-            .map(|b| lossy(b.trim_ascii_end())),
+            .map(|b| text(b.trim_ascii_end())),
     };
     ExecDetails {
         argv,
@@ -46,8 +47,9 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
     }
 }
 
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+/// Bytes as the model's text, every byte kept ([`bytes`]).
+fn text(b: &[u8]) -> String {
+    bytes::encode(b).into_owned()
 }
 
 /// The system calls behind [`exec_details`]: the only `unsafe` for them.
@@ -169,11 +171,10 @@ fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
         argv0
     };
     let base = src.rsplit('/').next().unwrap_or(src);
-    let mut end = base.len().min(15);
-    while !base.is_char_boundary(end) {
-        end -= 1;
-    }
-    base[..end].to_string()
+    // 15 of the bytes it stands for, as the kernel counts (a held byte is one).
+    let raw = bytes::decode(base);
+    // The kernel cuts bytes, not characters: a character cut there stays as its bytes.
+    bytes::encode(&raw[..raw.len().min(15)]).into_owned()
 }
 
 /// NUL-separated argv. Empty (a zombie, or a kernel thread) means unavailable.
@@ -190,7 +191,7 @@ pub fn parse_status(b: &[u8]) -> (Option<String>, Option<u32>) {
     let mut uid = None;
     for line in b.split(|&c| c == b'\n') {
         if let Some(v) = line.strip_prefix(b"Name:\t") {
-            name = Some(String::from_utf8_lossy(v).into_owned());
+            name = Some(text(v));
         } else if let Some(v) = line.strip_prefix(b"Uid:\t") {
             uid = std::str::from_utf8(v)
                 .ok()

@@ -685,22 +685,29 @@ mod sys {
         /// `env` is added to proctrace's environment, replacing variables of the same name.
         pub fn new(argv: &[String], env: &[(OsString, OsString)]) -> io::Result<Prepared> {
             let bad = || io::Error::new(io::ErrorKind::InvalidInput, "an argument contains a NUL byte");
+            // The model's text stands for bytes (crate::model::bytes): exec'd as those bytes.
             let cargv: Vec<CString> = argv
                 .iter()
-                .map(|a| CString::new(a.as_bytes()).map_err(|_| bad()))
+                .map(|a| CString::new(crate::model::bytes::decode(a).into_owned()).map_err(|_| bad()))
                 .collect::<Result<_, _>>()?;
-            let Some(prog) = argv.first() else {
+            let Some(prog) = cargv.first().map(|p| p.as_bytes()) else {
                 return Err(io::ErrorKind::NotFound.into());
             };
             // execvp's search, done here: a name with a slash is a path; else each PATH entry.
             let mut candidates = Vec::new();
-            if prog.contains('/') {
-                candidates.push(CString::new(prog.as_bytes()).map_err(|_| bad())?);
+            if prog.contains(&b'/') {
+                candidates.push(CString::new(prog).map_err(|_| bad())?);
             } else {
-                let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-                for dir in path.split(':') {
-                    let dir = if dir.is_empty() { "." } else { dir };
-                    candidates.push(CString::new(format!("{dir}/{prog}")).map_err(|_| bad())?);
+                let path = std::env::var_os("PATH")
+                    .map(std::ffi::OsString::into_encoded_bytes)
+                    .unwrap_or_else(|| b"/usr/local/bin:/usr/bin:/bin".to_vec());
+                for dir in path.split(|&c| c == b':') {
+                    let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
+                    let mut full = Vec::with_capacity(dir.len() + 1 + prog.len());
+                    full.extend_from_slice(dir);
+                    full.push(b'/');
+                    full.extend_from_slice(prog);
+                    candidates.push(CString::new(full).map_err(|_| bad())?);
                 }
             }
             let envp = std::env::vars_os()

@@ -505,6 +505,12 @@ fn handle_line(
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
+    // git writes argv and paths as their bytes: held as text (crate::model::bytes), not lost.
+    let mut held = Vec::new();
+    let line = match !line.is_ascii() && crate::model::bytes::hold_line(line, &mut held) {
+        true => held.as_slice(),
+        false => line,
+    };
     let ev = match trace2::reader::parse_line(line) {
         Ok((ev, _)) => ev,
         Err(_) => {

@@ -103,7 +103,12 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         capture: a.common.capture_options(),
         trace2: a.trace2,
         trace2_prefixes: a.trace2_prefix,
-        argv: a.argv,
+        // The model's text: non-UTF-8 bytes kept (crate::model::bytes).
+        argv: a
+            .argv
+            .into_iter()
+            .map(crate::model::bytes::from_os_string)
+            .collect(),
     })
 }
 

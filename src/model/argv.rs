@@ -83,15 +83,22 @@ impl Argv {
     }
 
     /// The words of NUL-terminated `bytes` (as `/proc/PID/cmdline` holds them; a last word
-    /// without its NUL counts too), invalid UTF-8 replaced by U+FFFD.
+    /// without its NUL counts too), every byte kept: what is not UTF-8 is held as
+    /// [bytes-in-text](crate::model::bytes).
     pub fn from_nul_separated(bytes: &[u8]) -> Argv {
         let mut b = ArgvBuilder::new();
         b.text.reserve(bytes.len());
         let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
         for w in bytes.split(|&c| c == 0) {
-            b.push(&String::from_utf8_lossy(w));
+            b.push_with(|t| crate::model::bytes::encode_into(t, w));
         }
         b.take()
+    }
+
+    /// Whether every word is exactly the bytes it shows (no byte held by
+    /// [bytes-in-text](crate::model::bytes)).
+    pub fn is_exact(&self) -> bool {
+        crate::model::bytes::is_exact(&self.text)
     }
 
     /// Number of words.
@@ -363,7 +370,12 @@ mod tests {
     fn from_proc_cmdline() {
         assert_eq!(Argv::from_nul_separated(b"ls\0-l\0\0x\0"), ["ls", "-l", "", "x"]);
         assert_eq!(Argv::from_nul_separated(b"a\0b"), ["a", "b"]);
-        assert_eq!(Argv::from_nul_separated(b"\xff\0"), ["\u{fffd}"]);
+        // Not UTF-8: every byte kept.
+        let a = Argv::from_nul_separated(b"\xff\0caf\xe9");
+        assert!(!a.is_exact());
+        assert_eq!(crate::model::bytes::decode(&a[1]), &b"caf\xe9"[..]);
+        assert_eq!(crate::model::bytes::decode(&a[0]), &b"\xff"[..]);
+        assert!(Argv::from_nul_separated(b"ls\0-l").is_exact());
     }
 
     #[test]

@@ -45,10 +45,10 @@ pub fn held_byte(c: char) -> Option<u8> {
 }
 
 /// Whether UTF-8 text holds a character of the mapped range: its encoding starts `F4 8F BE` or
-/// `F4 8F BF`. Fast: one `memchr`-like scan for the rare lead byte.
+/// `F4 8F BF`. Fast: a `memchr` for the rare lead byte.
 fn has_mapped(s: &[u8]) -> bool {
     let mut rest = s;
-    while let Some(i) = rest.iter().position(|&c| c == 0xF4) {
+    while let Some(i) = memchr::memchr(0xF4, rest) {
         if rest.len() >= i + 3 && rest[i + 1] == 0x8F && rest[i + 2] >= 0xBE {
             return true;
         }
@@ -99,6 +99,20 @@ pub fn encode_into(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// A line read from a file (git's Trace2 output, which writes argv and paths as their bytes) as
+/// UTF-8 whose strings hold those bytes: `false` (nothing written) when `line` already is UTF-8
+/// and holds nothing of the mapped range, the usual case. JSON's structure is ASCII, so only
+/// the strings change. For [`trace2::reader::ReadOptions::rewrite`].
+pub fn hold_line(line: &[u8], out: &mut Vec<u8>) -> bool {
+    if std::str::from_utf8(line).is_ok() && !has_mapped(line) {
+        return false;
+    }
+    let mut s = String::with_capacity(line.len() + 16);
+    encode_into(&mut s, line);
+    out.extend_from_slice(s.as_bytes());
+    true
+}
+
 /// The bytes the model's text stands for; borrowed when it is exact.
 pub fn decode(s: &str) -> Cow<'_, [u8]> {
     if is_exact(s) {
@@ -113,6 +127,32 @@ pub fn decode(s: &str) -> Cow<'_, [u8]> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Replaces, in formatted output (`buf` holds UTF-8 made from the model's text and other text),
+/// every character that holds a byte by that byte: what a writer of raw bytes (git's Trace2
+/// formats) does after formatting. Nothing moves when there is none (one `memchr`).
+pub fn decode_in_place(buf: &mut Vec<u8>) {
+    if !has_mapped(buf) {
+        return;
+    }
+    let (mut r, mut w) = (0, 0);
+    while r < buf.len() {
+        let held = buf[r] == 0xF4
+            && buf.len() >= r + 4
+            && buf[r + 1] == 0x8F
+            && (buf[r + 2] == 0xBE || buf[r + 2] == 0xBF)
+            && (0x80..=0xBF).contains(&buf[r + 3]);
+        if held {
+            buf[w] = 0x80 + (buf[r + 2] - 0xBE) * 64 + (buf[r + 3] - 0x80);
+            r += 4;
+        } else {
+            buf[w] = buf[r];
+            r += 1;
+        }
+        w += 1;
+    }
+    buf.truncate(w);
 }
 
 /// The standard lossy text of the bytes `s` stands for: each invalid sequence one U+FFFD, as
@@ -205,6 +245,18 @@ mod tests {
                 round(&[a, b]);
                 round(&[0xF4, 0x8F, a, b]);
             }
+        }
+    }
+
+    #[test]
+    fn formatted_output_gets_the_bytes() {
+        for b in [&b"caf\xe9"[..], b"\xff\x80", "x\u{10FFE9}".as_bytes(), b"plain"] {
+            let mut buf = format!("[\"{}\"]", encode(b)).into_bytes();
+            decode_in_place(&mut buf);
+            let mut want = b"[\"".to_vec();
+            want.extend_from_slice(b);
+            want.extend_from_slice(b"\"]");
+            assert_eq!(buf, want);
         }
     }
 

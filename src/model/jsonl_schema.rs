@@ -53,9 +53,13 @@ keys! {
     Ppid = "ppid",
     PreExisting = "pre_existing",
     Comm = "comm",
+    CommBase64 = "comm_base64",
     Argv = "argv",
+    ArgvBase64 = "argv_base64",
     Exe = "exe",
+    ExeBase64 = "exe_base64",
     Cwd = "cwd",
+    CwdBase64 = "cwd_base64",
     Uid = "uid",
     Code = "code",
     Signal = "signal",
@@ -261,6 +265,12 @@ pub enum Type {
     ContextSwitches,
     /// Any JSON value.
     Json,
+    /// The exact bytes of the field before it, in standard base64 (RFC 4648, padded), when
+    /// they are not UTF-8 (the field itself holds them with U+FFFD for each bad sequence).
+    Base64,
+    /// The exact bytes of each word of the `argv` before it: an array as long as `argv`, each
+    /// entry the word's bytes in base64 or `null` where the word is exact as written.
+    Base64Words,
 }
 
 impl Type {
@@ -275,6 +285,8 @@ impl Type {
             Type::Strings => "array of strings",
             Type::ContextSwitches => "object",
             Type::Json => "any JSON",
+            Type::Base64 => "base64 string",
+            Type::Base64Words => "array of base64 strings and nulls",
         }
     }
 }
@@ -341,7 +353,7 @@ impl EventSchema {
     }
 }
 
-use Type::{Bool, ContextSwitches, Int, Json, Seconds, SignedSeconds, Str, Strings};
+use Type::{Base64, Base64Words, Bool, ContextSwitches, Int, Json, Seconds, SignedSeconds, Str, Strings};
 
 const EVENT: Field = always(Key::Event, Str, "what the line is: the event's name");
 const TS: Field = always(Key::Ts, Seconds, "when, on the kernel's `CLOCK_MONOTONIC`");
@@ -439,6 +451,9 @@ const EXIT_FIELDS: [Field; 10 + COST.len()] = {
     all
 };
 
+/// What a `*_base64` key says.
+const EXACT_BYTES: &str = "only when the field before is not UTF-8: its exact bytes (see [Bytes that are not UTF-8](#bytes-that-are-not-utf-8))";
+
 /// Every event, in the order of [`EventName::ALL`].
 pub const EVENTS: &[EventSchema] = &[
     EventSchema {
@@ -457,6 +472,7 @@ pub const EVENTS: &[EventSchema] = &[
             ),
             always(Key::Mode, Str, "`run`, `watch`, `replay` or `analyze`"),
             opt(Key::Argv, Strings, "`run`: the traced command"),
+            opt(Key::ArgvBase64, Base64Words, EXACT_BYTES),
             opt(Key::Root, Int, "`watch -p`: the process watched"),
             opt(Key::Capture, Str, "`replay`: the capture replayed"),
             opt(Key::Inputs, Strings, "`analyze`: the files read"),
@@ -481,6 +497,7 @@ pub const EVENTS: &[EventSchema] = &[
                 "`true`: already running when `watch -p` started (`ts`: its start, `null` when unknown)",
             ),
             opt(Key::Comm, Str, "its name, inherited from the parent"),
+            opt(Key::CommBase64, Base64, EXACT_BYTES),
         ],
     },
     EventSchema {
@@ -497,10 +514,14 @@ pub const EVENTS: &[EventSchema] = &[
                 "the program's arguments; `null` when the process was gone before they could be read",
             )
             .or_null(),
+            opt(Key::ArgvBase64, Base64Words, EXACT_BYTES),
             opt(Key::Exe, Str, "the executable's path"),
+            opt(Key::ExeBase64, Base64, EXACT_BYTES),
             opt(Key::Cwd, Str, "its working directory"),
+            opt(Key::CwdBase64, Base64, EXACT_BYTES),
             opt(Key::Uid, Int, "effective user id (the owner of `/proc/PID`)"),
             opt(Key::Comm, Str, "its name after the exec"),
+            opt(Key::CommBase64, Base64, EXACT_BYTES),
         ],
     },
     EventSchema {
@@ -519,6 +540,7 @@ pub const EVENTS: &[EventSchema] = &[
             always(Key::State, Str, "`ready`, `timeout` or `error`"),
             opt(Key::TRel, Seconds, "its age when released"),
             always(Key::Argv, Strings, "its last program's arguments").or_null(),
+            opt(Key::ArgvBase64, Base64Words, EXACT_BYTES),
         ],
     },
     EventSchema {
@@ -578,7 +600,14 @@ pub const EVENTS: &[EventSchema] = &[
     EventSchema {
         name: EventName::Comm,
         doc: "A process changed its name (`prctl(PR_SET_NAME)`, a thread's name).",
-        fields: &[EVENT, TS, PID, PPID, opt(Key::Comm, Str, "the new name")],
+        fields: &[
+            EVENT,
+            TS,
+            PID,
+            PPID,
+            opt(Key::Comm, Str, "the new name"),
+            opt(Key::CommBase64, Base64, EXACT_BYTES),
+        ],
     },
     EventSchema {
         name: EventName::Region,

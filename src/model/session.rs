@@ -57,7 +57,10 @@ impl Tool {
     pub fn this_process() -> Tool {
         Tool {
             pid: std::process::id(),
-            argv: std::env::args().collect(),
+            // args_os: a non-UTF-8 argument is kept (crate::model::bytes), not a panic.
+            argv: std::env::args_os()
+                .map(crate::model::bytes::from_os_string)
+                .collect(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             parent_sid: std::env::var("GIT_TRACE2_PARENT_SID")
                 .ok()

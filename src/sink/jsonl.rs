@@ -13,6 +13,7 @@ use std::io;
 
 use super::json;
 use super::{LineWriter, Sink};
+use crate::model::bytes;
 use crate::model::event::{DataValue, ExitStatus};
 use crate::model::jsonl_schema::{EventName, Key};
 use crate::model::session::{Header, Mode, Summary};
@@ -35,25 +36,71 @@ impl JsonLines {
     }
 }
 
-/// An argv array (or `null`), URL credentials redacted when asked.
-fn write_argv<S: AsRef<str>>(b: &mut Vec<u8>, argv: Option<impl IntoIterator<Item = S>>, redact: bool) {
+/// `,"argv":[…]` (or `null`), URL credentials redacted when asked; then, when a word is not
+/// UTF-8, `,"argv_base64":[…]` with the exact bytes of each such word
+/// ([bytes-in-text](crate::model::bytes): the words are written as standard lossy text).
+fn argv_field<S: AsRef<str>, I>(b: &mut Vec<u8>, argv: Option<I>, redact: bool)
+where
+    I: IntoIterator<Item = S>,
+    I::IntoIter: Clone,
+{
+    key(b, Key::Argv);
     let Some(a) = argv else {
         b.extend_from_slice(b"null");
         return;
     };
+    let words = a.into_iter();
+    fn word(s: &str, redact: bool) -> std::borrow::Cow<'_, str> {
+        match redact {
+            true => redact_arg(s),
+            false => std::borrow::Cow::Borrowed(s),
+        }
+    }
     b.push(b'[');
-    for (i, s) in a.into_iter().enumerate() {
-        let s = s.as_ref();
+    let mut exact = true;
+    for (i, s) in words.clone().enumerate() {
         if i > 0 {
             b.push(b',');
         }
-        if redact {
-            json::string(b, &redact_arg(s));
+        let w = word(s.as_ref(), redact);
+        if bytes::is_exact(&w) {
+            json::string(b, &w);
         } else {
-            json::string(b, s);
+            exact = false;
+            json::string(b, &bytes::lossy(&w));
         }
     }
     b.push(b']');
+    if exact {
+        return;
+    }
+    key(b, Key::ArgvBase64);
+    b.push(b'[');
+    for (i, s) in words.enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        let w = word(s.as_ref(), redact);
+        if bytes::is_exact(&w) {
+            b.extend_from_slice(b"null");
+        } else {
+            base64_string(b, &bytes::decode(&w));
+        }
+    }
+    b.push(b']');
+}
+
+/// `"…"`: `raw` in standard base64.
+fn base64_string(b: &mut Vec<u8>, raw: &[u8]) {
+    use base64::Engine as _;
+    b.push(b'"');
+    let at = b.len();
+    b.resize(at + base64::encoded_len(raw.len(), true).unwrap_or(0), 0);
+    let n = base64::engine::general_purpose::STANDARD
+        .encode_slice(raw, &mut b[at..])
+        .unwrap_or(0);
+    b.truncate(at + n);
+    b.push(b'"');
 }
 
 /// `,"key":` (the bytes before `key`'s value).
@@ -99,6 +146,20 @@ fn opt_str(b: &mut Vec<u8>, k: Key, v: Option<&str>) {
     }
 }
 
+/// [`opt_str`] for text that came from bytes (a path, a name): when it is not UTF-8, the
+/// standard lossy text, then `k64` with the exact bytes.
+fn opt_bytes(b: &mut Vec<u8>, k: Key, k64: Key, v: Option<&str>) {
+    let Some(v) = v else { return };
+    key(b, k);
+    if bytes::is_exact(v) {
+        json::string(b, v);
+    } else {
+        json::string(b, &bytes::lossy(v));
+        key(b, k64);
+        base64_string(b, &bytes::decode(v));
+    }
+}
+
 impl Sink for JsonLines {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         let redact = self.redact;
@@ -116,8 +177,7 @@ impl Sink for JsonLines {
         match &h.mode {
             Mode::Run { argv } => {
                 opt_str(b, Key::Mode, Some("run"));
-                key(b, Key::Argv);
-                write_argv(b, Some(argv), redact);
+                argv_field(b, Some(argv), redact);
             }
             Mode::Watch { root } => {
                 opt_str(b, Key::Mode, Some("watch"));
@@ -132,7 +192,14 @@ impl Sink for JsonLines {
             Mode::Analyze { inputs } => {
                 opt_str(b, Key::Mode, Some("analyze"));
                 key(b, Key::Inputs);
-                write_argv(b, Some(inputs), false);
+                b.push(b'[');
+                for (i, p) in inputs.iter().enumerate() {
+                    if i > 0 {
+                        b.push(b',');
+                    }
+                    json::string(b, p);
+                }
+                b.push(b']');
             }
         }
         self.w.buf().extend_from_slice(b"}\n");
@@ -155,7 +222,7 @@ impl Sink for JsonLines {
                 if r.pre_existing {
                     bool_field(b, Key::PreExisting, true);
                 }
-                opt_str(b, Key::Comm, r.comm.as_deref());
+                opt_bytes(b, Key::Comm, Key::CommBase64, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Exec { id, index } => {
@@ -166,15 +233,14 @@ impl Sink for JsonLines {
                 let b = self.w.buf();
                 head(b, EventName::Exec, Some(e.ts));
                 proc_fields(b, r);
-                key(b, Key::Argv);
                 let d = e.details.as_ref();
-                write_argv(b, d.and_then(|d| d.argv.as_ref()), self.redact);
-                opt_str(b, Key::Exe, d.and_then(|d| d.exe.as_deref()));
-                opt_str(b, Key::Cwd, d.and_then(|d| d.cwd.as_deref()));
+                argv_field(b, d.and_then(|d| d.argv.as_ref()), self.redact);
+                opt_bytes(b, Key::Exe, Key::ExeBase64, d.and_then(|d| d.exe.as_deref()));
+                opt_bytes(b, Key::Cwd, Key::CwdBase64, d.and_then(|d| d.cwd.as_deref()));
                 if let Some(u) = d.and_then(|d| d.uid) {
                     int_field(b, Key::Uid, u as i64);
                 }
-                opt_str(b, Key::Comm, r.comm.as_deref());
+                opt_bytes(b, Key::Comm, Key::CommBase64, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Exit(id) => {
@@ -218,8 +284,7 @@ impl Sink for JsonLines {
                 if let Some(s) = r.start_ns {
                     seconds_field(b, Key::TRel, bg.ts.saturating_sub(s));
                 }
-                key(b, Key::Argv);
-                write_argv(b, r.argv(), self.redact);
+                argv_field(b, r.argv(), self.redact);
                 b.extend_from_slice(b"}\n");
             }
             Fact::Uid { id, ts, ruid, euid } => {
@@ -260,7 +325,7 @@ impl Sink for JsonLines {
                 let b = self.w.buf();
                 head(b, EventName::Comm, Some(ts));
                 proc_fields(b, r);
-                opt_str(b, Key::Comm, r.comm.as_deref());
+                opt_bytes(b, Key::Comm, Key::CommBase64, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");
             }
             Fact::Region { id, index } => {
@@ -546,8 +611,17 @@ mod tests {
                 Type::Strings => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
                 Type::ContextSwitches => false,
                 Type::Json => true,
+                Type::Base64 => v.as_str().is_some_and(is_base64),
+                Type::Base64Words => v
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|w| w.is_null() || w.as_str().is_some_and(is_base64))),
             },
         }
+    }
+
+    fn is_base64(s: &str) -> bool {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
     }
 
     /// One line as the schema declares its event: its keys in the declared order, none left out

@@ -269,6 +269,8 @@ impl Trace2Sink {
             if !trace2::format_event(t.kind, &ev, &self.opts, &mut self.buf) {
                 continue;
             }
+            // git writes the bytes of argv and paths as they are, UTF-8 or not.
+            crate::model::bytes::decode_in_place(&mut self.buf);
             let dst = match &t.shared {
                 Some(d) => d,
                 None => {

@@ -29,7 +29,7 @@ fn observed_tree_as_trace2_sessions(backend: &str) {
         &["sh", "-c", &script],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let (records, stats) = read_path(Path::new(&ev), ReadOptions { lenient: false }).unwrap();
+    let (records, stats) = read_path(Path::new(&ev), ReadOptions { lenient: false, ..Default::default() }).unwrap();
     assert_eq!(stats.bad_lines, 0);
     let mut by_sid: BTreeMap<String, Vec<EventKind<'static>>> = BTreeMap::new();
     for r in records {
@@ -131,7 +131,7 @@ fn a_directory_target_gets_one_file_per_process(backend: &str) {
     let files = std::fs::read_dir(&dir).unwrap().count();
     let processes = lines.iter().filter(|l| l["event"] == "fork").count();
     assert_eq!(files, processes + 1);
-    let (records, _) = read_path(Path::new(&dir), ReadOptions { lenient: false }).unwrap();
+    let (records, _) = read_path(Path::new(&dir), ReadOptions { lenient: false, ..Default::default() }).unwrap();
     assert!(
         records
             .iter()

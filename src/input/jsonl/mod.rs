@@ -303,7 +303,7 @@ impl Decoder {
                     ts: ts()?,
                     pid: p,
                     tgid: p,
-                    comm: need(opt_string(l.get(K::Comm), "comm")?, "comm")?,
+                    comm: need(l.bytes_text(K::Comm, K::CommBase64, "comm")?, "comm")?.into_owned(),
                 });
             }
             EventName::Region => {
@@ -395,10 +395,14 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
 fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<ExecDetails> {
     Ok(ExecDetails {
         argv: l.argv(argv)?,
-        exe: opt_cow(l.get(K::Exe), "exe")?.map(|p| paths.share(&p)),
-        cwd: opt_cow(l.get(K::Cwd), "cwd")?.map(|p| paths.share(&p)),
+        exe: l
+            .bytes_text(K::Exe, K::ExeBase64, "exe")?
+            .map(|p| paths.share(&p)),
+        cwd: l
+            .bytes_text(K::Cwd, K::CwdBase64, "cwd")?
+            .map(|p| paths.share(&p)),
         uid: l.int(K::Uid, "uid")?,
-        comm: opt_string(l.get(K::Comm), "comm")?,
+        comm: l.bytes_text(K::Comm, K::CommBase64, "comm")?.map(Cow::into_owned),
     })
 }
 
@@ -458,7 +462,10 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     };
     base.mode = match need(opt_cow(l.get(K::Mode), "mode")?, "mode")?.as_ref() {
         "run" => Mode::Run {
-            argv: need(opt_strings(l.get(K::Argv), "argv", &mut Vec::new())?, "argv")?,
+            argv: {
+                let a = need(opt_strings(l.get(K::Argv), "argv", &mut Vec::new())?, "argv")?;
+                exact_argv(Argv::from(a), l.get(K::ArgvBase64))?.to_vec()
+            },
         },
         "watch" => Mode::Watch {
             root: l.int(K::Root, "root")?,

@@ -2,6 +2,7 @@
 //! lines proctrace writes, the general scanner for any other layout), and typed getters.
 
 use super::*;
+use crate::model::bytes;
 
 // The keys lines have are the schema's ([`K`]); which ones a line must have depends on its
 // `event`. Unknown keys are ignored (a newer proctrace may add some); a key given twice is an
@@ -276,6 +277,69 @@ impl<'a> Line<'a> {
     }
 }
 
+impl<'a> Line<'a> {
+    /// Text that came from bytes (a path, a name): `k`'s string as the model's text
+    /// ([bytes-in-text](crate::model::bytes)), or the exact bytes of `k64` (base64) when the
+    /// line has them. Borrowed in the usual case (no escapes, no base64).
+    pub(super) fn bytes_text(&self, k: K, k64: K, key: &str) -> Res<Option<Cow<'a, str>>> {
+        let v = opt_cow(self.get(k), key)?;
+        match self.get(k64) {
+            None | Some(Val::Null) => Ok(v.map(held)),
+            Some(Val::Str(b, _)) => {
+                let raw = base64_bytes(b).ok_or_else(|| format!("\"{key}_base64\" is not base64"))?;
+                Ok(Some(Cow::Owned(bytes::encode(&raw).into_owned())))
+            }
+            Some(_) => Err(format!("\"{key}_base64\" is not a string")),
+        }
+    }
+}
+
+/// A string read from a line as the model's text: a character of the range bytes-in-text
+/// reserves, written by any tool, stays the character it is (held as its bytes).
+pub(super) fn held(s: Cow<'_, str>) -> Cow<'_, str> {
+    if bytes::is_exact(&s) {
+        return s;
+    }
+    Cow::Owned(bytes::encode(s.as_bytes()).into_owned())
+}
+
+/// Standard base64 (padded), as the writer writes it.
+pub(super) fn base64_bytes(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
+/// `argv` with its exact bytes: each word `argv_base64` gives (by position) replaced by those
+/// bytes, every other word [`held`]. Only for a line that has `argv_base64` or a word holding a
+/// reserved character (rare: the usual argv is taken as it is).
+pub(super) fn exact_argv(argv: Argv, b64: Option<Val<'_>>) -> Res<Argv> {
+    let raw: Vec<Option<String>> = match b64 {
+        None | Some(Val::Null) => Vec::new(),
+        Some(Val::Raw(r)) => serde_json::from_str(r)
+            .map_err(|_| "\"argv_base64\" is not an array of strings and nulls".to_string())?,
+        Some(_) => return Err("\"argv_base64\" is not an array".into()),
+    };
+    if !raw.is_empty() && raw.len() != argv.len() {
+        return Err(format!(
+            "\"argv_base64\" has {} entries for {} words of \"argv\"",
+            raw.len(),
+            argv.len()
+        ));
+    }
+    let mut b = ArgvBuilder::new();
+    for (i, w) in argv.iter().enumerate() {
+        match raw.get(i).and_then(Option::as_deref) {
+            Some(e) => {
+                let bytes =
+                    base64_bytes(e).ok_or_else(|| format!("\"argv_base64\" entry {i} is not base64"))?;
+                b.push_with(|t| bytes::encode_into(t, &bytes));
+            }
+            None => b.push_with(|t| bytes::encode_into(t, w.as_bytes())),
+        }
+    }
+    Ok(b.take())
+}
+
 impl Line<'_> {
     /// The number the laid-out reader parsed for `k`, if it did.
     #[inline]
@@ -322,9 +386,20 @@ impl Line<'_> {
                         b.push(w);
                     }
                 }
-                Ok(Some(b.take()))
+                self.exact(b.take()).map(Some)
             }
-            v => Ok(opt_strings(v, "argv", &mut Vec::new())?.map(Argv::from)),
+            v => match opt_strings(v, "argv", &mut Vec::new())?.map(Argv::from) {
+                Some(a) => self.exact(a).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// `a` with the exact bytes the line gives for it ([`exact_argv`]), when it gives any.
+    fn exact(&self, a: Argv) -> Res<Argv> {
+        match self.get(K::ArgvBase64) {
+            None if a.is_exact() => Ok(a),
+            v => exact_argv(a, v),
         }
     }
 }

@@ -203,7 +203,14 @@ fn read_all(
             };
             let mut of = OpenFile {
                 path: fs.path.clone(),
-                reader: EventReader::new(reader, fs.path.display().to_string(), ReadOptions { lenient }),
+                reader: EventReader::new(
+                    reader,
+                    fs.path.display().to_string(),
+                    ReadOptions {
+                        lenient,
+                        rewrite: Some(crate::model::bytes::hold_line),
+                    },
+                ),
                 last: fs.first,
             };
             match of.next(&mut err) {

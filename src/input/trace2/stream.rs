@@ -85,6 +85,7 @@ impl Stream {
             name.display().to_string(),
             ReadOptions {
                 lenient: self.lenient,
+                rewrite: Some(crate::model::bytes::hold_line),
             },
         );
         let res = r.for_each_event(|ev, _| {

@@ -64,6 +64,28 @@ pub enum ReadError {
 pub struct ReadOptions {
     /// Skip and count malformed lines instead of failing.
     pub lenient: bool,
+    /// Called with each line that is not plain ASCII, before it is parsed: when it writes a
+    /// replacement into the buffer and returns `true`, that is parsed instead. git writes argv
+    /// and paths as the bytes they are, so a line may not be UTF-8; the reader decodes such
+    /// strings lossily (U+FFFD), and a caller that keeps bytes maps them into text here.
+    pub rewrite: Option<Rewrite>,
+}
+
+/// [`ReadOptions::rewrite`]: given a line that is not plain ASCII, writes its replacement into
+/// the buffer and returns `true`, or returns `false` to parse the line as it is.
+pub type Rewrite = fn(&[u8], &mut Vec<u8>) -> bool;
+
+impl ReadOptions {
+    /// `line`, or its replacement (in `scratch`) when [`ReadOptions::rewrite`] gives one.
+    fn rewritten<'b>(&self, line: &'b [u8], scratch: &'b mut Vec<u8>) -> &'b [u8] {
+        match self.rewrite {
+            Some(f) if !line.is_ascii() => {
+                scratch.clear();
+                if f(line, scratch) { scratch } else { line }
+            }
+            _ => line,
+        }
+    }
 }
 
 /// Counts kept while reading.
@@ -225,6 +247,8 @@ fn one_line(
     if line.is_empty() {
         return Ok(Flow::Go);
     }
+    let mut scratch = Vec::new();
+    let line = opts.rewritten(line, &mut scratch);
     match parse_line_borrowed(line) {
         Ok(event) => Ok(if f(event, line_no) { Flow::Go } else { Flow::Stop }),
         Err(_) if !complete => {
@@ -274,6 +298,8 @@ impl<R: BufRead> Iterator for EventReader<R> {
             if line.is_empty() {
                 continue;
             }
+            let mut scratch = Vec::new();
+            let line = self.opts.rewritten(line, &mut scratch);
             match parse_line(line) {
                 Ok((event, extra)) => {
                     return Some(Ok(Record {
@@ -1075,7 +1101,10 @@ mod tests {
         );
         for cap in [1, 7, 64, 4096] {
             for lenient in [true, false] {
-                let opts = ReadOptions { lenient };
+                let opts = ReadOptions {
+                    lenient,
+                    ..Default::default()
+                };
                 let mut it = EventReader::new(io::BufReader::with_capacity(cap, text.as_bytes()), "m", opts);
                 let mut want: Vec<Result<(Event<'static>, usize), String>> = Vec::new();
                 for r in it.by_ref() {
@@ -1216,9 +1245,24 @@ mod tests {
             garbage\n\
             {\"event\":\"new_thing\",\"sid\":\"s\",\"thread\":\"main\",\"zz\":1}\n\
             {\"event\":\"exit\",\"sid\":\"s\",\"thr";
-        let recs: Vec<_> = EventReader::new(input, "mem", ReadOptions { lenient: true }).collect();
+        let recs: Vec<_> = EventReader::new(
+            input,
+            "mem",
+            ReadOptions {
+                lenient: true,
+                ..Default::default()
+            },
+        )
+        .collect();
         assert_eq!(recs.len(), 2);
-        let mut r = EventReader::new(input, "mem", ReadOptions { lenient: true });
+        let mut r = EventReader::new(
+            input,
+            "mem",
+            ReadOptions {
+                lenient: true,
+                ..Default::default()
+            },
+        );
         for _ in r.by_ref() {}
         assert_eq!(
             r.stats(),

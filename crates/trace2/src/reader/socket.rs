@@ -53,7 +53,14 @@ impl StreamListener {
                     let name = format!("{}#{conn}", self.path.display());
                     let _ = stream.set_nonblocking(false);
                     std::thread::spawn(move || {
-                        let r = EventReader::new(BufReader::new(stream), name, ReadOptions { lenient: true });
+                        let r = EventReader::new(
+                            BufReader::new(stream),
+                            name,
+                            ReadOptions {
+                                lenient: true,
+                                ..Default::default()
+                            },
+                        );
                         for rec in r.flatten() {
                             if tx.send(rec).is_err() {
                                 break;

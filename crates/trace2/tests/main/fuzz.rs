@@ -114,7 +114,7 @@ proptest! {
             stream.extend_from_slice(other);
             stream.push(b'\n');
             stream.extend_from_slice(&line);
-            let r = EventReader::new(Cursor::new(stream), "fuzz", ReadOptions { lenient });
+            let r = EventReader::new(Cursor::new(stream), "fuzz", ReadOptions { lenient, ..Default::default() });
             for item in r {
                 let _ = item;
             }

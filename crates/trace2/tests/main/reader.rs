@@ -172,7 +172,14 @@ fn killed_git_and_truncated_lines() {
     std::fs::write(&ev, &bad).unwrap();
     let err = read_file(&ev, ReadOptions::default()).unwrap_err().to_string();
     assert!(err.starts_with(&format!("{}:1: ", ev.display())), "{err}");
-    let (recs3, stats) = read_file(&ev, ReadOptions { lenient: true }).unwrap();
+    let (recs3, stats) = read_file(
+        &ev,
+        ReadOptions {
+            lenient: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!((recs3.len(), stats.bad_lines), (recs.len(), 1));
 }
 

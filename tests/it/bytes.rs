@@ -1,0 +1,201 @@
+//! Bytes are bytes: a command line, a path or a process name that is not UTF-8 runs, is kept
+//! exactly through every file proctrace writes and reads back (JSON Lines with its `*_base64`
+//! fields, captures, git's Trace2), and is never turned into U+FFFD where the bytes matter.
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::common::*;
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// The exact bytes of word `i` of a JSON Lines line's `argv`: its `argv_base64` entry when it
+/// has one, else the string.
+fn word_bytes(line: &Value, i: usize) -> Vec<u8> {
+    match line["argv_base64"].get(i).and_then(Value::as_str) {
+        Some(b) => B64.decode(b).unwrap(),
+        None => line["argv"][i].as_str().unwrap().as_bytes().to_vec(),
+    }
+}
+
+/// The exec lines of `lines` whose program is `prog`.
+fn execs_of<'a>(lines: &'a [Value], prog: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["event"] == "exec" && l["argv"][0].as_str().is_some_and(|a| a.ends_with(prog)))
+        .collect()
+}
+
+fn proctrace() -> Command {
+    let mut c = Command::new(PROCTRACE);
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// `run -- CMD` with non-UTF-8 arguments, from a non-UTF-8 directory: the command gets the bytes
+/// (echo prints them), JSON Lines holds them exactly, and `analyze` of that file writes the same
+/// bytes again; the `start` line's argv is exact too.
+#[test]
+fn non_utf8_argv_and_cwd_run_and_round_trip_through_json_lines() {
+    for backend in ["connector", "ptrace"] {
+        let dir = tmp("d\u{e9}").into_bytes();
+        // The directory's name ends in the byte E9, not in the UTF-8 for é.
+        let mut dir = dir[..dir.len() - 2].to_vec();
+        dir.push(0xE9);
+        let dir = std::path::PathBuf::from(OsStr::from_bytes(&dir));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out_file = tmp("bytes.jsonl");
+        let word = OsStr::from_bytes(b"caf\xe9");
+        let raw = OsStr::from_bytes(b"\xff\xfe\x80");
+        let out = proctrace()
+            .args([
+                "run",
+                "--backend",
+                backend,
+                "--tree",
+                "none",
+                "-q",
+                "-o",
+                &out_file,
+                "--",
+            ])
+            .arg("/bin/echo")
+            .arg(word)
+            .arg("plain")
+            .arg(raw)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{backend}: {}", stderr(&out));
+        assert_eq!(
+            out.stdout, b"caf\xe9 plain \xff\xfe\x80\n",
+            "{backend}: the command got the bytes"
+        );
+        let lines = read_lines(&out_file);
+        let e = execs_of(&lines, "echo");
+        assert_eq!(e.len(), 1, "{backend}");
+        let e = e[0];
+        assert_eq!(word_bytes(e, 1), b"caf\xe9");
+        assert_eq!(word_bytes(e, 2), b"plain");
+        assert_eq!(word_bytes(e, 3), b"\xff\xfe\x80");
+        assert_eq!(
+            e["argv"][1], "caf\u{fffd}",
+            "{backend}: the string is the standard lossy text"
+        );
+        assert_eq!(e["argv_base64"][0], Value::Null);
+        assert_eq!(e["argv_base64"][2], Value::Null);
+        assert_eq!(
+            B64.decode(e["cwd_base64"].as_str().unwrap()).unwrap(),
+            dir.as_os_str().as_bytes()
+        );
+        let start = &lines[0];
+        assert_eq!(word_bytes(start, 1), b"caf\xe9", "{backend}: the start line");
+
+        // analyze reads the bytes back and writes them again, the same bytes.
+        let again = tmp("again.jsonl");
+        let a = proctrace()
+            .args(["analyze", &out_file, "--tree", "none", "-q", "-o", &again])
+            .output()
+            .unwrap();
+        assert!(a.status.success(), "{}", stderr(&a));
+        let before = std::fs::read_to_string(&out_file).unwrap();
+        let after = std::fs::read_to_string(&again).unwrap();
+        let body = |t: &str| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(body(&before), body(&after), "{backend}");
+    }
+}
+
+/// A capture (`--record`) keeps the bytes: `replay` gives them back in its JSON Lines, and git's
+/// Trace2 event format gets them raw, as git itself writes them.
+#[test]
+fn captures_and_trace2_keep_the_bytes() {
+    let cap = tmp("bytes.capture");
+    let ev = tmp("bytes.trace2.json");
+    let out = proctrace()
+        .args([
+            "run",
+            "--tree",
+            "none",
+            "-q",
+            "--record",
+            &cap,
+            "--trace2-event",
+            &ev,
+            "--",
+        ])
+        .arg("/bin/echo")
+        .arg(OsStr::from_bytes(b"x\xe9y"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let replayed = tmp("replayed.jsonl");
+    let r = proctrace()
+        .args(["replay", &cap, "--tree", "none", "-q", "-o", &replayed])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    let lines = read_lines(&replayed);
+    assert_eq!(word_bytes(execs_of(&lines, "echo")[0], 1), b"x\xe9y");
+
+    // git writes the bytes of argv as they are (checked against git below); so does proctrace.
+    let t2 = std::fs::read(&ev).unwrap();
+    let child = t2
+        .split(|&c| c == b'\n')
+        .find(|l| l.windows(13).any(|w| w == b"\"child_start\""))
+        .unwrap();
+    assert!(
+        child.windows(5).any(|w| w == b"x\xe9y\"]"),
+        "{}",
+        String::from_utf8_lossy(child)
+    );
+    let git_ev = tmp("git.trace2.json");
+    let st = Command::new("git")
+        .arg("version")
+        .arg(OsStr::from_bytes(b"x\xe9y"))
+        .env("GIT_TRACE2_EVENT", &git_ev)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let g = std::fs::read(&git_ev).unwrap();
+    assert!(
+        g.windows(5).any(|w| w == b"x\xe9y\"]"),
+        "git writes the raw bytes"
+    );
+
+    // And analyze of git's own trace keeps them.
+    let from_git = tmp("from-git.jsonl");
+    let a = proctrace()
+        .args(["analyze", &git_ev, "--tree", "none", "-q", "-o", &from_git])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    let lines = read_lines(&from_git);
+    let e = execs_of(&lines, "git");
+    assert!(!e.is_empty());
+    let n = e[0]["argv"].as_array().unwrap().len();
+    assert_eq!(word_bytes(e[0], n - 1), b"x\xe9y");
+}
+
+/// A process that names itself with bytes that are not UTF-8 (`prctl(PR_SET_NAME)`): the
+/// `comm` line keeps them.
+#[test]
+fn a_non_utf8_process_name_is_kept() {
+    let script = "import ctypes, os, time\n\
+                  libc = ctypes.CDLL(None)\n\
+                  libc.prctl(15, b'n\\xe9m', 0, 0, 0)\n\
+                  time.sleep(0.05)\n";
+    let (out, lines) = run(&["--tree", "none", "-q"], &["python3", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let comm = lines
+        .iter()
+        .find(|l| l["event"] == "comm")
+        .unwrap_or_else(|| panic!("no comm line: {lines:?}"));
+    assert_eq!(
+        B64.decode(comm["comm_base64"].as_str().unwrap()).unwrap(),
+        b"n\xe9m"
+    );
+    assert_eq!(comm["comm"], "n\u{fffd}m");
+}
