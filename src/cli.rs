@@ -252,7 +252,7 @@ pub struct WatchArgs {
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
     /// The capture file.
-    pub capture: String,
+    pub capture: std::path::PathBuf,
     /// Follow only this process's tree (for captures made by `watch`; a `run` capture
     /// names its command).
     #[arg(long, value_name = "PID")]

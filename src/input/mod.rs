@@ -110,12 +110,17 @@ impl Default for InputOptions {
     }
 }
 
+/// A path as the model's text, every byte kept ([`crate::model::bytes`]).
+fn text_of(p: &std::path::Path) -> String {
+    crate::model::bytes::from_os(p.as_os_str()).into_owned()
+}
+
 impl InputOptions {
     /// The header of an analysis of `paths` (Trace2 streams record no session of their own).
     pub fn analyze_header(&self, paths: &[PathBuf], ts: u64, real_minus_mono: i64) -> Header {
         Header {
             mode: Mode::Analyze {
-                inputs: paths.iter().map(|p| p.display().to_string()).collect(),
+                inputs: paths.iter().map(|p| text_of(p)).collect(),
             },
             ..self.fallback_header(paths, ts, real_minus_mono)
         }
@@ -123,11 +128,7 @@ impl InputOptions {
 
     /// The header for a trace that records none: `Replay` of `paths`, starting at `ts`.
     pub fn fallback_header(&self, paths: &[PathBuf], ts: u64, real_minus_mono: i64) -> Header {
-        let path = paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let path = paths.iter().map(|p| text_of(p)).collect::<Vec<_>>().join(" ");
         Header {
             mode: Mode::Replay { path },
             ts,

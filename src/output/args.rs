@@ -63,8 +63,9 @@ impl OutputArgs {
     fn from_matches(m: &ArgMatches, live: bool) -> Result<Self, clap::Error> {
         let mut values = Vec::new();
         for spec in OUTPUTS.iter().filter(|s| live || !s.live_only) {
-            if let Some(v) = m.get_one::<String>(spec.flag) {
-                values.push((spec.flag, v.clone()));
+            // Any bytes (a file name need not be UTF-8), kept as the model's text.
+            if let Some(v) = m.get_one::<std::ffi::OsString>(spec.flag) {
+                values.push((spec.flag, crate::model::bytes::from_os_string(v.clone())));
             }
         }
         Ok(OutputArgs {
@@ -79,6 +80,7 @@ fn arg(spec: &'static OutputSpec) -> Arg {
         .long(spec.flag)
         .value_name(spec.value_name)
         .help(spec.help)
+        .value_parser(clap::value_parser!(std::ffi::OsString))
         .action(ArgAction::Set);
     match spec.short {
         Some(c) => a.short(c),

@@ -76,6 +76,12 @@ pub enum Opened {
     Value,
 }
 
+/// The file an output's value names: the value is the model's text for the bytes given on the
+/// command line ([`crate::model::bytes`]), so a path that is not UTF-8 names its file.
+pub fn path_of(value: &str) -> PathBuf {
+    PathBuf::from(crate::model::bytes::to_os(value))
+}
+
 impl Opened {
     /// Opens `value` as `kind` says, truncating nothing. `what` names the output in errors.
     pub fn open(kind: DestKind, value: &str) -> io::Result<Opened> {
@@ -83,7 +89,7 @@ impl Opened {
             DestKind::Trace2 | DestKind::Endpoint => Ok(Opened::Value),
             _ if value == "-" => Ok(Opened::Stdout),
             DestKind::File | DestKind::Append => {
-                let path = PathBuf::from(value);
+                let path = path_of(value);
                 let existed = std::fs::symlink_metadata(&path).is_ok();
                 let mut o = std::fs::OpenOptions::new();
                 if kind == DestKind::Append {

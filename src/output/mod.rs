@@ -294,9 +294,9 @@ impl Outputs {
             // git does): one made for a run that never starts goes again too.
             if spec.dest == DestKind::Trace2
                 && value.starts_with('/')
-                && std::fs::symlink_metadata(&value).is_err()
+                && std::fs::symlink_metadata(dest::path_of(&value)).is_err()
             {
-                me.created.push(PathBuf::from(&value));
+                me.created.push(dest::path_of(&value));
             }
             let opened = Opened::open(spec.dest, &value).map_err(|e| {
                 ProctraceError::Io(format!("cannot open output '{value}' ({})", spec.what), e)
@@ -549,7 +549,7 @@ fn check_distinct(
             }
             _ => continue,
         };
-        let Some(id) = Identity::of(std::path::Path::new(path)) else {
+        let Some(id) = Identity::of(&dest::path_of(path)) else {
             continue;
         };
         if let Some((_, other)) = seen.iter().find(|(s, _)| *s == id) {

@@ -187,7 +187,7 @@ impl Sink for JsonLines {
             }
             Mode::Replay { path } => {
                 opt_str(b, Key::Mode, Some("replay"));
-                opt_str(b, Key::Capture, Some(path));
+                opt_str(b, Key::Capture, Some(&bytes::lossy(path)));
             }
             Mode::Analyze { inputs } => {
                 opt_str(b, Key::Mode, Some("analyze"));
@@ -197,7 +197,7 @@ impl Sink for JsonLines {
                     if i > 0 {
                         b.push(b',');
                     }
-                    json::string(b, p);
+                    json::string(b, &bytes::lossy(p));
                 }
                 b.push(b']');
             }

@@ -199,3 +199,34 @@ fn a_non_utf8_process_name_is_kept() {
     );
     assert_eq!(comm["comm"], "n\u{fffd}m");
 }
+
+/// proctrace's own file arguments are bytes too: an output, a capture and an input whose names
+/// are not UTF-8 are written and read.
+#[test]
+fn file_names_that_are_not_utf8() {
+    let named = |name: &[u8]| {
+        let mut p = tmp("x").into_bytes();
+        p.truncate(p.len() - 1);
+        p.extend_from_slice(name);
+        std::path::PathBuf::from(OsStr::from_bytes(&p))
+    };
+    let (out_file, cap) = (named(b"o\xe9.jsonl"), named(b"c\xe9.capture"));
+    let r = proctrace()
+        .args(["run", "--tree", "none", "-q", "-o"])
+        .arg(&out_file)
+        .arg("--record")
+        .arg(&cap)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    for input in [&out_file, &cap] {
+        let a = proctrace()
+            .args(["analyze", "--tree", "none", "-q", "-o", "-"])
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(a.status.success(), "{}", stderr(&a));
+        assert!(String::from_utf8_lossy(&a.stdout).contains("\"event\":\"exec\""));
+    }
+}
