@@ -660,6 +660,54 @@ mod tests {
         missing(&declared[at..])
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Any bytes in argv, the paths and the name come back from `analyze` exactly, and its
+        /// output reads back to itself (the `*_base64` fields written only where needed).
+        #[test]
+        fn any_bytes_round_trip(
+            words in proptest::collection::vec(proptest::collection::vec(1u8..=255, 0..6), 1..4),
+            cwd in proptest::collection::vec(1u8..=255, 1..8),
+            comm in proptest::collection::vec(1u8..=255, 1..6),
+        ) {
+            use base64::Engine as _;
+            let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+            let lossy = |b: &[u8]| serde_json::to_string(&String::from_utf8_lossy(b)).unwrap();
+            let argv: Vec<String> = words.iter().map(|w| lossy(w)).collect();
+            let argv64: Vec<String> = words.iter().map(|w| format!("\"{}\"", b64(w))).collect();
+            let text = format!(
+                concat!(
+                    "{{\"event\":\"start\",\"ts\":1.000000000,\"tool\":\"proctrace\",\"version\":\"0.1.0\",\"wall_offset\":0.000000000,\"mode\":\"run\",\"argv\":[\"x\"]}}\n",
+                    "{{\"event\":\"fork\",\"ts\":1.000100000,\"pid\":100,\"ppid\":99}}\n",
+                    "{{\"event\":\"exec\",\"ts\":1.000200000,\"pid\":100,\"ppid\":99,\"argv\":[{}],\"argv_base64\":[{}],",
+                    "\"cwd\":{},\"cwd_base64\":\"{}\",\"comm\":{},\"comm_base64\":\"{}\"}}\n",
+                    "{{\"event\":\"exit\",\"ts\":1.001000000,\"pid\":100,\"ppid\":99,\"code\":0,\"duration\":0.000900000}}\n",
+                ),
+                argv.join(","), argv64.join(","), lossy(&cwd), b64(&cwd), lossy(&comm), b64(&comm),
+            );
+            let (once, _) = analyzed(&text);
+            let exec: Value = serde_json::from_str(once.lines().nth(2).unwrap()).unwrap();
+            let exact = |v: &Value, k: &str| -> Vec<u8> {
+                match exec.get(format!("{k}_base64")) {
+                    Some(Value::String(e)) => base64::engine::general_purpose::STANDARD.decode(e).unwrap(),
+                    _ => v.as_str().unwrap().as_bytes().to_vec(),
+                }
+            };
+            for (i, w) in words.iter().enumerate() {
+                let got = match exec["argv_base64"].get(i).and_then(Value::as_str) {
+                    Some(e) => base64::engine::general_purpose::STANDARD.decode(e).unwrap(),
+                    None => exec["argv"][i].as_str().unwrap().as_bytes().to_vec(),
+                };
+                proptest::prop_assert_eq!(&got, w);
+            }
+            proptest::prop_assert_eq!(exact(&exec["cwd"], "cwd"), cwd);
+            proptest::prop_assert_eq!(exact(&exec["comm"], "comm"), comm);
+            let all_exact = words.iter().all(|w| std::str::from_utf8(w).is_ok_and(crate::model::bytes::is_exact));
+            proptest::prop_assert_eq!(exec.get("argv_base64").is_none(), all_exact);
+            proptest::prop_assert_eq!(analyzed(&once).0, once);
+        }
+    }
+
     /// What the every-key files hold is what this writer writes for the records they make.
     #[test]
     fn analyze_writes_back_what_it_read() {
