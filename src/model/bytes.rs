@@ -167,6 +167,28 @@ pub fn lossy(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// The text an output that is not for bytes (a Chrome trace's args, OTLP attributes, the summary
+/// JSON) shows: every held byte as `\xNN`, the rest as it is (those formats escape what they
+/// must themselves). Borrowed when `s` is exact.
+pub fn shown(s: &str) -> Cow<'_, str> {
+    if is_exact(s) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match held_byte(c) {
+            Some(b) => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\x");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
+            None => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// An OS string (an argument, a path) as the model's text.
 pub fn from_os(s: &OsStr) -> Cow<'_, str> {
     encode(s.as_bytes())
@@ -258,6 +280,13 @@ mod tests {
             want.extend_from_slice(b"\"]");
             assert_eq!(buf, want);
         }
+    }
+
+    #[test]
+    fn shown_as_escapes() {
+        assert_eq!(shown(&encode(b"caf\xe9")), "caf\\xe9");
+        assert!(matches!(shown("plain \x1b"), Cow::Borrowed("plain \x1b")));
+        assert_eq!(shown(&encode("x\u{10FFE9}".as_bytes())), "x\\xf4\\x8f\\xbf\\xa9");
     }
 
     #[test]

@@ -74,6 +74,7 @@ use std::ops::Bound::Excluded;
 use super::json;
 use super::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
 use super::{LineWriter, Sink};
+use crate::model::bytes::shown;
 use crate::model::event::{Data, DataValue, ExitStatus};
 use crate::model::naming::{program, quote_argv, region_name};
 use crate::model::session::{Header, Mode, Summary};
@@ -761,11 +762,11 @@ impl ChromeTrace {
         if let Some(d) = r.execs.last().and_then(|x| x.details.as_ref()) {
             if let Some(cwd) = &d.cwd {
                 b.extend_from_slice(b",\"cwd\":");
-                json::string(b, cwd);
+                json::string(b, &shown(cwd));
             }
             if let Some(exe) = &d.exe {
                 b.extend_from_slice(b",\"exe\":");
-                json::string(b, exe);
+                json::string(b, &shown(exe));
             }
         }
         b.extend_from_slice(b",\"execs\":");
@@ -926,9 +927,9 @@ impl Sink for ChromeTrace {
                     b.push(b',');
                 }
                 if redact {
-                    json::string(b, &crate::redact::redact_arg(a));
+                    json::string(b, &shown(&crate::redact::redact_arg(a)));
                 } else {
-                    json::string(b, a);
+                    json::string(b, &shown(a));
                 }
             }
             b.push(b']');

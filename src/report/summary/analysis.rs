@@ -7,6 +7,7 @@ use super::{
     Background, ByProgram, Cost, Costs, Failure, PathStep, ProgramStat, RegionStep, Regions, RunReport,
     StatusJson, Step, TOP, TOP_COST,
 };
+use crate::model::bytes::shown;
 use crate::model::event::Usage;
 use crate::model::naming::{command_line, program, region_name};
 use crate::model::session::{Header, Mode, Summary};
@@ -125,10 +126,11 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let off = |ts: u64| ts.wrapping_sub(origin) as i64;
     let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
         r.argv().map(|a| {
+            // The summary JSON shows bytes that are not UTF-8 as `\xNN` (JSON Lines has them exactly).
             if redact {
-                a.iter().map(|s| redact_arg(s).into_owned()).collect()
+                a.iter().map(|s| shown(&redact_arg(s)).into_owned()).collect()
             } else {
-                a.to_vec()
+                a.iter().map(|s| shown(s).into_owned()).collect()
             }
         })
     };

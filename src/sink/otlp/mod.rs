@@ -45,6 +45,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 
 use super::Sink;
+use crate::model::bytes::shown;
 use crate::model::event::{Argv, ExitStatus, Region};
 use crate::model::naming::{program, region_name};
 use crate::model::session::{Header, Mode, Summary};
@@ -369,9 +370,9 @@ impl<D: SpanDest> Otlp<D> {
                 .iter()
                 .map(|a| AnyValue {
                     value: Some(any_value::Value::StringValue(if self.redact {
-                        redact_arg(a).into_owned()
+                        shown(&redact_arg(a)).into_owned()
                     } else {
-                        a.to_owned()
+                        shown(a).into_owned()
                     })),
                 })
                 .collect(),
@@ -389,17 +390,17 @@ impl<D: SpanDest> Otlp<D> {
             kv_int("process.parent_pid", r.ppid as i64),
         ];
         if let Some(c) = &r.comm {
-            a.push(kv_str("process.executable.name", c));
+            a.push(kv_str("process.executable.name", &shown(c)));
         }
         let d = r.execs.last().and_then(|e| e.details.as_ref());
         if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
-            a.push(kv_str("process.executable.path", exe));
+            a.push(kv_str("process.executable.path", &shown(exe)));
         }
         if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
             a.push(kv("process.command_args", self.argv_value(argv)));
         }
         if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
-            a.push(kv_str("process.working_directory", cwd));
+            a.push(kv_str("process.working_directory", &shown(cwd)));
         }
         if let Some(uid) = d.and_then(|d| d.uid).or(r.uid.map(|u| u.1)) {
             a.push(kv_int("process.user.id", uid as i64));
@@ -449,7 +450,7 @@ impl<D: SpanDest> Otlp<D> {
                 let mut ea = Vec::new();
                 if let Some(d) = &e.details {
                     if let Some(exe) = &d.exe {
-                        ea.push(kv_str("process.executable.path", exe));
+                        ea.push(kv_str("process.executable.path", &shown(exe)));
                     }
                     if let Some(argv) = &d.argv {
                         ea.push(kv("process.command_args", self.argv_value(argv)));
@@ -489,12 +490,12 @@ impl<D: SpanDest> Otlp<D> {
 
     fn region_span(&self, ids: &SpanIds, g: &Region, span: [u8; 8], parent: [u8; 8]) -> Span {
         let mut a = vec![
-            kv_str("trace2.category", &g.category),
-            kv_str("trace2.thread", &g.thread),
+            kv_str("trace2.category", &shown(&g.category)),
+            kv_str("trace2.thread", &shown(&g.thread)),
             kv_int("trace2.nesting", g.nesting as i64),
         ];
         if let Some(m) = &g.msg {
-            a.push(kv_str("trace2.msg", m));
+            a.push(kv_str("trace2.msg", &shown(m)));
         }
         let name = region_name(&g.category, &g.label);
         Span {
