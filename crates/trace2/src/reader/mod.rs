@@ -76,15 +76,22 @@ pub struct ReadOptions {
 pub type Rewrite = fn(&[u8], &mut Vec<u8>) -> bool;
 
 impl ReadOptions {
-    /// `line`, or its replacement (in `scratch`) when [`ReadOptions::rewrite`] gives one.
-    fn rewritten<'b>(&self, line: &'b [u8], scratch: &'b mut Vec<u8>) -> &'b [u8] {
-        match self.rewrite {
-            Some(f) if !line.is_ascii() => {
-                scratch.clear();
-                if f(line, scratch) { scratch } else { line }
-            }
-            _ => line,
+    /// `line` (or its replacement in `scratch`, when [`ReadOptions::rewrite`] gives one) and its
+    /// text when it is UTF-8. One pass over a plain ASCII line, the usual case: that it is ASCII
+    /// is what the reader needs to know anyway (its strings then lie on the line as text).
+    fn rewritten<'b>(&self, line: &'b [u8], scratch: &'b mut Vec<u8>) -> (&'b [u8], Option<&'b str>) {
+        if line.is_ascii() {
+            // SAFETY: ASCII is UTF-8.
+            return (line, Some(unsafe { std::str::from_utf8_unchecked(line) }));
         }
+        let line = match self.rewrite {
+            Some(f) => {
+                scratch.clear();
+                if f(line, scratch) { &scratch[..] } else { line }
+            }
+            None => line,
+        };
+        (line, std::str::from_utf8(line).ok())
     }
 }
 
@@ -248,8 +255,8 @@ fn one_line(
         return Ok(Flow::Go);
     }
     let mut scratch = Vec::new();
-    let line = opts.rewritten(line, &mut scratch);
-    match parse_line_borrowed(line) {
+    let (line, text) = opts.rewritten(line, &mut scratch);
+    match parse::<Borrowed>(line, text, None) {
         Ok(event) => Ok(if f(event, line_no) { Flow::Go } else { Flow::Stop }),
         Err(_) if !complete => {
             stats.truncated_last_line = true;
@@ -299,8 +306,9 @@ impl<R: BufRead> Iterator for EventReader<R> {
                 continue;
             }
             let mut scratch = Vec::new();
-            let line = self.opts.rewritten(line, &mut scratch);
-            match parse_line(line) {
+            let (line, text) = self.opts.rewritten(line, &mut scratch);
+            let mut extra = Vec::new();
+            match parse::<Copied>(line, text, Some(&mut extra)).map(|e| (e, extra)) {
                 Ok((event, extra)) => {
                     return Some(Ok(Record {
                         event,
@@ -785,7 +793,7 @@ fn as_i64(m: &RawMember<'_>) -> Option<i64> {
 /// every member first, measured with `benches/ingest.rs` of the proctrace crate).
 pub fn parse_line(line: &[u8]) -> Result<(Event<'static>, Vec<(String, Value)>), String> {
     let mut extra = Vec::new();
-    let event = parse::<Copied>(line, Some(&mut extra))?;
+    let event = parse::<Copied>(line, std::str::from_utf8(line).ok(), Some(&mut extra))?;
     Ok((event, extra))
 }
 
@@ -794,11 +802,14 @@ pub fn parse_line(line: &[u8]) -> Result<(Event<'static>, Vec<(String, Value)>),
 /// wants). On git's streams 7–30% more MB/s than `parse_line` in rounds measured side by side
 /// on a loaded machine (`/tmp` harness over the `bench/run --only ingest` stream).
 pub fn parse_line_borrowed(line: &[u8]) -> Result<Event<'_>, String> {
-    parse::<Borrowed>(line, None)
+    parse::<Borrowed>(line, std::str::from_utf8(line).ok(), None)
 }
 
+/// Parses `line`; `text` is the line as text when it is UTF-8 (its strings are then taken from
+/// it as they lie, checked once for all).
 fn parse<'a, 'o, S: Keep<'a, 'o>>(
     line: &'a [u8],
+    text: Option<&'a str>,
     extra: Option<&mut Vec<(String, Value)>>,
 ) -> Result<Event<'o>, String> {
     let mut members = Members {
@@ -812,9 +823,7 @@ fn parse<'a, 'o, S: Keep<'a, 'o>>(
     }
     let mut f = Fields::<S> {
         members,
-        text: std::str::from_utf8(line)
-            .ok()
-            .map(|t| (t, line.as_ptr() as usize)),
+        text: text.map(|t| (t, line.as_ptr() as usize)),
         keep: std::marker::PhantomData,
     };
     let name_m = f.take_member(Field::Event).ok_or("missing \"event\"")?;
