@@ -2,6 +2,7 @@
 //! read by the commands in [`crate::cmd`]. The output flags come from the output registry
 //! ([`crate::output::OutputArgs`]), not from here.
 
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::filter;
@@ -156,8 +157,8 @@ pub struct FilterArgs {
     #[arg(long, value_name = "USER", value_parser = parse_user)]
     pub user: Vec<u32>,
     /// Only processes with this name: their comm, or the file name of the program they run
-    /// (repeatable).
-    #[arg(long, value_name = "NAME")]
+    /// (repeatable). Any bytes: a name need not be UTF-8.
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::OsStringValueParser::new().map(crate::model::bytes::from_os_string))]
     pub comm: Vec<String>,
 }
 

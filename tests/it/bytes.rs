@@ -230,3 +230,48 @@ fn file_names_that_are_not_utf8() {
         assert!(String::from_utf8_lossy(&a.stdout).contains("\"event\":\"exec\""));
     }
 }
+
+/// `watch --comm NAME` takes a name that is not UTF-8 and matches the program of that name.
+#[test]
+fn watch_matches_a_name_that_is_not_utf8() {
+    let mut bin = tmp("x").into_bytes();
+    bin.truncate(bin.len() - 1);
+    bin.extend_from_slice(b"n\xe9m");
+    let bin = std::path::PathBuf::from(OsStr::from_bytes(&bin));
+    std::fs::copy("/bin/sleep", &bin).unwrap();
+    let out_file = tmp("watch.jsonl");
+    // The shell waits for the watcher to be ready (its start line is in the file), then runs
+    // /bin/sleep (left out) and the program named n\xe9m (kept).
+    let mut target = Command::new("sh")
+        .args([
+            "-c",
+            "while [ ! -s \"$1\" ]; do sleep 0.02; done; /bin/sleep 0.01; exec \"$0\" 0.01",
+        ])
+        .arg(&bin)
+        .arg(&out_file)
+        .spawn()
+        .unwrap();
+    let out = proctrace()
+        .args([
+            "watch",
+            "-p",
+            &target.id().to_string(),
+            "-e",
+            "exec",
+            "-o",
+            &out_file,
+            "--comm",
+        ])
+        .arg(OsStr::from_bytes(b"n\xe9m"))
+        .output()
+        .unwrap();
+    target.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    let execs: Vec<_> = lines.iter().filter(|l| l["event"] == "exec").collect();
+    assert_eq!(execs.len(), 1, "only the program named n\\xe9m: {lines:?}");
+    assert_eq!(
+        B64.decode(execs[0]["comm_base64"].as_str().unwrap()).unwrap(),
+        b"n\xe9m"
+    );
+}
