@@ -921,12 +921,13 @@ impl Sink for ChromeTrace {
         json::string(b, &label);
         if let Mode::Run { argv } = &h.mode {
             b.extend_from_slice(b",\"argv\":[");
+            let mut r = crate::redact::Argv::new();
             for (i, a) in argv.iter().enumerate() {
                 if i > 0 {
                     b.push(b',');
                 }
                 if redact {
-                    json::string(b, &crate::redact::redact_arg(a));
+                    json::string(b, &r.word(a));
                 } else {
                     json::string(b, a);
                 }

@@ -17,7 +17,6 @@ use crate::model::event::{DataValue, ExitStatus};
 use crate::model::jsonl_schema::{EventName, Key};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
 
 /// The JSON Lines sink.
 pub struct JsonLines {
@@ -42,13 +41,14 @@ fn write_argv<S: AsRef<str>>(b: &mut Vec<u8>, argv: Option<impl IntoIterator<Ite
         return;
     };
     b.push(b'[');
+    let mut r = crate::redact::Argv::new();
     for (i, s) in a.into_iter().enumerate() {
         let s = s.as_ref();
         if i > 0 {
             b.push(b',');
         }
         if redact {
-            json::string(b, &redact_arg(s));
+            json::string(b, &r.word(s));
         } else {
             json::string(b, s);
         }

@@ -9,6 +9,7 @@ mod analyze_trace2;
 mod chrome_check;
 mod chrome_out;
 mod cli;
+mod creds;
 mod diff;
 mod errors;
 mod failures;
