@@ -172,24 +172,56 @@ fn user_pass(w: &str, from: usize) -> Cow<'_, str> {
     }
 }
 
+const AT: u8 = 1;
+const COLON: u8 = 2;
+const EQ: u8 = 4;
+const BLANK: u8 = 8;
+
+/// Which bytes a rule looks for, by class: a branch-free scan ORs them over a word.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'@' as usize] = AT;
+    t[b':' as usize] = COLON;
+    t[b'=' as usize] = EQ;
+    let mut i = 0;
+    while i < 6 {
+        t[[b' ', b'\t', b'\n', b'\r', 0x0b, 0x0c][i] as usize] = BLANK;
+        i += 1;
+    }
+    t
+};
+
 /// The context-free rules; also whether the word ends in a secret option awaiting its value.
 fn redact_word(w: &str) -> (Cow<'_, str>, bool) {
     let b = w.as_bytes();
-    // The quick scan: a word with none of these bytes has nothing any rule looks for.
-    if b.first() != Some(&b'-')
-        && memchr::memchr3(b'@', b'=', b':', b).is_none()
-        && memchr::memchr(b' ', b).is_none()
-    {
+    // The quick scan: one pass over the bytes says which rules can match at all; most words
+    // (`-O2`, `foo.c`, `/usr/bin/cc`) are turned away here.
+    let m = b.iter().fold(0u8, |m, &c| m | CLASS[usize::from(c)]);
+    if m == 0 && b.first() != Some(&b'-') {
         return (Cow::Borrowed(w), false);
     }
-    let r = pass(w, url_userinfo);
-    let r = then(r, |s| pass(s, headers));
+    let (at, colon, eq, blank) = (m & AT != 0, m & COLON != 0, m & EQ != 0, m & BLANK != 0);
+    let dash = b.first() == Some(&b'-');
+    let mut r = Cow::Borrowed(w);
+    if at && colon {
+        r = then(r, |s| pass(s, url_userinfo));
+    }
+    if colon {
+        r = then(r, |s| pass(s, headers));
+    }
+    if dash && !(eq || blank || colon) {
+        // An option alone (`-O2`, `--password`): only the two-word rule can apply.
+        return (r, secret_option(b));
+    }
     let mut pending = false;
-    let r = then(r, |s| {
-        let mut e = Edits::new(s);
-        pending = names(s, &mut e);
-        e.finish()
-    });
+    // `pass:` alone needs the names rule with a colon but no `=`, blank or dash.
+    if dash || eq || blank || (colon && b.starts_with(b"pass:")) {
+        r = then(r, |s| {
+            let mut e = Edits::new(s);
+            pending = names(s, eq, &mut e);
+            e.finish()
+        });
+    }
     (r, pending)
 }
 
@@ -272,7 +304,8 @@ fn is_scheme_byte(c: u8) -> bool {
 /// `scheme://user:secret@` and `scheme://token@`, every URL of the word.
 fn url_userinfo(s: &str, e: &mut Edits<'_>) {
     let b = s.as_bytes();
-    for p in memchr::memmem::find_iter(b, b"://") {
+    // `://` found from its colon: cheaper than a substring searcher on words this short.
+    for p in memchr::memchr_iter(b':', b).filter(|&p| b[p + 1..].starts_with(b"//")) {
         let mut st = p;
         while st > 0 && is_scheme_byte(b[st - 1]) {
             st -= 1;
@@ -406,10 +439,22 @@ fn is_name_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
 }
 
+/// Whether a whole word is a secret option that takes the next word as its value
+/// (`--password`, `-token`; not `--no-password`).
+fn secret_option(b: &[u8]) -> bool {
+    let dashes = b.iter().take(2).take_while(|&&c| c == b'-').count();
+    let name = &b[dashes..];
+    dashes > 0
+        && !name.is_empty()
+        && name.iter().all(|&c| is_name_byte(c))
+        && secret_name(name)
+        && !SWITCH_PREFIXES.iter().any(|p| starts_norm(name, p))
+}
+
 /// `NAME=VALUE`, `--NAME=VALUE`, `--NAME VALUE` at the start of each blank-separated token (a
 /// word may be a whole script), `pass:SECRET`, and `NAME=VALUE` in a URL query. Returns whether
 /// the last token is a secret option whose value is the next word.
-fn names(s: &str, e: &mut Edits<'_>) -> bool {
+fn names(s: &str, eq: bool, e: &mut Edits<'_>) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     let mut pending = false;
@@ -460,6 +505,9 @@ fn names(s: &str, e: &mut Edits<'_>) -> bool {
                 pending = true;
                 continue;
             }
+        }
+        if !eq {
+            continue;
         }
         // A URL query: `?NAME=VALUE&…`.
         let mut k = t0;
