@@ -351,7 +351,12 @@ fn ends_ci(b: &[u8], suffix: &[u8]) -> bool {
 /// `Authorization:`, `Proxy-Authorization:` (the scheme word stays) and `Cookie:` values.
 fn headers(s: &str, e: &mut Edits<'_>) {
     let b = s.as_bytes();
+    // The end of the last header's value: a name inside a value is part of that value.
+    let mut covered = 0;
     for q in memchr::memchr_iter(b':', b) {
+        if q < covered {
+            continue;
+        }
         let head = &b[..q];
         let (auth, name_start) = if ends_ci(head, b"authorization") {
             let n = q - b"authorization".len();
@@ -381,6 +386,7 @@ fn headers(s: &str, e: &mut Edits<'_>) {
         if v0 >= v1 {
             continue;
         }
+        covered = v1;
         if auth {
             if let Some(sp) = b[v0..v1].iter().position(|&c| blank(c)) {
                 let mut t = v0 + sp;

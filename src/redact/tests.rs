@@ -323,3 +323,129 @@ fn non_utf8_text_is_safe() {
     assert_eq!(one(w), "--password=<REDACTED>");
     unchanged("caf\u{10FFE9}");
 }
+
+/// Fragments the rules look for, glued in any order: pathological words.
+const PIECES: [&str; 30] = [
+    "https://",
+    "ftp://",
+    "ssh://",
+    "u",
+    "git",
+    ":",
+    "@",
+    "pw",
+    " ",
+    "\t",
+    "--password",
+    "--token",
+    "-",
+    "=",
+    "Authorization: ",
+    "cookie:",
+    "Bearer ",
+    "'",
+    "\"",
+    "?",
+    "&",
+    "#",
+    "/",
+    "é",
+    "\u{10FFE9}",
+    "-p",
+    "curl",
+    "mysql",
+    "pass:",
+    "<REDACTED>",
+];
+
+/// Tokens of real command lines, joined by blanks into a word (a script, a header value).
+const TOKENS: [&str; 31] = [
+    "https://u:pw@h/x",
+    "ftp://t@h",
+    "ssh://git@h",
+    "--password=pw",
+    "--password",
+    "pw",
+    "--token",
+    "Authorization:",
+    "Bearer",
+    "tok",
+    "Cookie:",
+    "a=1;",
+    "pass:pw",
+    "GITHUB_TOKEN=t",
+    "x?api_key=k&y=1",
+    "'x'",
+    "\"y\"",
+    "-p",
+    "-ppw",
+    "curl",
+    "-u",
+    "me:pw",
+    "mysql",
+    "sshpass",
+    "user@example.com",
+    "é",
+    "\u{10FFE9}",
+    "<REDACTED>",
+    "plain",
+    "-H",
+    "'Authorization: Basic abc'",
+];
+
+fn argv_of(
+    pieces: &'static [&'static str],
+    sep: &'static str,
+) -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+    use proptest::prelude::*;
+    let word = proptest::collection::vec(0..pieces.len(), 0..10)
+        .prop_map(move |ix| ix.into_iter().map(|i| pieces[i]).collect::<Vec<_>>().join(sep));
+    proptest::collection::vec(word, 0..6)
+}
+
+proptest::proptest! {
+    /// What redaction wrote is final for real command lines: a second pass (a replayed capture,
+    /// a re-recorded one) changes nothing and copies nothing.
+    #[test]
+    fn redaction_is_idempotent(argv in argv_of(&TOKENS, " ")) {
+        let once: Vec<String> = redact_argv(&argv).into_iter().map(Cow::into_owned).collect();
+        let twice = redact_argv(&once);
+        for (a, b) in once.iter().zip(&twice) {
+            proptest::prop_assert!(matches!(b, Cow::Borrowed(_)), "{argv:?}: {a:?} became {b:?}");
+        }
+        for w in &argv {
+            let one = redact_arg(w);
+            proptest::prop_assert!(matches!(redact_arg(&one), Cow::Borrowed(_)), "{w:?} -> {one:?}");
+        }
+    }
+
+    /// Pathological words: no panic, and a second pass may only redact more (each pass only
+    /// replaces text by the mark, so nothing hidden comes back).
+    #[test]
+    fn pathological_words_are_safe(argv in argv_of(&PIECES, "")) {
+        let once: Vec<String> = redact_argv(&argv).into_iter().map(Cow::into_owned).collect();
+        let twice = redact_argv(&once);
+        for (a, b) in once.iter().zip(&twice) {
+            // b is a with spans replaced by the mark: its other pieces are found in a, in order.
+            let mut at = 0;
+            for piece in b.split(MARK) {
+                let found = a[at..].find(piece);
+                proptest::prop_assert!(found.is_some(), "{a:?} -> {b:?}: {piece:?} is new");
+                at += found.unwrap_or(0) + piece.len();
+            }
+        }
+        for w in &argv {
+            let _ = redact_arg(w);
+        }
+    }
+
+    /// Any text at all, bytes-in-text included: no panic, and a word is changed only where it
+    /// holds a rule's byte.
+    #[test]
+    fn any_text_is_safe(s in "\\PC*") {
+        let r = redact_arg(&s);
+        if !s.bytes().any(|c| matches!(c, b'@' | b':' | b'=' | b'-') || c.is_ascii_whitespace()) {
+            proptest::prop_assert!(matches!(r, Cow::Borrowed(_)));
+        }
+    }
+}
