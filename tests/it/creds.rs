@@ -257,6 +257,30 @@ fn no_redact_shows_the_command_never_proctrace() {
 }
 
 #[test]
+fn an_unreachable_collector_is_reported_without_secrets() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            &format!("--otlp=http://u:SECRETPW@127.0.0.1:{port}"),
+            "--",
+            "true",
+        ])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20SECRET5")
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("spans not delivered"), "the failure is said: {err}");
+    assert_eq!(found(&err, &OWN), Vec::<&str>::new(), "{err}");
+}
+
+#[test]
 fn a_bad_otlp_url_is_quoted_redacted() {
     let out = Command::new(PROCTRACE)
         .args(["run", "--otlp=ftp://u:SECRETPW@h", "--", "true"])
