@@ -73,7 +73,7 @@ use crate::model::event::{Argv, ExitStatus};
 use crate::model::naming::{Identity, command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
+use crate::redact::redact_argv;
 use crate::report::summary::{StatusJson, summarize, wall};
 use crate::sink::Fanout;
 
@@ -603,7 +603,10 @@ fn secs(ns: u64) -> f64 {
 
 fn redacted(argv: &[String], redact: bool) -> Vec<String> {
     if redact {
-        argv.iter().map(|s| redact_arg(s).into_owned()).collect()
+        redact_argv(argv)
+            .into_iter()
+            .map(std::borrow::Cow::into_owned)
+            .collect()
     } else {
         argv.to_vec()
     }

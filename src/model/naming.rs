@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 
 use crate::model::event::Argv;
 use crate::model::tracker::{ExecRecord, ProcessRecord};
-use crate::redact::redact_arg;
+use crate::redact::redact_argv;
 
 /// What a record says about who a process is, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool
     let argv: Vec<S> = argv.into_iter().collect();
     let mut out = Vec::with_capacity(argv.iter().map(|a| a.as_ref().len() + 1).sum());
     if redact {
-        let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a.as_ref())).collect();
+        let redacted = redact_argv(&argv);
         trace2::quote::sq_argv(&mut out, &redacted);
     } else {
         trace2::quote::sq_argv(&mut out, &argv);

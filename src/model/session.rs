@@ -37,7 +37,7 @@ pub enum Mode {
 pub struct Tool {
     /// Its pid.
     pub pid: u32,
-    /// Its command line.
+    /// Its command line, credentials redacted ([`crate::redact::own_argv`]).
     pub argv: Vec<String>,
     /// Its version.
     pub version: String,
@@ -54,13 +54,17 @@ pub struct Tool {
 
 impl Tool {
     /// This process, read once at start (the only place outputs learn about the environment).
+    /// Its command line is read as bytes (any argument, UTF-8 or not, see
+    /// [`crate::model::bytes`]) and redacted here, always: proctrace's own credentials
+    /// (`--otlp=http://user:secret@host`) never enter the model, so no output can show them,
+    /// whatever `--no-redact` says (docs/outputs.md, "Redaction").
     pub fn this_process() -> Tool {
+        let argv: Vec<String> = std::env::args_os()
+            .map(crate::model::bytes::from_os_string)
+            .collect();
         Tool {
             pid: std::process::id(),
-            // args_os: a non-UTF-8 argument is kept (crate::model::bytes), not a panic.
-            argv: std::env::args_os()
-                .map(crate::model::bytes::from_os_string)
-                .collect(),
+            argv: crate::redact::own_argv(&argv),
             version: env!("CARGO_PKG_VERSION").to_string(),
             parent_sid: std::env::var("GIT_TRACE2_PARENT_SID")
                 .ok()

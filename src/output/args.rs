@@ -10,7 +10,8 @@ use super::registry::OUTPUTS;
 /// Switches shared by every output.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Switches {
-    /// Show credentials in URLs (https://user:secret@host) instead of redacting them.
+    /// Show credentials in the traced argv (https://user:secret@host, --password=X) instead of
+    /// redacting them (proctrace's own stay redacted).
     #[arg(long)]
     pub no_redact: bool,
     /// Never colour output (also: NO_COLOR=1).

@@ -922,12 +922,13 @@ impl Sink for ChromeTrace {
         json::string(b, &label);
         if let Mode::Run { argv } = &h.mode {
             b.extend_from_slice(b",\"argv\":[");
+            let mut r = crate::redact::Argv::new();
             for (i, a) in argv.iter().enumerate() {
                 if i > 0 {
                     b.push(b',');
                 }
                 if redact {
-                    json::string(b, &shown(&crate::redact::redact_arg(a)));
+                    json::string(b, &shown(&r.word(a)));
                 } else {
                     json::string(b, &shown(a));
                 }

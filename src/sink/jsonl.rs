@@ -18,7 +18,6 @@ use crate::model::event::{DataValue, ExitStatus};
 use crate::model::jsonl_schema::{EventName, Key};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
 
 /// The JSON Lines sink.
 pub struct JsonLines {
@@ -50,19 +49,21 @@ where
         return;
     };
     let words = a.into_iter();
-    fn word(s: &str, redact: bool) -> std::borrow::Cow<'_, str> {
+    // Redaction reads an argv in order (`--password V`); each pass has its own, the same result.
+    fn word<'a>(r: &mut crate::redact::Argv, s: &'a str, redact: bool) -> std::borrow::Cow<'a, str> {
         match redact {
-            true => redact_arg(s),
+            true => r.word(s),
             false => std::borrow::Cow::Borrowed(s),
         }
     }
     b.push(b'[');
     let mut exact = true;
+    let mut r = crate::redact::Argv::new();
     for (i, s) in words.clone().enumerate() {
         if i > 0 {
             b.push(b',');
         }
-        let w = word(s.as_ref(), redact);
+        let w = word(&mut r, s.as_ref(), redact);
         if bytes::is_exact(&w) {
             json::string(b, &w);
         } else {
@@ -76,11 +77,12 @@ where
     }
     key(b, Key::ArgvBase64);
     b.push(b'[');
+    let mut r = crate::redact::Argv::new();
     for (i, s) in words.enumerate() {
         if i > 0 {
             b.push(b',');
         }
-        let w = word(s.as_ref(), redact);
+        let w = word(&mut r, s.as_ref(), redact);
         if bytes::is_exact(&w) {
             b.extend_from_slice(b"null");
         } else {

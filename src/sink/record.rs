@@ -3,7 +3,9 @@
 //! `proctrace replay` and `analyze`. An output like the others: lines are written whole (a full
 //! disk cuts the file back to its last whole line), a failure is reported by its path.
 //!
-//! URL credentials are redacted in what it records unless `--no-redact`, as in every output.
+//! Credentials in the traced argv are redacted in what it records unless `--no-redact`, as in
+//! every output; proctrace's own command line always (a capture written by an older proctrace
+//! is redacted again when re-recorded).
 
 use std::borrow::Cow;
 use std::io;
@@ -13,7 +15,7 @@ use crate::capture_file;
 use crate::model::event::Event;
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, Tracker};
-use crate::redact::redact_arg;
+use crate::redact::redact_argv;
 
 /// The capture writer.
 pub struct Recorder {
@@ -38,8 +40,8 @@ fn json_error(e: serde_json::Error) -> io::Error {
 impl Sink for Recorder {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         let mut header = h.clone();
+        header.tool.argv = crate::redact::own_argv(&header.tool.argv);
         if self.redact {
-            redact_all(&mut header.tool.argv);
             if let Mode::Run { argv } = &mut header.mode {
                 redact_all(argv);
             }
@@ -60,7 +62,7 @@ impl Sink for Recorder {
         // A capture is an output too: URL credentials stay out of it unless asked for.
         if let (true, Event::ExecDetails { tgid, details }) = (self.redact, ev) {
             if let Some(argv) = &details.argv {
-                let redacted: Vec<_> = argv.iter().map(|a| redact_arg(a)).collect();
+                let redacted = redact_argv(argv);
                 if redacted.iter().any(|a| matches!(a, Cow::Owned(_))) {
                     let mut d = details.clone();
                     d.argv = Some(redacted.into_iter().map(Cow::into_owned).collect());
@@ -87,10 +89,12 @@ impl Sink for Recorder {
     }
 }
 
+/// Redacts an argv in place, copying only the words that change.
 fn redact_all(argv: &mut [String]) {
+    let mut r = crate::redact::Argv::new();
     for a in argv {
-        if let Cow::Owned(r) = redact_arg(a) {
-            *a = r;
+        if let Cow::Owned(w) = r.word(a) {
+            *a = w;
         }
     }
 }

@@ -51,7 +51,6 @@ use super::Sink;
 use crate::model::event::{Argv, DataValue, ExitStatus};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{BackgroundState, Fact, ProcId, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
 
 /// One requested target: a format and where it goes.
 #[derive(Debug, Clone)]
@@ -222,14 +221,11 @@ impl Trace2Sink {
     }
 
     fn argv<'a, S: AsRef<str> + ?Sized + 'a>(&self, argv: impl IntoIterator<Item = &'a S>) -> Vec<Str<'a>> {
+        let mut r = crate::redact::Argv::new();
         argv.into_iter()
             .map(|a| {
                 let a = a.as_ref();
-                if self.redact {
-                    redact_arg(a)
-                } else {
-                    Str::Borrowed(a)
-                }
+                if self.redact { r.word(a) } else { Str::Borrowed(a) }
             })
             .collect()
     }
@@ -790,10 +786,11 @@ impl Sink for Trace2Sink {
                 exe: Str::Owned(exe),
             },
         )?;
-        let argv = self
-            .argv(&h.tool.argv)
+        // proctrace's own command line: always redacted, whatever `--no-redact` says (a header
+        // from an older capture may not be).
+        let argv = crate::redact::own_argv(&h.tool.argv)
             .into_iter()
-            .map(|a| Str::Owned(a.into_owned()))
+            .map(Str::Owned)
             .collect();
         self.on(None, h.ts, K::Start { argv })?;
         let name = match h.mode {

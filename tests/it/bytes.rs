@@ -245,7 +245,7 @@ fn watch_matches_a_name_that_is_not_utf8() {
     let mut target = Command::new("sh")
         .args([
             "-c",
-            "while [ ! -s \"$1\" ]; do sleep 0.02; done; /bin/sleep 0.01; exec \"$0\" 0.01",
+            "while [ ! -s \"$1\" ]; do sleep 0.02; done; /bin/sleep 0.01; exec \"$0\" 0.3",
         ])
         .arg(&bin)
         .arg(&out_file)

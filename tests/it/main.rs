@@ -10,6 +10,7 @@ mod bytes;
 mod chrome_check;
 mod chrome_out;
 mod cli;
+mod creds;
 mod diff;
 mod errors;
 mod failures;

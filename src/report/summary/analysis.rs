@@ -12,7 +12,7 @@ use crate::model::event::Usage;
 use crate::model::naming::{command_line, program, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
+use crate::redact::{redact_arg, redact_argv};
 
 /// A process taking at least this share of its parent's time is folded into its parent in the
 /// slowest list.
@@ -128,7 +128,10 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         r.argv().map(|a| {
             // The summary JSON shows bytes that are not UTF-8 as `\xNN` (JSON Lines has them exactly).
             if redact {
-                a.iter().map(|s| shown(&redact_arg(s)).into_owned()).collect()
+                redact_argv(a)
+                    .into_iter()
+                    .map(|s| shown(&s).into_owned())
+                    .collect()
             } else {
                 a.iter().map(|s| shown(s).into_owned()).collect()
             }
@@ -356,7 +359,10 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     RunReport {
         command: match &h.mode {
             Mode::Run { argv } => Some(if redact {
-                argv.iter().map(|s| redact_arg(s).into_owned()).collect()
+                redact_argv(argv)
+                    .into_iter()
+                    .map(std::borrow::Cow::into_owned)
+                    .collect()
             } else {
                 argv.clone()
             }),

@@ -150,13 +150,15 @@ fn err(name: &str, reason: impl Into<String>) -> ConfigError {
     }
 }
 
+/// A URL's credentials never reach a message: `--otlp=ftp://user:secret@host` is quoted redacted.
 fn check_url(name: &str, url: &str) -> Result<(), ConfigError> {
+    let shown = crate::redact::redact_arg(url);
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| err(name, format!("'{url}' is not an http:// or https:// URL")))?;
+        .ok_or_else(|| err(name, format!("'{shown}' is not an http:// or https:// URL")))?;
     if rest.is_empty() || rest.starts_with('/') {
-        return Err(err(name, format!("'{url}' has no host")));
+        return Err(err(name, format!("'{shown}' has no host")));
     }
     Ok(())
 }
@@ -172,30 +174,38 @@ pub fn traces_url(base: &str) -> String {
     }
 }
 
-fn decode(name: &str, s: &str) -> Result<String, ConfigError> {
+/// `what` names the text in a message; the text itself is never quoted (a header value is a
+/// credential).
+fn decode(name: &str, what: &str, s: &str) -> Result<String, ConfigError> {
     percent_encoding::percent_decode_str(s.trim())
         .decode_utf8()
         .map(|c| c.into_owned())
-        .map_err(|_| err(name, format!("'{s}' is not UTF-8 once percent-decoded")))
+        .map_err(|_| err(name, format!("{what} is not UTF-8 once percent-decoded")))
 }
 
 /// `key1=value1,key2=value2` with percent-encoded values (the W3C Baggage form the specification
 /// uses for `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_RESOURCE_ATTRIBUTES`). Empty members are
-/// skipped.
+/// skipped. A message names a member by its place (and key), never by its text: the headers
+/// carry credentials (`Authorization=Bearer …`; `Authorization: Bearer …` is a common mistake).
 pub fn parse_pairs(name: &str, s: &str) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out = Vec::new();
-    for item in s.split(',') {
+    for (n, item) in s.split(',').enumerate() {
         if item.trim().is_empty() {
             continue;
         }
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| err(name, format!("'{item}' is not key=value")))?;
-        let k = decode(name, k)?;
+        let place = n + 1;
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            err(
+                name,
+                format!("member {place} is not key=value (not shown: it may be a secret)"),
+            )
+        })?;
+        let k = decode(name, &format!("the key of member {place}"), k)?;
         if k.is_empty() {
-            return Err(err(name, format!("'{item}' has an empty key")));
+            return Err(err(name, format!("member {place} has an empty key")));
         }
-        out.push((k, decode(name, v)?));
+        let v = decode(name, &format!("the value of '{k}'"), v)?;
+        out.push((k, v));
     }
     Ok(out)
 }

@@ -287,7 +287,8 @@ fn transport_failure(e: ureq::Error) -> Failure {
         E::Io(io) if io.kind() == io::ErrorKind::TimedOut => "timed out".to_string(),
         E::Timeout(_) => "timed out".to_string(),
         E::HostNotFound => "host not found".to_string(),
-        other => other.to_string(),
+        // An error may quote the URL: never its credentials.
+        other => crate::redact::redact_arg(&other.to_string()).into_owned(),
     };
     // A certificate the roots do not vouch for will not be vouched for on a retry.
     let tls = match &e {

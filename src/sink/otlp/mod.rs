@@ -50,7 +50,6 @@ use crate::model::event::{Argv, ExitStatus, Region};
 use crate::model::naming::{program, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
-use crate::redact::redact_arg;
 use crate::sink::text::signal_name;
 use config::{OtlpConfig, TraceParent};
 use export::Delivery;
@@ -365,12 +364,13 @@ impl<D: SpanDest> Otlp<D> {
     }
 
     fn argv_value(&self, argv: &Argv) -> any_value::Value {
+        let mut r = crate::redact::Argv::new();
         any_value::Value::ArrayValue(ArrayValue {
             values: argv
                 .iter()
                 .map(|a| AnyValue {
                     value: Some(any_value::Value::StringValue(if self.redact {
-                        shown(&redact_arg(a)).into_owned()
+                        shown(&r.word(a)).into_owned()
                     } else {
                         shown(a).into_owned()
                     })),
