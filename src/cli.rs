@@ -334,7 +334,8 @@ pub struct DiffArgs {
     /// Skip and count lines that are not valid events, instead of stopping at the first.
     #[arg(long)]
     pub lenient: bool,
-    /// Show credentials in URLs instead of redacting them.
+    /// Show credentials in the traced argv (https://user:secret@host, --password=X) instead of
+    /// redacting them (docs/outputs.md, "Redaction").
     #[arg(long)]
     pub no_redact: bool,
     /// Never colour output (also: NO_COLOR=1).
