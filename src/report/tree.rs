@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 
+use crate::model::escape;
 use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
 use crate::model::naming::{command_line_with_notes, cut, quote_argv};
@@ -196,7 +197,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         ),
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),
-        Mode::Replay { path } => format!("{} replay {path}", p.emphasis("proctrace:")),
+        Mode::Replay { path } => format!("{} replay {}", p.emphasis("proctrace:"), escape::text(path)),
         Mode::Analyze { inputs } => format!(
             "{} analyze {}",
             p.emphasis("proctrace:"),

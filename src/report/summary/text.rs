@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use super::{Background, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
+use crate::model::escape;
 use crate::model::naming::cut;
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
@@ -287,7 +288,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             let thread = if s.thread == "main" {
                 String::new()
             } else {
-                format!(" [{}]", s.thread)
+                format!(" [{}]", escape::text(&s.thread))
             };
             let _ = writeln!(
                 out,
