@@ -13,6 +13,7 @@ mod diff;
 mod errors;
 mod failures;
 mod faults;
+mod hostile;
 mod inputs;
 mod otlp;
 mod progress;

@@ -663,14 +663,14 @@ fn named_tree(words: &[&str]) -> RunReport {
 fn markdown_shape(md: &str) -> Vec<String> {
     use pulldown_cmark::{Event as Md, Options, Parser};
     Parser::new_ext(md, Options::ENABLE_TABLES)
-        .filter_map(|e| match e {
-            Md::Start(t) => Some(format!("start {t:?}")),
-            Md::End(t) => Some(format!("end {t:?}")),
-            Md::Html(h) | Md::InlineHtml(h) => Some(format!("html {h}")),
-            Md::Code(_) => Some("code".into()),
-            Md::Text(_) => Some("text".into()),
-            Md::SoftBreak | Md::HardBreak => Some("break".into()),
-            other => Some(format!("{other:?}")),
+        .map(|e| match e {
+            Md::Start(t) => format!("start {t:?}"),
+            Md::End(t) => format!("end {t:?}"),
+            Md::Html(h) | Md::InlineHtml(h) => format!("html {h}"),
+            Md::Code(_) => "code".into(),
+            Md::Text(_) => "text".into(),
+            Md::SoftBreak | Md::HardBreak => "break".into(),
+            other => format!("{other:?}"),
         })
         .collect()
 }
