@@ -183,26 +183,40 @@ fn push_text_escaped(out: &mut String, s: &str) {
 /// One argv word for people, as a shell takes it back (see the module docs): git's quoting
 /// when it holds nothing to escape (borrowed when that is the word itself), else `$'…'`.
 pub fn word(s: &str) -> Cow<'_, str> {
-    if has_escape(s) {
-        let mut out = String::with_capacity(s.len() + 8);
-        push_ansi_c(&mut out, s);
-        return Cow::Owned(out);
-    }
-    let mut v = Vec::new();
-    trace2::quote::sq_pretty(&mut v, s);
-    if v.as_slice() == s.as_bytes() {
+    if !has_escape(s) && !s.is_empty() && s.bytes().all(is_bare_safe) {
         return Cow::Borrowed(s);
     }
-    // Quoting only adds ASCII to UTF-8 text.
-    Cow::Owned(String::from_utf8(v).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    let mut out = String::with_capacity(s.len() + 8);
+    push_word(&mut out, s);
+    Cow::Owned(out)
+}
+
+/// A byte git leaves bare in a word (`sq_quote_buf_pretty`'s list).
+fn is_bare_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"+,-./:=@_^".contains(&b)
 }
 
 /// [`word`], appended to `out`.
 pub fn push_word(out: &mut String, s: &str) {
     if has_escape(s) {
         push_ansi_c(out, s);
+        return;
+    }
+    // git's sq_quote_buf_pretty: `''`, bare, or '…' with `'` as `'\''` and `!` as `'\!'`.
+    if s.is_empty() {
+        out.push_str("''");
+    } else if s.bytes().all(is_bare_safe) {
+        out.push_str(s);
     } else {
-        out.push_str(&word(s));
+        out.push('\'');
+        for c in s.chars() {
+            match c {
+                '\'' => out.push_str("'\\''"),
+                '!' => out.push_str("'\\!'"),
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
     }
 }
 
@@ -265,6 +279,22 @@ mod tests {
         // Bare words are git's bare words, borrowed.
         for s in ["ls", "-l", "a=b", "/usr/bin/cc", "x=@:^,+_"] {
             assert!(matches!(word(s), Cow::Borrowed(x) if x == s), "{s:?}");
+        }
+        // Every word with nothing to escape is exactly what git's quoting makes of it.
+        for s in [
+            "",
+            "'",
+            "!",
+            "a b",
+            "x'!y",
+            "$HOME",
+            "`id`",
+            "tab\u{a0}",
+            "é!",
+            "a\\b",
+            "\"q\"",
+        ] {
+            assert_eq!(word(s), sq(s), "{s:?}");
         }
         assert_eq!(word(""), "''");
         assert_eq!(word("it's"), r"'it'\''s'");

@@ -269,7 +269,6 @@ impl Trace2Sink {
             if !trace2::format_event(t.kind, &ev, &self.opts, &mut self.buf) {
                 continue;
             }
-            raw_bytes(&mut self.buf);
             let dst = match &t.shared {
                 Some(d) => d,
                 None => {
@@ -910,31 +909,6 @@ pub const NORMAL_OUTPUT: crate::output::OutputSpec = trace2_output(
     "trace2-normal",
     |to, s| open_trace2(TargetKind::Normal, to, s),
 );
-
-/// A formatted line with the bytes the model holds as text (non-UTF-8 argv, names:
-/// [`crate::model::bytes`]) written as those bytes, as git writes them: git's Trace2 formats are
-/// not escaped for people. Copies only a line that holds such a byte.
-fn raw_bytes(buf: &mut Vec<u8>) {
-    if let Ok(s) = std::str::from_utf8(buf)
-        && let std::borrow::Cow::Owned(b) = crate::model::bytes::decode(s)
-    {
-        *buf = b;
-    }
-}
-
-#[cfg(test)]
-mod raw_bytes_tests {
-    #[test]
-    fn held_bytes_are_written_as_the_bytes_and_the_rest_as_it_is() {
-        let held = crate::model::bytes::encode(b"echo caf\xe9 \x1b[2J");
-        let mut buf = format!("start {held}\n").into_bytes();
-        super::raw_bytes(&mut buf);
-        assert_eq!(buf, b"start echo caf\xe9 \x1b[2J\n");
-        let mut plain = b"start 'a b'\n".to_vec();
-        super::raw_bytes(&mut plain);
-        assert_eq!(plain, b"start 'a b'\n");
-    }
-}
 
 #[cfg(test)]
 mod tests;
