@@ -82,7 +82,8 @@ fn another_user_cannot_inject_escapes_into_a_root_watch() {
     nobody(&["bash", "-c", "exec -a $'\\e]52;c;ZXZpbA==\\a\\e[2J' sleep 0.3"]);
     let forged_line = "   1.000000 exec         1    /sbin/init FAKE";
     let forged = format!("x\n{forged_line}");
-    nobody(&["sh", "-c", "sleep 0.3", &forged]);
+    // `; exit 0`: sh waits for sleep instead of exec-ing it, so its own argv is there to read.
+    nobody(&["sh", "-c", "sleep 0.3; exit 0", &forged]);
     let osc = r"$'\e]52;c;ZXZpbA==\a\e[2J' 0.3";
     let forged_shown = r"$'x\n   1.000000 exec         1    /sbin/init FAKE'";
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -110,7 +111,7 @@ fn another_user_cannot_inject_escapes_into_a_root_watch() {
     assert!(text.lines().any(|l| l.ends_with(osc)), "{text}");
     assert!(
         text.lines()
-            .any(|l| l.ends_with(&format!("sh -c 'sleep 0.3' {forged_shown}"))),
+            .any(|l| l.ends_with(&format!("sh -c 'sleep 0.3; exit 0' {forged_shown}"))),
         "{text}"
     );
 }
