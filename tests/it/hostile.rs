@@ -257,3 +257,25 @@ os.spawnv(os.P_WAIT, "/bin/echo", ["/bin/echo"] + sys.argv[1:])
         }
     }
 }
+
+/// A saved trace is untrusted too: an error quoting what a bad line says (an unknown event's
+/// name) shows it escaped.
+#[test]
+fn an_error_quoting_a_bad_line_escapes_it() {
+    let file = tmp("bad.jsonl");
+    std::fs::write(
+        &file,
+        "{\"event\":\"start\",\"ts\":0.5,\"tool\":\"proctrace\",\"mode\":\"watch\"}\n\
+         {\"event\":\"\\u001b[2J\\u001b]0;PWNED\\u0007\",\"ts\":1}\n",
+    )
+    .unwrap();
+    let a = Command::new(PROCTRACE)
+        .args(["analyze", &file])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(a.status.code(), Some(65), "{}", stderr(&a));
+    let err = stderr(&a);
+    assert_eq!(raw_controls(&a.stderr), [], "{err}");
+    assert!(err.contains(r"unknown event '\e[2J\e]0;PWNED\a'"), "{err}");
+}
