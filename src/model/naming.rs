@@ -40,6 +40,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
 use crate::model::escape;
 use crate::model::event::Argv;
 use crate::model::tracker::{ExecRecord, ProcessRecord};
@@ -206,14 +208,30 @@ pub fn region_name(category: &str, label: &str) -> String {
     }
 }
 
-/// `s` in at most `width` characters: cut short with `…` as its last when it is longer. `s` is
-/// a name made here (escaped), so the characters counted are the ones shown; a cut may fall
-/// inside an escape (`$'\e]0…`), which stays visible text.
+/// The columns `s` takes on a terminal: a character of East Asian width two, a combining mark
+/// none ([`unicode_width`]). A name made here is escaped, so this is what is shown.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` in at most `width` columns ([`width()`]): cut short with `…` as its last when it is
+/// wider. `s` is a name made here (escaped), so the columns counted are the ones shown; a cut
+/// may fall inside an escape (`$'\e]0…`), which stays visible text.
 pub fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    if self::width(s) <= width {
         return s.to_string();
     }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    let room = width.saturating_sub(1);
+    let mut t = String::with_capacity(s.len().min(4 * width) + 3);
+    let mut used = 0;
+    for c in s.chars() {
+        let w = UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        t.push(c);
+    }
     t.push('…');
     t
 }
@@ -398,6 +416,12 @@ mod tests {
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("ééééé", 3), "éé…");
         assert_eq!(cut("abc", 0), "…");
+        // Columns, not characters: a wide character takes two, a combining mark none.
+        assert_eq!(width("日本"), 4);
+        assert_eq!(width("e\u{301}"), 1);
+        assert_eq!(cut("日本語です", 6), "日本…");
+        assert_eq!(cut("日本語です", 7), "日本語…");
+        assert_eq!(cut("日本", 4), "日本");
         assert_eq!(region_name("index", "do_read_index"), "index:do_read_index");
         assert_eq!(region_name("", "l"), "l");
         assert_eq!(region_name("c", ""), "c");

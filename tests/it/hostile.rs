@@ -279,3 +279,39 @@ fn an_error_quoting_a_bad_line_escapes_it() {
     assert_eq!(raw_controls(&a.stderr), [], "{err}");
     assert!(err.contains(r"unknown event '\e[2J\e]0;PWNED\a'"), "{err}");
 }
+
+/// Columns count what the terminal shows: a name with wide characters (日本) and one escaped
+/// (`$'\e[2J'`, written with 7 characters for 4 bytes) line up with a plain one.
+#[test]
+fn tree_columns_count_what_the_terminal_shows() {
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--tree", "full", "--no-usage", "--"])
+        .args([
+            "/bin/sh",
+            "-c",
+            "/bin/echo 日本語 >/dev/null; /bin/echo \"$1\" >/dev/null; /bin/echo plain >/dev/null",
+        ])
+        .args(["sh", "\x1b[2J"])
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let rows: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("─ ") && l.contains("/bin/echo "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{err}");
+    assert!(rows[0].contains("/bin/echo '日本語'"), "{err}");
+    assert!(rows[1].contains(r"/bin/echo $'\e[2J'"), "{err}");
+    // Where the status column starts, in terminal columns: the same on every row.
+    let cols: Vec<usize> = rows
+        .iter()
+        .map(|l| unicode_width::UnicodeWidthStr::width(&l[..l.rfind("exit 0").unwrap()]))
+        .collect();
+    assert!(
+        cols.windows(2).all(|w| w[0] == w[1]),
+        "status columns {cols:?}:\n{err}"
+    );
+}
