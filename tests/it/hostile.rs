@@ -27,7 +27,8 @@ fn raw_controls(out: &[u8]) -> Vec<(usize, u8)> {
     bad
 }
 
-/// One line of `watch -e exec`: `   0.500977 exec     18228    ARGV` (or a `LOST` line).
+/// One line of `watch -e exec,comm`: `   0.500977 exec     18228    ARGV`, `… comm  PID  NAME`
+/// (or a `LOST` line).
 fn is_watch_line(l: &str) -> bool {
     let mut w = l.split_whitespace();
     let time_ok = w.next().is_some_and(|t| {
@@ -35,7 +36,7 @@ fn is_watch_line(l: &str) -> bool {
             .is_some_and(|(s, f)| s.parse::<u64>().is_ok() && f.len() == 6 && f.parse::<u64>().is_ok())
     });
     match (time_ok, w.next(), w.next()) {
-        (true, Some("exec"), Some(pid)) => pid.parse::<u32>().is_ok() && w.next().is_some(),
+        (true, Some("exec" | "comm"), Some(pid)) => pid.parse::<u32>().is_ok() && w.next().is_some(),
         (true, Some("LOST"), Some(n)) => n.parse::<u64>().is_ok(),
         _ => false,
     }
@@ -43,13 +44,14 @@ fn is_watch_line(l: &str) -> bool {
 
 /// A second user (`nobody`) sets the clipboard with OSC 52 and clears the screen through its
 /// `argv[0]`, and forges a whole `watch` line through an argument, while root runs
-/// `proctrace watch -e exec`: root's terminal gets neither, every line is a watch line, and the
-/// escaped words are there to read.
+/// `proctrace watch -e exec,comm`, and renames itself (`prctl(PR_SET_NAME)`) to ESC and a
+/// newline: root's terminal gets none of it, every line is a watch line, and the escaped words
+/// are there to read.
 #[test]
 fn another_user_cannot_inject_escapes_into_a_root_watch() {
     let record = tmp("watch.cap");
     let mut watch = Command::new(PROCTRACE)
-        .args(["watch", "-e", "exec", "--record", &record])
+        .args(["watch", "-e", "exec,comm", "--record", &record])
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -84,12 +86,19 @@ fn another_user_cannot_inject_escapes_into_a_root_watch() {
     let forged = format!("x\n{forged_line}");
     // `; exit 0`: sh waits for sleep instead of exec-ing it, so its own argv is there to read.
     nobody(&["sh", "-c", "sleep 0.3; exit 0", &forged]);
+    nobody(&[
+        "/usr/bin/python3",
+        "-c",
+        "import ctypes, time; ctypes.CDLL(None).prctl(15, b'\\x1b[2Jx\\n1 exec', 0, 0, 0); time.sleep(0.3)",
+    ]);
     let osc = r"$'\e]52;c;ZXZpbA==\a\e[2J' 0.3";
+    let renamed = r" comm ";
+    let name = r"\e[2Jx\n1 exec";
     let forged_shown = r"$'x\n   1.000000 exec         1    /sbin/init FAKE'";
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = String::from_utf8_lossy(&shown.lock().unwrap()).into_owned();
-        if text.contains(osc) && text.contains(forged_shown) {
+        if text.contains(osc) && text.contains(forged_shown) && text.contains(name) {
             break;
         }
         assert!(Instant::now() < deadline, "timed out; watch wrote: {text}");
@@ -109,6 +118,10 @@ fn another_user_cannot_inject_escapes_into_a_root_watch() {
         assert!(!l.ends_with("/sbin/init FAKE"), "a forged line: {l:?}");
     }
     assert!(text.lines().any(|l| l.ends_with(osc)), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains(renamed) && l.ends_with(name)),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.ends_with(&format!("sh -c 'sleep 0.3; exit 0' {forged_shown}"))),
