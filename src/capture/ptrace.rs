@@ -404,7 +404,8 @@ impl Tracer {
             if let Some(exe) = d.exe.as_deref() {
                 if sys::is_setid(pid) && self.warned.insert(format!("setid:{exe}")) {
                     crate::say!(
-                        "proctrace: {exe} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)"
+                        "proctrace: {} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)",
+                        crate::model::escape::text(exe)
                     );
                 }
             }

@@ -175,7 +175,11 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.engine.finish(&sum);
             let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
             cfg.outputs.finish(&run, &s.engine.sinks);
-            crate::say!("proctrace: cannot run '{}': {}", cfg.argv[0], e.error);
+            crate::say!(
+                "proctrace: cannot run '{}': {}",
+                crate::model::escape::text(&cfg.argv[0]),
+                e.error
+            );
             return Ok(e.code);
         }
     };

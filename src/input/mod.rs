@@ -24,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::model::escape;
 use crate::model::event::Event;
 use crate::model::session::{Header, Mode, Summary, Tool};
 
@@ -56,11 +57,18 @@ impl Format {
     }
 }
 
+/// A path in a message, escaped for people: a trace's file name, like the text a message quotes
+/// from the trace (an unknown event's name), can hold what a terminal would act on
+/// ([`escape`]).
+fn shown(p: &Path) -> String {
+    escape::text(&crate::model::bytes::from_os(p.as_os_str())).into_owned()
+}
+
 /// Why an input could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// The file or directory could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -68,7 +76,7 @@ pub enum InputError {
         source: std::io::Error,
     },
     /// A line is not what its format allows (strict mode).
-    #[error("{}:{line}: {msg}", path.display())]
+    #[error("{}:{line}: {}", shown(path), escape::text(msg))]
     Line {
         /// The file.
         path: PathBuf,
@@ -78,7 +86,7 @@ pub enum InputError {
         msg: String,
     },
     /// The file is not a trace proctrace can read, or the inputs do not go together.
-    #[error("{}: {msg}", path.display())]
+    #[error("{}: {}", shown(path), escape::text(msg))]
     Format {
         /// The file.
         path: PathBuf,

@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod bytes;
+pub mod escape;
 pub mod event;
 pub mod jsonl_schema;
 pub mod naming;

@@ -22,22 +22,29 @@
 //!
 //! `?` stands for a `comm` that is not known.
 //!
-//! Names come from the traced processes and are untrusted. Nothing here escapes for an output
-//! format: each output escapes what it writes (JSON strings, XML, Markdown code spans) and must
-//! keep doing so. The untrusted parts enter a name at two places only, argv words through
-//! [`quote_argv`] and the kernel's names (`comm`, the executable's base name) through
-//! `kernel_name`: escaping control characters, when it comes, goes there and reaches every
-//! output at once. Width-aware labels (eliding the middle, keeping what tells rows apart) belong
-//! here too, behind [`cut`].
+//! Names come from the traced processes and are untrusted, and every name made here is
+//! escaped for people ([`crate::model::escape`]): argv words through [`quote_argv`] (git's
+//! quoting, or a `$'…'` word when a word holds a control character, a byte that is not UTF-8,
+//! or a character that reorders or hides text), and the kernel's names (`comm`, the
+//! executable's base name), `argv[0]`'s base name as a program and region names as bare
+//! escaped text. So every output that names a process shows the same visible characters and
+//! never one a terminal interprets; a name holds no line break, and [`cut`] and the columns
+//! count what is shown. Each output still escapes what it writes for its own format on top
+//! (JSON strings, XML, Markdown code spans). git's Trace2 formats do not come here: they write
+//! the bytes as git does ([`crate::sink::trace2`]). Width-aware labels (eliding the middle,
+//! keeping what tells rows apart) belong here too, behind [`cut`].
 //!
 //! Must never: read anything but the record (no `/proc`, no environment, no terminal width: the
 //! caller passes the width), or allocate on the model's per-event path (only outputs call it).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use crate::model::escape;
 use crate::model::event::Argv;
 use crate::model::tracker::{ExecRecord, ProcessRecord};
-use crate::redact::redact_argv;
 
 /// What a record says about who a process is, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,9 +84,9 @@ impl<'a> Identity<'a> {
     }
 }
 
-/// The kernel's name for a process as a name's part: `?` when unknown.
-fn kernel_name(comm: Option<&str>) -> &str {
-    comm.unwrap_or("?")
+/// The kernel's name for a process as a name's part, escaped: `?` when unknown.
+fn kernel_name(comm: Option<&str>) -> Cow<'_, str> {
+    escape::text(comm.unwrap_or("?"))
 }
 
 /// `[fork of COMM]`: the one wording for a process that never exec'd.
@@ -101,19 +108,17 @@ pub fn base_name(path: &str) -> &str {
     path.rsplit('/').find(|p| !p.is_empty()).unwrap_or(path)
 }
 
-/// argv as a shell (and git's trace2 `normal` target) would take it back, URL credentials
-/// redacted when asked: git's `sq_quote_argv_pretty`.
+/// argv as a shell would take it back, URL credentials redacted when asked, escaped for
+/// people: git's `sq_quote_argv_pretty` (what git's trace2 `normal` target prints) for words
+/// with nothing to escape, a `$'…'` word for the others ([`escape::word`]).
 pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool) -> String {
-    let argv: Vec<S> = argv.into_iter().collect();
-    let mut out = Vec::with_capacity(argv.iter().map(|a| a.as_ref().len() + 1).sum());
     if redact {
-        let redacted = redact_argv(&argv);
-        trace2::quote::sq_argv(&mut out, &redacted);
+        // Redaction reads the words in order (`--password V`).
+        let mut r = crate::redact::Argv::new();
+        escape::words(argv.into_iter().map(|a| r.word(a.as_ref()).into_owned()))
     } else {
-        trace2::quote::sq_argv(&mut out, &argv);
+        escape::words(argv)
     }
-    // Quoting only adds ASCII to UTF-8 input.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// An argv quoted as [`quote_argv`] does, its program's directory left out.
@@ -177,7 +182,7 @@ pub fn program(r: &ProcessRecord) -> String {
     let (comm, exe) = match Identity::of(r) {
         Identity::Fork { comm } => return fork_name(comm),
         Identity::Command(a) => match a.first().filter(|a0| !a0.is_empty()) {
-            Some(a0) => return base_name(a0).to_string(),
+            Some(a0) => return escape::text(base_name(a0)).into_owned(),
             None => {
                 let d = r.execs.last().and_then(|e| e.details.as_ref());
                 (r.comm.as_deref(), d.and_then(|d| d.exe.as_deref()))
@@ -189,26 +194,45 @@ pub fn program(r: &ProcessRecord) -> String {
         .map(|e| e.trim_end_matches(" (deleted)"))
         .filter(|e| !e.is_empty())
     {
-        Some(exe) => base_name(exe).to_string(),
-        None => kernel_name(comm).to_string(),
+        Some(exe) => escape::text(base_name(exe)).into_owned(),
+        None => kernel_name(comm).into_owned(),
     }
 }
 
-/// A region's name: `category:label`, or whichever is given.
+/// A region's name: `category:label`, or whichever is given, escaped as bare text.
 pub fn region_name(category: &str, label: &str) -> String {
+    let (category, label) = (escape::text(category), escape::text(label));
     match (category.is_empty(), label.is_empty()) {
         (false, false) => format!("{category}:{label}"),
-        (true, _) => label.to_string(),
-        (false, true) => category.to_string(),
+        (true, _) => label.into_owned(),
+        (false, true) => category.into_owned(),
     }
 }
 
-/// `s` in at most `width` characters: cut short with `…` as its last when it is longer.
+/// The columns `s` takes on a terminal: a character of East Asian width two, a combining mark
+/// none ([`unicode_width`]). A name made here is escaped, so this is what is shown.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` in at most `width` columns ([`width()`]): cut short with `…` as its last when it is
+/// wider. `s` is a name made here (escaped), so the columns counted are the ones shown; a cut
+/// may fall inside an escape (`$'\e]0…`), which stays visible text.
 pub fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    if self::width(s) <= width {
         return s.to_string();
     }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    let room = width.saturating_sub(1);
+    let mut t = String::with_capacity(s.len().min(4 * width) + 3);
+    let mut used = 0;
+    for c in s.chars() {
+        let w = UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        t.push(c);
+    }
     t.push('…');
     t
 }
@@ -345,6 +369,43 @@ mod tests {
     }
 
     #[test]
+    fn every_name_is_escaped() {
+        let d = ExecDetails {
+            argv: Some(Argv::from(
+                &["/tmp/\x1b[2Jevil", "x\nroot 1 <- 0 exec /sbin/init FAKE", "ok"][..],
+            )),
+            exe: Some(Arc::from("/tmp/\x1b[2Jevil")),
+            comm: Some("\x1b[2Jevil".into()),
+            ..Default::default()
+        };
+        one(&[[fork(10, 1, 20)].as_slice(), &exec(11, 20, d)].concat(), |r| {
+            assert_eq!(
+                command_line(r, false),
+                r"$'/tmp/\e[2Jevil' $'x\nroot 1 <- 0 exec /sbin/init FAKE' ok"
+            );
+            assert_eq!(
+                short_command_line(r, true),
+                r"$'\e[2Jevil' $'x\nroot 1 <- 0 exec /sbin/init FAKE' ok"
+            );
+            assert_eq!(program(r), r"\e[2Jevil");
+        });
+        let unread = ExecDetails {
+            exe: Some(Arc::from(crate::model::bytes::encode(b"/bin/caf\xe9").as_ref())),
+            comm: Some("a\rb".into()),
+            ..Default::default()
+        };
+        one(
+            &[[fork(10, 1, 20)].as_slice(), &exec(11, 20, unread)].concat(),
+            |r| {
+                assert_eq!(program(r), r"caf\xe9");
+                assert_eq!(command_line(r, false), r"[a\rb]");
+            },
+        );
+        assert_eq!(fork_name(Some("\u{202e}gpj.exe")), r"[fork of \u202egpj.exe]");
+        assert_eq!(region_name("cat\x07", "l\nx"), r"cat\a:l\nx");
+    }
+
+    #[test]
     fn base_names_and_cuts() {
         assert_eq!(base_name("/usr/lib/gcc/x86_64-linux-gnu/12/cc1"), "cc1");
         assert_eq!(base_name("cc"), "cc");
@@ -356,6 +417,12 @@ mod tests {
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("ééééé", 3), "éé…");
         assert_eq!(cut("abc", 0), "…");
+        // Columns, not characters: a wide character takes two, a combining mark none.
+        assert_eq!(width("日本"), 4);
+        assert_eq!(width("e\u{301}"), 1);
+        assert_eq!(cut("日本語です", 6), "日本…");
+        assert_eq!(cut("日本語です", 7), "日本語…");
+        assert_eq!(cut("日本", 4), "日本");
         assert_eq!(region_name("index", "do_read_index"), "index:do_read_index");
         assert_eq!(region_name("", "l"), "l");
         assert_eq!(region_name("c", ""), "c");

@@ -10,9 +10,10 @@
 
 use std::fmt::Write as _;
 
+use crate::model::escape;
 use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
-use crate::model::naming::{command_line_with_notes, cut, quote_argv};
+use crate::model::naming::{command_line_with_notes, cut, quote_argv, width};
 use crate::model::session::{Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
@@ -119,7 +120,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         let plain = format!("{head}{} {desc}", r.pid);
         let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
         let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
-        rows.push((plain.chars().count(), shown, dur, status(r, p), costs(r)));
+        rows.push((width(&plain), shown, dur, status(r, p), costs(r)));
         lines += 1;
         let child_prefix = if is_root || lines >= o.max_lines {
             String::new()
@@ -196,7 +197,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         ),
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),
-        Mode::Replay { path } => format!("{} replay {path}", p.emphasis("proctrace:")),
+        Mode::Replay { path } => format!("{} replay {}", p.emphasis("proctrace:"), escape::text(path)),
         Mode::Analyze { inputs } => format!(
             "{} analyze {}",
             p.emphasis("proctrace:"),

@@ -1,9 +1,13 @@
 //! One human-readable line per fact, as they happen (`watch` without `-o`).
+//!
+//! What a traced process chose (its argv, its name) is shown escaped
+//! ([`crate::model::escape`]): one fact is one line, and nothing in it is a control character.
 
 use std::io;
 
 use super::text::{Paint, exit_text, fmt_duration};
 use super::{LineWriter, Sink};
+use crate::model::escape;
 use crate::model::naming::exec_command_line;
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::{Fact, Tracker};
@@ -118,7 +122,7 @@ impl Sink for HumanLines {
                     "{} comm   {:>7}    {}",
                     rel(Some(ts)),
                     r.pid,
-                    r.comm.as_deref().unwrap_or("")
+                    escape::text(r.comm.as_deref().unwrap_or(""))
                 );
             }
         }

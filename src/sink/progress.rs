@@ -224,6 +224,24 @@ mod tests {
     }
 
     #[test]
+    fn the_command_shown_is_escaped() {
+        use crate::model::tracker::Scope;
+        use crate::testkit::{exec, fork, tracker};
+        let mut t = tracker(Scope::All, true, true);
+        let mut f = Vec::new();
+        let argv = ["/bin/echo", "\x1b]0;PWNED\x07\x1b[31mRED", "x\nforged\r"];
+        for ev in [[fork(1, 1, 10)].as_slice(), &exec(2, 10, &argv, None)].concat() {
+            t.apply(&ev, &mut f);
+        }
+        let mut p = Progress::with_target(ProgressDrawTarget::hidden(), false);
+        p.update(&t);
+        assert_eq!(
+            p.bar.message(),
+            r"/bin/echo $'\e]0;PWNED\a\e[31mRED' $'x\nforged\r'"
+        );
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(short_duration(Duration::from_millis(4200)), "4.2s");
         assert_eq!(short_duration(Duration::from_secs(125)), "2m05s");

@@ -15,6 +15,7 @@ mod diff;
 mod errors;
 mod failures;
 mod faults;
+mod hostile;
 mod inputs;
 mod otlp;
 mod progress;

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::text::{PathRow, bg_text, cost_line, cost_text, headline, offset, share, shown_path};
 use super::{RunReport, StatusJson, TOP};
+use crate::model::escape;
 use crate::model::naming::{cut, quote_argv};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
@@ -174,7 +175,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 s.pid,
                 code(&s.program),
                 code(&cut(&s.name, MD_WIDTH)),
-                code(&s.thread)
+                code(&escape::text(&s.thread))
             );
         }
         let _ = writeln!(out, "\n| region | count | total |");

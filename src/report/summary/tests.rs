@@ -605,3 +605,124 @@ mod make_j2 {
         assert_eq!(r.by_program.0[1].1.count, 7);
     }
 }
+
+/// Words a traced process can choose to break a summary: terminal controls, line breaks, and
+/// everything that is markup in Markdown (a table cell's end, code fences, HTML, links,
+/// emphasis, headings, entities).
+const HOSTILE: [&str; 10] = [
+    "\x1b]0;PWNED\x07\x1b[31mRED",
+    "x\nproctrace: fake verdict\r",
+    "a|b | c",
+    "``x`` `y`",
+    "<script>alert(1)</script>",
+    "[link](https://evil.example/) ![img](x)",
+    "*em* _u_ **b**",
+    "# head",
+    "&amp; &lt;",
+    "\n\n# injected\n| --- |",
+];
+
+/// The same tree twice, `words` in its argv, its names and its region (benign words give the
+/// shape the hostile ones must keep).
+fn named_tree(words: &[&str]) -> RunReport {
+    let argv = |i: usize| [words[i % words.len()], words[(i + 1) % words.len()]];
+    let mut evs = vec![fork(0, 100, 1)];
+    evs.extend(exec(1, 1, &argv(0)));
+    for (i, pid) in (2..8).enumerate() {
+        evs.push(fork(2 + i as u64, 1, pid));
+        evs.extend(exec(3 + i as u64, pid, &argv(i + 1)));
+        evs.push(exit(20 + 10 * i as u64, pid, (i % 2) as u32));
+    }
+    // A fork renamed (prctl(PR_SET_NAME)) that never exec'd.
+    evs.push(fork(5, 1, 9));
+    evs.push(Event::Comm {
+        ts: 6 * MS,
+        pid: 9,
+        tgid: 9,
+        comm: words[0].to_string(),
+    });
+    evs.push(exit(90, 9, 2));
+    evs.push(Event::Region {
+        tgid: 1,
+        region: crate::model::event::Region {
+            ts: 10 * MS,
+            end: 30 * MS,
+            thread: words[1].into(),
+            category: words[2].into(),
+            label: words[3].into(),
+            msg: None,
+            nesting: 1,
+        },
+    });
+    evs.push(exit(100, 1, 0));
+    report(&evs)
+}
+
+/// The structure of a Markdown document (tables with their cells, headings, emphasis, links,
+/// HTML, where code spans and text are): the words left out.
+fn markdown_shape(md: &str) -> Vec<String> {
+    use pulldown_cmark::{Event as Md, Options, Parser};
+    Parser::new_ext(md, Options::ENABLE_TABLES)
+        .map(|e| match e {
+            Md::Start(t) => format!("start {t:?}"),
+            Md::End(t) => format!("end {t:?}"),
+            Md::Html(h) | Md::InlineHtml(h) => format!("html {h}"),
+            Md::Code(_) => "code".into(),
+            Md::Text(_) => "text".into(),
+            Md::SoftBreak | Md::HardBreak => "break".into(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn hostile_names_cannot_forge_a_line_or_inject_markdown() {
+    let benign: Vec<String> = (0..HOSTILE.len()).map(|i| format!("w{i}")).collect();
+    let benign: Vec<&str> = benign.iter().map(String::as_str).collect();
+    let (good, bad) = (named_tree(&benign), named_tree(&HOSTILE));
+    assert_eq!(bad.failures.len(), 4);
+    let o = TextOptions {
+        color: false,
+        width: 200,
+    };
+    let (good_text, bad_text) = (render_text(&good, o), render_text(&bad, o));
+    // No control character but the line ends, and as many lines as the benign tree's.
+    assert!(
+        !bad_text
+            .chars()
+            .any(|c| c != '\n' && (c.is_control() || ('\u{80}'..='\u{9f}').contains(&c))),
+        "{bad_text}"
+    );
+    assert_eq!(bad_text.lines().count(), good_text.lines().count(), "{bad_text}");
+    assert!(bad_text.contains(r"$'\e]0;PWNED\a\e[31mRED'"), "{bad_text}");
+    assert!(
+        bad_text.contains(r"[fork of \e]0;PWNED\a\e[31mRED]"),
+        "{bad_text}"
+    );
+    assert!(
+        bad_text.contains(r"[x\nproctrace: fake verdict\r]"),
+        "the thread: {bad_text}"
+    );
+    // Markdown: the same document shape (every table keeps its cells, no heading, link,
+    // emphasis or HTML from a name), nothing but code spans changed.
+    let (good_md, bad_md) = (render_markdown(&good), render_markdown(&bad));
+    let (gs, bs) = (markdown_shape(&good_md), markdown_shape(&bad_md));
+    assert!(!bs.iter().any(|e| e.starts_with("html")), "{bad_md}");
+    assert_eq!(bs, gs, "{bad_md}");
+    assert!(bs.iter().any(|e| e.starts_with("start TableCell")));
+    assert_eq!(bad_md.lines().count(), good_md.lines().count(), "{bad_md}");
+    assert!(!bad_md.contains('\x1b') && !bad_md.contains('\r'));
+    // And the code spans say what the names were: the backticks and pipes come back.
+    let codes: Vec<String> = pulldown_cmark::Parser::new_ext(&bad_md, pulldown_cmark::Options::ENABLE_TABLES)
+        .filter_map(|e| match e {
+            pulldown_cmark::Event::Code(c) => Some(c.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(codes.iter().any(|c| c.contains("'a|b | c'")), "{codes:?}");
+    assert!(codes.iter().any(|c| c.contains("'``x`` `y`'")), "{codes:?}");
+    assert!(
+        codes.iter().any(|c| c.contains("'<script>alert(1)</script>'")),
+        "{codes:?}"
+    );
+}

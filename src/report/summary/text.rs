@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 
 use super::{Background, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
-use crate::model::naming::cut;
+use crate::model::escape;
+use crate::model::naming::{cut, width};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
 /// How to render the text.
@@ -287,7 +288,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             let thread = if s.thread == "main" {
                 String::new()
             } else {
-                format!(" [{}]", s.thread)
+                format!(" [{}]", escape::text(&s.thread))
             };
             let _ = writeln!(
                 out,
@@ -379,12 +380,7 @@ fn totals_table(
 ) {
     let _ = writeln!(out, "{}", p.emphasis(title));
     let top = &items[..items.len().min(TOP)];
-    let nw = top
-        .iter()
-        .map(|(n, _)| n.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(max_name);
+    let nw = top.iter().map(|(n, _)| width(n)).max().unwrap_or(0).min(max_name);
     let cw = top
         .iter()
         .map(|(_, s)| s.count.to_string().len())
@@ -408,7 +404,7 @@ fn totals_table(
     let mw = costs.iter().map(|c| c.1.chars().count()).max().unwrap_or(0);
     for ((name, s), (cpu, mem)) in top.iter().zip(costs.iter()) {
         let name = cut(name, nw);
-        let pad = nw - name.chars().count();
+        let pad = nw.saturating_sub(width(&name));
         let mut line = format!(
             "  {name}{:pad$}  {:>cw$}×  {:>tw$}",
             "",

@@ -367,9 +367,9 @@ fn thousands_of_processes_fold_into_a_readable_picture() {
     assert_eq!(count("bar fail"), 40);
     assert_eq!(count("bar sig"), 2);
     assert_eq!(count("bar run"), 2);
-    // The nasty argv is escaped (control characters as their pictures), not dropped.
-    assert!(svg.contains("&lt;b&gt;&amp;&quot;quoted&quot; &apos;\\&apos;&apos;x"));
-    assert!(svg.contains('\u{2401}') && !svg.contains('\u{1}') && !svg.contains('\u{fffe}'));
+    // The nasty argv is escaped (for people, then for XML), not dropped.
+    assert!(svg.contains("$&apos;&lt;b&gt;&amp;&quot;quoted&quot; \\&apos;x\\&apos;\\x01\\ufffe\\t&apos;"));
+    assert!(!svg.contains('\u{1}') && !svg.contains('\u{fffe}'));
     // A 90-row cap still checks out.
     let small = render(
         &h,
