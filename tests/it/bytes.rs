@@ -275,3 +275,47 @@ fn watch_matches_a_name_that_is_not_utf8() {
         b"n\xe9m"
     );
 }
+
+/// Every output for people shows a byte that is not UTF-8 as `\xNN` (the tree, in a `$'…'` word
+/// that pasted into bash is the word again); the Chrome trace and the summary JSON show it as
+/// `\xNN` too, never a U+FFFD or a plane-16 character.
+#[test]
+fn people_see_the_bytes_escaped() {
+    let chrome = tmp("b.chrome.json");
+    let sum = tmp("b.summary.json");
+    let out = proctrace()
+        .args([
+            "run",
+            "--tree",
+            "full",
+            "--chrome",
+            &chrome,
+            "--summary-json",
+            &sum,
+            "--",
+        ])
+        .arg("/bin/echo")
+        .arg(OsStr::from_bytes(b"caf\xe9"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("/bin/echo $'caf\\xe9'"), "{err}");
+    for text in [
+        err,
+        std::fs::read_to_string(&chrome).unwrap(),
+        std::fs::read_to_string(&sum).unwrap(),
+    ] {
+        assert!(
+            !text.contains('\u{fffd}') && !text.chars().any(|c| ('\u{10ff80}'..='\u{10ffff}').contains(&c)),
+            "{text}"
+        );
+    }
+    assert!(std::fs::read_to_string(&chrome).unwrap().contains("caf\\\\xe9"));
+    // The tree's word, pasted into bash, is the bytes again.
+    let back = Command::new("bash")
+        .args(["-c", "printf %s $'caf\\xe9'"])
+        .output()
+        .unwrap();
+    assert_eq!(back.stdout, b"caf\xe9");
+}

@@ -361,10 +361,10 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             Mode::Run { argv } => Some(if redact {
                 redact_argv(argv)
                     .into_iter()
-                    .map(std::borrow::Cow::into_owned)
+                    .map(|s| shown(&s).into_owned())
                     .collect()
             } else {
-                argv.clone()
+                argv.iter().map(|s| shown(s).into_owned()).collect()
             }),
             _ => None,
         },
