@@ -593,16 +593,16 @@ impl ChromeTrace {
         b.extend_from_slice(b",\"cat\":\"region\",\"args\":{\"pid\":");
         json::int(b, r.pid as i64);
         b.extend_from_slice(b",\"thread\":");
-        json::string(b, &g.thread);
+        json::string(b, &shown(&g.thread));
         b.extend_from_slice(b",\"category\":");
-        json::string(b, &g.category);
+        json::string(b, &shown(&g.category));
         b.extend_from_slice(b",\"label\":");
-        json::string(b, &g.label);
+        json::string(b, &shown(&g.label));
         b.extend_from_slice(b",\"nesting\":");
         json::int(b, g.nesting as i64);
         if let Some(m) = &g.msg {
             b.extend_from_slice(b",\"msg\":");
-            json::string(b, m);
+            json::string(b, &shown(m));
         }
         b.extend_from_slice(b",\"duration\":");
         json::string(b, &fmt_duration(g.end.saturating_sub(g.ts)));
@@ -794,7 +794,7 @@ impl ChromeTrace {
                     b.push(b',');
                 }
                 b.push(b'{');
-                json::string(b, &data_key(d));
+                json::string(b, &shown(&data_key(d)));
                 b.push(b':');
                 data_value(b, &d.value);
                 b.push(b'}');
@@ -871,7 +871,7 @@ fn data_key(d: &Data) -> String {
 /// from another machine: not trusted to be JSON), timers and counters as objects.
 fn data_value(b: &mut Vec<u8>, v: &DataValue) {
     match v {
-        DataValue::Text(t) | DataValue::Json(t) => json::string(b, t),
+        DataValue::Text(t) | DataValue::Json(t) => json::string(b, &shown(t)),
         DataValue::Timer {
             intervals,
             total_ns,
