@@ -151,6 +151,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             std::env::var_os(k)
         });
         for (name, old) in &env.replaced {
+            let old = crate::model::escape::text(old);
             crate::say!(
                 "proctrace: --trace2 takes over {name} for the command (it was '{old}'; the command's events are merged into proctrace's outputs instead)"
             );
