@@ -39,7 +39,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use self::stops::{Action, CommandStart, Tracees};
+use self::stops::{Action, CommandStart, Found, Stop, Tracees};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::procfs;
 use crate::capture::usage::{ExitReader, ThreadSum};
@@ -100,6 +100,8 @@ impl PtraceBackend {
             batch: Vec::with_capacity(BATCH_MAX),
             notices: Vec::new(),
             stops: 0,
+            untraced: 0,
+            my_pid_ns: sys::pid_ns(None),
             warned: HashSet::new(),
             unprivileged: !sys::has_cap_sys_ptrace(),
             my_pid: std::process::id() as Pid,
@@ -227,6 +229,11 @@ struct Tracer {
     batch: Vec<Event>,
     notices: Vec<Notice>,
     stops: u64,
+    /// Processes found that were never traced ([`Action::Untraced`]).
+    untraced: u64,
+    /// proctrace's pid namespace (`/proc/self/ns/pid`): a signal's sender pid is only compared
+    /// with the tasks' when the receiver is in it too.
+    my_pid_ns: Option<std::path::PathBuf>,
     warned: HashSet<String>,
     unprivileged: bool,
     my_pid: Pid,
@@ -295,6 +302,7 @@ impl Tracer {
                 self.send_batch();
                 let _ = self.tx.send(CaptureMsg::Done(CaptureSummary {
                     events: self.stops,
+                    untraced: self.untraced,
                     ..CaptureSummary::default()
                 }));
                 // Returning detaches every remaining tracee; they run on untraced.
@@ -331,6 +339,18 @@ impl Tracer {
         // /proc/TID/task lists the threads of TID's process, whichever of them TID is.
         let stop = stops::decode(status, || sys::event_msg(pid), |new| sys::is_thread_of(pid, new));
         let mut actions = std::mem::take(&mut self.actions);
+        if stop == (Stop::Signal { sig: libc::SIGCHLD }) {
+            // One more request per child exit of a traced parent: who sent it. A sender the
+            // tracer does not know is a child it never saw start (CLONE_UNTRACED). Its pid is
+            // the receiver's namespace's: compared only when that is proctrace's.
+            if let Some(child) = sys::sigchld_sender(pid)
+                && self.tracees.is_unknown(child)
+                && self.my_pid_ns.is_some()
+                && sys::pid_ns(Some(pid)) == self.my_pid_ns
+            {
+                self.tracees.child_signal(pid, child, &mut actions);
+            }
+        }
         self.tracees.on_stop(pid, stop, ts, &mut actions);
         self.perform(actions);
     }
@@ -354,6 +374,7 @@ impl Tracer {
                     self.groups.remove(&tgid);
                 }
                 Action::CommandExited { status } => self.notices.push(Notice::CommandExited(status)),
+                Action::Untraced { pid, found } => self.on_untraced(pid, found),
             }
         }
         self.actions = actions;
@@ -385,6 +406,43 @@ impl Tracer {
                 usage: Box::new(usage),
             });
         }
+    }
+
+    /// A process the tracer never saw start: counted (the end line and the summary say the trace
+    /// is incomplete), and the first one said on stderr with what `/proc` still shows of it (a
+    /// process found signalling its parent is still there, its parent stopped; one found at its
+    /// exit is gone).
+    fn on_untraced(&mut self, pid: Pid, found: Found) {
+        self.untraced += 1;
+        if !self.warned.insert("untraced".into()) {
+            return;
+        }
+        let what = match found {
+            Found::Signalled { parent } => {
+                let comm = procfs::stat(pid).map(|s| s.comm);
+                let argv = procfs::exec_details(pid).argv;
+                let mut seen = Vec::new();
+                if let Some(c) = comm {
+                    seen.push(format!("comm {}", crate::model::naming::quote_argv([c], true)));
+                }
+                if let Some(a) = argv {
+                    seen.push(format!(
+                        "argv {}",
+                        crate::model::naming::quote_argv(a.iter(), true)
+                    ));
+                }
+                let seen = if seen.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", seen.join(", "))
+                };
+                format!("pid {pid} (child of traced {parent}{seen}) signalled its parent")
+            }
+            Found::Reaped => format!("pid {pid} exited as proctrace's child (an orphan)"),
+        };
+        crate::say!(
+            "proctrace: {what} but was never seen starting (clone(CLONE_UNTRACED)?): it and what it started are not in the trace; the end line counts such processes (untraced)"
+        );
     }
 
     /// What the user should know about a program run under ptrace: tracers cannot trace, and
@@ -626,6 +684,40 @@ mod sys {
         } else {
             Ok(())
         }
+    }
+
+    /// Who sent the `SIGCHLD` that stopped tracee `pid`: the child's pid, when the kernel sent
+    /// it for a child's exit, stop or continue (not a `kill` from anyone).
+    pub fn sigchld_sender(pid: Pid) -> Option<Pid> {
+        // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: PTRACE_GETSIGINFO writes one siginfo_t to the given address.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETSIGINFO,
+                pid,
+                0usize,
+                &mut info as *mut libc::siginfo_t,
+            )
+        };
+        if r != 0 || info.si_signo != libc::SIGCHLD {
+            return None;
+        }
+        // CLD_EXITED (1) to CLD_CONTINUED (6): sent by the kernel for a child.
+        if !(1..=6).contains(&info.si_code) {
+            return None;
+        }
+        // SAFETY: for SIGCHLD with a CLD_* code the kernel filled the child fields.
+        Some(unsafe { info.si_pid() })
+    }
+
+    /// The pid namespace of `pid` (`None`: proctrace's own), as `/proc/…/ns/pid` names it.
+    pub fn pid_ns(pid: Option<Pid>) -> Option<std::path::PathBuf> {
+        let path = match pid {
+            Some(p) => format!("/proc/{p}/ns/pid"),
+            None => "/proc/self/ns/pid".to_string(),
+        };
+        std::fs::read_link(path).ok()
     }
 
     /// Whether task `tid` is a thread of process `tgid` (not a process of its own).

@@ -108,6 +108,7 @@ keys! {
     Usage = "usage",
     UsageLost = "usage_lost",
     UsageIncomplete = "usage_incomplete",
+    Untraced = "untraced",
     Filtered = "filtered",
     ArgvReader = "argv_reader",
     TracerCpu = "tracer_cpu",
@@ -724,6 +725,11 @@ pub const EVENTS: &[EventSchema] = &[
                 Key::UsageIncomplete,
                 Int,
                 "when costs were measured: processes left without figures because one thread's record was lost",
+            ),
+            opt(
+                Key::Untraced,
+                Int,
+                "when the capture found processes it never saw start (ptrace: a `clone(CLONE_UNTRACED)` child and its tree): how many; the trace is incomplete",
             ),
             opt(
                 Key::Filtered,

@@ -78,6 +78,11 @@ fn costs(r: &ProcessRecord) -> (String, String) {
 /// [`costs`].
 type Line = (usize, String, String, String, (String, String));
 
+/// "1 process", "2 processes".
+fn plural_processes(n: u64) -> String {
+    format!("{n} process{}", if n == 1 { "" } else { "es" })
+}
+
 /// Renders the tree and summary as text.
 pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String {
     let p = Paint { on: o.color };
@@ -244,7 +249,15 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             "{} events LOST: the tree may be incomplete",
             sum.stats.lost
         )));
-    } else {
+    }
+    if sum.capture.untraced > 0 {
+        // Processes the capture never saw start: their trees are missing.
+        parts.push(p.loss(&format!(
+            "{} untraced: the tree is incomplete",
+            plural_processes(sum.capture.untraced)
+        )));
+    }
+    if !sum.incomplete() {
         parts.push("0 events lost".to_string());
     }
     if sum.capture.rejected > 0 {

@@ -380,6 +380,10 @@ impl Sink for JsonLines {
             int_field(b, Key::UsageLost, s.capture.usage_lost as i64);
             int_field(b, Key::UsageIncomplete, s.capture.usage_incomplete as i64);
         }
+        // Only a capture that found processes it never saw start says so.
+        if s.capture.untraced > 0 {
+            int_field(b, Key::Untraced, s.capture.untraced as i64);
+        }
         if let Some(n) = s.filtered {
             int_field(b, Key::Filtered, n as i64);
         }

@@ -5,6 +5,7 @@
 mod common;
 mod analyze_jsonl;
 mod analyze_trace2;
+mod blind;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;
 mod chrome_out;

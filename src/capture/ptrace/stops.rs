@@ -24,10 +24,23 @@
 //! - **Signals** of signal-delivery stops are re-injected untouched.
 //! - **Exit stops** (usage capture only): each thread's figures are read at its exit stop; the
 //!   stop of a process's last running thread is where the process's figures are read.
+//! - **Untraced processes** (blind spots): a process the tracer never saw start — a
+//!   `clone(CLONE_UNTRACED)` child, and so everything it starts — is found when it signals a
+//!   traced parent (a `SIGCHLD` whose sender is no known task, [`Tracees::child_signal`]) or when
+//!   it exits as proctrace's own child (an orphan reparented to proctrace, the subreaper). Each
+//!   is reported once ([`Action::Untraced`]): the trace is known to be incomplete.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::model::event::{Event, Pid};
+
+/// How many recent exits are remembered: a traced child's `SIGCHLD` reaches its parent after
+/// the tracer collected its exit, and must not be taken for an untraced process's.
+pub const RECENT_EXITS: usize = 4096;
+
+/// Most untraced processes remembered as reported (so that one seen signalling its parent and
+/// then exiting is counted once); past it the memory is cleared, and one might count twice.
+pub const UNTRACED_REMEMBERED: usize = 65_536;
 
 /// How long a new task waits at its first stop for its parent's fork/clone event before it is
 /// taken in with the parent `/proc` names (its parent was killed in between), in ns.
@@ -170,6 +183,26 @@ pub enum Action {
         /// The wait status.
         status: i32,
     },
+    /// A process the tracer never saw start (it and its descendants are not traced): count it
+    /// and say what can be seen of it. Once per process.
+    Untraced {
+        /// The process.
+        pid: Pid,
+        /// How it was found.
+        found: Found,
+    },
+}
+
+/// How an untraced process was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// It signalled (`SIGCHLD`) this traced parent: it exists still, `/proc` may name it.
+    Signalled {
+        /// The traced parent.
+        parent: Pid,
+    },
+    /// It exited as proctrace's child (an orphan reparented to the subreaper): gone, reaped.
+    Reaped,
 }
 
 /// Where the command is on its way to its exec ([`Tracees::command_stop`]).
@@ -229,6 +262,11 @@ pub struct Tracees {
     /// Per process, while usage is measured: threads not yet at their exit stop.
     running: HashMap<Pid, u32>,
     root: Option<Pid>,
+    /// The last [`RECENT_EXITS`] tasks whose exit was collected, oldest first, and as a set.
+    recent_exits: VecDeque<Pid>,
+    recent_set: HashSet<Pid>,
+    /// Untraced processes already reported.
+    untraced: HashSet<Pid>,
 }
 
 impl Tracees {
@@ -331,6 +369,50 @@ impl Tracees {
             }
             Stop::OtherEvent => out.push(Action::Resume { pid, sig: 0 }),
             Stop::Other => {}
+        }
+    }
+
+    /// A traced `parent` is about to receive a `SIGCHLD` that names `child` as its sender (the
+    /// signal's `si_pid`, read only for a kernel-sent `SIGCHLD`, in the tracer's pid namespace):
+    /// a child that is no known task, held or recently exited was never traced.
+    pub fn child_signal(&mut self, parent: Pid, child: Pid, out: &mut Vec<Action>) {
+        if child <= 0
+            || self.tasks.contains_key(&child)
+            || self.held.contains_key(&child)
+            || self.recent_set.contains(&child)
+        {
+            return;
+        }
+        self.note_untraced(child, Found::Signalled { parent }, out);
+    }
+
+    /// Whether `pid` would be news to [`child_signal`](Self::child_signal) (the caller then
+    /// checks, at a cost, that the signal's pid is in its namespace before telling it).
+    pub fn is_unknown(&self, pid: Pid) -> bool {
+        pid > 0
+            && !self.tasks.contains_key(&pid)
+            && !self.held.contains_key(&pid)
+            && !self.recent_set.contains(&pid)
+            && !self.untraced.contains(&pid)
+    }
+
+    fn note_untraced(&mut self, pid: Pid, found: Found, out: &mut Vec<Action>) {
+        if self.untraced.len() >= UNTRACED_REMEMBERED {
+            self.untraced.clear();
+        }
+        if self.untraced.insert(pid) {
+            out.push(Action::Untraced { pid, found });
+        }
+    }
+
+    fn exited(&mut self, pid: Pid) {
+        if self.recent_exits.len() >= RECENT_EXITS
+            && let Some(old) = self.recent_exits.pop_front()
+        {
+            self.recent_set.remove(&old);
+        }
+        if self.recent_set.insert(pid) {
+            self.recent_exits.push_back(pid);
         }
     }
 
@@ -459,6 +541,20 @@ impl Tracees {
             return;
         }
         let task = self.tasks.remove(&pid);
+        match task {
+            Some(_) => self.exited(pid),
+            // Not a task of the traced tree: an untraced process, reparented to proctrace (the
+            // subreaper) and reaped here. Seen signalling its parent before, it is counted then.
+            None => {
+                let known = self.untraced.remove(&pid);
+                if !known {
+                    out.push(Action::Untraced {
+                        pid,
+                        found: Found::Reaped,
+                    });
+                }
+            }
+        }
         if let Some(t) = task
             && !t.exiting
             && self.thread_done(t.tgid)

@@ -433,6 +433,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             receive_buffer: 0,
             usage_lost: n(l.get(K::UsageLost), "usage_lost")?,
             usage_incomplete: n(l.get(K::UsageIncomplete), "usage_incomplete")?,
+            untraced: n(l.get(K::Untraced), "untraced")?,
         },
         background: n(l.get(K::Background), "background")?,
         root: l.int(K::Pid, "pid")?,
