@@ -138,7 +138,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         let clock = Clock {
             offset_ns: header.real_minus_mono,
         };
-        let l = Trace2Listener::start(clock, s.notifier())
+        let l = Trace2Listener::start(clock, s.notifier(), s.notes_queued())
             .map_err(|e| ProctraceError::Io("starting the trace2 listener".into(), e))?;
         let mut prefixes = vec!["GIT".to_string()];
         prefixes.extend(cfg.trace2_prefixes.iter().cloned());

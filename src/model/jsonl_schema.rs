@@ -105,6 +105,7 @@ keys! {
     KernelEvents = "kernel_events",
     Notes = "notes",
     NotesUnmatched = "notes_unmatched",
+    NotesDropped = "notes_dropped",
     Usage = "usage",
     UsageLost = "usage_lost",
     UsageIncomplete = "usage_incomplete",
@@ -710,6 +711,11 @@ pub const EVENTS: &[EventSchema] = &[
                 Key::NotesUnmatched,
                 Int,
                 "with Trace2 notes: about a process outside the traced tree (left out)",
+            ),
+            opt(
+                Key::NotesDropped,
+                Int,
+                "when a process sent more Trace2 notes than proctrace keeps (50,000 a process, 500,000 in all): how many were not kept (these lines have them; the summaries, the Trace2 and Chrome outputs do not)",
             ),
             opt(
                 Key::Usage,

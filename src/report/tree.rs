@@ -260,6 +260,12 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     if !sum.incomplete() {
         parts.push("0 events lost".to_string());
     }
+    if sum.stats.notes_dropped > 0 {
+        parts.push(p.loss(&format!(
+            "{} Trace2 regions/data not kept for the reports (a process sent more than proctrace keeps)",
+            sum.stats.notes_dropped
+        )));
+    }
     if sum.capture.rejected > 0 {
         parts.push(p.loss(&format!(
             "{} forged or malformed datagrams rejected",

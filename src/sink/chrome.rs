@@ -907,6 +907,11 @@ fn data_value(b: &mut Vec<u8>, v: &DataValue) {
 }
 
 impl Sink for ChromeTrace {
+    /// A process's regions are drawn in its slice, at its exit.
+    fn notes_kept(&self) -> crate::model::tracker::NotesKept {
+        crate::model::tracker::NotesKept::UntilExit
+    }
+
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.t0 = h.ts;
         self.last_ts = h.ts;

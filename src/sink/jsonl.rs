@@ -372,6 +372,9 @@ impl Sink for JsonLines {
             int_field(b, Key::Notes, s.stats.notes as i64);
             int_field(b, Key::NotesUnmatched, s.stats.notes_unmatched as i64);
         }
+        if s.stats.notes_dropped > 0 {
+            int_field(b, Key::NotesDropped, s.stats.notes_dropped as i64);
+        }
         // Only runs that measured what processes cost say so (older outputs stay as they were):
         // `usage` processes got figures; `usage_lost` taskstats records were dropped, not to be
         // confused with `lost` (the connector's events).

@@ -790,6 +790,11 @@ impl Trace2Sink {
 }
 
 impl Sink for Trace2Sink {
+    /// A process's notes are written in its session at its exit (or at the end while running).
+    fn notes_kept(&self) -> crate::model::tracker::NotesKept {
+        crate::model::tracker::NotesKept::UntilExit
+    }
+
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.real_minus_mono = h.real_minus_mono;
         self.now = h.ts;

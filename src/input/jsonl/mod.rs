@@ -422,6 +422,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             recovered: n(l.get(K::Recovered), "recovered")?,
             notes: n(l.get(K::Notes), "notes")?,
             notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
+            notes_dropped: n(l.get(K::NotesDropped), "notes_dropped")?,
             usage: n(l.get(K::Usage), "usage")?,
             ..Default::default()
         },
