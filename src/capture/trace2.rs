@@ -1,8 +1,8 @@
 //! `run --trace2`: what the traced programs say about themselves over Trace2, joined to the
 //! kernel-observed tree by pid.
 //!
-//! [`Trace2Listener::start`] binds an `af_unix` stream socket in a private directory (mode 0700,
-//! under `$XDG_RUNTIME_DIR` or the temp dir) and serves it from one thread. The command gets
+//! [`Trace2Listener::start`] binds an `af_unix` stream socket in a private directory (`mkdtemp`:
+//! an unpredictable name, mode 0700, under `$XDG_RUNTIME_DIR` or the temp dir) and serves it from one thread. The command gets
 //! [`child_env`] in its environment: `GIT_TRACE2_EVENT=af_unix:stream:<socket>` (and the same
 //! variables under each extra prefix, for programs built on the `trace2` crate), with
 //! `GIT_TRACE2_PARENT_SID` set to proctrace's own session, so every git process of the tree
@@ -27,7 +27,6 @@
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -158,9 +157,12 @@ struct SocketDir {
 }
 
 impl SocketDir {
-    /// Creates `proctrace-<pid>-<n>` (mode 0700) under `$XDG_RUNTIME_DIR`, or the temp dir when
-    /// that is unset or the socket path would not fit in `sun_path`.
+    /// Creates `proctrace-XXXXXX` with `mkdtemp` (an unpredictable name, mode 0700) under
+    /// `$XDG_RUNTIME_DIR`, or the temp dir when that is unset or the socket path would not fit
+    /// in `sun_path`. A predictable name (it was `proctrace-<pid>-<n>`) let any user who
+    /// pre-created those names make `run --trace2` fail.
     fn create() -> std::io::Result<SocketDir> {
+        use std::os::unix::ffi::OsStringExt;
         let mut bases = Vec::new();
         if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
             bases.push(PathBuf::from(x));
@@ -169,26 +171,30 @@ impl SocketDir {
         bases.push(PathBuf::from("/tmp"));
         let mut last = std::io::Error::other("no directory for the trace2 socket");
         for base in bases {
-            for n in 0..100u32 {
-                let dir = base.join(format!("proctrace-{}-{n}", std::process::id()));
-                let path = dir.join("trace2.sock");
-                // sun_path holds 108 bytes with the terminating NUL.
-                if path.as_os_str().len() >= 108 {
-                    last = std::io::Error::other(format!(
-                        "socket path '{}' is too long for af_unix",
-                        path.display()
-                    ));
-                    break;
-                }
-                match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                    Ok(()) => return Ok(SocketDir { dir, path }),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => {
-                        last = e;
-                        break;
-                    }
-                }
+            let template = base.join("proctrace-XXXXXX");
+            // sun_path holds 108 bytes with the terminating NUL.
+            if template.join("trace2.sock").as_os_str().len() >= 108 {
+                last = std::io::Error::other(format!(
+                    "socket path under '{}' is too long for af_unix",
+                    base.display()
+                ));
+                continue;
             }
+            let Ok(template) = std::ffi::CString::new(template.into_os_string().into_vec()) else {
+                continue;
+            };
+            let mut buf = template.into_bytes_with_nul();
+            // SAFETY: buf is a NUL-terminated template ending in XXXXXX, which mkdtemp
+            // overwrites in place (same length) with the name it created.
+            let made = unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) };
+            if made.is_null() {
+                last = std::io::Error::last_os_error();
+                continue;
+            }
+            buf.pop(); // the NUL
+            let dir = PathBuf::from(OsString::from_vec(buf));
+            let path = dir.join("trace2.sock");
+            return Ok(SocketDir { dir, path });
         }
         Err(last)
     }

@@ -14,6 +14,7 @@ mod diff;
 mod errors;
 mod failures;
 mod faults;
+mod floods;
 mod inputs;
 mod otlp;
 mod progress;
