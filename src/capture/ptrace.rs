@@ -297,6 +297,14 @@ impl Tracer {
             }
             if stopping {
                 let mut actions = std::mem::take(&mut self.actions);
+                // TracerPid names the tracing thread: this one.
+                let tracer = sys::gettid();
+                self.tracees.find_running_untraced(
+                    self.my_pid,
+                    sys::children,
+                    |c| sys::tracer_of(c) == Some(tracer),
+                    &mut actions,
+                );
                 self.tracees.release_all(procfs::tgid_ppid, &mut actions);
                 self.perform(actions);
                 self.send_batch();
@@ -347,6 +355,7 @@ impl Tracer {
                 && self.tracees.is_unknown(child)
                 && self.my_pid_ns.is_some()
                 && sys::pid_ns(Some(pid)) == self.my_pid_ns
+                && sys::tracer_of(child) != Some(sys::gettid())
             {
                 self.tracees.child_signal(pid, child, &mut actions);
             }
@@ -419,30 +428,40 @@ impl Tracer {
         }
         let what = match found {
             Found::Signalled { parent } => {
-                let comm = procfs::stat(pid).map(|s| s.comm);
-                let argv = procfs::exec_details(pid).argv;
-                let mut seen = Vec::new();
-                if let Some(c) = comm {
-                    seen.push(format!("comm {}", crate::model::naming::quote_argv([c], true)));
-                }
-                if let Some(a) = argv {
-                    seen.push(format!(
-                        "argv {}",
-                        crate::model::naming::quote_argv(a.iter(), true)
-                    ));
-                }
-                let seen = if seen.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {}", seen.join(", "))
-                };
+                let seen = Self::seen_of(pid);
                 format!("pid {pid} (child of traced {parent}{seen}) signalled its parent")
             }
             Found::Reaped => format!("pid {pid} exited as proctrace's child (an orphan)"),
+            Found::Running { parent } => {
+                let seen = Self::seen_of(pid);
+                let of = if parent == self.my_pid {
+                    "an orphan, child of proctrace".to_string()
+                } else {
+                    format!("child of traced {parent}")
+                };
+                format!("pid {pid} ({of}{seen}) was still running at the end")
+            }
         };
         crate::say!(
             "proctrace: {what} but was never seen starting (clone(CLONE_UNTRACED)?): it and what it started are not in the trace; the end line counts such processes (untraced)"
         );
+    }
+
+    /// `, comm C, argv A`: what `/proc` still shows of `pid` (nothing when it is gone).
+    fn seen_of(pid: Pid) -> String {
+        let comm = procfs::stat(pid).map(|s| s.comm);
+        let argv = procfs::exec_details(pid).argv;
+        let mut seen = String::new();
+        if let Some(c) = comm {
+            seen.push_str(&format!(", comm {}", crate::model::naming::quote_argv([c], true)));
+        }
+        if let Some(a) = argv {
+            seen.push_str(&format!(
+                ", argv {}",
+                crate::model::naming::quote_argv(a.iter(), true)
+            ));
+        }
+        seen
     }
 
     /// What the user should know about a program run under ptrace: tracers cannot trace, and
@@ -709,6 +728,37 @@ mod sys {
         }
         // SAFETY: for SIGCHLD with a CLD_* code the kernel filled the child fields.
         Some(unsafe { info.si_pid() })
+    }
+
+    /// The children of task `tid` (`/proc/TID/task/TID/children`; for proctrace itself, of all
+    /// its threads), appended to `out`.
+    pub fn children(tid: Pid, out: &mut Vec<Pid>) {
+        let me = std::process::id() as Pid;
+        let paths: Vec<String> = if tid == me {
+            std::fs::read_dir("/proc/self/task")
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| format!("/proc/self/task/{}/children", e.file_name().to_string_lossy()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            vec![format!("/proc/{tid}/task/{tid}/children")]
+        };
+        for path in paths {
+            if let Ok(s) = std::fs::read_to_string(path) {
+                out.extend(s.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()));
+            }
+        }
+    }
+
+    /// The thread tracing `pid` (`TracerPid:` in its status: the tracer's thread id; 0 when
+    /// none), when it can be read.
+    pub fn tracer_of(pid: Pid) -> Option<Pid> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .and_then(|v| v.trim().parse().ok())
     }
 
     /// The pid namespace of `pid` (`None`: proctrace's own), as `/proc/…/ns/pid` names it.

@@ -105,6 +105,29 @@ fn an_untraced_orphan_is_found_when_it_exits() {
     assert!(!stderr.contains("0 events lost"), "{stderr}");
 }
 
+/// An untraced child still running when the command ends (here an orphan, reparented to
+/// proctrace) is found at the end, named with what `/proc` shows of it.
+#[test]
+fn an_untraced_process_still_running_at_the_end_is_found() {
+    let (out, lines) = run_on("ptrace", &[], &[untraced_bin(), "leave", "sleep", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    let pid: i64 = stdout
+        .trim()
+        .strip_prefix("left ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("fixture said {stdout:?}"));
+    assert_eq!(end(&lines)["untraced"], 1, "{stderr}");
+    let w = warnings(&stderr);
+    assert_eq!(w.len(), 1, "{stderr}");
+    // Named as it is: sleeping, or still the fixture between its clone and its exec.
+    let named = format!("pid {pid} (an orphan, child of proctrace, comm ");
+    assert!(w[0].contains(&named), "{}", w[0]);
+    assert!(w[0].contains("was still running at the end"), "{}", w[0]);
+    assert!(!stderr.contains("0 events lost"), "{stderr}");
+}
+
 /// A command in a pid namespace of its own: both backends see into it (under proctrace's pids),
 /// and the children's SIGCHLDs inside it, whose sender pids are the inner namespace's, are not
 /// taken for untraced processes.
@@ -145,7 +168,8 @@ fn a_pid_namespace_is_seen_into_without_false_blind_spots() {
 }
 
 /// A traced tree that forks and reaps ordinarily has no blind spot: the SIGCHLD of every traced
-/// child (which reaches its parent after the tracer collected its exit) is not taken for one.
+/// child (which reaches its parent after the tracer collected its exit) is not taken for one,
+/// nor a traced child still running at the end.
 #[test]
 fn an_ordinary_tree_under_ptrace_has_no_untraced() {
     let (out, lines) = run_on(
@@ -154,7 +178,8 @@ fn an_ordinary_tree_under_ptrace_has_no_untraced() {
         &[
             "sh",
             "-c",
-            "for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait; /bin/true",
+            // Ending with a traced child left running in the background.
+            "for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait; /bin/true; sleep 1 &",
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -26,9 +26,11 @@
 //!   stop of a process's last running thread is where the process's figures are read.
 //! - **Untraced processes** (blind spots): a process the tracer never saw start — a
 //!   `clone(CLONE_UNTRACED)` child, and so everything it starts — is found when it signals a
-//!   traced parent (a `SIGCHLD` whose sender is no known task, [`Tracees::child_signal`]) or when
-//!   it exits as proctrace's own child (an orphan reparented to proctrace, the subreaper). Each
-//!   is reported once ([`Action::Untraced`]): the trace is known to be incomplete.
+//!   traced parent (a `SIGCHLD` whose sender is no known task, [`Tracees::child_signal`]), when
+//!   it exits as proctrace's own child (an orphan reparented to proctrace, the subreaper), or,
+//!   still running at the end, as a child of a traced task or of proctrace
+//!   ([`Tracees::find_running_untraced`]). Each is reported once ([`Action::Untraced`]): the
+//!   trace is known to be incomplete.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -203,6 +205,12 @@ pub enum Found {
     },
     /// It exited as proctrace's child (an orphan reparented to the subreaper): gone, reaped.
     Reaped,
+    /// It was still running at the end of tracing, a child of this traced task (or of
+    /// proctrace: an orphan).
+    Running {
+        /// Its parent.
+        parent: Pid,
+    },
 }
 
 /// Where the command is on its way to its exec ([`Tracees::command_stop`]).
@@ -425,6 +433,32 @@ impl Tracees {
         out: &mut Vec<Action>,
     ) {
         self.release(|h| now.saturating_sub(h.ts) >= HOLD_MAX_NS, facts, out);
+    }
+
+    /// At the end of tracing: the children `children(parent)` gives of every traced task still
+    /// there, and of proctrace itself (`me`: orphans reparented to it), that the tracer never
+    /// knew and that are not traced (`traced(child)`: a new task whose first stop has not been
+    /// collected yet is): untraced processes still running, found before they are let go.
+    pub fn find_running_untraced(
+        &mut self,
+        me: Pid,
+        mut children: impl FnMut(Pid, &mut Vec<Pid>),
+        mut traced: impl FnMut(Pid) -> bool,
+        out: &mut Vec<Action>,
+    ) {
+        let mut parents: Vec<Pid> = self.tasks.keys().copied().collect();
+        parents.sort_unstable();
+        parents.push(me);
+        let mut found = Vec::new();
+        for parent in parents {
+            found.clear();
+            children(parent, &mut found);
+            for &child in &found {
+                if self.is_unknown(child) && !traced(child) {
+                    self.note_untraced(child, Found::Running { parent }, out);
+                }
+            }
+        }
     }
 
     /// Lets go every held task (tracing stops), as [`release_overdue`](Self::release_overdue).

@@ -662,3 +662,34 @@ fn recent_exits_are_bounded() {
     assert!(r.t.is_unknown(1000));
     assert!(!r.t.is_unknown(1000 + RECENT_EXITS as Pid));
 }
+
+/// At the end, the children of traced tasks and of proctrace that are neither known nor traced
+/// are untraced processes still running; known, held and traced ones are not.
+#[test]
+fn untraced_processes_still_running_are_found_at_the_end() {
+    let mut r = Run::plain();
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    // 202 stopped before its parent's event: held.
+    r.stop(202, FIRST_STOP);
+    let children = |p: Pid, out: &mut Vec<Pid>| match p {
+        CMD => out.extend([200, 201, 202, 203]),
+        200 => out.push(300),
+        ME => out.push(400),
+        _ => {}
+    };
+    // 203: a new task whose first stop is not collected yet (traced).
+    let traced = |c: Pid| c == 203;
+    let mut out = Vec::new();
+    r.t.find_running_untraced(ME, children, traced, &mut out);
+    let mut found = untraced(&out);
+    found.sort_by_key(|f| f.0);
+    assert_eq!(
+        found,
+        [
+            (201, Found::Running { parent: CMD }),
+            (300, Found::Running { parent: 200 }),
+            (400, Found::Running { parent: ME }),
+        ]
+    );
+}
