@@ -268,6 +268,12 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
                 st.lines
             );
         }
+        if st.too_deep > 0 {
+            crate::say!(
+                "proctrace: --trace2: {} region events dropped (a connection kept more than 256 regions open, or entered regions in more than 64 sessions)",
+                st.too_deep
+            );
+        }
     }
     s.stop();
     let sum = s.summary(status, background, Some(cmd_pid));

@@ -87,8 +87,11 @@ fn regions_never_left_keep_memory_bounded() {
     assert!(kib < 150_000, "peak RSS {kib} KiB");
     let lines = read_lines(&file);
     let regions = lines.iter().filter(|l| l["event"] == "region").count();
-    // Those it kept open (256 on one connection) end at the writer's atexit.
+    // Those it kept open (256 on one connection) end at the writer's atexit; the rest are
+    // counted on stderr.
     assert!((1..=256).contains(&regions), "{regions} regions");
+    let dropped = format!("proctrace: --trace2: {} region events dropped", 300_000 - regions);
+    assert!(stderr.contains(&dropped), "{stderr}");
 }
 
 /// Backpressure loses nothing: every region reaches JSON Lines. With the summary asked for
