@@ -34,7 +34,10 @@ pub struct Engine {
 
 impl Engine {
     /// An engine whose exec details come from `details`.
-    pub fn new(tracker: Tracker, sinks: Fanout, details: Details) -> Engine {
+    pub fn new(mut tracker: Tracker, sinks: Fanout, details: Details) -> Engine {
+        // Regions and data are kept only as long as an output needs them: a traced process
+        // flooding proctrace with Trace2 regions costs memory only when something reads them.
+        tracker.keep_notes(sinks.notes_kept());
         Engine {
             tracker,
             sinks,
@@ -141,6 +144,7 @@ impl Engine {
             }
             self.sinks.fact(&f, &self.tracker);
         }
+        self.tracker.release_notes();
     }
 
     /// After a batch: frees exited records the sinks are done with.
@@ -222,6 +226,11 @@ const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// listener and the backend are two threads, so a note can overtake the fork it belongs to.
 const EARLY_NOTE_MAX: Duration = Duration::from_secs(2);
 
+/// Most Trace2 notes held back for their process at once: a process sending notes about pids
+/// that never come (or with times before its start) must not grow memory; past it, the oldest
+/// goes to the model at once (where it is counted as unmatched if its process is still unknown).
+const EARLY_NOTES_HELD: usize = 10_000;
+
 /// A live tracing session: a backend feeding an engine.
 pub struct Session {
     /// The engine (tracker and sinks).
@@ -233,8 +242,11 @@ pub struct Session {
     capture: Option<CaptureSummary>,
     failure: Option<String>,
     flush_due: Option<Instant>,
+    /// Trace2 notes queued by the listener and not yet processed (it stops reading when too
+    /// many are: [`crate::capture::trace2::NOTES_QUEUED_MAX`]).
+    notes_queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Trace2 notes whose process was not in the model yet, with when they arrived.
-    early: Vec<(Instant, Event)>,
+    early: std::collections::VecDeque<(Instant, Event)>,
 }
 
 impl Session {
@@ -249,13 +261,21 @@ impl Session {
             capture: None,
             failure: None,
             flush_due: None,
-            early: Vec::new(),
+            early: std::collections::VecDeque::new(),
+            notes_queued: Default::default(),
         }
     }
 
     /// The model.
     pub fn tracker(&self) -> &Tracker {
         &self.engine.tracker
+    }
+
+    /// The count of Trace2 notes queued for this session and not yet processed: the listener
+    /// adds what it sends, the session takes away what it processed, so the listener can wait
+    /// for the model instead of queueing a flood.
+    pub fn notes_queued(&self) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+        self.notes_queued.clone()
     }
 
     /// Emits the header to the sinks.
@@ -289,8 +309,12 @@ impl Session {
         };
         match msg {
             CaptureMsg::Events(batch) => {
-                self.process(&batch);
-                self.backend.recycle(batch);
+                // A batch of Trace2 notes is the listener's, not the backend's: handed to the
+                // backend's pool it would stay there (the backend takes one back per batch of
+                // its own), and a flood of notes would grow the pool without bound.
+                if self.process(&batch) == 0 {
+                    self.backend.recycle(batch);
+                }
                 Pumped::Events
             }
             CaptureMsg::Notice(Notice::CommandExited(status)) => Pumped::CommandExited(status),
@@ -315,8 +339,13 @@ impl Session {
         }
     }
 
-    fn process(&mut self, batch: &[Event]) {
+    /// Takes one batch to the model; returns how many Trace2 notes it held.
+    fn process(&mut self, batch: &[Event]) -> usize {
+        let mut notes = 0;
         for ev in batch {
+            if matches!(ev, Event::Region { .. } | Event::Data { .. }) {
+                notes += 1;
+            }
             if let (Some((Marker::Rename(r), seen)), Event::Comm { pid, comm, .. }) =
                 (self.barrier.as_mut(), ev)
             {
@@ -326,13 +355,25 @@ impl Session {
                 }
             }
             if self.is_early(ev) {
-                self.early.push((Instant::now(), ev.clone()));
+                if self.early.len() >= EARLY_NOTES_HELD
+                    && let Some((_, oldest)) = self.early.pop_front()
+                {
+                    self.feed_note_or_event(&oldest);
+                }
+                self.early.push_back((Instant::now(), ev.clone()));
                 continue;
             }
             self.feed_note_or_event(ev);
         }
         if !self.early.is_empty() {
             self.feed_early(false);
+        }
+        if notes > 0 {
+            let _ = self.notes_queued.fetch_update(
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+                |q| Some(q.saturating_sub(notes)),
+            );
         }
         // Output is written in batches at most FLUSH_EVERY apart: one write per event storm
         // instead of one per wakeup. Lines stay whole either way.
@@ -343,6 +384,7 @@ impl Session {
             None => self.flush_due = Some(now + FLUSH_EVERY),
         }
         self.engine.after_batch();
+        notes
     }
 
     /// A Trace2 note of a process the model has not seen start yet.
@@ -386,7 +428,7 @@ impl Session {
             if all || since.elapsed() >= EARLY_NOTE_MAX || !self.is_early(&ev) {
                 self.feed_note_or_event(&ev);
             } else {
-                self.early.push((since, ev));
+                self.early.push_back((since, ev));
             }
         }
     }

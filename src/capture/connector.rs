@@ -211,6 +211,8 @@ impl Capture {
                             receive_buffer: 0,
                             usage_lost: usage.as_ref().map_or(0, |u| u.lost()),
                             usage_incomplete: usage.as_ref().map_or(0, |u| u.incomplete()),
+                            // The connector sees every process of the machine's pid namespace.
+                            untraced: 0,
                         }));
                         return;
                     }

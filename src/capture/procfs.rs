@@ -236,12 +236,14 @@ pub fn parse_stat(s: &str) -> Option<Stat> {
 
 /// Reads and parses `/proc/<pid>/stat`.
 pub fn stat(pid: Pid) -> Option<Stat> {
-    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    // Bytes: a comm that is not UTF-8 is kept (and must not lose the rest of the line).
+    parse_stat(&bytes::encode(&fs::read(format!("/proc/{pid}/stat")).ok()?))
 }
 
 /// Process id and parent process id of task `tid` (any thread), from `/proc/TID/status`.
 pub fn tgid_ppid(tid: Pid) -> Option<(Pid, Pid)> {
-    let s = fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let s = fs::read(format!("/proc/{tid}/status")).ok()?;
+    let s = bytes::encode(&s);
     let field = |name: &str| {
         s.lines()
             .find_map(|l| l.strip_prefix(name))

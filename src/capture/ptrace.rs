@@ -39,7 +39,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use self::stops::{Action, CommandStart, Tracees};
+use self::stops::{Action, CommandStart, Found, Stop, Tracees};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::procfs;
 use crate::capture::usage::{ExitReader, ThreadSum};
@@ -100,6 +100,8 @@ impl PtraceBackend {
             batch: Vec::with_capacity(BATCH_MAX),
             notices: Vec::new(),
             stops: 0,
+            untraced: 0,
+            my_pid_ns: sys::pid_ns(None),
             warned: HashSet::new(),
             unprivileged: !sys::has_cap_sys_ptrace(),
             my_pid: std::process::id() as Pid,
@@ -227,6 +229,11 @@ struct Tracer {
     batch: Vec<Event>,
     notices: Vec<Notice>,
     stops: u64,
+    /// Processes found that were never traced ([`Action::Untraced`]).
+    untraced: u64,
+    /// proctrace's pid namespace (`/proc/self/ns/pid`): a signal's sender pid is only compared
+    /// with the tasks' when the receiver is in it too.
+    my_pid_ns: Option<std::path::PathBuf>,
     warned: HashSet<String>,
     unprivileged: bool,
     my_pid: Pid,
@@ -290,11 +297,20 @@ impl Tracer {
             }
             if stopping {
                 let mut actions = std::mem::take(&mut self.actions);
+                // TracerPid names the tracing thread: this one.
+                let tracer = sys::gettid();
+                self.tracees.find_running_untraced(
+                    self.my_pid,
+                    sys::children,
+                    |c| sys::tracer_of(c) == Some(tracer),
+                    &mut actions,
+                );
                 self.tracees.release_all(procfs::tgid_ppid, &mut actions);
                 self.perform(actions);
                 self.send_batch();
                 let _ = self.tx.send(CaptureMsg::Done(CaptureSummary {
                     events: self.stops,
+                    untraced: self.untraced,
                     ..CaptureSummary::default()
                 }));
                 // Returning detaches every remaining tracee; they run on untraced.
@@ -331,6 +347,19 @@ impl Tracer {
         // /proc/TID/task lists the threads of TID's process, whichever of them TID is.
         let stop = stops::decode(status, || sys::event_msg(pid), |new| sys::is_thread_of(pid, new));
         let mut actions = std::mem::take(&mut self.actions);
+        if stop == (Stop::Signal { sig: libc::SIGCHLD }) {
+            // One more request per child exit of a traced parent: who sent it. A sender the
+            // tracer does not know is a child it never saw start (CLONE_UNTRACED). Its pid is
+            // the receiver's namespace's: compared only when that is proctrace's.
+            if let Some(child) = sys::sigchld_sender(pid)
+                && self.tracees.is_unknown(child)
+                && self.my_pid_ns.is_some()
+                && sys::pid_ns(Some(pid)) == self.my_pid_ns
+                && sys::tracer_of(child) != Some(sys::gettid())
+            {
+                self.tracees.child_signal(pid, child, &mut actions);
+            }
+        }
         self.tracees.on_stop(pid, stop, ts, &mut actions);
         self.perform(actions);
     }
@@ -354,6 +383,7 @@ impl Tracer {
                     self.groups.remove(&tgid);
                 }
                 Action::CommandExited { status } => self.notices.push(Notice::CommandExited(status)),
+                Action::Untraced { pid, found } => self.on_untraced(pid, found),
             }
         }
         self.actions = actions;
@@ -385,6 +415,53 @@ impl Tracer {
                 usage: Box::new(usage),
             });
         }
+    }
+
+    /// A process the tracer never saw start: counted (the end line and the summary say the trace
+    /// is incomplete), and the first one said on stderr with what `/proc` still shows of it (a
+    /// process found signalling its parent is still there, its parent stopped; one found at its
+    /// exit is gone).
+    fn on_untraced(&mut self, pid: Pid, found: Found) {
+        self.untraced += 1;
+        if !self.warned.insert("untraced".into()) {
+            return;
+        }
+        let what = match found {
+            Found::Signalled { parent } => {
+                let seen = Self::seen_of(pid);
+                format!("pid {pid} (child of traced {parent}{seen}) signalled its parent")
+            }
+            Found::Reaped => format!("pid {pid} exited as proctrace's child (an orphan)"),
+            Found::Running { parent } => {
+                let seen = Self::seen_of(pid);
+                let of = if parent == self.my_pid {
+                    "an orphan, child of proctrace".to_string()
+                } else {
+                    format!("child of traced {parent}")
+                };
+                format!("pid {pid} ({of}{seen}) was still running at the end")
+            }
+        };
+        crate::say!(
+            "proctrace: {what} but was never seen starting (clone(CLONE_UNTRACED)?): it and what it started are not in the trace; the end line counts such processes (untraced)"
+        );
+    }
+
+    /// `, comm C, argv A`: what `/proc` still shows of `pid` (nothing when it is gone).
+    fn seen_of(pid: Pid) -> String {
+        let comm = procfs::stat(pid).map(|s| s.comm);
+        let argv = procfs::exec_details(pid).argv;
+        let mut seen = String::new();
+        if let Some(c) = comm {
+            seen.push_str(&format!(", comm {}", crate::model::naming::quote_argv([c], true)));
+        }
+        if let Some(a) = argv {
+            seen.push_str(&format!(
+                ", argv {}",
+                crate::model::naming::quote_argv(a.iter(), true)
+            ));
+        }
+        seen
     }
 
     /// What the user should know about a program run under ptrace: tracers cannot trace, and
@@ -627,6 +704,73 @@ mod sys {
         } else {
             Ok(())
         }
+    }
+
+    /// Who sent the `SIGCHLD` that stopped tracee `pid`: the child's pid, when the kernel sent
+    /// it for a child's exit, stop or continue (not a `kill` from anyone).
+    pub fn sigchld_sender(pid: Pid) -> Option<Pid> {
+        // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: PTRACE_GETSIGINFO writes one siginfo_t to the given address.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETSIGINFO,
+                pid,
+                0usize,
+                &mut info as *mut libc::siginfo_t,
+            )
+        };
+        if r != 0 || info.si_signo != libc::SIGCHLD {
+            return None;
+        }
+        // CLD_EXITED (1) to CLD_CONTINUED (6): sent by the kernel for a child.
+        if !(1..=6).contains(&info.si_code) {
+            return None;
+        }
+        // SAFETY: for SIGCHLD with a CLD_* code the kernel filled the child fields.
+        Some(unsafe { info.si_pid() })
+    }
+
+    /// The children of task `tid` (`/proc/TID/task/TID/children`; for proctrace itself, of all
+    /// its threads), appended to `out`.
+    pub fn children(tid: Pid, out: &mut Vec<Pid>) {
+        let me = std::process::id() as Pid;
+        let paths: Vec<String> = if tid == me {
+            std::fs::read_dir("/proc/self/task")
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| format!("/proc/self/task/{}/children", e.file_name().to_string_lossy()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            vec![format!("/proc/{tid}/task/{tid}/children")]
+        };
+        for path in paths {
+            if let Ok(s) = std::fs::read_to_string(path) {
+                out.extend(s.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()));
+            }
+        }
+    }
+
+    /// The thread tracing `pid` (`TracerPid:` in its status: the tracer's thread id; 0 when
+    /// none), when it can be read.
+    pub fn tracer_of(pid: Pid) -> Option<Pid> {
+        // Bytes: the `Name:` line need not be UTF-8.
+        let s = std::fs::read(format!("/proc/{pid}/status")).ok()?;
+        let s = String::from_utf8_lossy(&s);
+        s.lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The pid namespace of `pid` (`None`: proctrace's own), as `/proc/…/ns/pid` names it.
+    pub fn pid_ns(pid: Option<Pid>) -> Option<std::path::PathBuf> {
+        let path = match pid {
+            Some(p) => format!("/proc/{p}/ns/pid"),
+            None => "/proc/self/ns/pid".to_string(),
+        };
+        std::fs::read_link(path).ok()
     }
 
     /// Whether task `tid` is a thread of process `tgid` (not a process of its own).

@@ -1,8 +1,8 @@
 //! `run --trace2`: what the traced programs say about themselves over Trace2, joined to the
 //! kernel-observed tree by pid.
 //!
-//! [`Trace2Listener::start`] binds an `af_unix` stream socket in a private directory (mode 0700,
-//! under `$XDG_RUNTIME_DIR` or the temp dir) and serves it from one thread. The command gets
+//! [`Trace2Listener::start`] binds an `af_unix` stream socket in a private directory (`mkdtemp`:
+//! an unpredictable name, mode 0700, under `$XDG_RUNTIME_DIR` or the temp dir) and serves it from one thread. The command gets
 //! [`child_env`] in its environment: `GIT_TRACE2_EVENT=af_unix:stream:<socket>` (and the same
 //! variables under each extra prefix, for programs built on the `trace2` crate), with
 //! `GIT_TRACE2_PARENT_SID` set to proctrace's own session, so every git process of the tree
@@ -27,7 +27,6 @@
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -55,8 +54,35 @@ pub const EVENT_NESTING: &str = "100";
 /// ends its line must not grow memory without bound).
 const MAX_LINE: usize = 4 << 20;
 
+/// Most reads of one connection per turn of the loop ([`CHUNK`] bytes each).
+const READS_PER_TURN: usize = 16;
+
+/// Notes sent at once, however soon.
+const BATCH_MAX: usize = 4096;
+
+/// How long the listener waits for the model when it is behind, before it looks again.
+const BEHIND_PAUSE: Duration = Duration::from_millis(2);
+
+/// Most notes queued for the model and not yet taken by it: past it the listener stops reading
+/// until the model catches up, so a process flooding the socket waits on its own writes (the
+/// socket's buffer fills) instead of proctrace's memory growing with the backlog.
+pub const NOTES_QUEUED_MAX: usize = 65_536;
+
 /// Bytes read per `recvmsg`.
 const CHUNK: usize = 64 << 10;
+
+/// Most bytes of partial lines held over all connections: past it a connection's partial line
+/// is dropped and counted as malformed (many writers each holding back a long line).
+const MAX_PARTIAL: usize = 64 << 20;
+
+/// Most regions a connection may have open (entered, not yet left): deeper `region_enter`s (and
+/// their `region_leave`s) are dropped and counted ([`ListenerStats::too_deep`]). git nests to
+/// [`EVENT_NESTING`] at most.
+const MAX_OPEN: u32 = 256;
+
+/// Most sessions a connection may enter regions in (one normally; a few when forks inherit it):
+/// `region_enter`s of more are dropped and counted as too deep.
+const MAX_SIDS: usize = 64;
 
 /// What the listener saw.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +99,9 @@ pub struct ListenerStats {
     pub open_at_end: u64,
     /// Regions still open on those connections, ended at the run's end.
     pub cut_at_end: u64,
+    /// `region_enter`/`region_leave` events dropped because a connection had [`MAX_OPEN`] regions
+    /// open, or entered regions in [`MAX_SIDS`] sessions: a writer that never leaves them.
+    pub too_deep: u64,
 }
 
 /// The variables `run --trace2` sets in the command's environment.
@@ -128,9 +157,12 @@ struct SocketDir {
 }
 
 impl SocketDir {
-    /// Creates `proctrace-<pid>-<n>` (mode 0700) under `$XDG_RUNTIME_DIR`, or the temp dir when
-    /// that is unset or the socket path would not fit in `sun_path`.
+    /// Creates `proctrace-XXXXXX` with `mkdtemp` (an unpredictable name, mode 0700) under
+    /// `$XDG_RUNTIME_DIR`, or the temp dir when that is unset or the socket path would not fit
+    /// in `sun_path`. A predictable name (it was `proctrace-<pid>-<n>`) let any user who
+    /// pre-created those names make `run --trace2` fail.
     fn create() -> std::io::Result<SocketDir> {
+        use std::os::unix::ffi::OsStringExt;
         let mut bases = Vec::new();
         if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
             bases.push(PathBuf::from(x));
@@ -139,26 +171,30 @@ impl SocketDir {
         bases.push(PathBuf::from("/tmp"));
         let mut last = std::io::Error::other("no directory for the trace2 socket");
         for base in bases {
-            for n in 0..100u32 {
-                let dir = base.join(format!("proctrace-{}-{n}", std::process::id()));
-                let path = dir.join("trace2.sock");
-                // sun_path holds 108 bytes with the terminating NUL.
-                if path.as_os_str().len() >= 108 {
-                    last = std::io::Error::other(format!(
-                        "socket path '{}' is too long for af_unix",
-                        path.display()
-                    ));
-                    break;
-                }
-                match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                    Ok(()) => return Ok(SocketDir { dir, path }),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => {
-                        last = e;
-                        break;
-                    }
-                }
+            let template = base.join("proctrace-XXXXXX");
+            // sun_path holds 108 bytes with the terminating NUL.
+            if template.join("trace2.sock").as_os_str().len() >= 108 {
+                last = std::io::Error::other(format!(
+                    "socket path under '{}' is too long for af_unix",
+                    base.display()
+                ));
+                continue;
             }
+            let Ok(template) = std::ffi::CString::new(template.into_os_string().into_vec()) else {
+                continue;
+            };
+            let mut buf = template.into_bytes_with_nul();
+            // SAFETY: buf is a NUL-terminated template ending in XXXXXX, which mkdtemp
+            // overwrites in place (same length) with the name it created.
+            let made = unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) };
+            if made.is_null() {
+                last = std::io::Error::last_os_error();
+                continue;
+            }
+            buf.pop(); // the NUL
+            let dir = PathBuf::from(OsString::from_vec(buf));
+            let path = dir.join("trace2.sock");
+            return Ok(SocketDir { dir, path });
         }
         Err(last)
     }
@@ -183,7 +219,14 @@ pub struct Trace2Listener {
 
 impl Trace2Listener {
     /// Binds the socket and starts the thread; notes go to `tx` on `clock`.
-    pub fn start(clock: Clock, tx: Sender<CaptureMsg>) -> std::io::Result<Trace2Listener> {
+    ///
+    /// `queued` counts the notes sent on `tx` and not yet taken: the listener adds to it, the
+    /// model's side ([`crate::engine::Session::notes_queued`]) takes away what it processed.
+    pub fn start(
+        clock: Clock,
+        tx: Sender<CaptureMsg>,
+        queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> std::io::Result<Trace2Listener> {
         let dir = SocketDir::create()?;
         let listener = UnixListener::bind(&dir.path)?;
         listener.set_nonblocking(true)?;
@@ -202,6 +245,8 @@ impl Trace2Listener {
             batch_since: None,
             stats: ListenerStats::default(),
             chunk: vec![0; CHUNK],
+            partial: 0,
+            queued,
         };
         let thread = std::thread::Builder::new()
             .name("pt-trace2".into())
@@ -254,6 +299,11 @@ struct Conn {
     sids: Vec<String>,
     /// Latest note time on this connection.
     last_ts: u64,
+    /// Regions entered and not yet left on this connection (at most [`MAX_OPEN`]).
+    open: u32,
+    /// `region_enter`s dropped past [`MAX_OPEN`] whose `region_leave`s are still to come (those
+    /// are dropped too, so the others still pair).
+    over: u32,
     eof: bool,
 }
 
@@ -269,6 +319,10 @@ struct Server {
     batch_since: Option<Instant>,
     stats: ListenerStats,
     chunk: Vec<u8>,
+    /// Bytes of partial lines held over all connections (at most [`MAX_PARTIAL`]).
+    partial: usize,
+    /// Notes sent and not yet taken by the model (see [`NOTES_QUEUED_MAX`]).
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Server {
@@ -281,7 +335,17 @@ impl Server {
                 let left = d.saturating_duration_since(now);
                 wait = Some(wait.map_or(left, |w| w.min(left)));
             }
-            let (wake_ready, listen_ready, ready) = self.wait(wait);
+            // The model is behind: read nothing more until it catches up (not while finishing:
+            // then the model waits for this thread, and what was written is drained).
+            let behind = deadline.is_none()
+                && self.queued.load(std::sync::atomic::Ordering::Relaxed) >= NOTES_QUEUED_MAX;
+            if behind {
+                wait = Some(wait.map_or(BEHIND_PAUSE, |w| w.min(BEHIND_PAUSE)));
+            }
+            let (wake_ready, listen_ready, mut ready) = self.wait(wait, !behind);
+            if behind {
+                ready.clear();
+            }
             if wake_ready {
                 let mut sink = [0u8; 64];
                 while matches!((&self.wake).read(&mut sink), Ok(n) if n > 0) {}
@@ -332,12 +396,15 @@ impl Server {
     }
 
     /// Polls the wake socket, the listener and every connection; returns which are readable.
-    fn wait(&self, timeout: Option<Duration>) -> (bool, bool, Vec<usize>) {
+    /// (`conns`: the connections too; else only the wake socket and the listener.)
+    fn wait(&self, timeout: Option<Duration>, conns: bool) -> (bool, bool, Vec<usize>) {
         let mut fds = Vec::with_capacity(self.conns.len() + 2);
         fds.push(PollFd::new(self.wake.as_fd(), PollFlags::POLLIN));
         fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
-        for c in &self.conns {
-            fds.push(PollFd::new(c.stream.as_fd(), PollFlags::POLLIN));
+        if conns {
+            for c in &self.conns {
+                fds.push(PollFd::new(c.stream.as_fd(), PollFlags::POLLIN));
+            }
         }
         let timeout = match timeout {
             None => PollTimeout::NONE,
@@ -375,14 +442,18 @@ impl Server {
                 buf: Vec::new(),
                 sids: Vec::new(),
                 last_ts: 0,
+                open: 0,
+                over: 0,
                 eof: false,
             });
         }
     }
 
-    /// Reads everything available on connection `i`, handling each complete line.
+    /// Reads what is available on connection `i`, handling each complete line: at most
+    /// [`READS_PER_TURN`] reads, so a writer as fast as this thread cannot keep it here (and its
+    /// notes unsent) for ever; the rest is read on the next turn.
     fn read_conn(&mut self, i: usize) {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let conn = &mut self.conns[i];
             let fd = conn.stream.as_raw_fd();
             let mut cmsg = nix::cmsg_space!(UnixCredentials);
@@ -411,6 +482,9 @@ impl Server {
                 return;
             }
             self.take_bytes(i, n, pid);
+            if self.batch.len() >= BATCH_MAX {
+                self.send();
+            }
         }
     }
 
@@ -432,6 +506,7 @@ impl Server {
                     &mut self.batch,
                 );
             } else {
+                self.partial -= conn.buf.len();
                 let mut line = std::mem::take(&mut conn.buf);
                 line.extend_from_slice(head);
                 handle_line(
@@ -444,15 +519,20 @@ impl Server {
                     &mut self.batch,
                 );
                 line.clear();
-                conn.buf = line;
+                // A long line's buffer is not kept for the next one.
+                if line.capacity() <= CHUNK {
+                    conn.buf = line;
+                }
             }
         }
         let conn = &mut self.conns[i];
-        if conn.buf.len() + data.len() > MAX_LINE {
+        if conn.buf.len() + data.len() > MAX_LINE || self.partial + data.len() > MAX_PARTIAL {
             self.stats.lines += 1;
             self.stats.malformed += 1;
-            conn.buf.clear();
+            self.partial -= conn.buf.len();
+            conn.buf = Vec::new();
         } else {
+            self.partial += data.len();
             conn.buf.extend_from_slice(data);
         }
         if !self.batch.is_empty() && self.batch_since.is_none() {
@@ -468,7 +548,8 @@ impl Server {
         if !conn.buf.is_empty() {
             self.stats.lines += 1;
             self.stats.malformed += 1;
-            conn.buf.clear();
+            self.partial -= conn.buf.len();
+            conn.buf = Vec::new();
         }
         for sid in std::mem::take(&mut conn.sids) {
             let closed = self.notes.close_session(&sid, conn.last_ts);
@@ -484,6 +565,8 @@ impl Server {
         self.batch_since = None;
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
+            self.queued
+                .fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
             // The model loop is gone only when the run is over: nothing left to tell.
             let _ = self.tx.send(CaptureMsg::Events(batch));
         }
@@ -522,12 +605,35 @@ fn handle_line(
     let ts = ev.time.map_or_else(procfs::mono_now, |t| clock.ns(t));
     conn.last_ts = conn.last_ts.max(ts);
     match ev.kind {
-        trace2::EventKind::RegionEnter { .. } if !conn.sids.iter().any(|s| *s == *ev.sid) => {
-            conn.sids.push(ev.sid.to_string());
+        // A writer that enters regions and never leaves them must not grow memory: past
+        // MAX_OPEN open regions (or MAX_SIDS sessions) on a connection, enters are dropped,
+        // and as many leaves after them, so that the rest still pair.
+        trace2::EventKind::RegionEnter { .. } => {
+            let new_sid = !conn.sids.iter().any(|s| *s == *ev.sid);
+            if conn.over > 0 || conn.open >= MAX_OPEN || (new_sid && conn.sids.len() >= MAX_SIDS) {
+                conn.over += 1;
+                stats.too_deep += 1;
+                return;
+            }
+            conn.open += 1;
+            if new_sid {
+                conn.sids.push(ev.sid.to_string());
+            }
+        }
+        trace2::EventKind::RegionLeave { .. } => {
+            if conn.over > 0 {
+                conn.over -= 1;
+                stats.too_deep += 1;
+                return;
+            }
+            conn.open = conn.open.saturating_sub(1);
         }
         // The session is over: git unwinds the regions still open without a leave.
         trace2::EventKind::Atexit { .. } | trace2::EventKind::Signal { .. } => {
             let closed = notes.close_session(&ev.sid, ts);
+            conn.open = conn.open.saturating_sub(closed.len() as u32);
+            conn.over = 0;
+            conn.sids.retain(|s| *s != *ev.sid);
             stats.notes += closed.len() as u64;
             batch.extend(closed);
             return;
@@ -588,7 +694,7 @@ mod tests {
     #[test]
     fn attributes_lines_to_their_writer_and_drains_at_finish() {
         let (tx, rx) = mpsc::channel();
-        let l = Trace2Listener::start(Clock { offset_ns: 0 }, tx).unwrap();
+        let l = Trace2Listener::start(Clock { offset_ns: 0 }, tx, Default::default()).unwrap();
         let sock = l.socket_path().to_path_buf();
         let meta = std::fs::metadata(sock.parent().unwrap()).unwrap();
         assert_eq!(
@@ -645,7 +751,7 @@ mod tests {
     #[test]
     fn a_region_still_open_when_the_run_ends_ends_with_the_run() {
         let (tx, rx) = mpsc::channel();
-        let l = Trace2Listener::start(Clock { offset_ns: 0 }, tx).unwrap();
+        let l = Trace2Listener::start(Clock { offset_ns: 0 }, tx, Default::default()).unwrap();
         let sock = l.socket_path().to_path_buf();
         let now = trace2::Timestamp::now();
         let mut time = Vec::new();

@@ -245,7 +245,8 @@ impl ExitReader {
 /// clocks cannot be read.
 pub fn stat_cpu(pid: Pid) -> io::Result<(u64, u64)> {
     let path = format!("/proc/{pid}/stat");
-    let (ut, st) = parse_stat_times(&std::fs::read_to_string(&path)?)
+    // Bytes: the comm in the line need not be UTF-8 (only the numbers after it are read).
+    let (ut, st) = parse_stat_times(&String::from_utf8_lossy(&std::fs::read(&path)?))
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: unexpected format")))?;
     let tick = 1_000_000_000 / clock_ticks();
     Ok((ut * tick, st * tick))

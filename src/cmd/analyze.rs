@@ -192,7 +192,12 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout, retain: 
     let stats = engine.tracker.stats();
     let summary = match input.recorded_summary() {
         Some(s) => Summary {
-            stats,
+            // The recording run may have kept fewer notes than the trace holds (its outputs
+            // needed them longer): what it dropped is still dropped.
+            stats: crate::model::tracker::TrackerStats {
+                notes_dropped: stats.notes_dropped.max(s.stats.notes_dropped),
+                ..stats
+            },
             filtered: engine.filtered(),
             ..s.clone()
         },

@@ -643,11 +643,16 @@ fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
 
 /// Fills each step's `other_s` from the other run's path (the first unused step with the same
 /// argv).
+///
+/// The unused steps of each argv are queued in order: linear in the path's length (a search of
+/// `b` per step was quadratic: a 200,000-deep chain of one argv took minutes).
 fn pair_paths(a: &mut [PathEntry], b: &mut [PathEntry]) {
-    let mut used = vec![false; b.len()];
+    let mut unused: HashMap<Vec<String>, std::collections::VecDeque<usize>> = HashMap::new();
+    for (j, y) in b.iter().enumerate() {
+        unused.entry(y.argv.clone()).or_default().push_back(j);
+    }
     for x in a.iter_mut() {
-        if let Some(j) = (0..b.len()).find(|&j| !used[j] && b[j].argv == x.argv) {
-            used[j] = true;
+        if let Some(j) = unused.get_mut(&x.argv).and_then(|q| q.pop_front()) {
             x.other_s = Some(b[j].duration_s);
             b[j].other_s = Some(x.duration_s);
         }

@@ -143,7 +143,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         let clock = Clock {
             offset_ns: header.real_minus_mono,
         };
-        let l = Trace2Listener::start(clock, s.notifier())
+        let l = Trace2Listener::start(clock, s.notifier(), s.notes_queued())
             .map_err(|e| ProctraceError::Io("starting the trace2 listener".into(), e))?;
         let mut prefixes = vec!["GIT".to_string()];
         prefixes.extend(cfg.trace2_prefixes.iter().cloned());
@@ -276,6 +276,12 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
                 "proctrace: --trace2: {} of {} lines received were not Trace2 events; ignored",
                 st.malformed,
                 st.lines
+            );
+        }
+        if st.too_deep > 0 {
+            crate::say!(
+                "proctrace: --trace2: {} region events dropped (a connection kept more than 256 regions open, or entered regions in more than 64 sessions)",
+                st.too_deep
             );
         }
     }

@@ -34,7 +34,7 @@ pub struct WatchConfig {
 pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
     let kinds: Vec<_> = a.filter.events.into_iter().flat_map(|k| k.0).collect();
     let out = &a.common.out.0;
-    let outputs = Outputs::plan(
+    let mut outputs = Outputs::plan(
         out,
         Ask {
             live: true,
@@ -46,6 +46,8 @@ pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
             propagate: false,
         },
     )?;
+    // watch prints its summary without a tree.
+    outputs.summary_alone();
     watch(WatchConfig {
         root: a.pid,
         filter: FactFilter::new(&kinds, a.filter.user, a.filter.comm),

@@ -109,9 +109,11 @@ keys! {
     KernelEvents = "kernel_events",
     Notes = "notes",
     NotesUnmatched = "notes_unmatched",
+    NotesDropped = "notes_dropped",
     Usage = "usage",
     UsageLost = "usage_lost",
     UsageIncomplete = "usage_incomplete",
+    Untraced = "untraced",
     Filtered = "filtered",
     ArgvReader = "argv_reader",
     TracerCpu = "tracer_cpu",
@@ -740,6 +742,11 @@ pub const EVENTS: &[EventSchema] = &[
                 "with Trace2 notes: about a process outside the traced tree (left out)",
             ),
             opt(
+                Key::NotesDropped,
+                Int,
+                "when a process sent more Trace2 notes than proctrace keeps (50,000 a process, 500,000 in all): how many were not kept (these lines have them; the summaries, the Trace2 and Chrome outputs do not)",
+            ),
+            opt(
                 Key::Usage,
                 Int,
                 "when costs were measured: processes with figures",
@@ -753,6 +760,11 @@ pub const EVENTS: &[EventSchema] = &[
                 Key::UsageIncomplete,
                 Int,
                 "when costs were measured: processes left without figures because one thread's record was lost",
+            ),
+            opt(
+                Key::Untraced,
+                Int,
+                "when the capture found processes it never saw start (ptrace: a `clone(CLONE_UNTRACED)` child and its tree): how many; the trace is incomplete",
             ),
             opt(
                 Key::Filtered,

@@ -126,6 +126,19 @@ pub struct CaptureSummary {
     /// Processes left without figures because the record of one of their threads was lost.
     #[serde(default)]
     pub usage_incomplete: u64,
+    /// Processes the capture found that it never saw start (ptrace: a `clone(CLONE_UNTRACED)`
+    /// child, found when it exits as proctrace's child or signals a traced parent): they and
+    /// their descendants are missing from the trace, which is known to be incomplete.
+    #[serde(default)]
+    pub untraced: u64,
+}
+
+impl Summary {
+    /// Whether the trace is known to be incomplete: events were lost, or processes ran that
+    /// the capture never saw start. No output may call such a trace complete ("0 events lost").
+    pub fn incomplete(&self) -> bool {
+        self.stats.lost > 0 || self.capture.untraced > 0
+    }
 }
 
 /// Session facts known at the end.

@@ -60,6 +60,28 @@ pub struct TrackerOptions {
     pub want_details: bool,
 }
 
+/// How long the model keeps the Trace2 notes (regions, data points) a process reported: only as
+/// long as some output needs them, so that a process flooding proctrace with regions costs
+/// memory only when something will read them ([`Tracker::keep_notes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum NotesKept {
+    /// Until the fact naming each reached the sinks (JSON Lines writes it then; nothing else
+    /// reads it): dropped right after.
+    AtFact,
+    /// Until the process's exit reached the sinks (the Trace2 and Chrome outputs write a
+    /// process's notes at its exit); notes that arrive after the exit, right after their fact.
+    UntilExit,
+    /// To the end of the run (a whole-run report, the text summary, OTLP's last span).
+    #[default]
+    ToEnd,
+}
+
+/// Most notes (regions plus data points) one process's record keeps; more are dropped and
+/// counted ([`TrackerStats::notes_dropped`]).
+pub const NOTES_PER_PROCESS_MAX: usize = 50_000;
+/// Most notes all records keep together; more are dropped and counted.
+pub const NOTES_HELD_MAX: u64 = 500_000;
+
 /// A lifecycle fact for sinks, in the order the tracker established it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fact {
@@ -207,6 +229,12 @@ pub struct TrackerStats {
     /// forgotten): left out of every output, and counted here.
     #[serde(default)]
     pub notes_unmatched: u64,
+    /// Regions and data points not kept because their process's record (or all records) held
+    /// as many as it may ([`NOTES_PER_PROCESS_MAX`], [`NOTES_HELD_MAX`]): a flood. The streaming
+    /// outputs that write a note at its fact (JSON Lines) still have them; the ones that read
+    /// them later (the reports, the Trace2 and Chrome outputs at a process's exit) do not.
+    #[serde(default)]
+    pub notes_dropped: u64,
     /// Processes whose cost ([`Event::Usage`]) was joined with their record.
     #[serde(default)]
     pub usage: u64,
@@ -234,6 +262,15 @@ pub struct Tracker {
     stats: TrackerStats,
     to_sweep: Vec<ProcId>,
     last_asked: Option<Pid>,
+    /// How long notes are kept.
+    notes_kept: NotesKept,
+    /// Notes held in all records.
+    notes_held: u64,
+    /// Records whose notes go at the next [`release_notes`](Self::release_notes).
+    to_release: Vec<ProcId>,
+    /// Notes over the caps, taken back out of their record (its last region, else its last
+    /// datum) at the next [`release_notes`](Self::release_notes).
+    to_pop: Vec<(ProcId, bool)>,
 }
 
 impl Tracker {
@@ -252,7 +289,61 @@ impl Tracker {
             stats: TrackerStats::default(),
             to_sweep: Vec::new(),
             last_asked: None,
+            notes_kept: NotesKept::ToEnd,
+            notes_held: 0,
+            to_release: Vec::new(),
+            to_pop: Vec::new(),
         }
+    }
+
+    /// How long the Trace2 notes processes report are kept (from now on): what the outputs need
+    /// ([`NotesKept`]; everything, to the end, unless told).
+    pub fn keep_notes(&mut self, kept: NotesKept) {
+        self.notes_kept = kept;
+    }
+
+    /// Drops the notes no output needs any more (see [`NotesKept`]). Call after the sinks have
+    /// seen the facts; cheap when there is nothing to drop. The emptied lists keep their
+    /// capacity: a flood of notes costs at most one batch's worth, reused.
+    pub fn release_notes(&mut self) {
+        for (id, region) in self.to_pop.drain(..) {
+            let Some(slot) = self.slots.get_mut(id.idx as usize) else {
+                continue;
+            };
+            if slot.generation != id.generation {
+                continue;
+            }
+            if let Some(r) = slot.rec.as_mut() {
+                let gone = if region {
+                    r.regions.pop().is_some()
+                } else {
+                    r.data.pop().is_some()
+                };
+                if gone {
+                    self.notes_held = self.notes_held.saturating_sub(1);
+                }
+            }
+        }
+        for id in self.to_release.drain(..) {
+            let Some(slot) = self.slots.get_mut(id.idx as usize) else {
+                continue;
+            };
+            if slot.generation != id.generation {
+                continue;
+            }
+            if let Some(r) = slot.rec.as_mut() {
+                self.notes_held = self
+                    .notes_held
+                    .saturating_sub((r.regions.len() + r.data.len()) as u64);
+                r.regions.clear();
+                r.data.clear();
+            }
+        }
+    }
+
+    /// Notes held in all records now.
+    pub fn notes_held(&self) -> u64 {
+        self.notes_held
     }
 
     /// Empties the model without freeing its records one by one: for a process about to exit,
@@ -340,15 +431,38 @@ impl Tracker {
         facts: &mut Vec<Fact>,
         add: impl FnOnce(ProcId, &mut ProcessRecord) -> Fact,
     ) {
-        match self.lookup_at(tgid, ts) {
-            Some(id) => {
-                if let Some(f) = self.with(id, |r| add(id, r)) {
-                    self.stats.notes += 1;
-                    facts.push(f);
-                }
+        let Some(id) = self.lookup_at(tgid, ts) else {
+            self.stats.notes_unmatched += 1;
+            return;
+        };
+        let full = self.notes_held >= NOTES_HELD_MAX;
+        let kept = self.notes_kept;
+        let Some((f, release, over)) = self.with(id, |r| {
+            let over =
+                (full || r.regions.len() + r.data.len() >= NOTES_PER_PROCESS_MAX).then_some(r.regions.len());
+            let release = match kept {
+                NotesKept::AtFact => true,
+                NotesKept::UntilExit => r.exit.is_some(),
+                NotesKept::ToEnd => false,
+            };
+            let f = add(id, r);
+            // Over the cap: which list it went to, to take it back out after its fact.
+            (f, release, over.map(|n| r.regions.len() > n))
+        }) else {
+            return;
+        };
+        self.stats.notes += 1;
+        self.notes_held += 1;
+        match over {
+            // The streaming outputs still get it at its fact; nothing keeps it after.
+            Some(region) => {
+                self.stats.notes_dropped += 1;
+                self.to_pop.push((id, region));
             }
-            None => self.stats.notes_unmatched += 1,
+            None if release => self.to_release.push(id),
+            None => {}
         }
+        facts.push(f);
     }
 
     /// Records with no tracked parent, in order of appearance.
@@ -422,7 +536,13 @@ impl Tracker {
         }
         for id in std::mem::take(&mut self.to_sweep) {
             if let Some(slot) = self.slots.get_mut(id.idx as usize) {
-                if slot.generation == id.generation && slot.rec.take().is_some() {
+                if slot.generation != id.generation {
+                    continue;
+                }
+                if let Some(r) = slot.rec.take() {
+                    self.notes_held = self
+                        .notes_held
+                        .saturating_sub((r.regions.len() + r.data.len()) as u64);
                     slot.generation = slot.generation.wrapping_add(1);
                     self.free.push(id.idx);
                     self.stats.held -= 1;
@@ -552,6 +672,13 @@ impl Tracker {
             self.stats.exits_inferred += 1;
         }
         facts.push(Fact::Exit(id));
+        if self.notes_kept == NotesKept::UntilExit
+            && self
+                .get(id)
+                .is_some_and(|r| !r.regions.is_empty() || !r.data.is_empty())
+        {
+            self.to_release.push(id);
+        }
         // Retained records are never swept: no list of them to grow.
         if !self.opts.retain_exited && self.first_root != Some(id) {
             self.to_sweep.push(id);

@@ -217,6 +217,8 @@ pub struct Outputs {
     to_truncate: Vec<(String, std::fs::File)>,
     writes_stdout: bool,
     started: bool,
+    /// The text summary is printed alone, without the tree (`watch --summary`).
+    summary_alone: bool,
 }
 
 impl Outputs {
@@ -286,6 +288,7 @@ impl Outputs {
             to_truncate: Vec::new(),
             writes_stdout: ask.human_stdout,
             started: false,
+            summary_alone: false,
         };
         let mut fanout = Fanout::new();
         for (spec, value) in wanted {
@@ -369,7 +372,11 @@ impl Outputs {
             }
         }
         self.started = true;
-        Ok(self.sinks.take().unwrap_or_default())
+        let mut sinks = self.sinks.take().unwrap_or_default();
+        if !self.reads_notes_at_end() {
+            sinks.no_notes_at_end();
+        }
+        Ok(sinks)
     }
 
     /// Some output writes to stdout (`-`, or `watch`'s lines).
@@ -393,6 +400,21 @@ impl Outputs {
     /// the records of processes still running.
     pub fn reads_records_at_end(&self) -> bool {
         (self.tree != TreeMode::None && !self.settings.quiet) || self.has_whole_run()
+    }
+
+    /// The Trace2 notes (regions, data) of the records are read once the run has ended: by a
+    /// whole-run report, or by the text summary (under the tree, or alone: `watch --summary`).
+    /// Otherwise the model keeps them only as long as the streaming outputs need them.
+    pub fn reads_notes_at_end(&self) -> bool {
+        self.has_whole_run()
+            || (self.summary_text
+                && !self.settings.quiet
+                && (self.tree != TreeMode::None || self.summary_alone))
+    }
+
+    /// The text summary is printed without the tree (`watch --summary`).
+    pub fn summary_alone(&mut self) {
+        self.summary_alone = true;
     }
 
     fn has_whole_run(&self) -> bool {

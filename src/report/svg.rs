@@ -731,17 +731,30 @@ impl<'a> Plot<'a> {
             );
         }
         let _ = write!(sub, "{} background · ", sum.background);
-        let _ = write!(
-            sub,
-            r#"<tspan class="{}">{} events lost{}</tspan> · "#,
-            if sum.stats.lost > 0 { "loss" } else { "sub" },
-            sum.stats.lost,
-            if sum.stats.lost > 0 {
-                ": the picture may be incomplete"
-            } else {
-                ""
-            }
-        );
+        if sum.stats.lost > 0 || !sum.incomplete() {
+            let _ = write!(
+                sub,
+                r#"<tspan class="{}">{} events lost{}</tspan> · "#,
+                if sum.stats.lost > 0 { "loss" } else { "sub" },
+                sum.stats.lost,
+                if sum.stats.lost > 0 {
+                    ": the picture may be incomplete"
+                } else {
+                    ""
+                }
+            );
+        }
+        if sum.capture.untraced > 0 {
+            let _ = write!(
+                sub,
+                r#"<tspan class="loss">{} untraced: the picture is incomplete</tspan> · "#,
+                if sum.capture.untraced == 1 {
+                    "1 process".to_string()
+                } else {
+                    format!("{} processes", sum.capture.untraced)
+                }
+            );
+        }
         if let Some(st) = sum.status {
             let _ = write!(
                 sub,

@@ -1,6 +1,8 @@
 //! The process tree for people, printed when a run ends.
 //!
-//! Indentation follows parentage; each line shows pid, the process's command line
+//! Indentation follows parentage, one indent per level down to [`INDENT_MAX`]; deeper lines start
+//! with a marker of their depth instead (`… [depth 200] └─ `), so the tree of a 200,000-deep chain
+//! is linear in size, not quadratic. Each line shows pid, the process's command line
 //! ([`crate::model::naming::command_line_with_notes`]: argv, or the kernel's name when argv could
 //! not be read), duration and how the process ended. When the trace has what processes cost
 //! (`ProcessRecord::usage`), two more columns under a heading line: CPU (user + system) and peak
@@ -52,6 +54,10 @@ fn status(r: &ProcessRecord, p: Paint) -> String {
     }
 }
 
+/// Deepest level drawn with one indent per level; deeper lines start with a marker of their depth
+/// (`… [depth 200] └─ `) instead, so the tree of a very deep chain stays linear in size.
+pub const INDENT_MAX: usize = 64;
+
 /// Columns kept for duration and status right of the command.
 const RIGHT: usize = 30;
 /// Columns kept right of the command for duration, CPU, peak memory and a short status when
@@ -73,6 +79,11 @@ fn costs(r: &ProcessRecord) -> (String, String) {
 /// [`costs`].
 type Line = (usize, String, String, String, (String, String));
 
+/// "1 process", "2 processes".
+fn plural_processes(n: u64) -> String {
+    format!("{n} process{}", if n == 1 { "" } else { "es" })
+}
+
 /// Renders the tree and summary as text.
 pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String {
     let p = Paint { on: o.color };
@@ -85,12 +96,12 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let with_costs = all.iter().any(|&id| t.get(id).is_some_and(|r| r.usage.is_some()));
     let right = if with_costs { RIGHT_COSTS } else { RIGHT };
     let mut rows: Vec<Line> = Vec::new();
-    // (record, prefix for its children's lines, last among siblings, is a root)
-    let mut stack: Vec<(ProcId, String, bool, bool)> = Vec::new();
+    // (record, prefix for its children's lines, last among siblings, is a root, depth)
+    let mut stack: Vec<(ProcId, String, bool, bool, usize)> = Vec::new();
     for &r in t.roots().iter().rev() {
-        stack.push((r, String::new(), true, true));
+        stack.push((r, String::new(), true, true, 0));
     }
-    while let Some((id, prefix, last, is_root)) = stack.pop() {
+    while let Some((id, prefix, last, is_root, depth)) = stack.pop() {
         let Some(r) = t.get(id) else { continue };
         if lines >= o.max_lines {
             // The walk has taken the shown records, the first `lines` of `all`: the rest are
@@ -99,10 +110,15 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             hidden = all.len().saturating_sub(lines);
             break;
         }
+        let branch = if last { "└─ " } else { "├─ " };
         let head = if is_root {
             String::new()
+        } else if depth > INDENT_MAX {
+            // Past the cap the prefix is a marker of the depth, not one indent per level: a
+            // 200,000-deep chain stays linear in size.
+            format!("… [depth {depth}] {branch}")
         } else {
-            format!("{prefix}{}", if last { "└─ " } else { "├─ " })
+            format!("{prefix}{branch}")
         };
         let desc = cut(
             &command_line_with_notes(r, o.redact),
@@ -122,14 +138,14 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
         rows.push((width(&plain), shown, dur, status(r, p), costs(r)));
         lines += 1;
-        let child_prefix = if is_root || lines >= o.max_lines {
+        let child_prefix = if is_root || lines >= o.max_lines || depth >= INDENT_MAX {
             String::new()
         } else {
             format!("{prefix}{}", if last { "   " } else { "│  " })
         };
         let n = r.children.len();
         for (i, &c) in r.children.iter().enumerate().rev() {
-            stack.push((c, child_prefix.clone(), i + 1 == n, false));
+            stack.push((c, child_prefix.clone(), i + 1 == n, false, depth + 1));
         }
     }
     let left = rows
@@ -234,8 +250,22 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
             "{} events LOST: the tree may be incomplete",
             sum.stats.lost
         )));
-    } else {
+    }
+    if sum.capture.untraced > 0 {
+        // Processes the capture never saw start: their trees are missing.
+        parts.push(p.loss(&format!(
+            "{} untraced: the tree is incomplete",
+            plural_processes(sum.capture.untraced)
+        )));
+    }
+    if !sum.incomplete() {
         parts.push("0 events lost".to_string());
+    }
+    if sum.stats.notes_dropped > 0 {
+        parts.push(p.loss(&format!(
+            "{} Trace2 regions/data not kept for the reports (a process sent more than proctrace keeps)",
+            sum.stats.notes_dropped
+        )));
     }
     if sum.capture.rejected > 0 {
         parts.push(p.loss(&format!(
@@ -278,6 +308,35 @@ mod tests {
             width,
         };
         render(&t, &mode, &sum, o)
+    }
+
+    /// A chain deeper than [`INDENT_MAX`] is drawn with one indent per level down to the cap,
+    /// then with a marker of the depth: each line's prefix stays bounded.
+    #[test]
+    fn a_deep_chain_caps_its_indentation_with_a_depth_marker() {
+        let depth = INDENT_MAX + 40;
+        let mut ev = vec![fork(0, 0, 1)];
+        for pid in 2..=(depth as i32 + 1) {
+            ev.push(fork(pid as u64 * MS, pid - 1, pid));
+        }
+        let text = tree(&ev, 100_000);
+        let lines: Vec<&str> = text.lines().collect();
+        // One line per process, then the end line.
+        assert_eq!(lines.len(), depth + 2, "{text}");
+        // Pid p is at depth p - 1.
+        let at = |d: usize| lines[d];
+        assert!(at(1).starts_with("└─ 2 "), "{}", at(1));
+        assert!(
+            at(INDENT_MAX).starts_with(&format!("{}└─ {} ", "   ".repeat(INDENT_MAX - 1), INDENT_MAX + 1)),
+            "{}",
+            at(INDENT_MAX)
+        );
+        for d in INDENT_MAX + 1..=depth {
+            let want = format!("… [depth {d}] └─ {} ", d + 1);
+            assert!(at(d).starts_with(&want), "depth {d}: {}", at(d));
+        }
+        let longest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(longest < 3 * INDENT_MAX + 60, "longest line {longest}");
     }
 
     /// A tree cut after any number of lines shows the first records of the walk (parents

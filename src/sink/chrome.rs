@@ -82,6 +82,8 @@ use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
 /// How long a counter change waits for earlier ones that arrive late, ns.
 const REORDER_NS: u64 = 20_000_000;
+/// Most ancestors a slice's placement looks at (a lane claimed by a farther one is not open to it).
+const ANCESTORS_MAX: usize = 256;
 
 /// The largest peak a process adds to the memory counter, KiB (1 PiB).
 const MAX_PEAK_KIB: u64 = 1 << 40;
@@ -486,13 +488,15 @@ impl ChromeTrace {
         }
     }
 
-    /// Fills `self.anc` with the ancestors of `r`, nearest first (a loop guard for a broken
-    /// chain: a pid-reuse cycle).
+    /// Fills `self.anc` with the ancestors of `r`, nearest first, at most [`ANCESTORS_MAX`] (also
+    /// the guard against a broken chain, a pid-reuse cycle). Constant time per slice, however
+    /// deep the tree: a search of what is already there for the cycle made a 200,000-deep chain
+    /// quadratic (256²/2 comparisons per slice).
     fn ancestors(&mut self, r: &ProcessRecord, t: &Tracker) {
         self.anc.clear();
         let mut up = r.parent;
         while let Some(p) = up {
-            if self.anc.len() >= 256 || self.anc.contains(&p) {
+            if self.anc.len() >= ANCESTORS_MAX {
                 break;
             }
             self.anc.push(p);
@@ -904,6 +908,11 @@ fn data_value(b: &mut Vec<u8>, v: &DataValue) {
 }
 
 impl Sink for ChromeTrace {
+    /// A process's regions are drawn in its slice, at its exit.
+    fn notes_kept(&self) -> crate::model::tracker::NotesKept {
+        crate::model::tracker::NotesKept::UntilExit
+    }
+
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.t0 = h.ts;
         self.last_ts = h.ts;

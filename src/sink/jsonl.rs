@@ -439,6 +439,9 @@ impl Sink for JsonLines {
             int_field(b, Key::Notes, s.stats.notes as i64);
             int_field(b, Key::NotesUnmatched, s.stats.notes_unmatched as i64);
         }
+        if s.stats.notes_dropped > 0 {
+            int_field(b, Key::NotesDropped, s.stats.notes_dropped as i64);
+        }
         // Only runs that measured what processes cost say so (older outputs stay as they were):
         // `usage` processes got figures; `usage_lost` taskstats records were dropped, not to be
         // confused with `lost` (the connector's events).
@@ -446,6 +449,10 @@ impl Sink for JsonLines {
             int_field(b, Key::Usage, s.stats.usage as i64);
             int_field(b, Key::UsageLost, s.capture.usage_lost as i64);
             int_field(b, Key::UsageIncomplete, s.capture.usage_incomplete as i64);
+        }
+        // Only a capture that found processes it never saw start says so.
+        if s.capture.untraced > 0 {
+            int_field(b, Key::Untraced, s.capture.untraced as i64);
         }
         if let Some(n) = s.filtered {
             int_field(b, Key::Filtered, n as i64);

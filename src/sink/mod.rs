@@ -12,7 +12,7 @@ use std::io;
 
 use crate::model::event::Event;
 use crate::model::session::{Header, Summary};
-use crate::model::tracker::{Fact, Tracker};
+use crate::model::tracker::{Fact, NotesKept, Tracker};
 
 pub mod chrome;
 #[cfg(test)]
@@ -44,6 +44,11 @@ pub trait Sink {
     /// Whether this sink reads [`event`](Self::event)s.
     fn wants_events(&self) -> bool {
         false
+    }
+    /// How long this sink reads the Trace2 notes (regions, data) of a record after their fact:
+    /// the model keeps them no longer than the outputs need ([`NotesKept`]).
+    fn notes_kept(&self) -> NotesKept {
+        NotesKept::AtFact
     }
     /// End of a batch, before [`flush`](Self::flush), with the model as it now stands: for live
     /// displays ([`progress`]) that show state rather than facts. Must be cheap.
@@ -80,6 +85,9 @@ pub struct Fanout {
     sinks: Vec<(Label, Box<dyn Sink>)>,
     failed: Vec<(Label, io::Error)>,
     wants_events: bool,
+    /// What reads the notes once the run has ended (the whole-run reports, the text summary):
+    /// [`NotesKept::ToEnd`] unless the registry said nothing does.
+    at_end: NotesKept,
 }
 
 impl Fanout {
@@ -89,7 +97,23 @@ impl Fanout {
             sinks: Vec::new(),
             failed: Vec::new(),
             wants_events: false,
+            at_end: NotesKept::ToEnd,
         }
+    }
+
+    /// Nothing reads the records' notes once the run has ended (no whole-run report, no text
+    /// summary): they need to be kept only as long as the sinks need them.
+    pub fn no_notes_at_end(&mut self) {
+        self.at_end = NotesKept::AtFact;
+    }
+
+    /// How long the model must keep notes: as long as any sink, or what comes at the end, needs
+    /// them.
+    pub fn notes_kept(&self) -> NotesKept {
+        self.sinks
+            .iter()
+            .map(|(_, s)| s.notes_kept())
+            .fold(self.at_end, NotesKept::max)
     }
 
     /// Adds a sink writing `what` to `path`.

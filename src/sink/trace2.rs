@@ -123,6 +123,31 @@ pub struct Trace2Sink {
     failed: Option<io::Error>,
 }
 
+/// Most components an observed process's SID has. git nests each SID under its parent's whole
+/// SID, so a chain N deep has SIDs of N components: quadratic in size (and time) in N. Deeper
+/// than this, the SID keeps its first `SID_COMPONENTS_MAX - 2` components (the outermost
+/// ancestors), then its parent's own component and its own: still unique, its last component
+/// still its own and the one before it still its parent's, but no longer its parent's whole SID
+/// with one more component (see docs/outputs.md).
+pub const SID_COMPONENTS_MAX: usize = 16;
+
+/// The SID of a session nested under `parent` with its own `component`: git's
+/// (`parent/component`) down to [`SID_COMPONENTS_MAX`] components, then capped.
+fn nested_sid(parent: Option<&str>, component: &str) -> String {
+    let Some(p) = parent.filter(|p| !p.is_empty()) else {
+        return Sid::nested(None, component).as_str().to_string();
+    };
+    if trace2::sid::depth(p) + 1 < SID_COMPONENTS_MAX {
+        return Sid::nested(Some(p), component).as_str().to_string();
+    }
+    // `p` has SID_COMPONENTS_MAX components or more: its outermost ones, its last, this one's.
+    let outer = match p.match_indices('/').nth(SID_COMPONENTS_MAX - 3) {
+        Some((i, _)) => &p[..i],
+        None => p,
+    };
+    format!("{outer}/{}/{component}", trace2::sid::last_component(p))
+}
+
 /// Wall time of a monotonic timestamp.
 fn wall(real_minus_mono: i64, ts: u64) -> Timestamp {
     Timestamp::from_micros((ts as i128 + real_minus_mono as i128) / 1000)
@@ -595,7 +620,7 @@ impl Trace2Sink {
                     None => self.me.as_ref().map(|s| s.sid.clone()),
                 };
                 let comp = Sid::component_with_host(r.pid as u32, self.wall(start), self.host());
-                let sid = Sid::nested(parent_sid.as_deref(), &comp).as_str().to_string();
+                let sid = nested_sid(parent_sid.as_deref(), &comp);
                 let child_id = match self.parent_session_mut(parent) {
                     Some(s) => {
                         s.next_child += 1;
@@ -763,6 +788,11 @@ impl Trace2Sink {
 }
 
 impl Sink for Trace2Sink {
+    /// A process's notes are written in its session at its exit (or at the end while running).
+    fn notes_kept(&self) -> crate::model::tracker::NotesKept {
+        crate::model::tracker::NotesKept::UntilExit
+    }
+
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.real_minus_mono = h.real_minus_mono;
         self.now = h.ts;

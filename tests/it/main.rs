@@ -5,6 +5,7 @@
 mod common;
 mod analyze_jsonl;
 mod analyze_trace2;
+mod blind;
 mod bytes;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;
@@ -15,6 +16,7 @@ mod diff;
 mod errors;
 mod failures;
 mod faults;
+mod floods;
 mod hostile;
 mod inputs;
 mod otlp;

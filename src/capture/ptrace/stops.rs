@@ -24,10 +24,25 @@
 //! - **Signals** of signal-delivery stops are re-injected untouched.
 //! - **Exit stops** (usage capture only): each thread's figures are read at its exit stop; the
 //!   stop of a process's last running thread is where the process's figures are read.
+//! - **Untraced processes** (blind spots): a process the tracer never saw start — a
+//!   `clone(CLONE_UNTRACED)` child, and so everything it starts — is found when it signals a
+//!   traced parent (a `SIGCHLD` whose sender is no known task, [`Tracees::child_signal`]), when
+//!   it exits as proctrace's own child (an orphan reparented to proctrace, the subreaper), or,
+//!   still running at the end, as a child of a traced task or of proctrace
+//!   ([`Tracees::find_running_untraced`]). Each is reported once ([`Action::Untraced`]): the
+//!   trace is known to be incomplete.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::model::event::{Event, Pid};
+
+/// How many recent exits are remembered: a traced child's `SIGCHLD` reaches its parent after
+/// the tracer collected its exit, and must not be taken for an untraced process's.
+pub const RECENT_EXITS: usize = 4096;
+
+/// Most untraced processes remembered as reported (so that one seen signalling its parent and
+/// then exiting is counted once); past it the memory is cleared, and one might count twice.
+pub const UNTRACED_REMEMBERED: usize = 65_536;
 
 /// How long a new task waits at its first stop for its parent's fork/clone event before it is
 /// taken in with the parent `/proc` names (its parent was killed in between), in ns.
@@ -170,6 +185,32 @@ pub enum Action {
         /// The wait status.
         status: i32,
     },
+    /// A process the tracer never saw start (it and its descendants are not traced): count it
+    /// and say what can be seen of it. Once per process.
+    Untraced {
+        /// The process.
+        pid: Pid,
+        /// How it was found.
+        found: Found,
+    },
+}
+
+/// How an untraced process was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// It signalled (`SIGCHLD`) this traced parent: it exists still, `/proc` may name it.
+    Signalled {
+        /// The traced parent.
+        parent: Pid,
+    },
+    /// It exited as proctrace's child (an orphan reparented to the subreaper): gone, reaped.
+    Reaped,
+    /// It was still running at the end of tracing, a child of this traced task (or of
+    /// proctrace: an orphan).
+    Running {
+        /// Its parent.
+        parent: Pid,
+    },
 }
 
 /// Where the command is on its way to its exec ([`Tracees::command_stop`]).
@@ -229,6 +270,11 @@ pub struct Tracees {
     /// Per process, while usage is measured: threads not yet at their exit stop.
     running: HashMap<Pid, u32>,
     root: Option<Pid>,
+    /// The last [`RECENT_EXITS`] tasks whose exit was collected, oldest first, and as a set.
+    recent_exits: VecDeque<Pid>,
+    recent_set: HashSet<Pid>,
+    /// Untraced processes already reported.
+    untraced: HashSet<Pid>,
 }
 
 impl Tracees {
@@ -334,6 +380,50 @@ impl Tracees {
         }
     }
 
+    /// A traced `parent` is about to receive a `SIGCHLD` that names `child` as its sender (the
+    /// signal's `si_pid`, read only for a kernel-sent `SIGCHLD`, in the tracer's pid namespace):
+    /// a child that is no known task, held or recently exited was never traced.
+    pub fn child_signal(&mut self, parent: Pid, child: Pid, out: &mut Vec<Action>) {
+        if child <= 0
+            || self.tasks.contains_key(&child)
+            || self.held.contains_key(&child)
+            || self.recent_set.contains(&child)
+        {
+            return;
+        }
+        self.note_untraced(child, Found::Signalled { parent }, out);
+    }
+
+    /// Whether `pid` would be news to [`child_signal`](Self::child_signal) (the caller then
+    /// checks, at a cost, that the signal's pid is in its namespace before telling it).
+    pub fn is_unknown(&self, pid: Pid) -> bool {
+        pid > 0
+            && !self.tasks.contains_key(&pid)
+            && !self.held.contains_key(&pid)
+            && !self.recent_set.contains(&pid)
+            && !self.untraced.contains(&pid)
+    }
+
+    fn note_untraced(&mut self, pid: Pid, found: Found, out: &mut Vec<Action>) {
+        if self.untraced.len() >= UNTRACED_REMEMBERED {
+            self.untraced.clear();
+        }
+        if self.untraced.insert(pid) {
+            out.push(Action::Untraced { pid, found });
+        }
+    }
+
+    fn exited(&mut self, pid: Pid) {
+        if self.recent_exits.len() >= RECENT_EXITS
+            && let Some(old) = self.recent_exits.pop_front()
+        {
+            self.recent_set.remove(&old);
+        }
+        if self.recent_set.insert(pid) {
+            self.recent_exits.push_back(pid);
+        }
+    }
+
     /// Lets go the tasks held since [`HOLD_MAX_NS`] before `now`, taking each in with the process
     /// and parent `facts` gives (`None`: itself, parent unknown).
     pub fn release_overdue(
@@ -343,6 +433,32 @@ impl Tracees {
         out: &mut Vec<Action>,
     ) {
         self.release(|h| now.saturating_sub(h.ts) >= HOLD_MAX_NS, facts, out);
+    }
+
+    /// At the end of tracing: the children `children(parent)` gives of every traced task still
+    /// there, and of proctrace itself (`me`: orphans reparented to it), that the tracer never
+    /// knew and that are not traced (`traced(child)`: a new task whose first stop has not been
+    /// collected yet is): untraced processes still running, found before they are let go.
+    pub fn find_running_untraced(
+        &mut self,
+        me: Pid,
+        mut children: impl FnMut(Pid, &mut Vec<Pid>),
+        mut traced: impl FnMut(Pid) -> bool,
+        out: &mut Vec<Action>,
+    ) {
+        let mut parents: Vec<Pid> = self.tasks.keys().copied().collect();
+        parents.sort_unstable();
+        parents.push(me);
+        let mut found = Vec::new();
+        for parent in parents {
+            found.clear();
+            children(parent, &mut found);
+            for &child in &found {
+                if self.is_unknown(child) && !traced(child) {
+                    self.note_untraced(child, Found::Running { parent }, out);
+                }
+            }
+        }
     }
 
     /// Lets go every held task (tracing stops), as [`release_overdue`](Self::release_overdue).
@@ -459,6 +575,20 @@ impl Tracees {
             return;
         }
         let task = self.tasks.remove(&pid);
+        match task {
+            Some(_) => self.exited(pid),
+            // Not a task of the traced tree: an untraced process, reparented to proctrace (the
+            // subreaper) and reaped here. Seen signalling its parent before, it is counted then.
+            None => {
+                let known = self.untraced.remove(&pid);
+                if !known {
+                    out.push(Action::Untraced {
+                        pid,
+                        found: Found::Reaped,
+                    });
+                }
+            }
+        }
         if let Some(t) = task
             && !t.exiting
             && self.thread_done(t.tgid)

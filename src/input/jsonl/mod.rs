@@ -426,6 +426,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             recovered: n(l.get(K::Recovered), "recovered")?,
             notes: n(l.get(K::Notes), "notes")?,
             notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
+            notes_dropped: n(l.get(K::NotesDropped), "notes_dropped")?,
             usage: n(l.get(K::Usage), "usage")?,
             ..Default::default()
         },
@@ -437,6 +438,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             receive_buffer: 0,
             usage_lost: n(l.get(K::UsageLost), "usage_lost")?,
             usage_incomplete: n(l.get(K::UsageIncomplete), "usage_incomplete")?,
+            untraced: n(l.get(K::Untraced), "untraced")?,
         },
         background: n(l.get(K::Background), "background")?,
         root: l.int(K::Pid, "pid")?,

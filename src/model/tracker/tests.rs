@@ -346,3 +346,104 @@ fn uid_changes_reported_once_per_process_not_per_thread() {
     }
     assert_eq!(f.len(), 1);
 }
+
+fn region_at(ts: u64) -> Event {
+    Event::Region {
+        tgid: 10,
+        region: crate::model::event::Region {
+            ts,
+            end: ts + 1,
+            thread: "main".into(),
+            category: "c".into(),
+            label: "l".into(),
+            msg: None,
+            nesting: 1,
+        },
+    }
+}
+
+/// Regions held by process 10's record after `n` regions, each released as the engine does
+/// after its facts reached the sinks, then after its exit.
+fn held_after(kept: NotesKept, n: u64) -> (usize, usize, Tracker) {
+    let mut t = tracker(Scope::All, true, false);
+    t.keep_notes(kept);
+    let mut f = Vec::new();
+    t.apply(&fork(1, 1, 10), &mut f);
+    for i in 0..n {
+        t.apply(&region_at(10 + i), &mut f);
+        // Every fact names the region just added, readable at its fact.
+        let Some(Fact::Region { id, index }) = f.pop() else {
+            panic!("no region fact")
+        };
+        assert_eq!(t.get(id).unwrap().regions[index].ts, 10 + i);
+        t.release_notes();
+    }
+    let id = t.lookup(10).unwrap();
+    let live = t.get(id).unwrap().regions.len();
+    t.apply(&exit(10_000, 10, 0), &mut f);
+    t.release_notes();
+    let exited = t.get(id).unwrap().regions.len();
+    (live, exited, t)
+}
+
+/// Notes are kept only as long as an output needs them: at their fact only, until their
+/// process exits, or to the end.
+#[test]
+fn notes_are_kept_only_as_long_as_asked() {
+    assert_eq!(held_after(NotesKept::AtFact, 100).0, 0);
+    assert_eq!(held_after(NotesKept::AtFact, 100).1, 0);
+    assert_eq!(held_after(NotesKept::UntilExit, 100).0, 100);
+    assert_eq!(held_after(NotesKept::UntilExit, 100).1, 0);
+    assert_eq!(held_after(NotesKept::ToEnd, 100).0, 100);
+    let (_, exited, t) = held_after(NotesKept::ToEnd, 100);
+    assert_eq!(exited, 100);
+    assert_eq!(t.notes_held(), 100);
+    assert_eq!(t.stats().notes, 100);
+    assert_eq!(t.stats().notes_dropped, 0);
+    // A note after the exit, under UntilExit: written at its fact, then dropped.
+    let (_, _, mut t) = held_after(NotesKept::UntilExit, 3);
+    let mut f = Vec::new();
+    t.apply(&region_at(20), &mut f);
+    assert!(matches!(f.last(), Some(Fact::Region { .. })));
+    t.release_notes();
+    assert_eq!(t.notes_held(), 0);
+}
+
+/// A process that floods proctrace with regions while they are kept to the end: its record
+/// keeps [`NOTES_PER_PROCESS_MAX`]; the rest still make their facts (JSON Lines writes them)
+/// but are not kept after, and are counted as dropped.
+#[test]
+fn a_flood_of_notes_is_capped_and_counted() {
+    let n = NOTES_PER_PROCESS_MAX as u64 + 25;
+    let (live, _, t) = held_after(NotesKept::ToEnd, NOTES_PER_PROCESS_MAX as u64);
+    assert_eq!(live, NOTES_PER_PROCESS_MAX);
+    drop(t);
+    let mut t = tracker(Scope::All, true, false);
+    let mut f = Vec::new();
+    t.apply(&fork(1, 1, 10), &mut f);
+    f.clear();
+    for i in 0..n {
+        t.apply(&region_at(10 + i), &mut f);
+        // Readable at its fact, kept or not.
+        let Some(&Fact::Region { id, index }) = f.last() else {
+            panic!("no region fact")
+        };
+        assert_eq!(t.get(id).unwrap().regions[index].ts, 10 + i);
+        t.release_notes();
+    }
+    assert_eq!(f.len() as u64, n);
+    assert_eq!(t.stats().notes, n);
+    assert_eq!(t.stats().notes_dropped, 25);
+    let r = t.get(t.lookup(10).unwrap()).unwrap();
+    assert_eq!(r.regions.len(), NOTES_PER_PROCESS_MAX);
+    // The first ones are kept.
+    assert_eq!(
+        r.regions.last().unwrap().ts,
+        10 + NOTES_PER_PROCESS_MAX as u64 - 1
+    );
+    assert_eq!(t.notes_held(), NOTES_PER_PROCESS_MAX as u64);
+    // Under AtFact the same flood costs nothing and drops nothing.
+    let (live, _, t) = held_after(NotesKept::AtFact, n);
+    assert_eq!(live, 0);
+    assert_eq!(t.stats().notes_dropped, 0);
+}

@@ -376,6 +376,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         exit_unknown,
         background,
         lost: sum.stats.lost,
+        untraced: sum.capture.untraced,
         slowest,
         critical_path,
         by_program: ByProgram(programs),

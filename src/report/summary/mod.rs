@@ -95,6 +95,10 @@ pub struct RunReport {
     pub background: Vec<Background>,
     /// Events lost by the capture.
     pub lost: u64,
+    /// Processes the capture never saw start (ptrace: `CLONE_UNTRACED` children): missing from
+    /// the trace with their trees. Only when there were any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub untraced: u64,
     /// The longest processes (see the module docs), longest first.
     pub slowest: Vec<Step>,
     /// The critical path in order from the root.
@@ -108,6 +112,10 @@ pub struct RunReport {
     /// fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub costs: Option<Costs>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What the processes cost (CPU, peak memory), when any was measured.

@@ -77,11 +77,16 @@ pub(super) fn headline(r: &RunReport, p: Paint) -> String {
     if r.exit_unknown > 0 {
         parts.push(p.loss(&format!("{} exits unknown", r.exit_unknown)));
     }
-    parts.push(if r.lost > 0 {
-        p.loss(&plural(r.lost, "event lost", "events lost"))
-    } else {
-        "0 events lost".into()
-    });
+    if r.lost > 0 {
+        parts.push(p.loss(&plural(r.lost, "event lost", "events lost")));
+    }
+    if r.untraced > 0 {
+        parts.push(p.loss(&plural(r.untraced, "process untraced", "processes untraced")));
+    }
+    // Never "0 events lost" for a trace known to be incomplete.
+    if r.lost == 0 && r.untraced == 0 {
+        parts.push("0 events lost".into());
+    }
     parts.join(", ")
 }
 

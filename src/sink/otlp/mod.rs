@@ -550,6 +550,11 @@ impl<D: SpanDest> Otlp<D> {
 }
 
 impl<D: SpanDest> Sink for Otlp<D> {
+    /// A process's regions go with its span: at its exit, the command's at the end.
+    fn notes_kept(&self) -> crate::model::tracker::NotesKept {
+        crate::model::tracker::NotesKept::ToEnd
+    }
+
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.shape = match h.mode {
             Mode::Run { .. } => Shape::Run,

@@ -323,3 +323,57 @@ fn random_regions_pair_up_in_the_stream() {
         assert_eq!(pairs, want, "round {round}: {text}");
     }
 }
+
+/// Down to [`SID_COMPONENTS_MAX`] components a SID is git's (parent's SID, `/`, its own);
+/// deeper, it keeps the outermost ones, its parent's own and its own: unique, bounded.
+#[test]
+fn sids_of_a_deep_chain_are_capped() {
+    let mut sid = nested_sid(None, "c0");
+    assert_eq!(sid, "c0");
+    let mut all = std::collections::HashSet::new();
+    for d in 1..3 * SID_COMPONENTS_MAX {
+        let comp = format!("c{d}");
+        let next = nested_sid(Some(&sid), &comp);
+        let parts: Vec<&str> = next.split('/').collect();
+        if d < SID_COMPONENTS_MAX {
+            assert_eq!(next, format!("{sid}/{comp}"));
+        } else {
+            assert_eq!(parts.len(), SID_COMPONENTS_MAX, "{next}");
+            // The outermost ancestors, the parent's own component, its own.
+            let outer: Vec<String> = (0..SID_COMPONENTS_MAX - 2).map(|i| format!("c{i}")).collect();
+            assert_eq!(parts[..SID_COMPONENTS_MAX - 2], outer[..]);
+            assert_eq!(parts[SID_COMPONENTS_MAX - 2], format!("c{}", d - 1));
+        }
+        assert_eq!(parts.last(), Some(&comp.as_str()));
+        assert!(all.insert(next.clone()), "{next} repeated");
+        sid = next;
+    }
+}
+
+/// A 500-deep chain through the event format: every session's SID stays within the cap, its
+/// last component is its own and the one before its parent's (as `child_start` names it).
+#[test]
+fn a_deep_chain_gives_bounded_sids_in_the_stream() {
+    let n = 500;
+    let mut evs = vec![fork(0, 1, 100)];
+    for i in 1..n {
+        evs.push(fork(i as u64 * 1000, 99 + i, 100 + i));
+    }
+    for i in (0..n).rev() {
+        evs.push(exit(1_000_000 + (n - i) as u64, 100 + i, 0));
+    }
+    let text = event_stream("deep", &["sh"], 0, 2_000_000, &evs);
+    let mut sessions = std::collections::HashSet::new();
+    let mut longest = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let sid = v["sid"].as_str().unwrap();
+        longest = longest.max(sid.split('/').count());
+        sessions.insert(sid.to_string());
+    }
+    // proctrace's own session and one per process.
+    assert_eq!(sessions.len(), n as usize + 1);
+    assert_eq!(longest, SID_COMPONENTS_MAX);
+    // About 6 lines per process of at most 16 components of ~45 bytes each: linear in n.
+    assert!(text.len() < n as usize * 8_000, "{} bytes", text.len());
+}

@@ -586,3 +586,110 @@ fn wait_statuses_decode_into_stops() {
     // WIFCONTINUED.
     assert_eq!(decode(0xffff, no_msg, no_thread), Stop::Other);
 }
+
+/// The untraced actions among `actions`.
+fn untraced(actions: &[Action]) -> Vec<(Pid, Found)> {
+    actions
+        .iter()
+        .filter_map(|a| match *a {
+            Action::Untraced { pid, found } => Some((pid, found)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A traced child's SIGCHLD reaches its parent after the tracer collected its exit: the child
+/// is remembered as recently exited, not taken for an untraced process.
+#[test]
+fn a_traced_childs_sigchld_after_its_exit_is_no_blind_spot() {
+    let mut r = Run::plain();
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    let exit = r.stop(200, Stop::Exited { status: 0 });
+    assert!(untraced(&exit).is_empty());
+    assert!(!r.t.is_unknown(200));
+    let mut out = Vec::new();
+    r.t.child_signal(CMD, 200, &mut out);
+    assert!(untraced(&out).is_empty(), "{out:?}");
+    // A live task and a held one are known too.
+    r.stop(CMD, Stop::Fork { child: 201 });
+    r.stop(202, FIRST_STOP);
+    for pid in [CMD, 201, 202] {
+        assert!(!r.t.is_unknown(pid), "{pid}");
+        r.t.child_signal(CMD, pid, &mut out);
+    }
+    assert!(untraced(&out).is_empty(), "{out:?}");
+}
+
+/// A SIGCHLD from a pid the tracer never saw, then that pid's exit as proctrace's child (it
+/// outlived its parent): one untraced process, reported once, named as found first.
+#[test]
+fn an_untraced_child_is_reported_once_however_it_is_found() {
+    let mut r = Run::plain();
+    assert!(r.t.is_unknown(300));
+    let mut out = Vec::new();
+    r.t.child_signal(CMD, 300, &mut out);
+    assert_eq!(untraced(&out), [(300, Found::Signalled { parent: CMD })]);
+    // Its stop, its continue, its exit: more SIGCHLDs, no more reports.
+    assert!(!r.t.is_unknown(300));
+    out.clear();
+    r.t.child_signal(CMD, 300, &mut out);
+    assert!(untraced(&out).is_empty());
+    let reaped = r.stop(300, Stop::Exited { status: 0 });
+    assert!(untraced(&reaped).is_empty(), "{reaped:?}");
+    // Its pid, free again, taken by another untraced process reaped by proctrace: a second one.
+    let again = r.stop(300, Stop::Exited { status: 0 });
+    assert_eq!(untraced(&again), [(300, Found::Reaped)]);
+    // An exit of a task the tracer knows is no blind spot.
+    r.stop(CMD, Stop::Fork { child: 201 });
+    r.stop(201, FIRST_STOP);
+    assert!(untraced(&r.stop(201, Stop::Exited { status: 0 })).is_empty());
+}
+
+/// The recent exits are a bounded window: memory stays bounded however many processes exit.
+#[test]
+fn recent_exits_are_bounded() {
+    let mut r = Run::plain();
+    for i in 0..(RECENT_EXITS as Pid + 10) {
+        let pid = 1000 + i;
+        r.stop(CMD, Stop::Fork { child: pid });
+        r.stop(pid, FIRST_STOP);
+        r.stop(pid, Stop::Exited { status: 0 });
+    }
+    assert_eq!(r.t.recent_exits.len(), RECENT_EXITS);
+    assert_eq!(r.t.recent_set.len(), RECENT_EXITS);
+    // The oldest fell out of the window; the newest are in it.
+    assert!(r.t.is_unknown(1000));
+    assert!(!r.t.is_unknown(1000 + RECENT_EXITS as Pid));
+}
+
+/// At the end, the children of traced tasks and of proctrace that are neither known nor traced
+/// are untraced processes still running; known, held and traced ones are not.
+#[test]
+fn untraced_processes_still_running_are_found_at_the_end() {
+    let mut r = Run::plain();
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    // 202 stopped before its parent's event: held.
+    r.stop(202, FIRST_STOP);
+    let children = |p: Pid, out: &mut Vec<Pid>| match p {
+        CMD => out.extend([200, 201, 202, 203]),
+        200 => out.push(300),
+        ME => out.push(400),
+        _ => {}
+    };
+    // 203: a new task whose first stop is not collected yet (traced).
+    let traced = |c: Pid| c == 203;
+    let mut out = Vec::new();
+    r.t.find_running_untraced(ME, children, traced, &mut out);
+    let mut found = untraced(&out);
+    found.sort_by_key(|f| f.0);
+    assert_eq!(
+        found,
+        [
+            (201, Found::Running { parent: CMD }),
+            (300, Found::Running { parent: 200 }),
+            (400, Found::Running { parent: ME }),
+        ]
+    );
+}
