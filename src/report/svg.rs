@@ -22,6 +22,7 @@
 
 use std::fmt::Write as _;
 
+use crate::model::escape;
 use crate::model::event::ExitStatus;
 use crate::model::naming::{command_line, cut, program, quote_argv, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
@@ -362,7 +363,7 @@ fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
         .and_then(|e| e.details.as_ref())
         .and_then(|d| d.cwd.as_deref())
     {
-        let _ = write!(s, "\ncwd {cwd}");
+        let _ = write!(s, "\ncwd {}", escape::text(cwd));
     }
     s.push_str(&notes_text(r));
     s
@@ -422,14 +423,14 @@ fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_
         let name = region_name(&g.category, &g.label);
         let mut title = name.clone();
         if let Some(m) = &g.msg {
-            let _ = write!(title, " ({})", cut(m, 80));
+            let _ = write!(title, " ({})", cut(&escape::text(m), 80));
         }
         let _ = write!(
             title,
             "\n{} pid {}, thread {}, nesting {}\nentered +{}, took {}",
             program(r),
             r.pid,
-            g.thread,
+            escape::text(&g.thread),
             g.nesting,
             fmt_duration(g.ts.saturating_sub(t0)),
             fmt_duration(g.end.saturating_sub(g.ts))
@@ -466,12 +467,12 @@ fn notes_text(r: &ProcessRecord) -> String {
     const SHOWN: usize = 8;
     for d in r.data.iter().take(SHOWN) {
         let key = if d.category.is_empty() {
-            d.key.clone()
+            escape::text(&d.key).into_owned()
         } else {
-            format!("{}/{}", d.category, d.key)
+            format!("{}/{}", escape::text(&d.category), escape::text(&d.key))
         };
         let value = match &d.value {
-            DataValue::Text(v) | DataValue::Json(v) => cut(v, 48),
+            DataValue::Text(v) | DataValue::Json(v) => cut(&escape::text(v), 48),
             DataValue::Timer {
                 intervals, total_ns, ..
             } => format!(

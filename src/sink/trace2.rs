@@ -865,6 +865,13 @@ impl Sink for Trace2Sink {
                 self.notes(id, r, 0..r.regions.len(), 0..r.data.len())?;
             }
         }
+        // A trace known to be incomplete says so in proctrace's own session.
+        if s.capture.untraced > 0 {
+            self.data(None, s.ts, "untraced", s.capture.untraced.to_string())?;
+        }
+        if s.stats.notes_dropped > 0 {
+            self.data(None, s.ts, "notes_dropped", s.stats.notes_dropped.to_string())?;
+        }
         let code = s.status.map_or(0, |st| st.shell_code()) & 0xff;
         self.on(None, s.ts, K::Exit { code })?;
         self.on(None, s.ts, K::Atexit { code })

@@ -42,9 +42,10 @@ fn verdict(stderr: &str) -> &str {
 #[test]
 fn a_clone_untraced_child_is_counted_and_named_once() {
     let summary = tmp("summary.json");
+    let t2 = tmp("untraced.trace2.json");
     let (out, lines) = run_on(
         "ptrace",
-        &["--summary-json", &summary],
+        &["--summary-json", &summary, "--trace2-event", &t2],
         &[
             untraced_bin(),
             "signal",
@@ -78,6 +79,13 @@ fn a_clone_untraced_child_is_counted_and_named_once() {
     assert!(!stderr.contains("0 events lost"), "{stderr}");
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert!(s["untraced"].as_u64().unwrap_or(0) >= 1, "{s}");
+    // proctrace's own Trace2 session says so too, as a `proctrace` data event.
+    let t2 = std::fs::read_to_string(&t2).unwrap();
+    assert!(
+        t2.lines()
+            .any(|l| l.contains("\"event\":\"data\"") && l.contains("\"key\":\"untraced\"")),
+        "{t2}"
+    );
 }
 
 /// An untraced child left an orphan is reparented to proctrace (the subreaper) and found when

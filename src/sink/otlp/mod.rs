@@ -176,6 +176,8 @@ pub struct Otlp<D: SpanDest> {
     next_trace: u64,
     command: Option<ProcId>,
     lost: u64,
+    /// Processes the capture never saw start (known at the end; on the command's span).
+    untraced: u64,
     out: Vec<Span>,
     /// Regions whose process's span has not been sent yet (indices into its `regions`).
     deferred: HashMap<ProcId, Vec<usize>>,
@@ -286,6 +288,7 @@ impl<D: SpanDest> Otlp<D> {
             next_trace: 1,
             command: None,
             lost: 0,
+            untraced: 0,
             out: Vec::new(),
             deferred: HashMap::new(),
         }
@@ -439,6 +442,10 @@ impl<D: SpanDest> Otlp<D> {
         }
         if let Some(n) = lost {
             a.push(kv_int("proctrace.events_lost", n as i64));
+            // The trace is incomplete beyond what was lost: processes the capture never saw.
+            if self.untraced > 0 {
+                a.push(kv_int("proctrace.untraced", self.untraced as i64));
+            }
         }
         if let Some(u) = r.usage.as_deref() {
             a.extend(usage_attributes(u));
@@ -645,6 +652,7 @@ impl<D: SpanDest> Sink for Otlp<D> {
         for (id, _) in open {
             self.emit_process(id, t, Some(sum.ts), None);
         }
+        self.untraced = sum.capture.untraced;
         if let Some(c) = self.command {
             self.emit_process(c, t, Some(sum.ts), Some(sum.stats.lost));
         }
