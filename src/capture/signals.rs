@@ -1,10 +1,22 @@
-//! The signal mask proctrace runs with, which the backends rely on: the stop signals that
-//! `supervise`'s signal thread takes, and SIGCHLD, which the ptrace tracer takes with
-//! `sigtimedwait`, are blocked in every thread; the command gets the mask back before it execs.
+//! The signal mask and the process groups proctrace runs with, which the backends rely on.
+//!
+//! - The forwarded signals (taken by `supervise`'s signal thread) and SIGCHLD (taken by the
+//!   ptrace tracer with `sigtimedwait`) are blocked in every thread; the command gets the mask
+//!   back before it execs.
+//! - The command runs in its own process group (set in the child before exec, and by the parent,
+//!   the way a shell sets up a job), so a signal sent to proctrace's group — a terminal's, a
+//!   `timeout`'s, a process manager's — reaches proctrace alone, and proctrace passes it on once.
+//! - When proctrace is the foreground job of its terminal, the command's group is made the
+//!   terminal's foreground group (^C and ^Z go straight to it) and proctrace takes the terminal
+//!   back when the command stops or ends, as a shell does. A stopped command stops proctrace too
+//!   (so the shell sees the job stopped); when proctrace is continued it continues the command.
+//!   docs/signals.md has the whole design.
 //!
 //! Here, below the backends, so that a backend needs nothing from `supervise` (which sends
 //! capture notices and so sits above capture). Nothing here may allocate or take a lock:
-//! [`unblock_stop_signals`] runs between fork and exec.
+//! [`child_before_exec`] runs between fork and exec.
+
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The signals proctrace forwards.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -18,6 +30,14 @@ const BLOCKED: [i32; 5] = [
     libc::SIGQUIT,
     libc::SIGCHLD,
 ];
+
+/// The controlling terminal (a close-on-exec descriptor of `/dev/tty`) when proctrace was its
+/// foreground process group at the start of `run`; -1 otherwise.
+static TTY: AtomicI32 = AtomicI32::new(-1);
+/// proctrace's own process group.
+static OWN_PGRP: AtomicI32 = AtomicI32::new(0);
+/// The command's pid, which is also its process group (0 before it exists).
+static COMMAND: AtomicI32 = AtomicI32::new(0);
 
 /// The set of `sigs`.
 pub(crate) fn sigset(sigs: &[i32]) -> libc::sigset_t {
@@ -46,4 +66,133 @@ pub fn unblock_stop_signals() {
     let set = sigset(&BLOCKED);
     // SAFETY: set is initialised; sigprocmask is async-signal-safe.
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Before the command is started: notes proctrace's process group and, when proctrace is the
+/// foreground job of its controlling terminal, keeps a descriptor of that terminal to hand the
+/// foreground to the command. SIGTTOU is ignored from here on, so that proctrace, in the
+/// background of its terminal while the command has it, can still take the terminal back and
+/// write its status lines (the command gets the default disposition back before it execs).
+pub fn prepare_job_control() {
+    // SAFETY: getpgrp has no preconditions.
+    let own = unsafe { libc::getpgrp() };
+    OWN_PGRP.store(own, Ordering::Relaxed);
+    // SAFETY: open with a NUL-terminated path; the descriptor is ours.
+    let fd = unsafe {
+        libc::open(
+            c"/dev/tty".as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    if fd < 0 {
+        return; // no controlling terminal: nothing to hand over
+    }
+    // SAFETY: tcgetpgrp on a descriptor we own.
+    if unsafe { libc::tcgetpgrp(fd) } != own {
+        // SAFETY: closing the descriptor we just opened.
+        unsafe { libc::close(fd) };
+        return; // a background job: the terminal belongs to someone else
+    }
+    // SAFETY: signal with a valid signal number and SIG_IGN.
+    unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
+    TTY.store(fd, Ordering::Relaxed);
+}
+
+/// In the command's process, between fork and exec: its own process group, the terminal's
+/// foreground when proctrace had it, SIGTTOU's default disposition and the signal mask back.
+/// Async-signal-safe (setpgid, tcsetpgrp, sigaction, sigprocmask).
+pub fn child_before_exec() {
+    // SAFETY: async-signal-safe calls on our own process and an inherited descriptor.
+    unsafe {
+        libc::setpgid(0, 0);
+        let tty = TTY.load(Ordering::Relaxed);
+        if tty >= 0 {
+            // SIGTTOU is still ignored (inherited), so this cannot stop us.
+            libc::tcsetpgrp(tty, libc::getpid());
+        }
+        libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+    }
+    unblock_stop_signals();
+}
+
+/// In proctrace, once the command is forked: the same process group and terminal set-up as
+/// the child does for itself (whichever runs first wins the race; both are needed, as in a
+/// shell). Errors are expected when the child already exec'd (EACCES) and are ignored.
+pub fn command_forked(pid: i32) {
+    COMMAND.store(pid, Ordering::Relaxed);
+    // SAFETY: setpgid and tcsetpgrp on our own child and our own descriptor.
+    unsafe {
+        libc::setpgid(pid, pid);
+        let tty = TTY.load(Ordering::Relaxed);
+        if tty >= 0 {
+            libc::tcsetpgrp(tty, pid);
+        }
+    }
+}
+
+/// The command's process group (0 before it exists).
+pub fn command_pgrp() -> i32 {
+    COMMAND.load(Ordering::Relaxed)
+}
+
+/// Whether the command was given the terminal's foreground.
+pub fn has_terminal() -> bool {
+    TTY.load(Ordering::Relaxed) >= 0
+}
+
+/// Whether the terminal proctrace handed to the command has hung up (its descriptor then
+/// answers EIO).
+pub fn terminal_hung_up() -> bool {
+    let tty = TTY.load(Ordering::Relaxed);
+    // SAFETY: tcgetpgrp on our own descriptor.
+    tty >= 0
+        && unsafe { libc::tcgetpgrp(tty) } < 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EIO)
+}
+
+/// Takes the terminal back for proctrace's own group (the command stopped or ended). Only when
+/// the command's group holds it: a shell that already moved it elsewhere keeps its choice.
+fn take_terminal() {
+    let tty = TTY.load(Ordering::Relaxed);
+    let cmd = COMMAND.load(Ordering::Relaxed);
+    // SAFETY: tcgetpgrp/tcsetpgrp on our own descriptor (SIGTTOU is ignored).
+    unsafe {
+        if tty >= 0 && cmd > 0 && libc::tcgetpgrp(tty) == cmd {
+            libc::tcsetpgrp(tty, OWN_PGRP.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// The command has ended: the terminal comes back to proctrace's group.
+pub fn command_ended() {
+    take_terminal();
+}
+
+/// A backend saw `pid` stop (a group-stop: ^Z, SIGSTOP, SIGTTIN, SIGTTOU). When it is the command
+/// and proctrace runs in the foreground of a terminal, this does what a shell expects of a job:
+/// proctrace takes the terminal back and stops itself with SIGTSTP (the kernel drops that when
+/// proctrace's group is orphaned, i.e. no job-control shell could continue it); once continued
+/// (`fg` or `bg`), it gives the terminal back to the command's group if proctrace was put in the
+/// foreground, and continues the command's group. Returns after that.
+pub fn command_stopped(pid: i32) {
+    let cmd = COMMAND.load(Ordering::Relaxed);
+    if pid != cmd || cmd <= 0 || TTY.load(Ordering::Relaxed) < 0 {
+        return;
+    }
+    take_terminal();
+    // SAFETY: tgkill to the calling thread of our own process: it takes the stop itself before
+    // returning to user code, so this returns only once proctrace has been continued.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), libc::SIGTSTP);
+    }
+    let tty = TTY.load(Ordering::Relaxed);
+    // SAFETY: tcgetpgrp/tcsetpgrp on our own descriptor; killpg of the command's group.
+    unsafe {
+        if libc::tcgetpgrp(tty) == OWN_PGRP.load(Ordering::Relaxed) {
+            libc::tcsetpgrp(tty, cmd);
+        }
+        if libc::killpg(cmd, libc::SIGCONT) < 0 {
+            libc::kill(cmd, libc::SIGCONT);
+        }
+    }
 }

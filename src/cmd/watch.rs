@@ -134,6 +134,8 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
             break; // `watch | head`: the reader has what it wanted
         }
     }
+    // Watching is over: a signal from now on hurries the end, a second one ends it at once.
+    supervise::finishing(None);
     s.stop();
     let sum = s.summary(None, 0, None);
     s.engine.finish(&sum);
