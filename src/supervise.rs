@@ -185,7 +185,15 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                     continue; // the same signal again (timeout's direct and group copies)
                 }
                 last = Some((sender, now));
-                match PHASE.load(Ordering::Acquire) {
+                let mut phase = PHASE.load(Ordering::Acquire);
+                if phase == RUNNING {
+                    if let Some(code) = signals::reaped_code() {
+                        // The command has ended; the model loop just has not got there yet.
+                        let _ = EXIT_CODE.compare_exchange(-1, code, Ordering::AcqRel, Ordering::Acquire);
+                        phase = FINISHING;
+                    }
+                }
+                match phase {
                     RUNNING => target.forward(sig),
                     FINISHING => {
                         let until = now + HURRY_GRACE;

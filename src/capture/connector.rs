@@ -390,6 +390,7 @@ fn spawn_reaper(cmd: Pid, notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> 
                 if pid > 0 && libc::WIFSTOPPED(status) {
                     signals::command_stopped(pid);
                 } else if pid == cmd {
+                    signals::command_reaped(status);
                     if notify
                         .send(CaptureMsg::Notice(Notice::CommandExited(status)))
                         .is_err()

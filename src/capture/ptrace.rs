@@ -357,7 +357,10 @@ impl Tracer {
                 Action::ForgetUsage { tgid } => {
                     self.groups.remove(&tgid);
                 }
-                Action::CommandExited { status } => self.notices.push(Notice::CommandExited(status)),
+                Action::CommandExited { status } => {
+                    crate::capture::signals::command_reaped(status);
+                    self.notices.push(Notice::CommandExited(status));
+                }
             }
         }
         self.actions = actions;

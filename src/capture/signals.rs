@@ -38,6 +38,8 @@ static TTY: AtomicI32 = AtomicI32::new(-1);
 static OWN_PGRP: AtomicI32 = AtomicI32::new(0);
 /// The command's pid, which is also its process group (0 before it exists).
 static COMMAND: AtomicI32 = AtomicI32::new(0);
+/// The command's exit code as a shell gives it, once a backend has reaped it (-1 before).
+static REAPED: AtomicI32 = AtomicI32::new(-1);
 
 /// The set of `sigs`.
 pub(crate) fn sigset(sigs: &[i32]) -> libc::sigset_t {
@@ -128,6 +130,22 @@ pub fn command_forked(pid: i32) {
             libc::tcsetpgrp(tty, pid);
         }
     }
+}
+
+/// A backend reaped the command with wait status `status`: known at once to the signal thread
+/// (the model loop may be busy writing), so that a signal from now on hurries the end.
+pub fn command_reaped(status: i32) {
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    REAPED.store(code, Ordering::Release);
+}
+
+/// The command's exit code, once it has been reaped.
+pub fn reaped_code() -> Option<i32> {
+    Some(REAPED.load(Ordering::Acquire)).filter(|&c| c >= 0)
 }
 
 /// The command's process group (0 before it exists).
