@@ -16,7 +16,7 @@
 //! capture notices and so sits above capture). Nothing here may allocate or take a lock:
 //! [`child_before_exec`] runs between fork and exec.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// The signals proctrace forwards.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -31,9 +31,13 @@ const BLOCKED: [i32; 5] = [
     libc::SIGCHLD,
 ];
 
-/// The controlling terminal (a close-on-exec descriptor of `/dev/tty`) when proctrace was its
-/// foreground process group at the start of `run`; -1 otherwise.
+/// The controlling terminal (a close-on-exec descriptor of `/dev/tty`), -1 without one.
 static TTY: AtomicI32 = AtomicI32::new(-1);
+/// proctrace was the terminal's foreground group at the start of `run`: the command starts
+/// with the terminal.
+static FOREGROUND: AtomicBool = AtomicBool::new(false);
+/// The command's group has been given the terminal's foreground at least once.
+static HANDED: AtomicBool = AtomicBool::new(false);
 /// proctrace's own process group.
 static OWN_PGRP: AtomicI32 = AtomicI32::new(0);
 /// The command's pid, which is also its process group (0 before it exists).
@@ -70,11 +74,12 @@ pub fn unblock_stop_signals() {
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
 
-/// Before the command is started: notes proctrace's process group and, when proctrace is the
-/// foreground job of its controlling terminal, keeps a descriptor of that terminal to hand the
-/// foreground to the command. SIGTTOU is ignored from here on, so that proctrace, in the
-/// background of its terminal while the command has it, can still take the terminal back and
-/// write its status lines (the command gets the default disposition back before it execs).
+/// Before the command is started: notes proctrace's process group and keeps a descriptor of its
+/// controlling terminal, if it has one, to hand the terminal's foreground to the command (at
+/// once when proctrace is the foreground job; later when a shell brings it to the foreground).
+/// SIGTTOU is ignored from here on, so that proctrace, in the background of its terminal while
+/// the command has it, can still take the terminal back and write its status lines (the command
+/// gets the default disposition back before it execs).
 pub fn prepare_job_control() {
     // SAFETY: getpgrp has no preconditions.
     let own = unsafe { libc::getpgrp() };
@@ -90,11 +95,7 @@ pub fn prepare_job_control() {
         return; // no controlling terminal: nothing to hand over
     }
     // SAFETY: tcgetpgrp on a descriptor we own.
-    if unsafe { libc::tcgetpgrp(fd) } != own {
-        // SAFETY: closing the descriptor we just opened.
-        unsafe { libc::close(fd) };
-        return; // a background job: the terminal belongs to someone else
-    }
+    FOREGROUND.store(unsafe { libc::tcgetpgrp(fd) } == own, Ordering::Relaxed);
     // SAFETY: signal with a valid signal number and SIG_IGN.
     unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
     TTY.store(fd, Ordering::Relaxed);
@@ -108,7 +109,7 @@ pub fn child_before_exec() {
     unsafe {
         libc::setpgid(0, 0);
         let tty = TTY.load(Ordering::Relaxed);
-        if tty >= 0 {
+        if tty >= 0 && FOREGROUND.load(Ordering::Relaxed) {
             // SIGTTOU is still ignored (inherited), so this cannot stop us.
             libc::tcsetpgrp(tty, libc::getpid());
         }
@@ -125,11 +126,26 @@ pub fn command_forked(pid: i32) {
     // SAFETY: setpgid and tcsetpgrp on our own child and our own descriptor.
     unsafe {
         libc::setpgid(pid, pid);
-        let tty = TTY.load(Ordering::Relaxed);
-        if tty >= 0 {
-            libc::tcsetpgrp(tty, pid);
-        }
     }
+    if FOREGROUND.load(Ordering::Relaxed) {
+        hand_terminal(pid);
+    }
+}
+
+/// Makes the command's group the terminal's foreground.
+fn hand_terminal(cmd: i32) {
+    let tty = TTY.load(Ordering::Relaxed);
+    // SAFETY: tcsetpgrp on our own descriptor (SIGTTOU is ignored).
+    if tty >= 0 && unsafe { libc::tcsetpgrp(tty, cmd) } == 0 {
+        HANDED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether proctrace's own group is the terminal's foreground.
+fn in_foreground() -> bool {
+    let tty = TTY.load(Ordering::Relaxed);
+    // SAFETY: tcgetpgrp on our own descriptor.
+    tty >= 0 && unsafe { libc::tcgetpgrp(tty) } == OWN_PGRP.load(Ordering::Relaxed)
 }
 
 /// A backend reaped the command with wait status `status`: known at once to the signal thread
@@ -155,7 +171,7 @@ pub fn command_pgrp() -> i32 {
 
 /// Whether the command was given the terminal's foreground.
 pub fn has_terminal() -> bool {
-    TTY.load(Ordering::Relaxed) >= 0
+    HANDED.load(Ordering::Relaxed)
 }
 
 /// Whether the terminal proctrace handed to the command has hung up (its descriptor then
@@ -187,28 +203,36 @@ pub fn command_ended() {
 }
 
 /// A backend saw `pid` stop (a group-stop: ^Z, SIGSTOP, SIGTTIN, SIGTTOU). When it is the command
-/// and proctrace runs in the foreground of a terminal, this does what a shell expects of a job:
-/// proctrace takes the terminal back and stops itself with SIGTSTP (the kernel drops that when
-/// proctrace's group is orphaned, i.e. no job-control shell could continue it); once continued
-/// (`fg` or `bg`), it gives the terminal back to the command's group if proctrace was put in the
-/// foreground, and continues the command's group. Returns after that.
+/// and proctrace has a terminal, this does what a shell expects of a job:
+///
+/// - proctrace is the terminal's foreground but the command is not (a background `proctrace run
+///   … &` brought back with `fg`, and the command stopped on reading the terminal): the command
+///   gets the terminal and is continued;
+/// - otherwise proctrace takes the terminal back (if the command had it) and stops itself with
+///   SIGTSTP, so the shell sees the job stopped (the kernel drops that when proctrace's group is
+///   orphaned, i.e. no job-control shell could continue it); once continued (`fg` or `bg`) it
+///   gives the terminal back to the command's group if proctrace was put in the foreground, and
+///   continues the command's group.
+///
+/// Returns once the command has been continued.
 pub fn command_stopped(pid: i32) {
     let cmd = COMMAND.load(Ordering::Relaxed);
     if pid != cmd || cmd <= 0 || TTY.load(Ordering::Relaxed) < 0 {
         return;
     }
-    take_terminal();
-    // SAFETY: tgkill to the calling thread of our own process: it takes the stop itself before
-    // returning to user code, so this returns only once proctrace has been continued.
-    unsafe {
-        libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), libc::SIGTSTP);
-    }
-    let tty = TTY.load(Ordering::Relaxed);
-    // SAFETY: tcgetpgrp/tcsetpgrp on our own descriptor; killpg of the command's group.
-    unsafe {
-        if libc::tcgetpgrp(tty) == OWN_PGRP.load(Ordering::Relaxed) {
-            libc::tcsetpgrp(tty, cmd);
+    if !in_foreground() {
+        take_terminal();
+        // SAFETY: tgkill to the calling thread of our own process: it takes the stop itself
+        // before returning to user code, so this returns only once proctrace is continued.
+        unsafe {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), libc::SIGTSTP);
         }
+    }
+    if in_foreground() {
+        hand_terminal(cmd);
+    }
+    // SAFETY: killpg (or kill) of the command's group with SIGCONT.
+    unsafe {
         if libc::killpg(cmd, libc::SIGCONT) < 0 {
             libc::kill(cmd, libc::SIGCONT);
         }

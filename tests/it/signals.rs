@@ -553,3 +553,29 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
     );
     drop(r);
 }
+
+both_backends! {
+fn a_job_started_in_the_background_gets_the_terminal_on_fg(backend: &str) {
+    // `proctrace run … &`: the command starts without the terminal and stops when it reads it
+    // (SIGTTIN, as any background job would); `fg` gives proctrace the terminal, which passes it
+    // on to the command's group and continues it.
+    let (ready, out, status) = (tmp("ready"), tmp("out"), tmp("status"));
+    let mut pty = bash_pty();
+    pty.type_(&format!(
+        "{PROCTRACE} run --backend {backend} --tree none -- sh -c 'echo $PPID $$ > {ready}; read l; echo \"$l\" > {out}' &\\n"
+    ));
+    let ids = wait_whole(&ready);
+    let mut ids = ids.split_whitespace().map(|v| v.parse::<i32>().unwrap());
+    let (proctrace, command) = (ids.next().unwrap(), ids.next().unwrap());
+    wait_state(command, "the command stops reading the terminal from the background", |s| s == 'T' || s == 't', &pty);
+    wait_state(proctrace, "proctrace stops as the job", |s| s == 'T', &pty);
+    pty.type_("fg\\n");
+    wait_state(proctrace, "fg continues proctrace", |s| s != 'T', &pty);
+    pty.type_("hello\\n");
+    assert_eq!(wait_whole(&out), "hello\n", "{}", pty.transcript());
+    pty.type_(&format!("echo $? > {status}.part; mv {status}.part {status}\\n"));
+    assert_eq!(wait_whole(&status).trim(), "0", "{}", pty.transcript());
+    pty.type_("exit\\n");
+    pty.wait();
+}
+}

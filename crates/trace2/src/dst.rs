@@ -546,6 +546,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reader_that_does_not_read_stalls_the_destination_with_whole_lines() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (mine, mut theirs) = UnixStream::pair().unwrap();
+        let d = Destination::from_fd(mine.as_raw_fd(), false);
+        // Waits end at once from here on (this test binary writes no other socket or pipe).
+        give_up_waiting_at(Instant::now());
+        let line = format!("{{\"event\":\"x\",\"pad\":\"{}\"}}", "p".repeat(200));
+        let mut written = 0;
+        while d.stall().is_none() {
+            d.write_line(line.as_bytes()).unwrap();
+            written += 1;
+            assert!(written < 1_000_000, "a socket buffer holds far less");
+        }
+        for _ in 0..10 {
+            d.write_line(line.as_bytes()).unwrap();
+        }
+        assert_eq!(d.stall(), Some(Stall::GaveUp));
+        assert_eq!(d.undelivered(), 11);
+        assert!(!d.cut());
+        drop(d);
+        drop(mine);
+        let mut got = String::new();
+        theirs.read_to_string(&mut got).unwrap();
+        assert_eq!(got.lines().count(), written - 1, "every line written is whole");
+        assert!(got.lines().all(|l| l == line));
+    }
+
+    #[test]
     fn parse_values_like_git() {
         use DestinationSpec as D;
         assert_eq!(D::parse(""), D::Off);
