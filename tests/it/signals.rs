@@ -579,3 +579,21 @@ fn a_job_started_in_the_background_gets_the_terminal_on_fg(backend: &str) {
     pty.wait();
 }
 }
+
+both_backends! {
+fn ctrl_c_under_an_interactive_shell_reaches_the_command_once(backend: &str) {
+    // The everyday case: proctrace is bash's foreground job; ^C goes to the command's group.
+    let (ready, count, status) = (tmp("ready"), tmp("count"), tmp("status"));
+    let mut pty = bash_pty();
+    pty.type_(&format!(
+        "{PROCTRACE} run --backend {backend} --tree none -- {} {ready} {count}; echo $? > {status}.part; mv {status}.part {status}\\n",
+        sigcount()
+    ));
+    wait_whole(&ready);
+    pty.type_("\\x03");
+    assert_eq!(wait_whole(&status).trim(), "11", "{}", pty.transcript());
+    assert_eq!(counted(&count), (1, libc::SIGINT));
+    pty.type_("exit\\n");
+    pty.wait();
+}
+}
