@@ -14,9 +14,10 @@
 //!   when proctrace is not the session leader: the kernel sends SIGHUP to that terminal's
 //!   foreground group (the command's) itself when the session leader exits.
 //!
-//! Once the command has ended (or `watch` has stopped watching), a signal makes proctrace hurry:
-//! the writes and exports still in progress get [`HURRY_GRACE`], then what is left is counted as
-//! not delivered; another signal after that ends proctrace at once. docs/signals.md says it all
+//! Once the command has ended, a signal makes proctrace hurry: the writes and exports still in
+//! progress get [`HURRY_GRACE`], then what is left is counted as not delivered; another signal
+//! after that ends proctrace at once. Under `watch` (no command), the first signal stops
+//! watching and the next one ends proctrace at once (even when the model loop is stuck writing). docs/signals.md says it all
 //! for users. This module must never block the signal thread on anything but `sigwaitinfo`.
 
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -42,6 +43,8 @@ const RUNNING: u8 = 0;
 const FINISHING: u8 = 1;
 /// Hurrying: the next signal ends proctrace at once.
 const HURRYING: u8 = 2;
+/// `watch` was stopped by a signal: the next one ends proctrace at once.
+const STOPPED: u8 = 3;
 
 static PHASE: AtomicU8 = AtomicU8::new(RUNNING);
 /// The exit code proctrace will have (the command's, under `run`), -1 while unknown.
@@ -78,6 +81,8 @@ pub fn bounded(normal: Duration) -> Duration {
 /// Where forwarded signals go.
 #[derive(Clone, Default)]
 pub struct SignalTarget {
+    /// There is no command (`watch`): the first signal stops proctrace, the next ends it at once.
+    no_command: bool,
     /// The command's pid (0 before it exists, -1 once it is gone) and a signal that arrived
     /// before it existed, to be passed on as soon as it does.
     state: Arc<std::sync::Mutex<(i32, i32)>>,
@@ -97,6 +102,15 @@ fn send_to_command(pid: i32, sig: i32) {
 }
 
 impl SignalTarget {
+    /// For `watch`: no command to forward to; the first signal stops watching, the next one
+    /// ends proctrace at once.
+    pub fn without_command() -> SignalTarget {
+        SignalTarget {
+            no_command: true,
+            ..SignalTarget::default()
+        }
+    }
+
     /// The command exists: signals go to it from now on, including one that came early (the
     /// command could have been told "ready" and signalled before its pid was known here).
     pub fn set(&self, pid: i32) {
@@ -194,6 +208,7 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                     }
                 }
                 match phase {
+                    RUNNING if target.no_command => PHASE.store(STOPPED, Ordering::Release),
                     RUNNING => target.forward(sig),
                     FINISHING => {
                         let until = now + HURRY_GRACE;

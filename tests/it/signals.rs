@@ -522,21 +522,9 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
     wait_command_gone(&done);
     let pid = child.id() as i32;
     unsafe { libc::kill(pid, libc::SIGINT) };
-    // Once the first is taken (no longer pending), the second comes from another sender, so it
-    // is not one copy of the first.
-    let pending = || {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("ShdPnd:"))
-            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap() & (1 << (libc::SIGINT - 1)) != 0)
-            .unwrap()
-    };
-    let deadline = Instant::now() + GUARD;
-    while pending() {
-        assert!(Instant::now() < deadline, "the first SIGINT was never taken");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // Once the first is taken, the second comes from another sender, so that it is not taken
+    // for a copy of the first.
+    wait_taken(pid, libc::SIGINT);
     let t0 = Instant::now();
     let st = Command::new("kill")
         .args(["-INT", &pid.to_string()])
@@ -596,4 +584,70 @@ fn ctrl_c_under_an_interactive_shell_reaches_the_command_once(backend: &str) {
     pty.type_("exit\\n");
     pty.wait();
 }
+}
+
+/// Waits until `pid` has taken `sig` (it is no longer pending for the process).
+fn wait_taken(pid: i32, sig: i32) {
+    let pending = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("ShdPnd:"))
+            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap() & (1 << (sig - 1)) != 0)
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + GUARD;
+    while pending() {
+        assert!(Instant::now() < deadline, "signal {sig} was never taken");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn watch_stuck_on_a_stdout_nobody_reads_ends_on_a_second_sigint() {
+    // Processes to watch, until the test ends.
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do /bin/true; done"])
+        .spawn()
+        .unwrap();
+    let (r, w) = std::io::pipe().unwrap();
+    let mut child = Command::new(PROCTRACE)
+        .args(["watch", "-o", "-"])
+        .stdout(w)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until the pipe is full: watch is then stuck in a write.
+    use std::os::fd::AsRawFd;
+    let deadline = Instant::now() + GUARD * 2;
+    loop {
+        let mut n: libc::c_int = 0;
+        unsafe { libc::ioctl(r.as_raw_fd(), libc::FIONREAD, &mut n) };
+        if n >= 60_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "watch never filled the pipe ({n} bytes)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    wait_taken(pid, libc::SIGINT);
+    // The second from another sender, so that it is not taken for a copy of the first.
+    let t0 = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let st = wait_exit(&mut child, "watch, second SIGINT");
+    assert!(t0.elapsed() < GUARD);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(st.code(), Some(130), "128 + SIGINT: {}", stderr_of(&mut child));
+    drop(r);
 }
