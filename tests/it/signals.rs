@@ -521,6 +521,16 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
         .unwrap();
     wait_command_gone(&done);
     let pid = child.id() as i32;
+    // Stuck writing to the full pipe, which the first signal cannot cut short.
+    let wchan = format!("/proc/{pid}/wchan");
+    let deadline = Instant::now() + GUARD;
+    while !std::fs::read_to_string(&wchan)
+        .unwrap_or_default()
+        .contains("pipe_write")
+    {
+        assert!(Instant::now() < deadline, "proctrace never filled the pipe");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     unsafe { libc::kill(pid, libc::SIGINT) };
     // Once the first is taken, the second comes from another sender, so that it is not taken
     // for a copy of the first.
@@ -617,19 +627,14 @@ fn watch_stuck_on_a_stdout_nobody_reads_ends_on_a_second_sigint() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Until the pipe is full: watch is then stuck in a write.
-    use std::os::fd::AsRawFd;
+    // Until watch's main thread (the one that writes) is stuck writing to the full pipe.
+    let wchan = format!("/proc/{}/wchan", child.id());
     let deadline = Instant::now() + GUARD * 2;
-    loop {
-        let mut n: libc::c_int = 0;
-        unsafe { libc::ioctl(r.as_raw_fd(), libc::FIONREAD, &mut n) };
-        if n >= 60_000 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "watch never filled the pipe ({n} bytes)"
-        );
+    while !std::fs::read_to_string(&wchan)
+        .unwrap_or_default()
+        .contains("pipe_write")
+    {
+        assert!(Instant::now() < deadline, "watch never filled the pipe");
         std::thread::sleep(Duration::from_millis(10));
     }
     let pid = child.id() as i32;
