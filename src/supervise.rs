@@ -1,22 +1,88 @@
-//! Being a good parent to the traced command: signal forwarding, reaping, subreaper duty.
+//! Being a good parent to the traced command: signal forwarding, reaping, subreaper duty, and
+//! making sure proctrace itself can always be stopped.
 //!
-//! Stop signals are blocked in every thread (so they must be blocked before any thread starts)
-//! and taken synchronously by one thread with `sigwaitinfo`. Like sudo, a signal the terminal
-//! sent to the whole foreground process group is not forwarded again when the command shares our
-//! group; anything else (a `kill` aimed at proctrace) is passed on to the command.
+//! The forwarded signals are blocked in every thread (so they must be blocked before any thread
+//! starts) and taken synchronously by one thread with `sigwaitinfo`. The command runs in its own
+//! process group ([`crate::capture::signals`]), so whatever reaches proctrace — `kill PID`, a
+//! group kill, `timeout`, a hang-up relayed by a shell — did not reach the command, and
+//! proctrace passes it on to the command's group exactly once:
+//!
+//! - the same signal from the same sender (`si_pid`, `si_uid`, `si_code`) again within
+//!   [`COALESCE`] is one signal (`timeout` signals proctrace, then its own group, which holds
+//!   proctrace again);
+//! - SIGHUP after the terminal that proctrace handed to the command hung up is not passed on
+//!   when proctrace is not the session leader: the kernel sends SIGHUP to that terminal's
+//!   foreground group (the command's) itself when the session leader exits.
+//!
+//! Once the command has ended, a signal makes proctrace hurry: the writes and exports still in
+//! progress get [`HURRY_GRACE`], then what is left is counted as not delivered; another signal
+//! after that ends proctrace at once. Under `watch` (no command), the first signal stops
+//! watching and the next one ends proctrace at once (even when the model loop is stuck writing). docs/signals.md says it all
+//! for users. This module must never block the signal thread on anything but `sigwaitinfo`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::capture::signals::sigset;
+use crate::capture::signals::{self, sigset};
 use crate::capture::{CaptureMsg, Notice};
 
-pub use crate::capture::signals::{FORWARDED, block_stop_signals, unblock_stop_signals};
+pub use crate::capture::signals::{FORWARDED, block_stop_signals, prepare_job_control, unblock_stop_signals};
 
-/// Where stop signals go.
+/// The same signal from the same sender within this window is taken as one (`timeout` sends it
+/// to proctrace and then to its own process group, microseconds apart).
+pub const COALESCE: Duration = Duration::from_millis(200);
+
+/// How long writes and exports still in progress get after a signal once the command has ended.
+pub const HURRY_GRACE: Duration = Duration::from_millis(500);
+
+/// The command runs (or has not started): signals are forwarded.
+const RUNNING: u8 = 0;
+/// The command has ended: the next signal hurries the end.
+const FINISHING: u8 = 1;
+/// Hurrying: the next signal ends proctrace at once.
+const HURRYING: u8 = 2;
+/// `watch` was stopped by a signal: the next one ends proctrace at once.
+const STOPPED: u8 = 3;
+
+static PHASE: AtomicU8 = AtomicU8::new(RUNNING);
+/// The exit code proctrace will have (the command's, under `run`), -1 while unknown.
+static EXIT_CODE: AtomicI32 = AtomicI32::new(-1);
+static HURRY_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// The command has ended (or `watch` stopped watching) and proctrace is writing its last
+/// output; `code` is the exit code proctrace is going to have, when known. From now on a
+/// signal hurries the end, and a second one ends proctrace at once with that code.
+pub fn finishing(code: Option<i32>) {
+    signals::command_ended();
+    EXIT_CODE.store(code.unwrap_or(-1), Ordering::Relaxed);
+    let _ = PHASE.compare_exchange(RUNNING, FINISHING, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// When a signal asked proctrace to hurry: the moment by which waits at exit give up.
+pub fn hurry_deadline() -> Option<Instant> {
+    *HURRY_UNTIL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a signal asked proctrace to hurry.
+pub fn hurrying() -> bool {
+    PHASE.load(Ordering::Acquire) == HURRYING
+}
+
+/// `normal`, or what is left until the hurry deadline when that is sooner.
+pub fn bounded(normal: Duration) -> Duration {
+    match hurry_deadline() {
+        Some(d) => normal.min(d.saturating_duration_since(Instant::now())),
+        None => normal,
+    }
+}
+
+/// Where forwarded signals go.
 #[derive(Clone, Default)]
 pub struct SignalTarget {
+    /// There is no command (`watch`): the first signal stops proctrace, the next ends it at once.
+    no_command: bool,
     /// The command's pid (0 before it exists, -1 once it is gone) and a signal that arrived
     /// before it existed, to be passed on as soon as it does.
     state: Arc<std::sync::Mutex<(i32, i32)>>,
@@ -24,15 +90,34 @@ pub struct SignalTarget {
     pub forwarded: Arc<AtomicI32>,
 }
 
+/// Sends `sig` to the command's process group, or to the command alone when it has left the
+/// group proctrace made for it.
+fn send_to_command(pid: i32, sig: i32) {
+    // SAFETY: killpg/kill with a positive pid and a valid signal.
+    unsafe {
+        if libc::getpgid(pid) != pid || libc::killpg(pid, sig) < 0 {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
 impl SignalTarget {
+    /// For `watch`: no command to forward to; the first signal stops watching, the next one
+    /// ends proctrace at once.
+    pub fn without_command() -> SignalTarget {
+        SignalTarget {
+            no_command: true,
+            ..SignalTarget::default()
+        }
+    }
+
     /// The command exists: signals go to it from now on, including one that came early (the
     /// command could have been told "ready" and signalled before its pid was known here).
     pub fn set(&self, pid: i32) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.0 = pid;
         if st.1 != 0 {
-            // SAFETY: kill with a positive pid and a valid signal.
-            unsafe { libc::kill(pid, st.1) };
+            send_to_command(pid, st.1);
             self.forwarded.fetch_add(1, Ordering::Relaxed);
             st.1 = 0;
         }
@@ -43,33 +128,62 @@ impl SignalTarget {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = -1;
     }
 
-    fn forward(&self, sig: i32, from_terminal: bool, my_pgrp: i32) {
+    fn forward(&self, sig: i32) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         match st.0 {
             0 => st.1 = sig,
             pid if pid > 0 => {
-                // SAFETY: getpgid on any pid is safe; failure returns -1.
-                let child_pgrp = unsafe { libc::getpgid(pid) };
-                if !(from_terminal && child_pgrp == my_pgrp) {
-                    // SAFETY: kill with a positive pid and a valid signal.
-                    unsafe { libc::kill(pid, sig) };
-                    self.forwarded.fetch_add(1, Ordering::Relaxed);
+                if sig == libc::SIGHUP && hangup_reaches_command() {
+                    return;
                 }
+                send_to_command(pid, sig);
+                self.forwarded.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}
         }
     }
 }
 
-/// Starts the thread that takes stop signals: forwarded to the command while it runs, and
-/// reported to the model loop as [`Notice::Interrupted`] either way.
+/// A SIGHUP the command gets from the kernel anyway: proctrace handed it the terminal, the
+/// terminal hung up, and proctrace is not the session leader (the kernel sends SIGHUP to the
+/// terminal's last foreground group, the command's, when the session leader exits; a session
+/// leader itself gets the only SIGHUP and must pass it on).
+fn hangup_reaches_command() -> bool {
+    // SAFETY: getsid(0) and getpid have no preconditions.
+    let leader = unsafe { libc::getsid(0) == libc::getpid() };
+    signals::has_terminal() && !leader && signals::terminal_hung_up()
+}
+
+/// Ends proctrace now: a signal came while it was already hurrying.
+fn exit_now(sig: i32) -> ! {
+    let code = match EXIT_CODE.load(Ordering::Relaxed) {
+        c if c >= 0 => c,
+        _ => 128 + sig,
+    };
+    // The message must not hold up the exit (stderr may be a pipe nobody reads).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let said = std::thread::Builder::new().spawn(move || {
+        crate::say!(
+            "proctrace: signal {sig} again: exiting now (exit status {code}); outputs may be incomplete"
+        );
+        let _ = tx.send(());
+    });
+    if said.is_ok() {
+        let _ = rx.recv_timeout(Duration::from_millis(100));
+    }
+    // SAFETY: _exit ends the process without running anything else (no locks taken).
+    unsafe { libc::_exit(code) }
+}
+
+/// Starts the thread that takes the forwarded signals: passed on to the command while it runs,
+/// and reported to the model loop as [`Notice::Interrupted`] either way (but a repeat within
+/// [`COALESCE`]); once [`finishing`], a signal hurries the end and the next one ends proctrace.
 pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("pt-signals".into())
         .spawn(move || {
             let set = sigset(&FORWARDED);
-            // SAFETY: getpgrp has no preconditions.
-            let my_pgrp = unsafe { libc::getpgrp() };
+            let mut last: Option<((i32, i32, u32, i32), Instant)> = None;
             loop {
                 // SAFETY: siginfo_t is plain data; sigwaitinfo fills it.
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -78,9 +192,34 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                 if sig < 0 {
                     continue;
                 }
-                target.forward(sig, info.si_code == libc::SI_KERNEL, my_pgrp);
+                // SAFETY: si_pid/si_uid are valid to read for any siginfo (zero when unset).
+                let sender = unsafe { (sig, info.si_pid(), info.si_uid(), info.si_code) };
+                let now = Instant::now();
+                if last.is_some_and(|(s, at)| s == sender && now.duration_since(at) < COALESCE) {
+                    continue; // the same signal again (timeout's direct and group copies)
+                }
+                last = Some((sender, now));
+                let mut phase = PHASE.load(Ordering::Acquire);
+                if phase == RUNNING {
+                    if let Some(code) = signals::reaped_code() {
+                        // The command has ended; the model loop just has not got there yet.
+                        let _ = EXIT_CODE.compare_exchange(-1, code, Ordering::AcqRel, Ordering::Acquire);
+                        phase = FINISHING;
+                    }
+                }
+                match phase {
+                    RUNNING if target.no_command => PHASE.store(STOPPED, Ordering::Release),
+                    RUNNING => target.forward(sig),
+                    FINISHING => {
+                        let until = now + HURRY_GRACE;
+                        *HURRY_UNTIL.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+                        trace2::dst::give_up_waiting_at(until);
+                        PHASE.store(HURRYING, Ordering::Release);
+                    }
+                    _ => exit_now(sig),
+                }
                 if notify.send(CaptureMsg::Notice(Notice::Interrupted(sig))).is_err() {
-                    return;
+                    // The model loop is gone; signals still hurry and end proctrace.
                 }
             }
         })?;

@@ -331,15 +331,17 @@ impl super::CaptureBackend for ConnectorBackend {
         let mut command = std::process::Command::new(to_os(prog));
         command.args(args.iter().map(|a| to_os(a)));
         command.envs(env.iter().map(|(k, v)| (k, v)));
-        // SAFETY: the closure only calls async-signal-safe functions (sigprocmask via the helper).
+        // SAFETY: the closure only calls async-signal-safe functions (setpgid, tcsetpgrp,
+        // sigaction, sigprocmask via the helper).
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-                signals::unblock_stop_signals();
+                signals::child_before_exec();
                 Ok(())
             });
         }
         let child = command.spawn().map_err(SpawnError::from_io)?;
         let pid = child.id() as Pid;
+        signals::command_forked(pid);
         drop(child); // reaped by the reaper thread, not by std
         spawn_reaper(pid, self.capture.sender(), Arc::clone(&self.reaper_stop))
             .map_err(SpawnError::from_io)?;
@@ -379,7 +381,8 @@ impl super::CaptureBackend for ConnectorBackend {
 }
 
 /// Reaps every child of proctrace (the command and adopted orphans) and reports the command's
-/// status as [`Notice::CommandExited`].
+/// status as [`Notice::CommandExited`]; a stop of the command is job control
+/// ([`signals::command_stopped`]).
 fn spawn_reaper(cmd: Pid, notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("pt-reaper".into())
@@ -387,8 +390,11 @@ fn spawn_reaper(cmd: Pid, notify: Sender<CaptureMsg>, stop: Arc<AtomicBool>) -> 
             while !stop.load(Ordering::Acquire) {
                 let mut status = 0;
                 // SAFETY: waitpid with a valid out pointer.
-                let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-                if pid == cmd {
+                let pid = unsafe { libc::waitpid(-1, &mut status, libc::WUNTRACED) };
+                if pid > 0 && libc::WIFSTOPPED(status) {
+                    signals::command_stopped(pid);
+                } else if pid == cmd {
+                    signals::command_reaped(status);
                     if notify
                         .send(CaptureMsg::Notice(Notice::CommandExited(status)))
                         .is_err()

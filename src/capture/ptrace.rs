@@ -370,7 +370,11 @@ impl Tracer {
         for action in actions.drain(..) {
             match action {
                 Action::Resume { pid, sig } => sys::resume(pid, sig),
-                Action::Listen { pid } => sys::listen(pid),
+                Action::Listen { pid } => {
+                    sys::listen(pid);
+                    // The command's group-stop is job control (no-op for any other task).
+                    crate::capture::signals::command_stopped(pid);
+                }
                 Action::Hold { .. } => {}
                 Action::Emit(event) => self.batch.push(event),
                 Action::ReadExec { tgid } => {
@@ -382,7 +386,10 @@ impl Tracer {
                 Action::ForgetUsage { tgid } => {
                     self.groups.remove(&tgid);
                 }
-                Action::CommandExited { status } => self.notices.push(Notice::CommandExited(status)),
+                Action::CommandExited { status } => {
+                    crate::capture::signals::command_reaped(status);
+                    self.notices.push(Notice::CommandExited(status));
+                }
                 Action::Untraced { pid, found } => self.on_untraced(pid, found),
             }
         }
@@ -494,6 +501,7 @@ impl Tracer {
         let prepared = sys::Prepared::new(argv, env).map_err(SpawnError::from_io)?;
         let child = sys::fork_waiting(&prepared).map_err(SpawnError::from_io)?;
         let pid = child.pid;
+        crate::capture::signals::command_forked(pid);
         let fork_ts = procfs::mono_now();
         if let Err(e) = sys::seize(pid, self.usage.is_some()) {
             child.abandon();
@@ -925,6 +933,9 @@ mod sys {
         if pid == 0 {
             // SAFETY: see above; every pointer refers to memory that lives in this copy.
             unsafe {
+                // Its own process group (and the terminal's foreground) before it waits, as a
+                // shell's job.
+                crate::capture::signals::child_before_exec();
                 libc::close(go_w.as_raw_fd());
                 let mut b = 0u8;
                 while libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1) < 0 {}

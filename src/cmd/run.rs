@@ -168,9 +168,12 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     }
     s.start(&header);
 
+    // The command gets its own process group (and the terminal, when proctrace has it).
+    supervise::prepare_job_control();
     let cmd_pid = match s.backend.spawn(&cfg.argv, &env) {
         Ok(pid) => pid,
         Err(e) => {
+            supervise::finishing(Some(e.code));
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
@@ -198,15 +201,19 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     }
     target.clear();
     let status = raw_status.map(|st| ExitStatus::from_wait(st as u32));
+    // From here on a signal hurries the end, and a second one ends proctrace at once: every
+    // wait below is bounded, and shortened to the hurry deadline (docs/signals.md).
+    supervise::finishing(status.map(|st| st.shell_code()));
     // The EXIT event can trail the reap by a little: wait for it, then a barrier for the rest.
     let root_done = |t: &Tracker| {
-        t.roots()
-            .first()
-            .and_then(|&r| t.get(r))
-            .is_some_and(|r| r.exit.is_some())
+        supervise::hurrying()
+            || t.roots()
+                .first()
+                .and_then(|&r| t.get(r))
+                .is_some_and(|r| r.exit.is_some())
     };
     s.pump_until(Duration::from_secs(2), root_done, |_| {});
-    s.barrier(Duration::from_secs(2));
+    s.barrier(supervise::bounded(Duration::from_secs(2)));
 
     // Whatever in the tree is still alive outlived the command.
     let mut leftovers: Vec<ProcId> = s.tracker().live();
@@ -226,14 +233,14 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             let interrupted = Cell::new(false);
             s.pump_until(
                 wait,
-                |t| interrupted.get() || t.live_count() == 0,
+                |t| interrupted.get() || supervise::hurrying() || t.live_count() == 0,
                 |n| {
                     if matches!(n, Pumped::Interrupted(_)) {
                         interrupted.set(true);
                     }
                 },
             );
-            s.barrier(Duration::from_secs(1));
+            s.barrier(supervise::bounded(Duration::from_secs(1)));
             leftovers = s.tracker().live();
         }
     }
@@ -261,7 +268,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     }
     if !gone.is_empty() {
         // They ended between the barrier and the probe: their EXIT is on its way.
-        s.barrier(Duration::from_secs(1));
+        s.barrier(supervise::bounded(Duration::from_secs(1)));
         let now = procfs::mono_now();
         for pid in gone {
             s.feed(&Event::Gone { ts: now, tgid: pid });
@@ -270,7 +277,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
 
     if let Some(l) = listener {
         // What the finished processes wrote is queued ahead of the backend's final message.
-        let st = l.finish(TRACE2_GRACE);
+        let st = l.finish(supervise::bounded(TRACE2_GRACE));
         if st.malformed > 0 {
             crate::say!(
                 "proctrace: --trace2: {} of {} lines received were not Trace2 events; ignored",

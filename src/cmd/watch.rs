@@ -86,7 +86,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     });
     let mut s = Session::new(backend, tracker, sinks);
     s.engine.set_filter(cfg.filter.clone());
-    supervise::spawn_signal_thread(SignalTarget::default(), s.notifier())
+    supervise::spawn_signal_thread(SignalTarget::without_command(), s.notifier())
         .map_err(|e| ProctraceError::Io("starting signal thread".into(), e))?;
     let mode = Mode::Watch { root: cfg.root };
     let header = Header {
@@ -136,6 +136,9 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
             break; // `watch | head`: the reader has what it wanted
         }
     }
+    // Watching is over: a signal from now on hurries the end (after a signal stopped watching,
+    // the next one ends proctrace at once).
+    supervise::finishing(None);
     s.stop();
     let sum = s.summary(None, 0, None);
     s.engine.finish(&sum);

@@ -874,7 +874,46 @@ impl Sink for Trace2Sink {
         }
         let code = s.status.map_or(0, |st| st.shell_code()) & 0xff;
         self.on(None, s.ts, K::Exit { code })?;
-        self.on(None, s.ts, K::Atexit { code })
+        self.on(None, s.ts, K::Atexit { code })?;
+        self.report_stalls();
+        Ok(())
+    }
+}
+
+impl Trace2Sink {
+    /// Says, per destination whose reader stopped reading, how many lines it did not get.
+    fn report_stalls(&self) {
+        for t in &self.targets {
+            let Some(d) = &t.shared else { continue };
+            let Some(why) = d.stall() else { continue };
+            let why = match why {
+                trace2::dst::Stall::ReaderStalled => format!(
+                    "its reader took nothing for {} s",
+                    trace2::dst::STALL_LIMIT.as_secs()
+                ),
+                trace2::dst::Stall::GaveUp => "proctrace was interrupted while it waited".to_string(),
+            };
+            crate::say!(
+                "proctrace: trace2 {} to '{}': {} lines not delivered ({why}){}",
+                kind_name(t.kind),
+                d.description(),
+                d.undelivered(),
+                if d.cut() {
+                    "; the first of them was cut after a part was written"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
+
+/// The Trace2 format's name, for messages.
+fn kind_name(k: TargetKind) -> &'static str {
+    match k {
+        TargetKind::Event => "event",
+        TargetKind::Normal => "normal",
+        TargetKind::Perf => "perf",
     }
 }
 

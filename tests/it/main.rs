@@ -29,6 +29,7 @@ mod run_shapes;
 mod run_spawns;
 mod run_status;
 mod run_trace2;
+mod signals;
 mod summary;
 mod svg_out;
 mod trace2_out;

@@ -1,15 +1,59 @@
 //! Destinations: where a target's lines go, parsed and opened exactly as git
 //! does (`tr2_dst.c`), and written with one `write(2)` per line.
 //!
-//! A destination knows nothing about formats. It never retries a short write
-//! (so lines from many processes appending to one file never interleave
-//! inside a line) and disables itself on the first write error.
+//! A destination knows nothing about formats. To a file it never retries a
+//! short write (so lines from many processes appending to one file never
+//! interleave inside a line) and it disables itself on the first write error.
+//!
+//! Unlike git, a destination never waits forever for a reader that does not
+//! read (a socket, pipe, FIFO or terminal): a line waits at most
+//! [`STALL_LIMIT`] for room, or until the moment set with
+//! [`give_up_waiting_at`], whichever comes first; then the destination stalls:
+//! that line and every later one are counted ([`Destination::undelivered`]),
+//! not written. A line is written whole or not at all — except a line longer
+//! than the socket's or pipe's free room, which can be cut when the wait ends
+//! in the middle of it ([`Destination::cut`]).
 
 use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::sys::FdKind;
+
+/// Longest a line waits for a reader to make room before the destination
+/// stalls (git would wait forever).
+pub const STALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// Longest single wait before the deadlines are looked at again.
+const POLL_SLICE: Duration = Duration::from_millis(50);
+
+/// The moment after which no destination waits for room any more.
+static GIVE_UP_AT: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// From `at` on, every destination in this process stops waiting for a
+/// reader: a line that cannot be written at once stalls its destination
+/// (a program that was asked to exit uses this to end within a bound).
+pub fn give_up_waiting_at(at: Instant) {
+    let mut g = GIVE_UP_AT.lock().unwrap_or_else(|e| e.into_inner());
+    *g = Some(g.map_or(at, |old| old.min(at)));
+}
+
+fn give_up_at() -> Option<Instant> {
+    *GIVE_UP_AT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why a destination stopped writing without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stall {
+    /// The reader took nothing for [`STALL_LIMIT`].
+    ReaderStalled,
+    /// The moment set with [`give_up_waiting_at`] came.
+    GaveUp,
+}
 
 /// Name of the sentinel file that marks a directory target as full.
 pub const DISCARD_SENTINEL: &str = "git-trace2-discard";
@@ -158,6 +202,13 @@ pub struct Destination {
     disabled: AtomicBool,
     too_many_files: bool,
     description: String,
+    kind: FdKind,
+    /// The descriptor is ours and non-blocking (a FIFO or device opened here).
+    nonblocking: bool,
+    /// 0: writing; 1: [`Stall::ReaderStalled`]; 2: [`Stall::GaveUp`].
+    stalled: std::sync::atomic::AtomicU8,
+    undelivered: AtomicU64,
+    cut: AtomicBool,
 }
 
 impl Destination {
@@ -184,14 +235,14 @@ impl Destination {
                 Ok(Destination::from_parts(*fd, false, false, format!("fd {fd}")))
             }
             DestinationSpec::File(p) => {
-                let fd = crate::sys::open_raw(p, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT).map_err(
-                    |source| DstError::Open {
-                        var,
-                        path: p.clone(),
-                        source,
-                    },
-                )?;
-                Ok(Destination::from_parts(fd, true, false, p.display().to_string()))
+                let fd = open_file(p).map_err(|source| DstError::Open {
+                    var,
+                    path: p.clone(),
+                    source,
+                })?;
+                let mut d = Destination::from_parts(fd, true, false, p.display().to_string());
+                d.nonblocking = true;
+                Ok(d)
             }
             DestinationSpec::Directory(dir) => open_in_directory(dir, opts),
             DestinationSpec::AfUnix { kind, path } => open_af_unix(*kind, path, &var),
@@ -215,7 +266,32 @@ impl Destination {
             disabled: AtomicBool::new(false),
             too_many_files,
             description,
+            kind: crate::sys::fd_kind(fd),
+            nonblocking: false,
+            stalled: std::sync::atomic::AtomicU8::new(0),
+            undelivered: AtomicU64::new(0),
+            cut: AtomicBool::new(false),
         }
+    }
+
+    /// Lines not written because the destination stalled (its reader did not
+    /// read in time).
+    pub fn undelivered(&self) -> u64 {
+        self.undelivered.load(Ordering::Relaxed)
+    }
+
+    /// Why the destination stopped writing, if it stalled.
+    pub fn stall(&self) -> Option<Stall> {
+        match self.stalled.load(Ordering::Relaxed) {
+            1 => Some(Stall::ReaderStalled),
+            2 => Some(Stall::GaveUp),
+            _ => None,
+        }
+    }
+
+    /// Whether the stall came in the middle of a line (written in part).
+    pub fn cut(&self) -> bool {
+        self.cut.load(Ordering::Relaxed)
     }
 
     /// Whether this destination is the `git-trace2-discard` sentinel of a
@@ -268,12 +344,90 @@ impl Destination {
                 "trace2 destination disabled",
             ));
         }
-        match crate::sys::write_once(self.fd, bytes) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                self.disabled.store(true, Ordering::Relaxed);
-                Err(e)
+        if self.stalled.load(Ordering::Relaxed) != 0 {
+            self.undelivered.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let res = match self.kind {
+            FdKind::File => crate::sys::write_once(self.fd, bytes).map(|_| ()),
+            _ => self.write_waiting(bytes),
+        };
+        if res.is_err() {
+            self.disabled.store(true, Ordering::Relaxed);
+        }
+        res
+    }
+
+    /// Writes all of `bytes` to a socket, pipe or device, waiting for room up
+    /// to [`STALL_LIMIT`] without progress (or the give-up moment); past that
+    /// the destination stalls and the line is counted, not written.
+    fn write_waiting(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut off = 0;
+        let mut since = Instant::now();
+        while off < bytes.len() {
+            let rest = &bytes[off..];
+            let r = match (self.kind, self.nonblocking) {
+                (FdKind::Socket, _) => crate::sys::send_nowait(self.fd, rest),
+                (_, true) => crate::sys::write_once(self.fd, rest),
+                // A descriptor shared with others stays blocking: write once it
+                // takes data (a line longer than its free room can still wait).
+                _ if crate::sys::poll_out(self.fd, 0) => crate::sys::write_once(self.fd, rest),
+                _ => Err(io::ErrorKind::WouldBlock.into()),
+            };
+            match r {
+                Ok(n) if n > 0 => {
+                    off += n;
+                    since = Instant::now();
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
             }
+            let now = Instant::now();
+            let stall_at = since + STALL_LIMIT;
+            let (limit, why) = match give_up_at() {
+                Some(g) if g < stall_at => (g, 2),
+                _ => (stall_at, 1),
+            };
+            if now >= limit {
+                self.stalled.store(why, Ordering::Relaxed);
+                self.undelivered.fetch_add(1, Ordering::Relaxed);
+                if off > 0 {
+                    self.cut.store(true, Ordering::Relaxed);
+                }
+                return Ok(());
+            }
+            let wait = (limit - now).min(POLL_SLICE);
+            crate::sys::poll_out(self.fd, wait.as_millis().max(1) as i32);
+        }
+        Ok(())
+    }
+}
+
+/// Opens a file destination for appending without blocking: a FIFO with no
+/// reader yet is tried again until one comes, for up to [`STALL_LIMIT`] (or
+/// the give-up moment).
+fn open_file(p: &Path) -> io::Result<RawFd> {
+    let start = Instant::now();
+    loop {
+        match crate::sys::open_raw(
+            p,
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK,
+        ) {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                let now = Instant::now();
+                let limit = give_up_at().map_or(start + STALL_LIMIT, |g| g.min(start + STALL_LIMIT));
+                if now >= limit {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("a FIFO that no reader opened within {} s", STALL_LIMIT.as_secs()),
+                    ));
+                }
+                std::thread::sleep(POLL_SLICE.min(limit - now));
+            }
+            r => return r,
         }
     }
 }
@@ -390,6 +544,35 @@ fn open_af_unix(kind: Option<SocketKind>, path: &Path, var: &str) -> Result<Dest
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_reader_that_does_not_read_stalls_the_destination_with_whole_lines() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (mine, mut theirs) = UnixStream::pair().unwrap();
+        let d = Destination::from_fd(mine.as_raw_fd(), false);
+        // Waits end at once from here on (this test binary writes no other socket or pipe).
+        give_up_waiting_at(Instant::now());
+        let line = format!("{{\"event\":\"x\",\"pad\":\"{}\"}}", "p".repeat(200));
+        let mut written = 0;
+        while d.stall().is_none() {
+            d.write_line(line.as_bytes()).unwrap();
+            written += 1;
+            assert!(written < 1_000_000, "a socket buffer holds far less");
+        }
+        for _ in 0..10 {
+            d.write_line(line.as_bytes()).unwrap();
+        }
+        assert_eq!(d.stall(), Some(Stall::GaveUp));
+        assert_eq!(d.undelivered(), 11);
+        assert!(!d.cut());
+        drop(d);
+        drop(mine);
+        let mut got = String::new();
+        theirs.read_to_string(&mut got).unwrap();
+        assert_eq!(got.lines().count(), written - 1, "every line written is whole");
+        assert!(got.lines().all(|l| l == line));
+    }
 
     #[test]
     fn parse_values_like_git() {

@@ -154,3 +154,65 @@ pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// What kind of file a descriptor is, for how it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FdKind {
+    /// A regular file (or anything `fstat` cannot tell).
+    File,
+    /// A socket.
+    Socket,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A terminal or another character device.
+    Device,
+}
+
+/// The kind of file `fd` is.
+pub(crate) fn fd_kind(fd: RawFd) -> FdKind {
+    // SAFETY: `st` is a plain C struct for which all-zero bytes is valid; fstat only writes it.
+    let mode = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return FdKind::File;
+        }
+        st.st_mode & libc::S_IFMT
+    };
+    match mode {
+        libc::S_IFSOCK => FdKind::Socket,
+        libc::S_IFIFO => FdKind::Pipe,
+        libc::S_IFCHR => FdKind::Device,
+        _ => FdKind::File,
+    }
+}
+
+/// One `send(2)` that never blocks and never raises SIGPIPE.
+pub(crate) fn send_nowait(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is a valid readable slice for the duration of the call.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Waits up to `timeout_ms` for `fd` to take a write; true when it will.
+pub(crate) fn poll_out(fd: RawFd, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    // An error or hang-up counts as writable: the write then says what is wrong.
+    n > 0 || n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+}

@@ -95,6 +95,10 @@ impl TraceParent {
     }
 }
 
+/// The longest request timeout (and time budget at exit) proctrace accepts: a larger
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` is cut to this, so the end of a run is always bounded.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Everything the OTLP sink and its exporter need, decided before the session starts.
 #[derive(Debug, Clone)]
 pub struct OtlpConfig {
@@ -106,7 +110,7 @@ pub struct OtlpConfig {
     /// Gzip request bodies (`OTEL_EXPORTER_OTLP_COMPRESSION`, gzip unless `none`).
     pub gzip: bool,
     /// Longest wait for one request, and the time budget for what is left at exit
-    /// (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default).
+    /// (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default, at most [`MAX_TIMEOUT`]).
     pub timeout: Duration,
     /// Resource attributes besides `host.name` (which comes from the session header):
     /// `service.name` first.
@@ -295,6 +299,13 @@ pub fn from_env(
                 .parse()
                 .map_err(|_| err(name, format!("'{}' is not a number of milliseconds", t.trim())))?;
             timeout = Duration::from_millis(ms.max(1));
+            if timeout > MAX_TIMEOUT {
+                crate::say!(
+                    "proctrace: otlp: {name}={ms} ms is more than proctrace waits; using {} s",
+                    MAX_TIMEOUT.as_secs()
+                );
+                timeout = MAX_TIMEOUT;
+            }
             break;
         }
     }
@@ -437,6 +448,28 @@ mod tests {
         );
         let e = from_env(Some("c:4318"), true, 1, env(&[])).unwrap_err();
         assert_eq!(e.name, "--otlp");
+    }
+
+    #[test]
+    fn a_huge_timeout_is_capped() {
+        let c = from_env(
+            Some("http://c"),
+            true,
+            1,
+            env(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "99999999999999")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.timeout, MAX_TIMEOUT);
+        let c = from_env(
+            Some("http://c"),
+            true,
+            1,
+            env(&[("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "29000")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.timeout, Duration::from_secs(29));
     }
 
     #[test]

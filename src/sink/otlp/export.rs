@@ -80,7 +80,11 @@ enum Msg {
 /// The export thread's handle.
 pub struct Exporter {
     tx: Option<Sender<Msg>>,
-    thread: Option<JoinHandle<Delivery>>,
+    thread: Option<JoinHandle<()>>,
+    /// What the thread has made of the spans so far (kept current after every request), and
+    /// its final account once it is done.
+    account: Arc<std::sync::Mutex<(Delivery, bool)>>,
+    done: Option<Receiver<()>>,
     timeout: Duration,
     dropped: u64,
     /// Spans handed over and not yet delivered or given up on.
@@ -102,12 +106,20 @@ impl Exporter {
             gzip: cfg.gzip,
             timeout: cfg.timeout,
         };
+        let account = Arc::new(std::sync::Mutex::new((Delivery::default(), false)));
+        let thread_account = account.clone();
+        let (done_tx, done) = channel();
         let thread = std::thread::Builder::new()
             .name("proctrace-otlp".into())
-            .spawn(move || export_loop(post, resource, rx, &thread_held))?;
+            .spawn(move || {
+                export_loop(post, resource, rx, &thread_held, &thread_account);
+                let _ = done_tx.send(());
+            })?;
         Ok(Exporter {
             tx: Some(tx),
             thread: Some(thread),
+            account,
+            done: Some(done),
             timeout: cfg.timeout,
             dropped: 0,
             held,
@@ -151,18 +163,45 @@ impl Exporter {
         }
     }
 
-    /// Sends what is left within the time budget and says what became of everything.
+    /// Sends what is left within the time budget and says what became of everything. Bounded
+    /// by the budget, and cut short when a signal asks proctrace to hurry
+    /// ([`crate::supervise::hurry_deadline`]): a request still in flight then is abandoned and
+    /// its spans, with every other one not yet delivered, are counted as not delivered.
     pub fn finish(&mut self) -> Delivery {
         let deadline = Instant::now() + self.timeout;
-        let mut d = match (self.tx.take(), self.thread.take()) {
-            (Some(tx), Some(t)) => {
-                // The thread gives up at the deadline, so this cannot hang.
+        let mut d = match (self.tx.take(), self.thread.take(), self.done.take()) {
+            (Some(tx), Some(t), Some(done)) => {
                 let _ = tx.send(Msg::Finish(deadline));
                 drop(tx);
-                t.join().unwrap_or_else(|_| Delivery {
-                    reason: Some("export thread failed".into()),
-                    ..Delivery::default()
-                })
+                // The thread gives up at the deadline; a request it cannot cut short ends a
+                // moment later at most.
+                let last = deadline + Duration::from_secs(1);
+                let finished = loop {
+                    let now = Instant::now();
+                    let until = crate::supervise::hurry_deadline().map_or(last, |h| h.min(last));
+                    if now >= until {
+                        break false;
+                    }
+                    match done.recv_timeout((until - now).min(Duration::from_millis(50))) {
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break true,
+                        Err(RecvTimeoutError::Timeout) => {}
+                    }
+                };
+                if finished {
+                    let _ = t.join();
+                }
+                let acc = self.account.lock().unwrap_or_else(|e| e.into_inner());
+                let mut d = acc.0.clone();
+                if !finished || !acc.1 {
+                    // Abandoned (the thread ends with the process): what it still held is lost.
+                    let why = if crate::supervise::hurrying() {
+                        "proctrace was interrupted while exporting"
+                    } else {
+                        "the collector did not answer within the time budget at exit"
+                    };
+                    d.lose(self.held.load(Ordering::Acquire) as u64, why);
+                }
+                d
             }
             _ => Delivery::default(),
         };
@@ -334,8 +373,17 @@ fn encode(resource: &Resource, spans: Vec<Span>, gzip: bool) -> io::Result<Vec<u
 
 /// The thread: gather spans, send a batch when it is full or [`BATCH_DELAY`] old, retry with
 /// backoff, give up at the deadline the finish message brings.
-fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicUsize) -> Delivery {
+fn export_loop(
+    post: Post,
+    resource: Resource,
+    rx: Receiver<Msg>,
+    held: &AtomicUsize,
+    account: &std::sync::Mutex<(Delivery, bool)>,
+) {
     let mut d = Delivery::default();
+    let publish = |d: &Delivery, done: bool| {
+        *account.lock().unwrap_or_else(|e| e.into_inner()) = (d.clone(), done);
+    };
     let mut pending: std::collections::VecDeque<Span> = std::collections::VecDeque::new();
     let mut oldest: Option<Instant> = None;
     let mut deadline: Option<Instant> = None;
@@ -485,6 +533,7 @@ fn export_loop(post: Post, resource: Resource, rx: Receiver<Msg>, held: &AtomicU
                 last_error = Some(reason);
             }
         }
+        publish(&d, false);
     }
-    d
+    publish(&d, true);
 }
