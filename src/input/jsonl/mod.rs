@@ -303,7 +303,7 @@ impl Decoder {
                     ts: ts()?,
                     pid: p,
                     tgid: p,
-                    comm: need(l.bytes_text(K::Comm, K::CommBase64, "comm")?, "comm")?.into_owned(),
+                    comm: need(l.bytes_text(K::Comm, K::CommBase64, "comm", l.exact())?, "comm")?.into_owned(),
                 });
             }
             EventName::Region => {
@@ -393,16 +393,17 @@ fn fork(ts: u64, parent: Pid, child: Pid) -> Event {
 }
 
 fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<ExecDetails> {
+    let exact = l.exact();
     Ok(ExecDetails {
-        argv: l.argv(argv)?,
+        argv: l.argv(argv, exact)?,
         exe: l
-            .bytes_text(K::Exe, K::ExeBase64, "exe")?
+            .bytes_text(K::Exe, K::ExeBase64, "exe", exact)?
             .map(|p| paths.share(&p)),
         cwd: l
-            .bytes_text(K::Cwd, K::CwdBase64, "cwd")?
+            .bytes_text(K::Cwd, K::CwdBase64, "cwd", exact)?
             .map(|p| paths.share(&p)),
         uid: l.int(K::Uid, "uid")?,
-        comm: l.bytes_text(K::Comm, K::CommBase64, "comm")?.map(Cow::into_owned),
+        comm: l.bytes_text(K::Comm, K::CommBase64, "comm", exact)?.map(Cow::into_owned),
     })
 }
 

@@ -280,10 +280,12 @@ impl<'a> Line<'a> {
 impl<'a> Line<'a> {
     /// Text that came from bytes (a path, a name): `k`'s string as the model's text
     /// ([bytes-in-text](crate::model::bytes)), or the exact bytes of `k64` (base64) when the
-    /// line has them. Borrowed in the usual case (no escapes, no base64).
-    pub(super) fn bytes_text(&self, k: K, k64: K, key: &str) -> Res<Option<Cow<'a, str>>> {
+    /// line has them. Borrowed in the usual case (no escapes, no base64). `exact`: the line
+    /// holds no character of the reserved range ([`Line::exact`]), so no field needs a look.
+    pub(super) fn bytes_text(&self, k: K, k64: K, key: &str, exact: bool) -> Res<Option<Cow<'a, str>>> {
         let v = opt_cow(self.get(k), key)?;
         match self.get(k64) {
+            None | Some(Val::Null) if exact => Ok(v),
             None | Some(Val::Null) => Ok(v.map(held)),
             Some(Val::Str(b, _)) => {
                 let raw = base64_bytes(b).ok_or_else(|| format!("\"{key}_base64\" is not base64"))?;
@@ -341,6 +343,12 @@ pub(super) fn exact_argv(argv: Argv, b64: Option<Val<'_>>) -> Res<Argv> {
 }
 
 impl Line<'_> {
+    /// Whether the line holds no character of the range bytes-in-text reserves (one `memchr`
+    /// for the whole line, instead of one per field of text).
+    pub(super) fn exact(&self) -> bool {
+        bytes::is_exact(self.s)
+    }
+
     /// The number the laid-out reader parsed for `k`, if it did.
     #[inline]
     pub(super) fn parsed(&self, k: K) -> Option<u64> {
@@ -374,7 +382,7 @@ impl Line<'_> {
     /// `argv`: its words as [`Table::scan`] found them, straight into one [`Argv`] (no string
     /// per word; `b` is reused from line to line); anything else as [`opt_strings`] takes it
     /// (`null`, or the error).
-    pub(super) fn argv(&self, b: &mut ArgvBuilder) -> Res<Option<Argv>> {
+    pub(super) fn argv(&self, b: &mut ArgvBuilder, exact: bool) -> Res<Option<Argv>> {
         match self.get(K::Argv) {
             Some(Val::Raw(_)) if self.t.words_ok => {
                 b.clear();
@@ -386,19 +394,19 @@ impl Line<'_> {
                         b.push(w);
                     }
                 }
-                self.exact(b.take()).map(Some)
+                self.exact_words(b.take(), exact).map(Some)
             }
             v => match opt_strings(v, "argv", &mut Vec::new())?.map(Argv::from) {
-                Some(a) => self.exact(a).map(Some),
+                Some(a) => self.exact_words(a, exact).map(Some),
                 None => Ok(None),
             },
         }
     }
 
     /// `a` with the exact bytes the line gives for it ([`exact_argv`]), when it gives any.
-    fn exact(&self, a: Argv) -> Res<Argv> {
+    fn exact_words(&self, a: Argv, exact: bool) -> Res<Argv> {
         match self.get(K::ArgvBase64) {
-            None if a.is_exact() => Ok(a),
+            None if exact || a.is_exact() => Ok(a),
             v => exact_argv(a, v),
         }
     }
