@@ -16,7 +16,8 @@
 //!
 //! Once the command has ended, a signal makes proctrace hurry: the writes and exports still in
 //! progress get [`HURRY_GRACE`], then what is left is counted as not delivered; another signal
-//! after that ends proctrace at once. Under `watch` (no command), the first signal stops
+//! after that ends proctrace at once, and so does still writing [`HURRY_LIMIT`] after the first
+//! (a write nothing can cut short: stdout on a pipe nobody reads). Under `watch` (no command), the first signal stops
 //! watching and the next one ends proctrace at once (even when the model loop is stuck writing). docs/signals.md says it all
 //! for users. This module must never block the signal thread on anything but `sigwaitinfo`.
 
@@ -36,6 +37,11 @@ pub const COALESCE: Duration = Duration::from_millis(200);
 
 /// How long writes and exports still in progress get after a signal once the command has ended.
 pub const HURRY_GRACE: Duration = Duration::from_millis(500);
+
+/// How long after that signal proctrace may still be writing before it ends at once anyway: a
+/// write no deadline can cut short (stdout or a file on a pipe nobody reads, a stuck disk) must
+/// not keep it alive until a second signal.
+pub const HURRY_LIMIT: Duration = Duration::from_millis(2500);
 
 /// The command runs (or has not started): signals are forwarded.
 const RUNNING: u8 = 0;
@@ -154,8 +160,9 @@ fn hangup_reaches_command() -> bool {
     signals::has_terminal() && !leader && signals::terminal_hung_up()
 }
 
-/// Ends proctrace now: a signal came while it was already hurrying.
-fn exit_now(sig: i32) -> ! {
+/// Ends proctrace now: a signal came while it was already hurrying (`again`), or it was still
+/// writing [`HURRY_LIMIT`] after the signal that asked it to hurry.
+fn exit_now(sig: i32, again: bool) -> ! {
     let code = match EXIT_CODE.load(Ordering::Relaxed) {
         c if c >= 0 => c,
         _ => 128 + sig,
@@ -163,9 +170,16 @@ fn exit_now(sig: i32) -> ! {
     // The message must not hold up the exit (stderr may be a pipe nobody reads).
     let (tx, rx) = std::sync::mpsc::channel();
     let said = std::thread::Builder::new().spawn(move || {
-        crate::say!(
-            "proctrace: signal {sig} again: exiting now (exit status {code}); outputs may be incomplete"
-        );
+        if again {
+            crate::say!(
+                "proctrace: signal {sig} again: exiting now (exit status {code}); outputs may be incomplete"
+            );
+        } else {
+            crate::say!(
+                "proctrace: still writing {:.1} s after signal {sig}: exiting now (exit status {code}); outputs may be incomplete",
+                HURRY_LIMIT.as_secs_f64()
+            );
+        }
         let _ = tx.send(());
     });
     if said.is_ok() {
@@ -184,11 +198,30 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
         .spawn(move || {
             let set = sigset(&FORWARDED);
             let mut last: Option<((i32, i32, u32, i32), Instant)> = None;
+            // The signal that asked proctrace to hurry, and when: past HURRY_LIMIT, it ends.
+            let mut hurried: Option<(i32, Instant)> = None;
             loop {
                 // SAFETY: siginfo_t is plain data; sigwaitinfo fills it.
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                // SAFETY: set is initialised and info is writable.
-                let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
+                let sig = match hurried {
+                    None => {
+                        // SAFETY: set is initialised and info is writable.
+                        unsafe { libc::sigwaitinfo(&set, &mut info) }
+                    }
+                    Some((first, at)) => {
+                        let left = HURRY_LIMIT.saturating_sub(at.elapsed());
+                        let ts = libc::timespec {
+                            tv_sec: left.as_secs() as libc::time_t,
+                            tv_nsec: left.subsec_nanos() as libc::c_long,
+                        };
+                        // SAFETY: set and ts are initialised and info is writable.
+                        let sig = unsafe { libc::sigtimedwait(&set, &mut info, &ts) };
+                        if sig < 0 && at.elapsed() >= HURRY_LIMIT {
+                            exit_now(first, false);
+                        }
+                        sig
+                    }
+                };
                 if sig < 0 {
                     continue;
                 }
@@ -208,6 +241,7 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                     }
                 }
                 match phase {
+                    // watch's normal end (its finish keeps its own bounds: the OTLP budget).
                     RUNNING if target.no_command => PHASE.store(STOPPED, Ordering::Release),
                     RUNNING => target.forward(sig),
                     FINISHING => {
@@ -215,8 +249,9 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                         *HURRY_UNTIL.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
                         trace2::dst::give_up_waiting_at(until);
                         PHASE.store(HURRYING, Ordering::Release);
+                        hurried = Some((sig, now));
                     }
-                    _ => exit_now(sig),
+                    _ => exit_now(sig, true),
                 }
                 if notify.send(CaptureMsg::Notice(Notice::Interrupted(sig))).is_err() {
                     // The model loop is gone; signals still hurry and end proctrace.

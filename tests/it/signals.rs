@@ -656,3 +656,41 @@ fn watch_stuck_on_a_stdout_nobody_reads_ends_on_a_second_sigint() {
     assert_eq!(st.code(), Some(130), "128 + SIGINT: {}", stderr_of(&mut child));
     drop(r);
 }
+
+#[test]
+fn one_sigint_ends_proctrace_stuck_on_a_stdout_nobody_reads() {
+    // As above, but with one signal: a write nothing can cut short does not keep proctrace
+    // alive; it ends by itself 2.5 s after the signal (HURRY_LIMIT) with the command's status.
+    let done = tmp("done");
+    let script = format!(
+        "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done; echo $$ > {done}.part; mv {done}.part {done}; exit 9"
+    );
+    let (r, w) = std::io::pipe().unwrap();
+    let mut child = Command::new(PROCTRACE)
+        .args(["run", "--tree", "none", "-o", "-", "--", "sh", "-c", &script])
+        .stdout(w)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_command_gone(&done);
+    let pid = child.id() as i32;
+    let wchan = format!("/proc/{pid}/wchan");
+    let deadline = Instant::now() + GUARD;
+    while !std::fs::read_to_string(&wchan)
+        .unwrap_or_default()
+        .contains("pipe_write")
+    {
+        assert!(Instant::now() < deadline, "proctrace never filled the pipe");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t0 = Instant::now();
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let st = wait_exit(&mut child, "one SIGINT");
+    let took = t0.elapsed();
+    let err = stderr_of(&mut child);
+    assert!(took < GUARD, "took {took:?}");
+    assert!(took >= Duration::from_secs(2), "not before the limit: {took:?}");
+    assert_eq!(st.code(), Some(9), "the command's status: {err}");
+    assert!(err.contains("still writing 2.5 s after signal 2"), "{err}");
+    drop(r);
+}

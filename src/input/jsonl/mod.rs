@@ -303,7 +303,8 @@ impl Decoder {
                     ts: ts()?,
                     pid: p,
                     tgid: p,
-                    comm: need(l.bytes_text(K::Comm, K::CommBase64, "comm", l.exact())?, "comm")?.into_owned(),
+                    comm: need(l.bytes_text(K::Comm, K::CommBase64, "comm", l.exact())?, "comm")?
+                        .into_owned(),
                 });
             }
             EventName::Region => {
@@ -403,7 +404,9 @@ fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<
             .bytes_text(K::Cwd, K::CwdBase64, "cwd", exact)?
             .map(|p| paths.share(&p)),
         uid: l.int(K::Uid, "uid")?,
-        comm: l.bytes_text(K::Comm, K::CommBase64, "comm", exact)?.map(Cow::into_owned),
+        comm: l
+            .bytes_text(K::Comm, K::CommBase64, "comm", exact)?
+            .map(Cow::into_owned),
     })
 }
 
