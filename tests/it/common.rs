@@ -29,6 +29,16 @@ pub fn compile_fixture(name: &str) -> String {
     out.to_string_lossy().into_owned()
 }
 
+/// The first line a child writes to its (piped) stdout, without its line end.
+pub fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim_end().to_string()
+}
+
 /// A fresh scratch path.
 pub fn tmp(name: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -3,62 +3,12 @@
 //! whatever `--no-redact` says; the traced command's in none unless `--no-redact` — and the
 //! command itself always gets its words unchanged. A real run, a real OTLP receiver
 //! (tests/otlp/receiver.py).
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
 use crate::common::*;
-
-/// The OTLP receiver, killed on drop.
-struct Receiver {
-    child: Child,
-    port: u16,
-    out: String,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        let out = tmp("creds-otlp.jsonl");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otlp/receiver.py");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .args(["--out", &out, "--lifetime", "60"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .strip_prefix("listening ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("receiver did not start: {line:?}"));
-        Receiver { child, port, out }
-    }
-
-    /// What it logged once `n` requests are in (waits up to 10 s: proctrace has exited, so its
-    /// requests were sent or given up on).
-    fn lines(&self, n: usize) -> Vec<Value> {
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            let l = read_lines(&self.out);
-            if l.iter().filter(|l| l.get("request").is_some()).count() >= n || Instant::now() > end {
-                return l;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::otlp::Receiver;
 
 /// Every file output, by flag.
 const FILES: [&str; 9] = [
@@ -128,7 +78,8 @@ const TRACED: [&str; 7] = [
 
 /// The spans the receiver decoded, and the Authorization header each request carried.
 fn otlp_seen(r: &Receiver) -> (String, Vec<String>) {
-    let lines = r.lines(1);
+    r.wait_requests(1);
+    let lines = r.lines();
     let spans: Vec<String> = lines
         .iter()
         .filter_map(|l| l.get("span"))
@@ -144,7 +95,7 @@ fn otlp_seen(r: &Receiver) -> (String, Vec<String>) {
 
 #[test]
 fn no_secret_reaches_any_output() {
-    let r = Receiver::start();
+    let r = Receiver::start(&[]);
     let url = format!("http://u:SECRETPW@127.0.0.1:{}", r.port);
     let (out, files) = run(&[&format!("--otlp={url}")], &[]);
     let err = stderr(&out);
@@ -225,7 +176,7 @@ fn no_secret_reaches_any_output() {
 
 #[test]
 fn no_redact_shows_the_command_never_proctrace() {
-    let r = Receiver::start();
+    let r = Receiver::start(&[]);
     let url = format!("http://u:SECRETPW@127.0.0.1:{}", r.port);
     let (out, files) = run(&["--otlp", &url], &["--no-redact"]);
     let err = stderr(&out);

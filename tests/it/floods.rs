@@ -1,7 +1,7 @@
 //! Bounded under floods from traced processes: a million Trace2 regions, a 200,000-deep process
 //! chain, a pre-created socket directory. Time bounds here are guards far above what the work
 //! takes (debug build), never benchmarks; the numbers measured are printed.
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -285,10 +285,7 @@ fn start_trace2_run(env: &[(&str, &str)]) -> (std::process::Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child);
     (child, line.trim().to_string())
 }
 

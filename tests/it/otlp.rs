@@ -2,7 +2,6 @@
 //! with the OpenTelemetry project's `opentelemetry-proto` package), checked against the JSONL
 //! of the same run; and the collector faults that must not harm the command.
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,15 +9,15 @@ use serde_json::Value;
 
 use crate::common::*;
 
-/// The receiver, killed on drop.
-struct Receiver {
+/// The receiver, killed on drop (also used by `creds`).
+pub(crate) struct Receiver {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     out: String,
 }
 
 impl Receiver {
-    fn start(extra: &[&str]) -> Receiver {
+    pub(crate) fn start(extra: &[&str]) -> Receiver {
         let out = tmp("otlp.jsonl");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otlp/receiver.py");
         let mut child = Command::new("python3")
@@ -28,10 +27,7 @@ impl Receiver {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line(&mut child);
         let port = line
             .strip_prefix("listening ")
             .and_then(|p| p.trim().parse().ok())
@@ -43,7 +39,7 @@ impl Receiver {
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
-    fn lines(&self) -> Vec<Value> {
+    pub(crate) fn lines(&self) -> Vec<Value> {
         read_lines(&self.out)
     }
     fn spans(&self) -> Vec<Value> {
@@ -59,7 +55,7 @@ impl Receiver {
             .collect()
     }
     /// Waits (up to 10 s) until the receiver has logged `n` requests.
-    fn wait_requests(&self, n: usize) -> Vec<Value> {
+    pub(crate) fn wait_requests(&self, n: usize) -> Vec<Value> {
         let end = Instant::now() + Duration::from_secs(10);
         loop {
             let r = self.requests();

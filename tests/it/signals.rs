@@ -504,16 +504,26 @@ fn a_huge_otlp_timeout_is_capped() {
     assert_eq!(spans_not_delivered(&err), 1, "{err}");
 }
 
-#[test]
-fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
-    // JSON Lines to a pipe nobody reads: the first SIGINT hurries what it can (a pipe shared
-    // with others is written blocking); the second ends proctrace at once.
+/// `run -o - -- sh -c 'LOOP; exit 9'` with its stdout a pipe nobody reads: returns proctrace,
+/// its pid and the pipe's reading end, once the command has ended and proctrace is stuck in a
+/// write to the full pipe (which no deadline can cut short).
+fn stuck_on_a_full_stdout() -> (Child, i32, std::os::fd::OwnedFd) {
     let done = tmp("done");
     let script = format!(
         "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done; echo $$ > {done}.part; mv {done}.part {done}; exit 9"
     );
-    let (r, w) = std::io::pipe().unwrap();
-    let mut child = Command::new(PROCTRACE)
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe(2) writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just made by pipe2 and are owned here alone.
+    let (r, w) = unsafe {
+        use std::os::fd::FromRawFd as _;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    let child = Command::new(PROCTRACE)
         .args(["run", "--tree", "none", "-o", "-", "--", "sh", "-c", &script])
         .stdout(w)
         .stderr(Stdio::piped())
@@ -521,7 +531,6 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
         .unwrap();
     wait_command_gone(&done);
     let pid = child.id() as i32;
-    // Stuck writing to the full pipe, which the first signal cannot cut short.
     let wchan = format!("/proc/{pid}/wchan");
     let deadline = Instant::now() + GUARD;
     while !std::fs::read_to_string(&wchan)
@@ -531,6 +540,14 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
         assert!(Instant::now() < deadline, "proctrace never filled the pipe");
         std::thread::sleep(Duration::from_millis(10));
     }
+    (child, pid, r)
+}
+
+#[test]
+fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
+    // JSON Lines to a pipe nobody reads: the first SIGINT hurries what it can (a pipe shared
+    // with others is written blocking); the second ends proctrace at once.
+    let (mut child, pid, r) = stuck_on_a_full_stdout();
     unsafe { libc::kill(pid, libc::SIGINT) };
     // Once the first is taken, the second comes from another sender, so that it is not taken
     // for a copy of the first.
@@ -549,6 +566,23 @@ fn a_second_sigint_ends_proctrace_at_once_with_the_commands_status() {
         "the command's status: {}",
         stderr_of(&mut child)
     );
+    drop(r);
+}
+
+#[test]
+fn one_sigint_ends_proctrace_stuck_on_a_stdout_nobody_reads() {
+    // As above, but with one signal: a write nothing can cut short does not keep proctrace
+    // alive; it ends by itself 2.5 s after the signal (HURRY_LIMIT) with the command's status.
+    let (mut child, pid, r) = stuck_on_a_full_stdout();
+    let t0 = Instant::now();
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let st = wait_exit(&mut child, "one SIGINT");
+    let took = t0.elapsed();
+    let err = stderr_of(&mut child);
+    assert!(took < GUARD, "took {took:?}");
+    assert!(took >= Duration::from_secs(2), "not before the limit: {took:?}");
+    assert_eq!(st.code(), Some(9), "the command's status: {err}");
+    assert!(err.contains("still writing 2.5 s after signal 2"), "{err}");
     drop(r);
 }
 
@@ -654,43 +688,5 @@ fn watch_stuck_on_a_stdout_nobody_reads_ends_on_a_second_sigint() {
     let _ = busy.kill();
     let _ = busy.wait();
     assert_eq!(st.code(), Some(130), "128 + SIGINT: {}", stderr_of(&mut child));
-    drop(r);
-}
-
-#[test]
-fn one_sigint_ends_proctrace_stuck_on_a_stdout_nobody_reads() {
-    // As above, but with one signal: a write nothing can cut short does not keep proctrace
-    // alive; it ends by itself 2.5 s after the signal (HURRY_LIMIT) with the command's status.
-    let done = tmp("done");
-    let script = format!(
-        "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done; echo $$ > {done}.part; mv {done}.part {done}; exit 9"
-    );
-    let (r, w) = std::io::pipe().unwrap();
-    let mut child = Command::new(PROCTRACE)
-        .args(["run", "--tree", "none", "-o", "-", "--", "sh", "-c", &script])
-        .stdout(w)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_command_gone(&done);
-    let pid = child.id() as i32;
-    let wchan = format!("/proc/{pid}/wchan");
-    let deadline = Instant::now() + GUARD;
-    while !std::fs::read_to_string(&wchan)
-        .unwrap_or_default()
-        .contains("pipe_write")
-    {
-        assert!(Instant::now() < deadline, "proctrace never filled the pipe");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let t0 = Instant::now();
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let st = wait_exit(&mut child, "one SIGINT");
-    let took = t0.elapsed();
-    let err = stderr_of(&mut child);
-    assert!(took < GUARD, "took {took:?}");
-    assert!(took >= Duration::from_secs(2), "not before the limit: {took:?}");
-    assert_eq!(st.code(), Some(9), "the command's status: {err}");
-    assert!(err.contains("still writing 2.5 s after signal 2"), "{err}");
     drop(r);
 }
