@@ -99,8 +99,8 @@ pub struct ListenerStats {
     pub open_at_end: u64,
     /// Regions still open on those connections, ended at the run's end.
     pub cut_at_end: u64,
-    /// `region_enter`/`region_leave` events dropped because a connection had [`MAX_OPEN`] regions
-    /// open, or entered regions in [`MAX_SIDS`] sessions: a writer that never leaves them.
+    /// `region_enter`/`region_leave` events dropped because a connection had `MAX_OPEN` regions
+    /// open, or entered regions in `MAX_SIDS` sessions: a writer that never leaves them.
     pub too_deep: u64,
 }
 
