@@ -489,9 +489,17 @@ impl Session {
     /// Stops the backend, processing everything it still had (including final loss accounting).
     pub fn stop(&mut self) {
         self.backend.request_stop();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if self.pump(Duration::from_millis(200)) == Pumped::Ended {
+        // At most 5 s for the backend's last events, less when a signal asked proctrace to hurry.
+        let give_up = Instant::now() + Duration::from_secs(5);
+        loop {
+            let until = crate::supervise::hurry_deadline().map_or(give_up, |h| h.min(give_up));
+            let Some(left) = until
+                .checked_duration_since(Instant::now())
+                .filter(|d| !d.is_zero())
+            else {
+                break;
+            };
+            if self.pump(left.min(Duration::from_millis(200))) == Pumped::Ended {
                 break;
             }
         }
