@@ -6,6 +6,7 @@ mod common;
 mod analyze_jsonl;
 mod analyze_trace2;
 mod blind;
+mod builds;
 mod bytes;
 #[path = "../../src/sink/chrome_check.rs"]
 mod chrome_check;
