@@ -1,4 +1,4 @@
-//! Recorded real builds (`tests/fixtures/captures/builds/`, see its README.md for how each was
+//! Recorded real builds (`tests/fixtures/builds/`, see its README.md for how each was
 //! recorded) replayed through every output: each output is well-formed, `analyze` of the replay's
 //! JSON Lines gives the replay's summary, and the facts the README states about the recordings
 //! (which pid is the dash subshell, which gcc failed) hold, so later tests can build on them.
@@ -15,7 +15,7 @@ use crate::common::*;
 /// A fixture's path.
 fn capture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/captures/builds")
+        .join("tests/fixtures/builds")
         .join(format!("{name}.jsonl"))
         .to_string_lossy()
         .into_owned()
