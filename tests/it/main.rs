@@ -17,6 +17,7 @@ mod errors;
 mod failures;
 mod faults;
 mod floods;
+mod handled_exits;
 mod hostile;
 mod inputs;
 mod otlp;
