@@ -10,7 +10,9 @@
 //! cost when the trace has it (CPU, peak memory, bytes read and written).
 //!
 //! Readability at thousands of processes comes from a row cap ([`SvgOptions::max_rows`]): the
-//! failed, killed and unfinished processes are drawn first, then the longest, each with its
+//! failures, kills that were part of the command's failure and unfinished processes are drawn
+//! first (a handled non-zero exit, such as a configure probe, is muted and not among them:
+//! [`Failures`]), then the longest, each with its
 //! ancestors so the tree stays connected, and the rest are counted in the note. The picture's size is therefore bounded whatever the run's: it is
 //! built as a `String` in memory (a few hundred kilobytes at most), while the work over all
 //! records is linear apart from one sort.
@@ -27,6 +29,7 @@ use crate::model::event::ExitStatus;
 use crate::model::naming::{command_line, cut, program, quote_argv, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::report::summary::failures::Failures;
 use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib};
 
 /// How to draw.
@@ -85,6 +88,9 @@ pub enum Outcome {
     Running,
     /// The exit was lost (inferred from pid reuse or a probe).
     Lost,
+    /// Exited non-zero or was killed, but not as part of the command's failure (a probe,
+    /// `test`, `grep -q`: [`Failures`]). Muted, and not a notable row.
+    Handled,
 }
 
 impl Outcome {
@@ -101,6 +107,15 @@ impl Outcome {
         }
     }
 
+    /// Of a record in a run: [`Outcome::of`], but a non-zero exit or a kill that is not one of
+    /// the `failures` is [`Outcome::Handled`].
+    pub fn in_run(r: &ProcessRecord, id: ProcId, failures: &Failures) -> Outcome {
+        match Outcome::of(r) {
+            Outcome::Failed | Outcome::Signalled if !failures.contains(id) => Outcome::Handled,
+            oc => oc,
+        }
+    }
+
     /// The CSS class of its bars.
     pub fn class(self) -> &'static str {
         match self {
@@ -109,6 +124,7 @@ impl Outcome {
             Outcome::Signalled => "sig",
             Outcome::Running => "run",
             Outcome::Lost => "lost",
+            Outcome::Handled => "handled",
         }
     }
 
@@ -119,6 +135,7 @@ impl Outcome {
             Outcome::Signalled => "killed by a signal",
             Outcome::Running => "still running / background",
             Outcome::Lost => "exit lost",
+            Outcome::Handled => "handled exit ≠ 0",
         }
     }
 }
@@ -134,6 +151,9 @@ text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:#222
 .conc{fill:#8fb3d9;stroke:#4a78a8;stroke-width:1}.maxline{stroke:#4a78a8;stroke-dasharray:3 3}\
 .ok{fill:#59a14f}.fail{fill:#e15759}.sig{fill:#9c5fc7}.run{fill:#edc948}.lost{fill:#a7a7a7}\
 ";
+
+/// Added to [`STYLE`] when a handled non-zero exit is drawn or in the legend: muted, not red.
+const HANDLED_STYLE: &str = ".handled{fill:#b8c4d0}";
 
 /// Added to [`STYLE`] when there are regions to draw.
 const REGION_STYLE: &str =
@@ -193,8 +213,9 @@ fn tree_order(t: &Tracker, t0: u64, t1: u64) -> Vec<Row> {
     rows
 }
 
-/// Which rows to draw: all when they fit, else the notable ones (failed, killed, still running,
-/// exit lost) and then the longest, each with its ancestors.
+/// Which rows to draw: all when they fit, else the notable ones (failures, including kills that
+/// are part of the command's failure; still running; exit lost) and then the longest, each with
+/// its ancestors.
 fn choose(rows: &[Row], notable: &[bool], max_rows: usize) -> Vec<bool> {
     if rows.len() <= max_rows {
         return vec![true; rows.len()];
@@ -524,8 +545,9 @@ pub fn render(h: &Header, t: &Tracker, sum: &Summary, o: SvgOptions) -> String {
 struct Tally {
     failed: usize,
     signalled: usize,
+    handled: usize,
     /// By [`Outcome`] (as its index): whether any process ended so.
-    seen: [bool; 5],
+    seen: [bool; 6],
 }
 
 /// Vertical positions, px.
@@ -548,6 +570,8 @@ struct Plot<'a> {
     t: &'a Tracker,
     sum: &'a Summary,
     o: SvgOptions,
+    /// Which non-zero exits are the command's failure (the rest are handled).
+    failures: Failures,
     t0: u64,
     t1: u64,
     rows: Vec<Row>,
@@ -557,6 +581,8 @@ struct Plot<'a> {
     /// The longest of the folded processes, ns.
     folded_max: u64,
     any_regions: bool,
+    /// Some process's non-zero exit was handled (it is in the legend, so the style is needed).
+    any_handled: bool,
     y: Layout,
 }
 
@@ -575,9 +601,19 @@ impl<'a> Plot<'a> {
             }
         }
         let rows = tree_order(t, t0, t1);
+        let failures = Failures::of(t, &h.mode, sum);
+        // Handled non-zero exits (configure's probes) are not notable: they do not take the
+        // first rows of a big build.
         let notable: Vec<bool> = rows
             .iter()
-            .map(|r| t.get(r.id).is_some_and(|p| Outcome::of(p) != Outcome::Ok))
+            .map(|r| {
+                t.get(r.id).is_some_and(|p| {
+                    !matches!(
+                        Outcome::in_run(p, r.id, &failures),
+                        Outcome::Ok | Outcome::Handled
+                    )
+                })
+            })
             .collect();
         let chosen = choose(&rows, &notable, o.max_rows.max(1));
         let drawn: Vec<usize> = (0..rows.len()).filter(|&i| chosen[i]).collect();
@@ -609,6 +645,11 @@ impl<'a> Plot<'a> {
             t,
             sum,
             o,
+            any_handled: rows.iter().any(|r| {
+                t.get(r.id)
+                    .is_some_and(|p| Outcome::in_run(p, r.id, &failures) == Outcome::Handled)
+            }),
+            failures,
             t0,
             t1,
             rows,
@@ -639,15 +680,17 @@ impl<'a> Plot<'a> {
         let mut tally = Tally {
             failed: 0,
             signalled: 0,
-            seen: [false; 5],
+            handled: 0,
+            seen: [false; 6],
         };
         for row in &self.rows {
             if let Some(r) = self.t.get(row.id) {
-                let oc = Outcome::of(r);
+                let oc = Outcome::in_run(r, row.id, &self.failures);
                 tally.seen[oc as usize] = true;
                 match oc {
                     Outcome::Failed => tally.failed += 1,
                     Outcome::Signalled => tally.signalled += 1,
+                    Outcome::Handled => tally.handled += 1,
                     _ => {}
                 }
             }
@@ -668,7 +711,8 @@ impl<'a> Plot<'a> {
         );
         let _ = writeln!(
             s,
-            "<style>{STYLE}{}</style>",
+            "<style>{STYLE}{}{}</style>",
+            if self.any_handled { HANDLED_STYLE } else { "" },
             if self.any_regions { REGION_STYLE } else { "" }
         );
         let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
@@ -731,6 +775,14 @@ impl<'a> Plot<'a> {
                 tally.signalled
             );
         }
+        if tally.handled > 0 {
+            let _ = write!(
+                sub,
+                "{} handled non-zero exit{} · ",
+                tally.handled,
+                if tally.handled == 1 { "" } else { "s" }
+            );
+        }
         let _ = write!(sub, "{} background · ", sum.background);
         if sum.stats.lost > 0 || !sum.incomplete() {
             let _ = write!(
@@ -787,6 +839,7 @@ impl<'a> Plot<'a> {
             Outcome::Ok,
             Outcome::Failed,
             Outcome::Signalled,
+            Outcome::Handled,
             Outcome::Running,
             Outcome::Lost,
         ] {
@@ -989,7 +1042,7 @@ impl<'a> Plot<'a> {
             f1(base),
             xml_escape(&desc)
         );
-        let oc = Outcome::of(r);
+        let oc = Outcome::in_run(r, row.id, &self.failures);
         let x = self.x_of(row.start);
         let w = (self.x_of(row.end) - x).max(MIN_BAR_W);
         let _ = writeln!(

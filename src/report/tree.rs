@@ -7,8 +7,9 @@
 //! not be read), duration and how the process ended. When the trace has what processes cost
 //! (`ProcessRecord::usage`), two more columns under a heading line: CPU (user + system) and peak
 //! memory (peak RSS); a process without figures leaves them blank, and a trace without any
-//! prints exactly as before. Background children and lost events are called out. Colour only
-//! when asked (a terminal without `NO_COLOR`).
+//! prints exactly as before. Background children and lost events are called out. A failure
+//! (part of the command's failure, [`Failures`]) is red; a handled non-zero exit (a probe,
+//! `test`, `grep -q`) is muted. Colour only when asked (a terminal without `NO_COLOR`).
 
 use std::fmt::Write as _;
 
@@ -18,7 +19,8 @@ use crate::model::event::ExitStatus;
 use crate::model::naming::{command_line_with_notes, cut, quote_argv, width};
 use crate::model::session::{Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
-use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
+use crate::report::summary::failures::Failures;
+use crate::sink::text::{Paint, exit_text_handled, fmt_duration, fmt_kib, signal_name};
 
 /// How to render.
 #[derive(Debug, Clone, Copy)]
@@ -33,9 +35,11 @@ pub struct TreeOptions {
     pub width: usize,
 }
 
-fn status(r: &ProcessRecord, p: Paint) -> String {
+/// How `r` ended, as shown: a failure in red, a handled non-zero exit (`handled`: not part of
+/// the command's failure, [`Failures`]) muted.
+fn status(r: &ProcessRecord, handled: bool, p: Paint) -> String {
     if let Some(x) = r.exit {
-        let s = exit_text(x.status, p);
+        let s = exit_text_handled(x.status, handled, p);
         if r.background.is_some() {
             return format!("{s} {}", p.background("(outlived the command)"));
         }
@@ -92,6 +96,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
     let mut hidden = 0usize;
     // Every record, in the order the walk below takes them (the same walk).
     let all = crate::report::summary::all_records(t);
+    let verdict = Failures::of(t, mode, sum);
     // Whether any record has cost figures: only then the two columns (and their heading).
     let with_costs = all.iter().any(|&id| t.get(id).is_some_and(|r| r.usage.is_some()));
     let right = if with_costs { RIGHT_COSTS } else { RIGHT };
@@ -136,7 +141,13 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         let plain = format!("{head}{} {desc}", r.pid);
         let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
         let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
-        rows.push((width(&plain), shown, dur, status(r, p), costs(r)));
+        rows.push((
+            width(&plain),
+            shown,
+            dur,
+            status(r, !verdict.contains(id), p),
+            costs(r),
+        ));
         lines += 1;
         let child_prefix = if is_root || lines >= o.max_lines || depth >= INDENT_MAX {
             String::new()
@@ -308,6 +319,42 @@ mod tests {
             width,
         };
         render(&t, &mode, &sum, o)
+    }
+
+    /// A failure's status is red; a handled non-zero exit's (the command went on and
+    /// succeeded) is muted, never red.
+    #[test]
+    fn failures_are_red_and_handled_exits_muted() {
+        let paint = |root_code: u32| {
+            let mut t = testkit::tracker(Scope::Tree, true, true);
+            t.expect_root(1);
+            let mut facts = Vec::new();
+            for e in [
+                fork(0, 0, 1),
+                fork(MS, 1, 2),
+                exit(2 * MS, 2, 1),
+                exit(10 * MS, 1, root_code),
+            ] {
+                t.apply(&e, &mut facts);
+            }
+            let sum = testkit::summary(20 * MS, &t, Some(1));
+            let mode = Mode::Run {
+                argv: vec!["x".into()],
+            };
+            let o = TreeOptions {
+                color: true,
+                redact: true,
+                max_lines: usize::MAX,
+                width: 100,
+            };
+            render(&t, &mode, &sum, o)
+        };
+        let ok = paint(0);
+        assert!(ok.contains("\x1b[90mexit 1\x1b[0m"), "{ok:?}");
+        assert!(!ok.contains("\x1b[31mexit 1"), "{ok:?}");
+        let failed = paint(3);
+        assert!(failed.contains("\x1b[31mexit 1\x1b[0m"), "{failed:?}");
+        assert!(failed.contains("\x1b[31mexit 3\x1b[0m"), "{failed:?}");
     }
 
     /// A chain deeper than [`INDENT_MAX`] is drawn with one indent per level down to the cap,

@@ -22,6 +22,8 @@ const SUCCESS: Style = AnsiColor::Green.on_default();
 const BACKGROUND: Style = AnsiColor::Yellow.on_default();
 const LOSS: Style = AnsiColor::Magenta.on_default().bold();
 const SECONDARY: Style = Style::new().dimmed();
+/// A handled non-zero exit (a probe, `test`, `grep -q`): muted, never the failure's red.
+const HANDLED: Style = AnsiColor::BrightBlack.on_default();
 const EMPHASIS: Style = Style::new().bold();
 
 impl Paint {
@@ -35,6 +37,11 @@ impl Paint {
     /// A failure (non-zero exit, killed).
     pub fn failure(&self, s: &str) -> String {
         self.paint(FAILURE, s)
+    }
+    /// A handled non-zero exit: not part of the command's failure
+    /// ([`crate::report::summary::failures`]).
+    pub fn handled(&self, s: &str) -> String {
+        self.paint(HANDLED, s)
     }
     /// Success.
     pub fn success(&self, s: &str) -> String {
@@ -115,6 +122,15 @@ pub fn exit_text(status: Option<ExitStatus>, p: Paint) -> String {
             if core { " (core dumped)" } else { "" }
         )),
         None => p.loss("exit lost"),
+    }
+}
+
+/// [`exit_text`] for a process whose non-zero exit was handled (`handled`): the same words,
+/// muted instead of red.
+pub fn exit_text_handled(status: Option<ExitStatus>, handled: bool, p: Paint) -> String {
+    match status {
+        Some(s) if handled && !s.success() => p.handled(&exit_text(status, Paint { on: false })),
+        _ => exit_text(status, p),
     }
 }
 
@@ -215,6 +231,12 @@ mod tests {
     fn styles_are_ansi_escapes_only_when_on() {
         let on = Paint { on: true };
         assert_eq!(on.failure("x"), "\x1b[31mx\x1b[0m");
+        assert_eq!(on.handled("x"), "\x1b[90mx\x1b[0m");
+        let code1 = Some(ExitStatus::Code(1));
+        assert_eq!(exit_text_handled(code1, true, on), "\x1b[90mexit 1\x1b[0m");
+        assert_eq!(exit_text_handled(code1, false, on), "\x1b[31mexit 1\x1b[0m");
+        let ok = Some(ExitStatus::Code(0));
+        assert_eq!(exit_text_handled(ok, true, on), exit_text(ok, on));
         assert_eq!(on.loss("x"), "\x1b[1m\x1b[35mx\x1b[0m");
         assert_eq!(on.secondary("x"), "\x1b[2mx\x1b[0m");
         assert_eq!(Paint { on: false }.loss("x"), "x");

@@ -151,8 +151,13 @@ fn a_cut_last_line_and_a_bad_middle_line() {
     assert_eq!(v["input"]["lines"], (n - 1) as u64);
     let forks = live.iter().filter(|l| l["event"] == "fork").count();
     assert_eq!(v["processes"], forks as u64);
-    let failed = v["failures"].as_array().unwrap();
-    assert!(failed.iter().any(|f| f["code"] == 7), "{failed:?}");
+    // The command succeeded: `exit 7` was handled, among the non-zero exits (issue 23 moved
+    // every non-zero exit from `failures` to `nonzero_exits`).
+    let failed = v["nonzero_exits"].as_array().unwrap();
+    assert!(
+        failed.iter().any(|f| f["code"] == 7 && f["handled"] == true),
+        "{failed:?}"
+    );
 
     // A bad line in the middle.
     let bad = tmp("bad.jsonl");

@@ -18,6 +18,7 @@ mod errors;
 mod failures;
 mod faults;
 mod floods;
+mod handled_exits;
 mod hostile;
 mod inputs;
 mod otlp;

@@ -3,13 +3,14 @@
 //!
 //! Never formats for people or writes anything: the renderers do, from the report alone.
 
+use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cost, Costs, Failure, PathStep, ProgramStat, RegionStep, Regions, RunReport,
-    StatusJson, Step, TOP, TOP_COST,
+    Background, ByProgram, Cause, Cost, Costs, Failure, PathStep, ProgramStat, RegionStep, Regions,
+    RunReport, StatusJson, Step, TOP, TOP_COST,
 };
 use crate::model::bytes::shown;
 use crate::model::event::Usage;
-use crate::model::naming::{command_line, program, region_name};
+use crate::model::naming::{command_line, cut, program, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::{redact_arg, redact_argv};
@@ -17,6 +18,9 @@ use crate::redact::{redact_arg, redact_argv};
 /// A process taking at least this share of its parent's time is folded into its parent in the
 /// slowest list.
 const FOLD_SHARE: f64 = 0.9;
+
+/// Characters each failed parent keeps in a cause's chain line.
+const CHAIN_STEP: usize = 40;
 
 /// Fork and exit of a process that counts on the critical path and among the slowest: both
 /// known, a real exit status, not a background child.
@@ -47,19 +51,7 @@ pub fn all_records(t: &Tracker) -> Vec<ProcId> {
 /// The record the critical path starts from: the command (`run`), the `-p` process (`watch`),
 /// or the only root there is.
 fn designated_root(t: &Tracker, h: &Header, sum: &Summary) -> Option<ProcId> {
-    let pid = sum.root.or(match h.mode {
-        Mode::Watch { root } => root,
-        _ => None,
-    });
-    match pid {
-        Some(p) => t
-            .roots()
-            .iter()
-            .copied()
-            .find(|&id| t.get(id).is_some_and(|r| r.pid == p)),
-        None if t.roots().len() == 1 => Some(t.roots()[0]),
-        None => None,
-    }
+    super::failures::designated_root(t, &h.mode, sum)
 }
 
 /// The first `n` of `items` in `cmp`'s order, ties in `items`' own order: what a stable sort and
@@ -148,7 +140,9 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     };
 
     let ids = all_records(t);
-    let mut failures = Vec::new();
+    let verdict = Failures::of(t, &h.mode, sum);
+    let mut nonzero_exits = Vec::new();
+    let mut causes = Vec::new();
     let mut background = Vec::new();
     let mut candidates: Vec<(u64, u64, i32, ProcId)> = Vec::new();
     let mut programs: Vec<(String, ProgramStat)> = Vec::new();
@@ -191,14 +185,32 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
         match r.exit.map(|x| x.status) {
             Some(None) => exit_unknown += 1,
-            Some(Some(s)) if !s.success() => failures.push(Failure {
-                pid: r.pid,
-                program: p.clone(),
-                argv: argv_of(r),
-                start_ns: r.start_ns.map(off),
-                status: s.into(),
-                label: label(r),
-            }),
+            Some(Some(s)) if !s.success() => {
+                let f = Failure {
+                    pid: r.pid,
+                    program: p.clone(),
+                    argv: argv_of(r),
+                    start_ns: r.start_ns.map(off),
+                    status: s.into(),
+                    handled: !verdict.contains(id),
+                    label: label(r),
+                };
+                if verdict.is_cause(t, id) {
+                    let chain = verdict.chain(t, id);
+                    causes.push(Cause {
+                        failure: f.clone(),
+                        duration_ns: r.duration_ns(),
+                        chain: chain.iter().filter_map(|&c| t.get(c)).map(|c| c.pid).collect(),
+                        chain_label: chain
+                            .iter()
+                            .filter_map(|&c| t.get(c))
+                            .map(|c| cut(&short_command_line(c, redact), CHAIN_STEP))
+                            .collect::<Vec<_>>()
+                            .join(" → "),
+                    });
+                }
+                nonzero_exits.push(f);
+            }
             _ => {}
         }
         if let Some(bg) = r.background {
@@ -271,7 +283,9 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             by_name: ByProgram(region_names),
         }
     });
-    failures.sort_by_key(|f| (f.start_ns, f.pid));
+    nonzero_exits.sort_by_key(|f| (f.start_ns, f.pid));
+    causes.sort_by_key(|c| (c.failure.start_ns, c.failure.pid));
+    let failures: Vec<Failure> = nonzero_exits.iter().filter(|f| !f.handled).cloned().collect();
     background.sort_by_key(|b| (b.start_ns, b.pid));
     let costs = (!measured.is_empty()).then(|| {
         let cost = |id: ProcId| -> Option<Cost> {
@@ -373,6 +387,8 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         processes: sum.stats.processes,
         execs: sum.stats.execs,
         failures,
+        causes,
+        nonzero_exits,
         exit_unknown,
         background,
         lost: sum.stats.lost,

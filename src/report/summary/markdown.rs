@@ -6,7 +6,9 @@
 
 use std::fmt::Write as _;
 
-use super::text::{PathRow, bg_text, cost_line, cost_text, headline, offset, share, shown_path};
+use super::text::{
+    PathRow, bg_text, cause_chain, cause_outcome, cost_line, cost_text, headline, offset, share, shown_path,
+};
 use super::{RunReport, StatusJson, TOP};
 use crate::model::escape;
 use crate::model::naming::{cut, quote_argv};
@@ -56,6 +58,26 @@ pub fn render_markdown(r: &RunReport) -> String {
         None => String::new(),
     };
     let _ = writeln!(out, "{status}{}\n", headline(r, Paint { on: false }));
+    // A failed command's summary opens with what failed first.
+    if !r.causes.is_empty() {
+        let _ = writeln!(out, "#### Why it failed\n");
+        for c in r.causes.iter().take(TOP) {
+            let _ = writeln!(
+                out,
+                "- {} (pid {}): {}",
+                code(&cut(&c.failure.label, MD_WIDTH)),
+                c.failure.pid,
+                cause_outcome(c, Paint { on: false })
+            );
+            if let Some(chain) = cause_chain(c) {
+                let _ = writeln!(out, "  under {}", code(&cut(chain, MD_WIDTH)));
+            }
+        }
+        if r.causes.len() > TOP {
+            let _ = writeln!(out, "\n… {} more causes", r.causes.len() - TOP);
+        }
+        out.push('\n');
+    }
     if let Some(c) = &r.costs {
         let _ = writeln!(out, "#### What it cost\n");
         let _ = writeln!(out, "{}\n", cost_line(r, c));

@@ -39,6 +39,13 @@
 //!   In the lists, a process doing its parent's work (at least 90% of the parent's time, as
 //!   the slowest list folds it, and more CPU than the parent) is named with the parent's
 //!   command: `cc1, for: cc -c f4.c`.
+//! - **Failures, handled exits, causes** ([`failures`]): a non-zero exit or a kill is a
+//!   *failure* when it is part of the command's failure (the command when it failed, and each
+//!   failed child of a failure that it stopped at and that ended before it); every other one is
+//!   *handled* (configure's probes, `test`, `grep -q`). The *causes* are the deepest failures
+//!   (the compile that failed, not make); a failed command's text and Markdown summaries open
+//!   with them. `failures` and `causes` are the JSON's lists of those, `nonzero_exits` has every
+//!   non-zero exit, handled ones included.
 
 //!
 //! # Where things are
@@ -48,6 +55,7 @@
 //! report, never the tracker, so all three say the same thing.
 
 mod analysis;
+pub mod failures;
 pub mod json;
 pub mod markdown;
 #[cfg(test)]
@@ -66,8 +74,8 @@ pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
 pub use text::{TextOptions, render_text};
 
-/// How many entries the slowest and by-program lists keep, and failures and background children
-/// the text and Markdown show (JSON lists every failure and background child).
+/// How many entries the slowest and by-program lists keep, and failures, causes and background
+/// children the text and Markdown show (JSON lists every one of them).
 pub const TOP: usize = 10;
 
 /// How many entries the lists by CPU and by peak memory keep.
@@ -87,8 +95,15 @@ pub struct RunReport {
     pub processes: u64,
     /// Execs seen.
     pub execs: u64,
-    /// Processes that exited non-zero or were killed, in order of fork.
+    /// The command's failure (`failures` module docs): the command when it failed and each
+    /// failed process its failure was reported through, in order of fork. Empty when the
+    /// command succeeded.
     pub failures: Vec<Failure>,
+    /// The deepest failures: what failed first (the compile, not make), in order of fork.
+    pub causes: Vec<Cause>,
+    /// Every process that exited non-zero or was killed, failures and handled alike, in order
+    /// of fork.
+    pub nonzero_exits: Vec<Failure>,
     /// Processes whose exit was lost (closed when their pid was reused): neither ok nor failed.
     pub exit_unknown: u64,
     /// Processes that outlived the command (leaks), in order of fork.
@@ -273,7 +288,7 @@ pub struct PathStep {
     pub depth: usize,
 }
 
-/// A failed process.
+/// A process that exited non-zero or was killed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Failure {
     /// Process id.
@@ -288,8 +303,26 @@ pub struct Failure {
     /// How it ended.
     #[serde(flatten)]
     pub status: StatusJson,
+    /// Not part of the command's failure (a probe, `test`, `grep -q`, `|| true`).
+    pub handled: bool,
     #[serde(skip)]
     label: String,
+}
+
+/// One of the deepest failures: what failed first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cause {
+    /// The process.
+    #[serde(flatten)]
+    pub failure: Failure,
+    /// Fork to exit, seconds (`null` when the fork is unknown).
+    #[serde(rename = "duration_s", serialize_with = "json::opt_secs")]
+    pub duration_ns: Option<u64>,
+    /// Pids of its failed parents, from the command down to its parent (each is in `failures`).
+    pub chain: Vec<i32>,
+    /// Those parents' short command lines joined with ` → `.
+    #[serde(skip)]
+    chain_label: String,
 }
 
 /// A process that outlived the command.

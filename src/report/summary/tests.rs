@@ -60,16 +60,19 @@ fn first_n_is_a_stable_sort_then_take() {
 /// timestamps far from the origin (`cargo fuzz run capture`).
 #[test]
 fn an_exit_before_its_fork_and_far_timestamps_do_not_overflow() {
+    // (Issue 23: the root succeeded, so its child's non-zero exit was handled: the old
+    // `failures`, every non-zero exit, are `nonzero_exits` now.)
     let r = report(&[fork(0, 100, 1), fork(50, 1, 2), exit(30, 2, 1), exit(100, 1, 0)]);
-    assert_eq!(r.failures.len(), 1);
+    assert_eq!(r.nonzero_exits.len(), 1);
+    assert!(r.failures.is_empty());
     let far = report(&[
         fork(0, 100, 1),
         testkit::fork(u64::MAX - 5, 1, 2),
         testkit::exit(u64::MAX - 1, 2, 3),
         exit(100, 1, 0),
     ]);
-    assert_eq!(far.failures.len(), 1);
-    assert_eq!(far.failures[0].start_ns, Some(-(5 + 1) as i64));
+    assert_eq!(far.nonzero_exits.len(), 1);
+    assert_eq!(far.nonzero_exits[0].start_ns, Some(-(5 + 1) as i64));
     // Two processes of one program, each lasting more than half of u64's nanoseconds: their
     // total saturates (fuzzing, 2026-12-01: the sum overflowed).
     let long = report(&[
@@ -403,8 +406,22 @@ fn colour_only_when_asked() {
             width: 100,
         },
     );
+    // The root succeeded: its child's exit 1 was handled, muted and counted apart (issue 23:
+    // it was "1 failure" in red).
+    assert!(on.contains("0 failures"), "{on:?}");
+    assert!(on.contains("\x1b[90m1 handled non-zero exit\x1b[0m"), "{on:?}");
+    assert!(!on.contains("\x1b[31m"), "nothing red: {on:?}");
+    // The same tree failing: the child ended before its failed parent, so both are failures.
+    let failed = report(&[fork(0, 100, 1), fork(10, 1, 2), exit(50, 2, 1), exit(100, 1, 1)]);
+    let on = render_text(
+        &failed,
+        TextOptions {
+            color: true,
+            width: 100,
+        },
+    );
     assert!(on.contains("\x1b[31mexit 1\x1b[0m"), "{on:?}");
-    assert!(on.contains("\x1b[31m1 failure\x1b[0m"), "{on:?}");
+    assert!(on.contains("\x1b[31m2 failures\x1b[0m"), "{on:?}");
     let off = render_text(
         &r,
         TextOptions {
@@ -680,7 +697,7 @@ fn hostile_names_cannot_forge_a_line_or_inject_markdown() {
     let benign: Vec<String> = (0..HOSTILE.len()).map(|i| format!("w{i}")).collect();
     let benign: Vec<&str> = benign.iter().map(String::as_str).collect();
     let (good, bad) = (named_tree(&benign), named_tree(&HOSTILE));
-    assert_eq!(bad.failures.len(), 4);
+    assert_eq!(bad.nonzero_exits.len(), 4);
     let o = TextOptions {
         color: false,
         width: 200,

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Background, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
+use super::{Background, Cause, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
 use crate::model::escape;
 use crate::model::naming::{cut, width};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
@@ -68,6 +68,14 @@ pub(super) fn headline(r: &RunReport, p: Paint) -> String {
     } else {
         "0 failures".into()
     });
+    let handled = (r.nonzero_exits.len() - r.failures.len()) as u64;
+    if handled > 0 {
+        parts.push(p.handled(&plural(
+            handled,
+            "handled non-zero exit",
+            "handled non-zero exits",
+        )));
+    }
     let b = r.background.len() as u64;
     parts.push(if b > 0 {
         p.background(&format!("{b} background"))
@@ -145,12 +153,52 @@ pub(super) fn cost_text(c: &Cost) -> String {
     format!("{} CPU, {} peak", fmt_duration(c.cpu_ns), fmt_kib(c.max_rss_kib))
 }
 
+/// What a cause did, after its command line: "exit 1 after 12.3ms" (its status and, when its
+/// fork is known, its duration).
+pub(super) fn cause_outcome(c: &Cause, p: Paint) -> String {
+    let mut s = exit_text(c.failure.status.raw, p);
+    if let Some(d) = c.duration_ns {
+        let _ = write!(s, " after {}", fmt_duration(d));
+    }
+    s
+}
+
+/// Its failed parents on one line: "make → sh -c … → gcc -c bad.c" (`None` for the command).
+pub(super) fn cause_chain(c: &Cause) -> Option<&str> {
+    (!c.chain_label.is_empty()).then_some(c.chain_label.as_str())
+}
+
 /// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
-/// the tree when `o.color`.
+/// the tree when `o.color`. A failed command's summary opens with its causes.
 pub fn render_text(r: &RunReport, o: TextOptions) -> String {
     let p = Paint { on: o.color };
     let mut out = String::new();
     let _ = writeln!(out, "{} {}", p.emphasis("summary:"), headline(r, p));
+    for c in r.causes.iter().take(TOP) {
+        let _ = writeln!(
+            out,
+            "{} {} {}: {}",
+            p.failure("cause:"),
+            p.emphasis(&c.failure.pid.to_string()),
+            cause_outcome(c, p),
+            cut(&c.failure.label, o.width.saturating_sub(40))
+        );
+        if let Some(chain) = cause_chain(c) {
+            let _ = writeln!(
+                out,
+                "  {} {}",
+                p.secondary("under:"),
+                cut(chain, o.width.saturating_sub(9))
+            );
+        }
+    }
+    if r.causes.len() > TOP {
+        let _ = writeln!(
+            out,
+            "  {}",
+            p.secondary(&format!("… {} more causes", r.causes.len() - TOP))
+        );
+    }
     let pidw = |pids: &mut dyn Iterator<Item = i32>| pids.map(|x| x.to_string().len()).max().unwrap_or(1);
     if let Some(c) = &r.costs {
         let _ = writeln!(out, "{} {}", p.emphasis("cost:"), cost_line(r, c));
