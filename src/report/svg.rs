@@ -848,10 +848,11 @@ impl<'a> Plot<'a> {
             }
             let _ = writeln!(
                 s,
-                r#"<rect class="{}" x="{lx}" y="{}" width="14" height="{BAR_H}"/><text x="{}" y="{}">{}</text>"#,
+                r#"<rect class="{}" x="{}" y="{}" width="14" height="{BAR_H}"/><text x="{}" y="{}">{}</text>"#,
                 oc.class(),
+                f1(lx),
                 legend_y - 10.0,
-                lx + 19.0,
+                f1(lx + 19.0),
                 legend_y,
                 xml_escape(oc.legend())
             );
@@ -867,8 +868,8 @@ impl<'a> Plot<'a> {
                 r#"<line class="exec" x1="{x}" y1="{}" x2="{x}" y2="{}"/><text x="{}" y="{legend_y}">exec (after the first)</text>"#,
                 legend_y - 11.0,
                 legend_y + 1.0,
-                lx + 6.0,
-                x = lx + 1.0
+                f1(lx + 6.0),
+                x = f1(lx + 1.0)
             );
             lx += 6.0 + 22.0 * 6.6 + 16.0;
         }
