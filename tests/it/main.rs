@@ -19,6 +19,7 @@ mod faults;
 mod floods;
 mod hostile;
 mod inputs;
+mod kernel_names;
 mod otlp;
 mod progress;
 mod ptrace;
