@@ -43,9 +43,12 @@
 //! (defaults 10% and 50 ms: timings of one process vary by tens of ms on a busy machine).
 //! **Failed** lists the groups with a failed process (non-zero exit or a signal) now and none
 //! before (a new command that fails is both new and failed; one that failed now is not also
-//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. A parent's
-//! time includes its children's, so a wrapper (`sh -c 'cc …'`) and what it runs can both be
-//! listed; lists are sorted by the size of the change, largest first.
+//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. Slower and
+//! faster compare each group's *own* time: each process's lifetime minus the time its children
+//! cover (their lives clipped to its own, overlaps counted once), so a waiter — `make`, the
+//! recipe's `sh -c`, libtool, the `cc` driver — is not listed for its children's change, only
+//! the child that changed is; `old_s`/`new_s` keep the lifetimes. Lists are sorted by the size
+//! of the change (own time for slower and faster), largest first.
 //!
 //! # Costs
 //!
@@ -196,6 +199,13 @@ pub struct Entry {
     pub new_median_s: Option<f64>,
     /// `new_s - old_s` (a missing side counts as 0).
     pub delta_s: f64,
+    /// Total *own* time in the old run, seconds: each process's lifetime minus the time its
+    /// children cover (`null`: not in it). What `slower` and `faster` compare.
+    pub old_own_s: Option<f64>,
+    /// Total own time in the new run, seconds (`null`: not in it).
+    pub new_own_s: Option<f64>,
+    /// `new_own_s - old_own_s` (a missing side counts as 0): the size of a change.
+    pub delta_own_s: f64,
     /// Failed processes in the old run.
     pub old_failed: u64,
     /// Failed processes in the new run.
@@ -358,6 +368,8 @@ struct Group {
     count: u64,
     /// Fork-to-exit times of those with both known.
     durations: Vec<u64>,
+    /// Their own times (lifetime minus what their children cover), summed.
+    own_ns: u64,
     failed: u64,
     first_status: Option<ExitStatus>,
     /// Rank of the first process (fork order) for stable listing.
@@ -398,6 +410,35 @@ fn key_of(r: &ProcessRecord) -> Vec<String> {
     }
 }
 
+/// The time of `r` (lifetime `life` ns) that none of its children covers: a waiter's (make, the
+/// recipe's shell, libtool, a compiler driver) own work and start-up, without the time it
+/// waited for what it ran. Children's lives are clipped to the parent's and their overlaps
+/// counted once.
+fn own_ns(t: &Tracker, r: &ProcessRecord, life: u64) -> u64 {
+    let Some(start) = r.start_ns else { return life };
+    let end = start.saturating_add(life);
+    let mut spans: Vec<(u64, u64)> = r
+        .children
+        .iter()
+        .filter_map(|&c| {
+            let c = t.get(c)?;
+            let cs = c.start_ns?.max(start);
+            let ce = c.exit.map_or(end, |x| x.ts).min(end);
+            (ce > cs).then_some((cs, ce))
+        })
+        .collect();
+    spans.sort_unstable();
+    let (mut covered, mut reach) = (0u64, start);
+    for (cs, ce) in spans {
+        let from = cs.max(reach);
+        if ce > from {
+            covered += ce - from;
+            reach = ce;
+        }
+    }
+    life.saturating_sub(covered)
+}
+
 /// The record of the traced command: the one the trace names, or the only root there is (a
 /// Trace2 session tree), as the summary's critical path takes it.
 fn root_of(s: Side<'_>) -> Option<ProcId> {
@@ -435,6 +476,7 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         if r.background.is_none() && status.is_some() {
             if let Some(d) = r.duration_ns() {
                 g.durations.push(d);
+                g.own_ns += own_ns(s.tracker, r, d);
             }
         }
         if let Some(st) = status.filter(|st| !st.success()) {
@@ -666,6 +708,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     let entry = |key: &Vec<String>, a: Option<&Group>, b: Option<&Group>, about_new: bool| -> Entry {
         let total = |g: Option<&Group>| g.map(Group::total);
         let (ta, tb) = (total(a), total(b));
+        let (oa, ob) = (a.map(|g| g.own_ns), b.map(|g| g.own_ns));
         let about = if about_new { b.or(a) } else { a.or(b) };
         Entry {
             argv: redacted(key, o.redact),
@@ -677,6 +720,9 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             old_median_s: a.and_then(Group::median).map(secs),
             new_median_s: b.and_then(Group::median).map(secs),
             delta_s: secs(tb.unwrap_or(0)) - secs(ta.unwrap_or(0)),
+            old_own_s: oa.map(secs),
+            new_own_s: ob.map(secs),
+            delta_own_s: secs(ob.unwrap_or(0)) - secs(oa.unwrap_or(0)),
             old_failed: a.map_or(0, |g| g.failed),
             new_failed: b.map_or(0, |g| g.failed),
             old_cpu_s: a.and_then(Group::cpu_s),
@@ -712,7 +758,8 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         if a.failed > 0 && b.failed == 0 {
             fixed.push(entry(k, Some(a), Some(b), false));
         }
-        let (ta, tb) = (a.total() as f64 / 1e6, b.total() as f64 / 1e6);
+        // Own time: a waiter is not slower for what it waited for (its child is, and is listed).
+        let (ta, tb) = (a.own_ns as f64 / 1e6, b.own_ns as f64 / 1e6);
         let d = tb - ta;
         if d.abs() >= o.min_ms && d.abs() > ta * o.threshold_pct / 100.0 {
             let e = entry(k, Some(a), Some(b), true);
@@ -725,8 +772,9 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         gone.push(entry(k, Some(a), None, false));
     }
     let by_size = |x: &Entry, y: &Entry| y.delta_s.abs().total_cmp(&x.delta_s.abs());
-    slower.sort_by(by_size);
-    faster.sort_by(by_size);
+    let by_own = |x: &Entry, y: &Entry| y.delta_own_s.abs().total_cmp(&x.delta_own_s.abs());
+    slower.sort_by(by_own);
+    faster.sort_by(by_own);
     new_list.sort_by(by_size);
     gone.sort_by(by_size);
 

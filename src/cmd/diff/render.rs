@@ -112,9 +112,10 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     let list = |out: &mut String, title: &str, es: &[Entry], line: &dyn Fn(&Entry) -> String| {
         write_list(out, p, title, es, line)
     };
+    // Own time (lifetime minus its children's): what slower and faster compare.
     let timed = |e: &Entry| {
-        let o = e.old_s.unwrap_or(0.0);
-        let n = e.new_s.unwrap_or(0.0);
+        let o = e.old_own_s.unwrap_or(0.0);
+        let n = e.new_own_s.unwrap_or(0.0);
         let counts = if e.old_count != e.new_count {
             format!(", ×{} → ×{}", e.old_count, e.new_count)
         } else if e.new_count > 1 {
@@ -125,7 +126,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         // Padded before painting: escape codes have no width.
         format!(
             "{}  {}  {}",
-            paint_change(&format!("{:>9}", signed(e.delta_s)), e.delta_s),
+            paint_change(&format!("{:>9}", signed(e.delta_own_s)), e.delta_own_s),
             cut(&label(e), cmd_w),
             p.secondary(&format!(
                 "{} → {}{}{counts}",
