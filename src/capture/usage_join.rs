@@ -6,7 +6,7 @@
 //! already in the taskstats socket's queue, or was dropped. [`UsageJoin::drain`] takes what is
 //! queued without waiting; the drain thread calls it once per received batch that holds an
 //! exit, so a batch without exits costs no system call, and the taskstats socket never wakes
-//! anybody (nobody polls it). [`UsageJoin::take`] then hands out a completed process's figures
+//! anybody (nobody polls it). [`UsageJoin::take_named`] then hands out a completed process's figures
 //! just ahead of its exit in the event stream.
 //!
 //! It must never delay or lose an exit: nothing here waits, and an exit whose record is missing

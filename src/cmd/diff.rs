@@ -11,7 +11,9 @@
 //! ([`normalize_argv`]); the processes of one run sharing a normalised argv form a *group*,
 //! compared by count, total and median time. A process that never exec'd counts as
 //! `[fork of COMM]`, one whose argv was not read as `[COMM]` (the names every output gives them,
-//! [`crate::model::naming`]). The traced command itself (the
+//! [`crate::model::naming`]: the kernel's name, at exit). The unread processes of a name in one
+//! run account for that name's commands found only in the other (`unread_accounted`). The
+//! traced command itself (the
 //! root) is left out of the groups: its change is the wall time.
 //!
 //! # Normalisation rules (each word of argv)
@@ -35,6 +37,12 @@
 //!    `tmp.XXXXXXXXXX`, Python's `tmpXXXXXXXX` (`/tmp/tmp.Xy3kLm9QzA` → `/tmp/tmp.<TMP>`,
 //!    `/tmp/ccAbc123.s` and `/tmp/ccqwoihv.s` → `/tmp/<TMP>.s`). Other all-lowercase names
 //!    (`/tmp/build`) are kept.
+//! 5. **Autoconf's scratch names**: `conf` and six random letters and digits (`mktemp -d
+//!    ./confXXXXXX`; six lowercase letters only as a directory) → `conf<TMP>`; `conf` and the
+//!    shell's pid (`conf$$`, `conf$$subs`, `conf$$-$RANDOM`) → `conf<N>` (and `-<N>`).
+//! 6. **mktemp's default name** `tmp.XXXXXXXXXX` anywhere → `tmp.<TMP>`.
+//! 7. **Cargo's metadata hashes**: 16 hex digits after a `-` → `<HEX>` whatever their digits
+//!    and letters (`target/debug/build/foo-0123456789abcdef/`).
 //!
 //! # What counts as a change
 //!
@@ -374,6 +382,10 @@ struct Group {
     first_status: Option<ExitStatus>,
     /// Rank of the first process (fork order) for stable listing.
     rank: usize,
+    /// The kernel's name of its first process (`comm`), when known.
+    name: Option<String>,
+    /// Its key is `[COMM]`: the processes' argv was not read.
+    unread: bool,
     /// Processes with cost figures, their CPU summed and their largest peak memory.
     measured: u64,
     cpu_ns: u64,
@@ -469,6 +481,8 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         let g = map.entry(key_of(r)).or_insert_with(|| Group {
             example: r.argv().map(Argv::to_vec).unwrap_or_default(),
             rank,
+            name: r.comm.clone(),
+            unread: matches!(Identity::of(r), Identity::Unread { .. }),
             ..Group::default()
         });
         g.count += 1;
@@ -492,6 +506,84 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         }
     }
     map
+}
+
+/// Groups of one run only that the other run's unread-argv processes account for, each with
+/// whether those failed: `(in the new run only, in the old run only)`.
+///
+/// A short-lived process whose argv was not read in one run (`[mktemp]`, one exec in a few
+/// hundred under load) is, in the other, whichever command of that kernel name was read there
+/// (`mktemp -d ./confXXXXXX`): without this, the same command is both "new" and "gone". By
+/// kernel name: the unread processes of one run account for the other run's one-run-only read
+/// groups of that name, whole groups in order of their first fork while their count lasts; an
+/// unread group only in one run is accounted for when the other run has at least as many more
+/// read processes of that name than this one (its one-run-only groups and the extra count of
+/// groups in both). A command whose argv was never read in one run cannot be told from another
+/// of its name: a new `bash x.sh` beside unread `[bash]` processes of the old run is not listed.
+fn unread_accounted(
+    go: &HashMap<Vec<String>, Group>,
+    gn: &HashMap<Vec<String>, Group>,
+) -> (HashMap<Vec<String>, bool>, HashMap<Vec<String>, bool>) {
+    /// Per kernel name: the unread group (key, count, failed) and the read groups of this run
+    /// only (rank, key, count), and how many more read processes this run has than the other.
+    #[derive(Default)]
+    struct Name {
+        unread: Option<(Vec<String>, u64, bool)>,
+        only: Vec<(usize, Vec<String>, u64)>,
+        surplus: u64,
+    }
+    let by_name = |m: &HashMap<Vec<String>, Group>, other: &HashMap<Vec<String>, Group>| {
+        let mut by: HashMap<String, Name> = HashMap::new();
+        for (k, g) in m {
+            let Some(n) = &g.name else { continue };
+            let e = by.entry(n.clone()).or_default();
+            if g.unread {
+                e.unread = Some((k.clone(), g.count, g.failed > 0));
+                continue;
+            }
+            let theirs = other.get(k).map_or(0, |o| o.count);
+            e.surplus += g.count.saturating_sub(theirs);
+            if theirs == 0 {
+                e.only.push((g.rank, k.clone(), g.count));
+            }
+        }
+        for e in by.values_mut() {
+            e.only.sort();
+        }
+        by
+    };
+    let (bo, bn) = (by_name(go, gn), by_name(gn, go));
+    let (mut new_ok, mut old_ok) = (HashMap::new(), HashMap::new());
+    let none = Name::default();
+    // `this`'s unread processes of a name account for `that` run's one-run-only groups.
+    let account = |this: &Name,
+                   that: &Name,
+                   that_groups: &HashMap<Vec<String>, Group>,
+                   this_ok: &mut HashMap<Vec<String>, bool>,
+                   that_ok: &mut HashMap<Vec<String>, bool>| {
+        let Some((key, count, failed)) = &this.unread else {
+            return;
+        };
+        let mut left = *count;
+        for (_, k, n) in &that.only {
+            if *n <= left {
+                left -= n;
+                that_ok.insert(k.clone(), *failed);
+            }
+        }
+        let theirs = that.unread.as_ref().map_or(0, |u| u.1);
+        if theirs == 0 && that.surplus >= *count {
+            let failed = that.only.iter().any(|(_, k, _)| that_groups[k].failed > 0);
+            this_ok.insert(key.clone(), failed);
+        }
+    };
+    for (name, o) in &bo {
+        account(o, bn.get(name).unwrap_or(&none), gn, &mut old_ok, &mut new_ok);
+    }
+    for (name, n) in &bn {
+        account(n, bo.get(name).unwrap_or(&none), go, &mut new_ok, &mut old_ok);
+    }
+    (new_ok, old_ok)
 }
 
 /// Groups in both runs whose CPU or peak memory changed beyond the thresholds (failed-now
@@ -671,6 +763,8 @@ fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
         .map(|p| {
             let argv = match &p.step.argv {
                 Some(a) => redacted(&normalize_argv(a), redact),
+                // `[fork of sh]` is bracketed already; `cc1` (argv not read) reads `[cc1]`.
+                None if p.step.program.starts_with('[') => vec![p.step.program.clone()],
                 None => vec![format!("[{}]", p.step.program)],
             };
             PathEntry {
@@ -742,8 +836,18 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     let mut faster = Vec::new();
     let mut keys_new: Vec<(&Vec<String>, &Group)> = gn.iter().collect();
     keys_new.sort_by_key(|(_, g)| g.rank);
+    let (new_accounted, old_accounted) = unread_accounted(&go, &gn);
     for (k, b) in keys_new {
         let a = go.get(k);
+        // Only here by its argv: the old run's unread processes of its name account for it.
+        if a.is_none()
+            && let Some(&failed_before) = new_accounted.get(k)
+        {
+            if b.failed > 0 && !failed_before {
+                failed.push(entry(k, None, Some(b), true));
+            }
+            continue;
+        }
         if b.failed > 0 && a.is_none_or(|a| a.failed == 0) {
             failed.push(entry(k, a, Some(b), true));
             if a.is_some() {
@@ -766,7 +870,10 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             if d > 0.0 { slower.push(e) } else { faster.push(e) }
         }
     }
-    let mut keys_old: Vec<(&Vec<String>, &Group)> = go.iter().filter(|(k, _)| !gn.contains_key(*k)).collect();
+    let mut keys_old: Vec<(&Vec<String>, &Group)> = go
+        .iter()
+        .filter(|(k, _)| !gn.contains_key(*k) && !old_accounted.contains_key(*k))
+        .collect();
     keys_old.sort_by_key(|(_, g)| g.rank);
     for (k, a) in keys_old {
         gone.push(entry(k, Some(a), None, false));

@@ -13,6 +13,7 @@ mod chrome_out;
 mod cli;
 mod creds;
 mod diff;
+mod diff_builds;
 mod errors;
 mod failures;
 mod faults;

@@ -43,6 +43,16 @@ fn label(e: &Entry) -> String {
     }
 }
 
+/// A critical path step for people: its argv as [`label`] shows a group's, a name the model
+/// made (`[fork of sh]`, `[cc1]`) as it is, not quoted as a word.
+fn path_label(argv: &[String]) -> String {
+    match argv {
+        // Nothing in it to escape (the model's names are escaped already).
+        [one] if one.starts_with('[') && crate::model::escape::text(one) == one.as_str() => one.clone(),
+        _ => short_argv(argv, false),
+    }
+}
+
 /// One list of the text: its title and size, at most [`TEXT_MAX`] lines, and how many more the
 /// JSON has; nothing when it is empty.
 fn write_list<T>(out: &mut String, p: Paint, title: &str, es: &[T], line: &dyn Fn(&T) -> String) {
@@ -278,7 +288,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             let _ = writeln!(
                 out,
                 "  {indent}{}  {}  {d}",
-                cut(&short_argv(&s.argv, false), cmd_w.saturating_sub(indent.len())),
+                cut(&path_label(&s.argv), cmd_w.saturating_sub(indent.len())),
                 fmt_duration(ns(s.duration_s)),
             );
         }

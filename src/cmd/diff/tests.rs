@@ -703,3 +703,84 @@ fn waiters_are_not_listed_for_their_childrens_change() {
     );
     assert!((r.slower[0].delta_own_s - 0.19).abs() < 1e-6, "{:?}", r.slower);
 }
+
+/// `sh build.sh` runs each step; a step is `(argv, kernel name)`, its argv unread when empty
+/// (the name comes with its exit, as taskstats gives it). Each takes 10 ms; `fail` ones exit 1.
+fn run_named(steps: &[(&[&str], &str, bool)], first_pid: i32) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+    ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+    let mut ts = 1_001 * MS;
+    for (i, (argv, name, fail)) in steps.iter().enumerate() {
+        let pid = first_pid + i as i32;
+        ev.push(fork(ts, 100, pid));
+        if argv.is_empty() {
+            ev.push(Event::Exec {
+                ts: ts + 10,
+                tgid: pid,
+            });
+            ev.push(Event::ExecDetails {
+                tgid: pid,
+                details: crate::model::event::ExecDetails::default(),
+            });
+        } else {
+            ev.extend(exec(ts + 10, pid, argv, None));
+        }
+        ts += 10 * MS;
+        ev.push(Event::ExitName {
+            tgid: pid,
+            comm: crate::model::event::KernelName::new(name.as_bytes()).unwrap(),
+        });
+        ev.push(exit_status(ts, pid, if *fail { 1 << 8 } else { 0 }));
+        ts += MS;
+    }
+    ev.push(exit_status(ts, 100, 0));
+    let mut facts = Vec::new();
+    for e in &ev {
+        t.apply(e, &mut facts);
+    }
+    let h = header(1_000 * MS, &["sh", "build.sh"]);
+    let s = summary(ts, &t, Some(100));
+    (h, t, s)
+}
+
+/// A command whose argv one run did not read is the same command as the other run's of its
+/// kernel name: neither new nor gone, nor failed now when it failed in both; a command that is
+/// really new (no unread process of its name in the old run) still is.
+#[test]
+fn unread_argv_is_matched_by_kernel_name() {
+    let old = run_named(
+        &[
+            (&["mktemp", "-d", "./confXXXXXX"], "mktemp", false),
+            (&[], "uname", true),
+            (&["rm", "-f", "conf123.sh"], "rm", false),
+            (&[], "rm", false),
+        ],
+        2000,
+    );
+    let new = run_named(
+        &[
+            (&[], "mktemp", false),
+            (&["uname", "-X"], "uname", true),
+            (&[], "rm", false),
+            (&["rm", "-f", "conftest.c"], "rm", false),
+            (&["cc", "-c", "new.c"], "cc", false),
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.new), ["cc -c new.c"], "{r:#?}");
+    assert!(r.gone.is_empty(), "{:?}", r.gone);
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    // The unread group keeps the kernel's name as its key.
+    let g = groups(side(&new));
+    assert_eq!(g[&vec!["[mktemp]".to_string()]].count, 1);
+    // Failing now is still told when the unread process of the old run did not fail.
+    let old_ok = run_named(&[(&[], "uname", false)], 2000);
+    let new_fails = run_named(&[(&["uname", "-X"], "uname", true)], 7000);
+    let r = compare(side(&old_ok), side(&new_fails), DiffOptions::default());
+    assert_eq!(argvs(&r.failed), ["uname -X"]);
+    assert!(r.new.is_empty() && r.gone.is_empty(), "{r:#?}");
+}
