@@ -60,10 +60,10 @@ fn assert_nothing_changed(v: &Value, waiters_too: bool) {
     }
 }
 
-/// The two runs recorded on this machine (tests/fixtures/captures/autotools/README.md).
+/// The two runs recorded on this machine (tests/fixtures/diff-builds/autotools/README.md).
 #[test]
 fn the_recorded_runs_of_one_autotools_build_diff_to_nothing() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/autotools");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/diff-builds/autotools");
     let (a, b) = (dir.join("run1.jsonl"), dir.join("run2.jsonl"));
     let v = diff_json(a.to_str().unwrap(), b.to_str().unwrap());
     // The runs are the same build: the same processes and failures (configure's probes).
