@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::event::{Data, Event, ExecDetails, Pid, Region, Usage};
+use crate::model::event::{Data, Event, ExecDetails, KernelName, Pid, Region, Usage};
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::BackgroundState;
 
@@ -183,6 +183,14 @@ pub enum EventLine {
         /// Its figures.
         usage: Box<Usage>,
     },
+    /// `exit_name`: the kernel's name of the process when it exited (bytes-in-text).
+    ExitName {
+        /// The process.
+        tgid: Pid,
+        /// Its `comm` at exit.
+        #[serde(with = "kernel_name")]
+        comm: KernelName,
+    },
     /// `lost`: events the backend knows it missed.
     Lost {
         /// When, if known.
@@ -190,6 +198,24 @@ pub enum EventLine {
         /// How many.
         count: u64,
     },
+}
+
+/// A [`KernelName`] as text, its bytes held as the model holds bytes in text
+/// ([`crate::model::bytes`]).
+mod kernel_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::model::bytes;
+    use crate::model::event::KernelName;
+
+    pub fn serialize<S: Serializer>(k: &KernelName, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&bytes::encode(k.as_bytes()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<KernelName, D::Error> {
+        let s = std::borrow::Cow::<str>::deserialize(d)?;
+        KernelName::new(&bytes::decode(&s)).ok_or_else(|| serde::de::Error::custom("an empty \"comm\""))
+    }
 }
 
 /// The header and summary lines.

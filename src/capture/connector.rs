@@ -122,7 +122,10 @@ fn convert_with_usage(items: &[Received], usage: &mut UsageJoin, batch: &mut Vec
                 usage.drain();
                 drained = true;
             }
-            if let Some(u) = usage.take(tgid) {
+            if let Some((u, comm)) = usage.take_named(tgid) {
+                if let Some(comm) = comm {
+                    batch.push(Event::ExitName { tgid, comm });
+                }
                 batch.push(Event::Usage {
                     tgid,
                     usage: Box::new(u),

@@ -417,6 +417,11 @@ impl Tracer {
             return;
         }
         if let Ok(usage) = reader.process(tgid, &g.sum) {
+            // The kernel's name now, at the last exit stop (the process cannot go before it
+            // is resumed): what it ran last, whatever argv said or was not read.
+            if let Some(comm) = exit_comm(tgid) {
+                self.batch.push(Event::ExitName { tgid, comm });
+            }
             self.batch.push(Event::Usage {
                 tgid,
                 usage: Box::new(usage),
@@ -974,4 +979,13 @@ mod sys {
         let n = unsafe { libc::read(fd.as_raw_fd(), (&mut e as *mut i32).cast(), 4) };
         (n == 4).then_some(e)
     }
+}
+
+/// `/proc/TGID/comm` of a process stopped at its exit, without the kernel's line break.
+fn exit_comm(tgid: Pid) -> Option<crate::model::event::KernelName> {
+    let mut buf = [0u8; crate::model::event::KernelName::MAX + 1];
+    let mut f = std::fs::File::open(format!("/proc/{tgid}/comm")).ok()?;
+    let n = std::io::Read::read(&mut f, &mut buf).ok()?;
+    let name = buf[..n].strip_suffix(b"\n").unwrap_or(&buf[..n]);
+    crate::model::event::KernelName::new(name)
 }

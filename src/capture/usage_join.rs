@@ -6,7 +6,7 @@
 //! already in the taskstats socket's queue, or was dropped. [`UsageJoin::drain`] takes what is
 //! queued without waiting; the drain thread calls it once per received batch that holds an
 //! exit, so a batch without exits costs no system call, and the taskstats socket never wakes
-//! anybody (nobody polls it). [`UsageJoin::take`] then hands out a completed process's figures
+//! anybody (nobody polls it). [`UsageJoin::take_named`] then hands out a completed process's figures
 //! just ahead of its exit in the event stream.
 //!
 //! It must never delay or lose an exit: nothing here waits, and an exit whose record is missing
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use taskstats::{Accumulator, Listener, Received};
 
-use crate::model::event::{Pid, Usage};
+use crate::model::event::{KernelName, Pid, Usage};
 
 /// Completed processes whose exit has not come through after this many drains are forgotten
 /// (their cn_proc exit was lost): keeps `ready` bounded in a long `watch` with loss.
@@ -29,6 +29,8 @@ const STALE_CHECK: usize = 4096;
 #[derive(Debug)]
 struct Ready {
     usage: Usage,
+    /// The leader's `ac_comm`: the process's name at exit.
+    comm: Option<KernelName>,
     /// Threads summed.
     threads: u32,
     /// The drain round it came in.
@@ -92,6 +94,7 @@ impl Joiner {
                     }
                     let r = Ready {
                         usage: p.usage,
+                        comm: KernelName::new(p.comm()),
                         threads: p.threads,
                         round: self.round,
                     };
@@ -127,10 +130,16 @@ impl Joiner {
 
     /// The figures of process `tgid`, if its last thread's record is in.
     pub fn take(&mut self, tgid: Pid) -> Option<Usage> {
+        self.take_named(tgid).map(|(u, _)| u)
+    }
+
+    /// [`Joiner::take`] with the process's name at exit (the leader's `ac_comm`), when the
+    /// record has one.
+    pub fn take_named(&mut self, tgid: Pid) -> Option<(Usage, Option<KernelName>)> {
         if self.ready.is_empty() {
             return None;
         }
-        self.ready.remove(&(tgid as u32)).map(|r| r.usage)
+        self.ready.remove(&(tgid as u32)).map(|r| (r.usage, r.comm))
     }
 
     /// Task records the kernel dropped so far.
@@ -218,9 +227,9 @@ impl UsageJoin {
         self.failed = Some(e.to_string());
     }
 
-    /// See [`Joiner::take`].
-    pub fn take(&mut self, tgid: Pid) -> Option<Usage> {
-        self.joiner.take(tgid)
+    /// See [`Joiner::take_named`].
+    pub fn take_named(&mut self, tgid: Pid) -> Option<(Usage, Option<KernelName>)> {
+        self.joiner.take_named(tgid)
     }
 
     /// See [`Joiner::thread_started`].
@@ -278,6 +287,25 @@ mod tests {
             task: t,
             group: group.then_some((tgid, g)),
         })
+    }
+
+    #[test]
+    fn the_name_at_exit_is_the_leaders() {
+        let named = |pid, tgid, comm: &[u8], group| {
+            let Received::Exit(mut x) = exit(pid, tgid, 1, group) else {
+                unreachable!()
+            };
+            x.task.comm[..comm.len()].copy_from_slice(comm);
+            Received::Exit(x)
+        };
+        let mut j = Joiner::new(false);
+        j.feed(&[named(11, 10, b"worker", false)], LISTENING);
+        j.feed(&[named(10, 10, b"cc1", true)], LISTENING);
+        let (_, comm) = j.take_named(10).unwrap();
+        assert_eq!(comm.unwrap().as_bytes(), b"cc1");
+        // A record without a name (a kernel that fills none) gives none, not an empty one.
+        j.feed(&[exit(20, 20, 1, false)], LISTENING);
+        assert_eq!(j.take_named(20).unwrap().1, None);
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! ([`normalize_argv`]); the processes of one run sharing a normalised argv form a *group*,
 //! compared by count, total and median time. A process that never exec'd counts as
 //! `[fork of COMM]`, one whose argv was not read as `[COMM]` (the names every output gives them,
-//! [`crate::model::naming`]). The traced command itself (the
+//! [`crate::model::naming`]: the kernel's name, at exit). The unread processes of a name in one
+//! run account for that name's commands found only in the other (`unread_accounted`). The
+//! traced command itself (the
 //! root) is left out of the groups: its change is the wall time.
 //!
 //! # Normalisation rules (each word of argv)
@@ -35,6 +37,12 @@
 //!    `tmp.XXXXXXXXXX`, Python's `tmpXXXXXXXX` (`/tmp/tmp.Xy3kLm9QzA` → `/tmp/tmp.<TMP>`,
 //!    `/tmp/ccAbc123.s` and `/tmp/ccqwoihv.s` → `/tmp/<TMP>.s`). Other all-lowercase names
 //!    (`/tmp/build`) are kept.
+//! 5. **Autoconf's scratch names**: `conf` and six random letters and digits (`mktemp -d
+//!    ./confXXXXXX`; six lowercase letters only as a directory) → `conf<TMP>`; `conf` and the
+//!    shell's pid (`conf$$`, `conf$$subs`, `conf$$-$RANDOM`) → `conf<N>` (and `-<N>`).
+//! 6. **mktemp's default name** `tmp.XXXXXXXXXX` anywhere → `tmp.<TMP>`.
+//! 7. **Cargo's metadata hashes**: 16 hex digits after a `-` → `<HEX>` whatever their digits
+//!    and letters (`target/debug/build/foo-0123456789abcdef/`).
 //!
 //! # What counts as a change
 //!
@@ -43,9 +51,12 @@
 //! (defaults 10% and 50 ms: timings of one process vary by tens of ms on a busy machine).
 //! **Failed** lists the groups with a failed process (non-zero exit or a signal) now and none
 //! before (a new command that fails is both new and failed; one that failed now is not also
-//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. A parent's
-//! time includes its children's, so a wrapper (`sh -c 'cc …'`) and what it runs can both be
-//! listed; lists are sorted by the size of the change, largest first.
+//! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. Slower and
+//! faster compare each group's *own* time: each process's lifetime minus the time its children
+//! cover (their lives clipped to its own, overlaps counted once), so a waiter — `make`, the
+//! recipe's `sh -c`, libtool, the `cc` driver — is not listed for its children's change, only
+//! the child that changed is; `old_s`/`new_s` keep the lifetimes. Lists are sorted by the size
+//! of the change (own time for slower and faster), largest first.
 //!
 //! # Costs
 //!
@@ -196,6 +207,13 @@ pub struct Entry {
     pub new_median_s: Option<f64>,
     /// `new_s - old_s` (a missing side counts as 0).
     pub delta_s: f64,
+    /// Total *own* time in the old run, seconds: each process's lifetime minus the time its
+    /// children cover (`null`: not in it). What `slower` and `faster` compare.
+    pub old_own_s: Option<f64>,
+    /// Total own time in the new run, seconds (`null`: not in it).
+    pub new_own_s: Option<f64>,
+    /// `new_own_s - old_own_s` (a missing side counts as 0): the size of a change.
+    pub delta_own_s: f64,
     /// Failed processes in the old run.
     pub old_failed: u64,
     /// Failed processes in the new run.
@@ -358,10 +376,16 @@ struct Group {
     count: u64,
     /// Fork-to-exit times of those with both known.
     durations: Vec<u64>,
+    /// Their own times (lifetime minus what their children cover), summed.
+    own_ns: u64,
     failed: u64,
     first_status: Option<ExitStatus>,
     /// Rank of the first process (fork order) for stable listing.
     rank: usize,
+    /// The kernel's name of its first process (`comm`), when known.
+    name: Option<String>,
+    /// Its key is `[COMM]`: the processes' argv was not read.
+    unread: bool,
     /// Processes with cost figures, their CPU summed and their largest peak memory.
     measured: u64,
     cpu_ns: u64,
@@ -398,6 +422,35 @@ fn key_of(r: &ProcessRecord) -> Vec<String> {
     }
 }
 
+/// The time of `r` (lifetime `life` ns) that none of its children covers: a waiter's (make, the
+/// recipe's shell, libtool, a compiler driver) own work and start-up, without the time it
+/// waited for what it ran. Children's lives are clipped to the parent's and their overlaps
+/// counted once.
+fn own_ns(t: &Tracker, r: &ProcessRecord, life: u64) -> u64 {
+    let Some(start) = r.start_ns else { return life };
+    let end = start.saturating_add(life);
+    let mut spans: Vec<(u64, u64)> = r
+        .children
+        .iter()
+        .filter_map(|&c| {
+            let c = t.get(c)?;
+            let cs = c.start_ns?.max(start);
+            let ce = c.exit.map_or(end, |x| x.ts).min(end);
+            (ce > cs).then_some((cs, ce))
+        })
+        .collect();
+    spans.sort_unstable();
+    let (mut covered, mut reach) = (0u64, start);
+    for (cs, ce) in spans {
+        let from = cs.max(reach);
+        if ce > from {
+            covered += ce - from;
+            reach = ce;
+        }
+    }
+    life.saturating_sub(covered)
+}
+
 /// The record of the traced command: the one the trace names, or the only root there is (a
 /// Trace2 session tree), as the summary's critical path takes it.
 fn root_of(s: Side<'_>) -> Option<ProcId> {
@@ -428,6 +481,8 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         let g = map.entry(key_of(r)).or_insert_with(|| Group {
             example: r.argv().map(Argv::to_vec).unwrap_or_default(),
             rank,
+            name: r.comm.clone(),
+            unread: matches!(Identity::of(r), Identity::Unread { .. }),
             ..Group::default()
         });
         g.count += 1;
@@ -435,6 +490,7 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         if r.background.is_none() && status.is_some() {
             if let Some(d) = r.duration_ns() {
                 g.durations.push(d);
+                g.own_ns += own_ns(s.tracker, r, d);
             }
         }
         if let Some(st) = status.filter(|st| !st.success()) {
@@ -450,6 +506,84 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
         }
     }
     map
+}
+
+/// Groups of one run only that the other run's unread-argv processes account for, each with
+/// whether those failed: `(in the new run only, in the old run only)`.
+///
+/// A short-lived process whose argv was not read in one run (`[mktemp]`, one exec in a few
+/// hundred under load) is, in the other, whichever command of that kernel name was read there
+/// (`mktemp -d ./confXXXXXX`): without this, the same command is both "new" and "gone". By
+/// kernel name: the unread processes of one run account for the other run's one-run-only read
+/// groups of that name, whole groups in order of their first fork while their count lasts; an
+/// unread group only in one run is accounted for when the other run has at least as many more
+/// read processes of that name than this one (its one-run-only groups and the extra count of
+/// groups in both). A command whose argv was never read in one run cannot be told from another
+/// of its name: a new `bash x.sh` beside unread `[bash]` processes of the old run is not listed.
+fn unread_accounted(
+    go: &HashMap<Vec<String>, Group>,
+    gn: &HashMap<Vec<String>, Group>,
+) -> (HashMap<Vec<String>, bool>, HashMap<Vec<String>, bool>) {
+    /// Per kernel name: the unread group (key, count, failed) and the read groups of this run
+    /// only (rank, key, count), and how many more read processes this run has than the other.
+    #[derive(Default)]
+    struct Name {
+        unread: Option<(Vec<String>, u64, bool)>,
+        only: Vec<(usize, Vec<String>, u64)>,
+        surplus: u64,
+    }
+    let by_name = |m: &HashMap<Vec<String>, Group>, other: &HashMap<Vec<String>, Group>| {
+        let mut by: HashMap<String, Name> = HashMap::new();
+        for (k, g) in m {
+            let Some(n) = &g.name else { continue };
+            let e = by.entry(n.clone()).or_default();
+            if g.unread {
+                e.unread = Some((k.clone(), g.count, g.failed > 0));
+                continue;
+            }
+            let theirs = other.get(k).map_or(0, |o| o.count);
+            e.surplus += g.count.saturating_sub(theirs);
+            if theirs == 0 {
+                e.only.push((g.rank, k.clone(), g.count));
+            }
+        }
+        for e in by.values_mut() {
+            e.only.sort();
+        }
+        by
+    };
+    let (bo, bn) = (by_name(go, gn), by_name(gn, go));
+    let (mut new_ok, mut old_ok) = (HashMap::new(), HashMap::new());
+    let none = Name::default();
+    // `this`'s unread processes of a name account for `that` run's one-run-only groups.
+    let account = |this: &Name,
+                   that: &Name,
+                   that_groups: &HashMap<Vec<String>, Group>,
+                   this_ok: &mut HashMap<Vec<String>, bool>,
+                   that_ok: &mut HashMap<Vec<String>, bool>| {
+        let Some((key, count, failed)) = &this.unread else {
+            return;
+        };
+        let mut left = *count;
+        for (_, k, n) in &that.only {
+            if *n <= left {
+                left -= n;
+                that_ok.insert(k.clone(), *failed);
+            }
+        }
+        let theirs = that.unread.as_ref().map_or(0, |u| u.1);
+        if theirs == 0 && that.surplus >= *count {
+            let failed = that.only.iter().any(|(_, k, _)| that_groups[k].failed > 0);
+            this_ok.insert(key.clone(), failed);
+        }
+    };
+    for (name, o) in &bo {
+        account(o, bn.get(name).unwrap_or(&none), gn, &mut old_ok, &mut new_ok);
+    }
+    for (name, n) in &bn {
+        account(n, bo.get(name).unwrap_or(&none), go, &mut new_ok, &mut old_ok);
+    }
+    (new_ok, old_ok)
 }
 
 /// Groups in both runs whose CPU or peak memory changed beyond the thresholds (failed-now
@@ -629,6 +763,8 @@ fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
         .map(|p| {
             let argv = match &p.step.argv {
                 Some(a) => redacted(&normalize_argv(a), redact),
+                // `[fork of sh]` is bracketed already; `cc1` (argv not read) reads `[cc1]`.
+                None if p.step.program.starts_with('[') => vec![p.step.program.clone()],
                 None => vec![format!("[{}]", p.step.program)],
             };
             PathEntry {
@@ -666,6 +802,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     let entry = |key: &Vec<String>, a: Option<&Group>, b: Option<&Group>, about_new: bool| -> Entry {
         let total = |g: Option<&Group>| g.map(Group::total);
         let (ta, tb) = (total(a), total(b));
+        let (oa, ob) = (a.map(|g| g.own_ns), b.map(|g| g.own_ns));
         let about = if about_new { b.or(a) } else { a.or(b) };
         Entry {
             argv: redacted(key, o.redact),
@@ -677,6 +814,9 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             old_median_s: a.and_then(Group::median).map(secs),
             new_median_s: b.and_then(Group::median).map(secs),
             delta_s: secs(tb.unwrap_or(0)) - secs(ta.unwrap_or(0)),
+            old_own_s: oa.map(secs),
+            new_own_s: ob.map(secs),
+            delta_own_s: secs(ob.unwrap_or(0)) - secs(oa.unwrap_or(0)),
             old_failed: a.map_or(0, |g| g.failed),
             new_failed: b.map_or(0, |g| g.failed),
             old_cpu_s: a.and_then(Group::cpu_s),
@@ -696,8 +836,18 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     let mut faster = Vec::new();
     let mut keys_new: Vec<(&Vec<String>, &Group)> = gn.iter().collect();
     keys_new.sort_by_key(|(_, g)| g.rank);
+    let (new_accounted, old_accounted) = unread_accounted(&go, &gn);
     for (k, b) in keys_new {
         let a = go.get(k);
+        // Only here by its argv: the old run's unread processes of its name account for it.
+        if a.is_none()
+            && let Some(&failed_before) = new_accounted.get(k)
+        {
+            if b.failed > 0 && !failed_before {
+                failed.push(entry(k, None, Some(b), true));
+            }
+            continue;
+        }
         if b.failed > 0 && a.is_none_or(|a| a.failed == 0) {
             failed.push(entry(k, a, Some(b), true));
             if a.is_some() {
@@ -712,21 +862,26 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         if a.failed > 0 && b.failed == 0 {
             fixed.push(entry(k, Some(a), Some(b), false));
         }
-        let (ta, tb) = (a.total() as f64 / 1e6, b.total() as f64 / 1e6);
+        // Own time: a waiter is not slower for what it waited for (its child is, and is listed).
+        let (ta, tb) = (a.own_ns as f64 / 1e6, b.own_ns as f64 / 1e6);
         let d = tb - ta;
         if d.abs() >= o.min_ms && d.abs() > ta * o.threshold_pct / 100.0 {
             let e = entry(k, Some(a), Some(b), true);
             if d > 0.0 { slower.push(e) } else { faster.push(e) }
         }
     }
-    let mut keys_old: Vec<(&Vec<String>, &Group)> = go.iter().filter(|(k, _)| !gn.contains_key(*k)).collect();
+    let mut keys_old: Vec<(&Vec<String>, &Group)> = go
+        .iter()
+        .filter(|(k, _)| !gn.contains_key(*k) && !old_accounted.contains_key(*k))
+        .collect();
     keys_old.sort_by_key(|(_, g)| g.rank);
     for (k, a) in keys_old {
         gone.push(entry(k, Some(a), None, false));
     }
     let by_size = |x: &Entry, y: &Entry| y.delta_s.abs().total_cmp(&x.delta_s.abs());
-    slower.sort_by(by_size);
-    faster.sort_by(by_size);
+    let by_own = |x: &Entry, y: &Entry| y.delta_own_s.abs().total_cmp(&x.delta_own_s.abs());
+    slower.sort_by(by_own);
+    faster.sort_by(by_own);
     new_list.sort_by(by_size);
     gone.sort_by(by_size);
 

@@ -292,6 +292,17 @@ pub enum Event {
         /// Its figures (boxed: an event stays as small as the others, most carry none).
         usage: Box<Usage>,
     },
+    /// The kernel's name for process `tgid` when it exited (taskstats' `ac_comm`, or the comm
+    /// of `/proc/PID/stat` at the ptrace exit stop; a JSON Lines `exit` line's `comm`). A
+    /// backend sends it before the process's final [`Event::Exit`], beside [`Event::Usage`];
+    /// the tracker takes it as the process's name (its last exec's, or a rename's, whatever
+    /// was missed before). Not a rename: no line says it.
+    ExitName {
+        /// The process.
+        tgid: Pid,
+        /// Its `comm` at exit.
+        comm: KernelName,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -321,10 +332,51 @@ impl Event {
             Event::Data { ref data, .. } => Some(data.ts),
             Event::ExecDetails { .. }
             | Event::Usage { .. }
+            | Event::ExitName { .. }
             | Event::Ancestry { .. }
             | Event::Root { .. }
             | Event::Existing { .. } => None,
         }
+    }
+}
+
+/// A kernel name (`comm`) held inline, as the kernel gives it (bytes, at most
+/// [`KernelName::MAX`]): an event carries it without an allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KernelName {
+    bytes: [u8; KernelName::MAX],
+    len: u8,
+}
+
+impl KernelName {
+    /// The longest name kept: taskstats' `TS_COMM_LEN` (the kernel's `TASK_COMM_LEN` is 16,
+    /// NUL included).
+    pub const MAX: usize = 32;
+
+    /// The name in `bytes` up to its first NUL, cut at [`KernelName::MAX`]; `None` when empty.
+    pub fn new(bytes: &[u8]) -> Option<KernelName> {
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        let b = &bytes[..end.min(Self::MAX)];
+        if b.is_empty() {
+            return None;
+        }
+        let mut k = KernelName {
+            bytes: [0; Self::MAX],
+            len: b.len() as u8,
+        };
+        k.bytes[..b.len()].copy_from_slice(b);
+        Some(k)
+    }
+
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for KernelName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
     }
 }
 

@@ -414,7 +414,7 @@ const COST: [Field; 11] = [
 pub const CTX_SWITCHES_KEYS: [&str; 2] = ["voluntary", "involuntary"];
 
 /// `exit`: the exit's own keys, then [`COST`].
-const EXIT_FIELDS: [Field; 10 + COST.len()] = {
+const EXIT_FIELDS: [Field; 12 + COST.len()] = {
     let own = [
         EVENT,
         TS,
@@ -439,8 +439,15 @@ const EXIT_FIELDS: [Field; 10 + COST.len()] = {
         ),
         opt(Key::Duration, Seconds, "fork to exit"),
         opt(Key::Background, Bool, "`true`: it outlived the traced command"),
+        opt(
+            Key::Comm,
+            Str,
+            "its name when it exited (the kernel's: taskstats `ac_comm`, or `/proc` at the ptrace exit stop), \
+             when it differs from the name its last `exec`, `comm` or `fork` line gave",
+        ),
+        opt(Key::CommBase64, Base64, EXACT_BYTES),
     ];
-    let mut all = [EVENT; 10 + COST.len()];
+    let mut all = [EVENT; 12 + COST.len()];
     let mut i = 0;
     while i < own.len() {
         all[i] = own[i];

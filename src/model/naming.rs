@@ -14,8 +14,9 @@
 //!   `(argv unavailable)`); [`exec_command_line`] names one exec (the human lines).
 //! - [`short_command_line`]: the same with the program's directory left out
 //!   (`/usr/lib/gcc/…/cc1 -quiet` → `cc1 -quiet`), for a row label where width is short.
-//! - [`program`]: the program it counts under: the base name of `argv[0]` of its last exec,
-//!   else of its executable (without the kernel's ` (deleted)`), else its `comm`;
+//! - [`program`]: the program it counts under: the script it runs by its `#!` line
+//!   ([`script`]: `/bin/sh ./psutil.sh` is `psutil.sh`, as the kernel names it), else the base
+//!   name of `argv[0]` of its last exec, else of its executable (without the kernel's ` (deleted)`), else its `comm`;
 //!   `[fork of COMM]` for a process that never exec'd. The span name, the slice title, the
 //!   summary's by-program key.
 //! - [`cut`]: a name (or any text) limited to a width, the last character `…`.
@@ -177,12 +178,55 @@ pub fn short_command_line(r: &ProcessRecord, redact: bool) -> String {
     }
 }
 
+/// Whether `comm` is what the kernel makes of `name`: its first `TASK_COMM_LEN - 1` (15)
+/// bytes.
+fn kernel_names(comm: &str, name: &str) -> bool {
+    const TASK_COMM_LEN: usize = 16;
+    let (c, n) = (comm.as_bytes(), name.as_bytes());
+    !c.is_empty() && n.starts_with(c) && c.len() == n.len().min(TASK_COMM_LEN - 1)
+}
+
+/// The base name of the script a process runs by its `#!` line, when it does: the kernel
+/// names a process by the file it exec'd (`psutil.sh`) while argv starts with the interpreter
+/// the `#!` line gave (`/bin/sh ./psutil.sh`, or `/usr/bin/env python3 ./x.py` with its one
+/// option). So a process whose kernel name is not its `argv[0]`'s but is that of `argv[1]` or
+/// `argv[2]`, given as a path, runs that script, and is named by it: a wrapper script is its script, not `sh`.
+/// `sh ./psutil.sh` typed as such is `sh` (the kernel names it `sh`). Known only from the
+/// kernel's name at exit ([`ProcessRecord::comm_at_exit`]: the exec's name is taken from
+/// `argv[0]`).
+pub fn script(r: &ProcessRecord) -> Option<&str> {
+    // Only a name the exit gave that the exec had not: a process that renamed itself after
+    // one of its arguments (`shapes rename worker`) is not a script.
+    if !r.comm_at_exit {
+        return None;
+    }
+    let comm = r.comm.as_deref()?;
+    let Identity::Command(a) = Identity::of(r) else {
+        return None;
+    };
+    if kernel_names(comm, base_name(a.first()?)) {
+        return None;
+    }
+    // The kernel gives the script as the path it was exec'd by, which has a `/` (a shell or
+    // `execvp` runs `./x.sh` or `/usr/bin/x.sh`, never a bare `x.sh`): a bare word is an
+    // argument, not a script.
+    a.iter()
+        .skip(1)
+        .take(2)
+        .filter(|w| w.contains('/'))
+        .map(base_name)
+        .find(|w| kernel_names(comm, w))
+}
+
 /// The program a process counts under (see the module docs).
 pub fn program(r: &ProcessRecord) -> String {
     let (comm, exe) = match Identity::of(r) {
         Identity::Fork { comm } => return fork_name(comm),
         Identity::Command(a) => match a.first().filter(|a0| !a0.is_empty()) {
-            Some(a0) => return escape::text(base_name(a0)).into_owned(),
+            Some(a0) => {
+                let name = script(r).unwrap_or_else(|| base_name(a0));
+                return escape::text(name).into_owned();
+            }
             None => {
                 let d = r.execs.last().and_then(|e| e.details.as_ref());
                 (r.comm.as_deref(), d.and_then(|d| d.exe.as_deref()))
@@ -315,6 +359,71 @@ mod tests {
                 assert!(command_line_with_notes(r, false).ends_with("x  (exec ×2)"));
             },
         );
+    }
+
+    /// What the kernel names a process when it exits (taskstats' `ac_comm`): the exec that was
+    /// missed, the script a `#!` line ran; an argument named like the process is no script.
+    #[test]
+    fn the_name_at_exit_names_unread_execs_and_scripts() {
+        let name = |c: &str| crate::model::event::KernelName::new(c.as_bytes()).unwrap();
+        let with_argv = |argv: &[&str], comm: &str| ExecDetails {
+            argv: Some(argv.iter().copied().collect()),
+            comm: Some(comm.into()),
+            ..Default::default()
+        };
+        let exit = |comm: &str| Event::ExitName {
+            tgid: 1,
+            comm: name(comm),
+        };
+        // `as` exec'd by `cc` and gone before its argv was read: the name it inherited is
+        // the parent's; the exit's is its own.
+        let mut ev = vec![fork(0, 0, 1)];
+        ev.push(Event::Comm {
+            ts: 1,
+            pid: 1,
+            tgid: 1,
+            comm: "gcc".into(),
+        });
+        ev.extend(exec(2, 1, ExecDetails::default()));
+        one(&[ev.clone(), vec![exit("as")]].concat(), |r| {
+            assert_eq!(command_line(r, false), "[as]");
+            assert_eq!(program(r), "as");
+            assert!(r.comm_at_exit);
+        });
+        let cases: [(&[&str], &str, &str, &str); 6] = [
+            // The kernel names a `#!` script by its file; argv starts with its interpreter.
+            (&["/bin/sh", "./psutil.sh"], "sh", "psutil.sh", "psutil.sh"),
+            // One option on the `#!` line.
+            (
+                &["/usr/bin/env", "python3", "/usr/local/bin/pip-wrap"],
+                "env",
+                "pip-wrap",
+                "pip-wrap",
+            ),
+            // 15 bytes of a longer name.
+            (
+                &["/bin/bash", "./configure-helper.sh"],
+                "bash",
+                "configure-helpe",
+                "configure-helper.sh",
+            ),
+            // `sh ./x.sh` as typed: the kernel names it `sh`.
+            (&["sh", "./x.sh"], "sh", "sh", "sh"),
+            // A rename to an argument that is no path: not a script.
+            (&["/tmp/shapes", "rename", "worker"], "shapes", "worker", "shapes"),
+            // The exit says what the exec said.
+            (&["/usr/bin/cc", "-c", "a.c"], "cc", "cc", "cc"),
+        ];
+        for (argv, at_exec, at_exit, want) in cases {
+            let mut ev = vec![fork(0, 0, 1)];
+            ev.extend(exec(1, 1, with_argv(argv, at_exec)));
+            ev.push(exit(at_exit));
+            one(&ev, |r| {
+                assert_eq!(program(r), want, "{argv:?}");
+                assert_eq!(r.comm.as_deref(), Some(at_exit));
+                assert_eq!(r.comm_at_exit, at_exec != at_exit, "{argv:?}");
+            });
+        }
     }
 
     #[test]

@@ -735,6 +735,10 @@ impl Tracker {
                 self.usage(tgid, usage);
                 Followup::None
             }
+            Event::ExitName { tgid, comm } => {
+                self.exit_name(tgid, comm.as_bytes());
+                Followup::None
+            }
             Event::Lost { ts, count } => {
                 self.stats.lost += count;
                 facts.push(Fact::Lost { ts, count });
@@ -953,6 +957,30 @@ impl Tracker {
             }
             _ => {}
         }
+    }
+
+    /// The kernel's name at exit: the process's name from now on. It differs from the one
+    /// known when an exec's name was not read (`--no-enrich`, a process gone before `/proc`
+    /// was read: the name inherited at fork), a script was run by its `#!` line (the kernel
+    /// names the script), or a rename was missed; the record says so
+    /// ([`ProcessRecord::comm_at_exit`]), for the JSON Lines `exit` line.
+    fn exit_name(&mut self, tgid: Pid, comm: &[u8]) {
+        let Some(&id) = self.live.get(&tgid) else { return };
+        self.with(id, |r| {
+            let held = crate::model::bytes::encode(comm);
+            if r.comm.as_deref() == Some(held.as_ref()) {
+                return;
+            }
+            match &mut r.comm {
+                // The buffer of the name it had: no allocation for nearly every process.
+                Some(rc) => {
+                    rc.clear();
+                    rc.push_str(&held);
+                }
+                None => r.comm = Some(held.into_owned()),
+            }
+            r.comm_at_exit = true;
+        });
     }
 
     /// What a process cost, joined with its live record (or counted as unmatched).

@@ -271,6 +271,9 @@ impl Sink for JsonLines {
                 if r.background.is_some() {
                     bool_field(b, Key::Background, true);
                 }
+                if r.comm_at_exit {
+                    opt_bytes(b, Key::Comm, Key::CommBase64, r.comm.as_deref());
+                }
                 if let Some(u) = r.usage.as_deref() {
                     json::usage_fields(b, u);
                 }
@@ -782,7 +785,7 @@ mod tests {
             r#"{"event":"exit","ts":1.000000000,"ppid":1,"pid":5,"code":0}"#,
             r#"{"event":"exit","ts":1.000000000,"pid":5,"code":0}"#,
             r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":0,"extra":1}"#,
-            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"comm":"x"}"#,
+            r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"cwd":"/"}"#,
             r#"{"event":"exit","ts":1.5,"pid":5,"ppid":1,"code":0}"#,
             r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"code":"0"}"#,
             r#"{"event":"exit","ts":1.000000000,"pid":5,"ppid":1,"signal":null}"#,

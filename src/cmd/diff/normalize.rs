@@ -14,6 +14,9 @@ pub fn normalize_word(w: &str) -> String {
     let mut out = String::with_capacity(w.len());
     let mut i = 0;
     let mut in_tmp = false;
+    // The last token was autoconf's `conf$$` (`conf<N>`): a `-` and digits after it are
+    // `$RANDOM`.
+    let mut after_conf_pid = false;
     // Where the last copied stretch of ordinary text started.
     let mut copy_from = 0;
     while i < b.len() {
@@ -54,7 +57,32 @@ pub fn normalize_word(w: &str) -> String {
                 true if w[..i].ends_with("tmp.") => Tmp::AfterTmpDot,
                 true => Tmp::Yes,
             };
-            if let Some(marker) = token_marker(&w[i..j], tmp) {
+            let tok = &w[i..j];
+            let before = &w[..i];
+            let marker = if let Some((from, to, m)) = autoconf_scratch(tok, b.get(j).copied()) {
+                // Only the volatile part: `conf<TMP>`, `conf<N>subs`.
+                out.push_str(&w[copy_from..i + from]);
+                out.push_str(m);
+                copy_from = i + to;
+                after_conf_pid = m == "<N>";
+                i = j;
+                continue;
+            } else if after_conf_pid && before.ends_with('-') && tok.bytes().all(|c| c.is_ascii_digit()) {
+                // `conf$$-$RANDOM`: the random part, however short.
+                Some("<N>")
+            } else if before.ends_with("tmp.") && tok.len() == 10 {
+                // mktemp's default template `tmp.XXXXXXXXXX`, wherever it made the name
+                // (`mktemp -p .`, `mktemp --tmpdir=build`).
+                Some("<TMP>")
+            } else if before.ends_with('-') && tok.len() == 16 && tok.bytes().all(|c| c.is_ascii_hexdigit()) {
+                // cargo's metadata hash (`build/foo-0123456789abcdef/`, `libfoo-….rlib`),
+                // whatever digits and letters it happens to have.
+                Some("<HEX>")
+            } else {
+                token_marker(tok, tmp)
+            };
+            after_conf_pid = false;
+            if let Some(marker) = marker {
                 out.push_str(&w[copy_from..i]);
                 out.push_str(marker);
                 copy_from = j;
@@ -68,7 +96,28 @@ pub fn normalize_word(w: &str) -> String {
     out
 }
 
-/// The marker replacing a token, if it is volatile.
+/// Autoconf's scratch names in a token, as `(from, to, marker)`: the part of `tok` to replace.
+///
+/// - `conf` and six random letters and digits: `mktemp -d ./confXXXXXX` of configure and
+///   config.status (`./confOXGWvh/subs.awk`). A lowercase-only six (1 in 200 of them) only
+///   as a directory (`next` is `/`): `configured` stays a word.
+/// - `conf` and the shell's pid (`conf$$`), then an optional lowercase rest: `conf12345.sh`,
+///   `conf12345subs.awk`, `conf12345-6789` (the fallback scratch directory `conf$$-$RANDOM`).
+fn autoconf_scratch(tok: &str, next: Option<u8>) -> Option<(usize, usize, &'static str)> {
+    let rest = tok.strip_prefix("conf")?.as_bytes();
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits >= 2 && rest[digits..].iter().all(u8::is_ascii_lowercase) {
+        return Some((4, 4 + digits, "<N>"));
+    }
+    if rest.len() == 6 {
+        let mixed = rest.iter().any(|c| c.is_ascii_digit() || c.is_ascii_uppercase());
+        if mixed || next == Some(b'/') {
+            return Some((4, 10, "<TMP>"));
+        }
+    }
+    None
+}
+
 /// Where a token is, for the temp-path rule.
 #[derive(Clone, Copy, PartialEq)]
 enum Tmp {
@@ -80,6 +129,7 @@ enum Tmp {
     AfterTmpDot,
 }
 
+/// The marker replacing a token, if it is volatile.
 fn token_marker(tok: &str, tmp: Tmp) -> Option<&'static str> {
     let b = tok.as_bytes();
     let digits = b.iter().filter(|c| c.is_ascii_digit()).count();

@@ -43,6 +43,16 @@ fn label(e: &Entry) -> String {
     }
 }
 
+/// A critical path step for people: its argv as [`label`] shows a group's, a name the model
+/// made (`[fork of sh]`, `[cc1]`) as it is, not quoted as a word.
+fn path_label(argv: &[String]) -> String {
+    match argv {
+        // Nothing in it to escape (the model's names are escaped already).
+        [one] if one.starts_with('[') && crate::model::escape::text(one) == one.as_str() => one.clone(),
+        _ => short_argv(argv, false),
+    }
+}
+
 /// One list of the text: its title and size, at most [`TEXT_MAX`] lines, and how many more the
 /// JSON has; nothing when it is empty.
 fn write_list<T>(out: &mut String, p: Paint, title: &str, es: &[T], line: &dyn Fn(&T) -> String) {
@@ -112,9 +122,10 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     let list = |out: &mut String, title: &str, es: &[Entry], line: &dyn Fn(&Entry) -> String| {
         write_list(out, p, title, es, line)
     };
+    // Own time (lifetime minus its children's): what slower and faster compare.
     let timed = |e: &Entry| {
-        let o = e.old_s.unwrap_or(0.0);
-        let n = e.new_s.unwrap_or(0.0);
+        let o = e.old_own_s.unwrap_or(0.0);
+        let n = e.new_own_s.unwrap_or(0.0);
         let counts = if e.old_count != e.new_count {
             format!(", ×{} → ×{}", e.old_count, e.new_count)
         } else if e.new_count > 1 {
@@ -125,7 +136,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         // Padded before painting: escape codes have no width.
         format!(
             "{}  {}  {}",
-            paint_change(&format!("{:>9}", signed(e.delta_s)), e.delta_s),
+            paint_change(&format!("{:>9}", signed(e.delta_own_s)), e.delta_own_s),
             cut(&label(e), cmd_w),
             p.secondary(&format!(
                 "{} → {}{}{counts}",
@@ -277,7 +288,7 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             let _ = writeln!(
                 out,
                 "  {indent}{}  {}  {d}",
-                cut(&short_argv(&s.argv, false), cmd_w.saturating_sub(indent.len())),
+                cut(&path_label(&s.argv), cmd_w.saturating_sub(indent.len())),
                 fmt_duration(ns(s.duration_s)),
             );
         }

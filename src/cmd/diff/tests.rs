@@ -76,6 +76,85 @@ fn temp_paths_lose_their_random_part() {
 }
 
 #[test]
+fn autoconf_scratch_names_lose_their_random_part() {
+    // mktemp -d ./confXXXXXX, as configure and config.status spell it.
+    assert_eq!(normalize_word("./confOXGWvh/"), "./conf<TMP>/");
+    assert_eq!(normalize_word("./confOXGWvh/config.h"), "./conf<TMP>/config.h");
+    assert_eq!(normalize_word("./conf2kZ9aQ/subs.awk"), "./conf<TMP>/subs.awk");
+    assert_eq!(
+        normalize_word("./confqwerty/defines.awk"),
+        "./conf<TMP>/defines.awk"
+    );
+    // conf$$ and the fallback conf$$-$RANDOM.
+    assert_eq!(normalize_word("conf12345.sh"), "conf<N>.sh");
+    assert_eq!(normalize_word("conf12345.file"), "conf<N>.file");
+    assert_eq!(normalize_word("conf987subs.awk"), "conf<N>subs.awk");
+    assert_eq!(normalize_word("./conf12345-321"), "./conf<N>-<N>");
+    // The same run's other names are names.
+    for w in [
+        "conftest",
+        "conftest.c",
+        "conftest.o",
+        "conftest.err",
+        "confdefs.h",
+        "confcache",
+    ] {
+        assert_eq!(normalize_word(w), w);
+    }
+    for w in [
+        "configure",
+        "./config.status",
+        "config.log",
+        "configured",
+        "--config=x",
+    ] {
+        assert_eq!(normalize_word(w), w);
+    }
+    // An argv as configure runs it: `diff fficonfig.h ./confOXGWvh/config.h`.
+    assert_eq!(
+        normalize_argv(["diff", "fficonfig.h", "./confOXGWvh/config.h"]),
+        ["diff", "fficonfig.h", "./conf<TMP>/config.h"]
+    );
+}
+
+#[test]
+fn mktemp_names_anywhere_and_compiler_temp_files() {
+    assert_eq!(normalize_word("./tmp.k3JdQm9xZa"), "./tmp.<TMP>");
+    assert_eq!(normalize_word("build/tmp.abcdefghij/x"), "build/tmp.<TMP>/x");
+    assert_eq!(normalize_word("/tmp/ccAbC123.s"), "/tmp/<TMP>.s");
+    assert_eq!(normalize_word("@/tmp/cc8xYz0q"), "@/tmp/<TMP>");
+    // Not mktemp's ten: kept.
+    assert_eq!(normalize_word("tmp.c"), "tmp.c");
+}
+
+#[test]
+fn cargo_metadata_hashes_become_hex() {
+    assert_eq!(
+        normalize_word("target/debug/build/zstd-sys-0123456789abcdef/build-script-build"),
+        "target/debug/build/zstd-sys-<HEX>/build-script-build"
+    );
+    // All digits or all letters: a hash all the same.
+    assert_eq!(
+        normalize_word("target/release/deps/libfoo-1234567890123456.rlib"),
+        "target/release/deps/libfoo-<HEX>.rlib"
+    );
+    assert_eq!(
+        normalize_word("/w/target/debug/build/cc-abcdefabcdefabcd/out"),
+        "/w/target/debug/build/cc-<HEX>/out"
+    );
+    assert_eq!(normalize_word("metadata=9f3e2a1b0c4d5e6f"), "metadata=<HEX>");
+    // A 16-letter word after a dash is a word.
+    assert_eq!(normalize_word("--enable-maintainer"), "--enable-maintainer");
+}
+
+#[test]
+fn pids_in_arguments_become_n() {
+    assert_eq!(normalize_word("--pid=31337"), "--pid=<N>");
+    assert_eq!(normalize_word("/proc/31337/fd/3"), "/proc/<N>/fd/3");
+    assert_eq!(normalize_word("out.31337.log"), "out.<N>.log");
+}
+
+#[test]
 fn non_ascii_words_are_kept_intact() {
     assert_eq!(normalize_word("héllo-12345-wörld"), "héllo-<N>-wörld");
     assert_eq!(normalize_word("日本"), "日本");
@@ -549,4 +628,159 @@ fn commands_that_cost_more_cpu_or_memory_are_listed() {
     let v: serde_json::Value = serde_json::from_str(&render_json(&bare)).unwrap();
     assert!(v["cpu_s"]["old"].is_null() && v["costs"]["more_memory"].as_array().unwrap().is_empty());
     assert!(v["slower"].as_array().unwrap().is_empty());
+}
+
+/// `sh build.sh` runs `make` (pid base), which runs a recipe `sh -c 'cc -c x.c'` (base+1),
+/// which runs `cc -c x.c` (base+2) taking `cc_ms`; each waiter adds `own_ms` of its own
+/// before and after its child.
+fn nested_run(cc_ms: u64, own_ms: u64, base: i32) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+    ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+    let chain: [&[&str]; 3] = [
+        &["make", "-j2"],
+        &["/bin/sh", "-c", "cc -c x.c"],
+        &["cc", "-c", "x.c"],
+    ];
+    let mut ts = 1_001 * MS;
+    let mut parent = 100;
+    for (i, argv) in chain.iter().enumerate() {
+        let pid = base + i as i32;
+        ev.push(fork(ts, parent, pid));
+        ev.extend(exec(ts + 10, pid, argv, None));
+        ts += own_ms * MS;
+        parent = pid;
+    }
+    ts += cc_ms * MS;
+    for i in (0..3).rev() {
+        ev.push(exit_status(ts, base + i, 0));
+        ts += own_ms * MS;
+    }
+    ev.push(exit_status(ts, 100, 0));
+    let mut facts = Vec::new();
+    for e in &ev {
+        t.apply(e, &mut facts);
+    }
+    let h = header(1_000 * MS, &["sh", "build.sh"]);
+    let s = summary(ts, &t, Some(100));
+    (h, t, s)
+}
+
+/// The compile got 900 ms slower: it is listed, and not make, the recipe's shell or anything
+/// else that only waited for it (their lifetimes grew by the same 900 ms).
+#[test]
+fn waiters_are_not_listed_for_their_childrens_change() {
+    let old = nested_run(100, 5, 2000);
+    let new = nested_run(1000, 5, 7000);
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.slower), ["cc -c x.c"]);
+    assert!(r.faster.is_empty() && r.new.is_empty() && r.gone.is_empty());
+    let cc = &r.slower[0];
+    assert!((cc.delta_own_s - 0.9).abs() < 1e-6, "{cc:?}");
+    // The lifetimes stay in the entry.
+    assert!((cc.delta_s - 0.9).abs() < 1e-6, "{cc:?}");
+    // make's own time: 5 ms before its child and 5 ms after, in both runs.
+    let go = groups(side(&new));
+    let make = &go[&vec!["make".to_string(), "-j2".to_string()]];
+    assert_eq!(make.own_ns, 10_000_000);
+    assert!(make.total() > 1_000_000_000);
+    let text = render_text(&r, false, 120);
+    assert!(text.contains("slower: (1)\n  "), "{text}");
+    // A waiter whose own work changed is listed, by its own change (190 ms each for make and
+    // the shell, 95 ms for cc).
+    let r = compare(
+        side(&old),
+        side(&nested_run(100, 100, 7000)),
+        DiffOptions::default(),
+    );
+    assert_eq!(argvs(&r.slower)[2], "cc -c x.c", "{:?}", r.slower);
+    assert!(
+        argvs(&r.slower)[..2].contains(&"make -j2".to_string()),
+        "{:?}",
+        r.slower
+    );
+    assert!((r.slower[0].delta_own_s - 0.19).abs() < 1e-6, "{:?}", r.slower);
+}
+
+/// `sh build.sh` runs each step; a step is `(argv, kernel name)`, its argv unread when empty
+/// (the name comes with its exit, as taskstats gives it). Each takes 10 ms; `fail` ones exit 1.
+fn run_named(steps: &[(&[&str], &str, bool)], first_pid: i32) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+    ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+    let mut ts = 1_001 * MS;
+    for (i, (argv, name, fail)) in steps.iter().enumerate() {
+        let pid = first_pid + i as i32;
+        ev.push(fork(ts, 100, pid));
+        if argv.is_empty() {
+            ev.push(Event::Exec {
+                ts: ts + 10,
+                tgid: pid,
+            });
+            ev.push(Event::ExecDetails {
+                tgid: pid,
+                details: crate::model::event::ExecDetails::default(),
+            });
+        } else {
+            ev.extend(exec(ts + 10, pid, argv, None));
+        }
+        ts += 10 * MS;
+        ev.push(Event::ExitName {
+            tgid: pid,
+            comm: crate::model::event::KernelName::new(name.as_bytes()).unwrap(),
+        });
+        ev.push(exit_status(ts, pid, if *fail { 1 << 8 } else { 0 }));
+        ts += MS;
+    }
+    ev.push(exit_status(ts, 100, 0));
+    let mut facts = Vec::new();
+    for e in &ev {
+        t.apply(e, &mut facts);
+    }
+    let h = header(1_000 * MS, &["sh", "build.sh"]);
+    let s = summary(ts, &t, Some(100));
+    (h, t, s)
+}
+
+/// A command whose argv one run did not read is the same command as the other run's of its
+/// kernel name: neither new nor gone, nor failed now when it failed in both; a command that is
+/// really new (no unread process of its name in the old run) still is.
+#[test]
+fn unread_argv_is_matched_by_kernel_name() {
+    let old = run_named(
+        &[
+            (&["mktemp", "-d", "./confXXXXXX"], "mktemp", false),
+            (&[], "uname", true),
+            (&["rm", "-f", "conf123.sh"], "rm", false),
+            (&[], "rm", false),
+        ],
+        2000,
+    );
+    let new = run_named(
+        &[
+            (&[], "mktemp", false),
+            (&["uname", "-X"], "uname", true),
+            (&[], "rm", false),
+            (&["rm", "-f", "conftest.c"], "rm", false),
+            (&["cc", "-c", "new.c"], "cc", false),
+        ],
+        7000,
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.new), ["cc -c new.c"], "{r:#?}");
+    assert!(r.gone.is_empty(), "{:?}", r.gone);
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    // The unread group keeps the kernel's name as its key.
+    let g = groups(side(&new));
+    assert_eq!(g[&vec!["[mktemp]".to_string()]].count, 1);
+    // Failing now is still told when the unread process of the old run did not fail.
+    let old_ok = run_named(&[(&[], "uname", false)], 2000);
+    let new_fails = run_named(&[(&["uname", "-X"], "uname", true)], 7000);
+    let r = compare(side(&old_ok), side(&new_fails), DiffOptions::default());
+    assert_eq!(argvs(&r.failed), ["uname -X"]);
+    assert!(r.new.is_empty() && r.gone.is_empty(), "{r:#?}");
 }

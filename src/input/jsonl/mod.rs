@@ -45,7 +45,9 @@ use std::sync::Arc;
 use super::lines::{Lines, Order, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
-use crate::model::event::{Argv, Data, DataValue, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
+use crate::model::event::{
+    Argv, Data, DataValue, Event, ExecDetails, ExitStatus, KernelName, Pid, Region, Usage,
+};
 use crate::model::jsonl_schema::{CTX_SWITCHES_KEYS, EVENTS, EventName, Field, Key as K, Type};
 use crate::model::session::{CaptureSummary, Header, Mode, Summary};
 use crate::model::tracker::{BackgroundState, TrackerStats};
@@ -242,6 +244,17 @@ impl Decoder {
                     (None, None) => return Err("an exit needs \"code\" or \"signal\"".into()),
                     _ => return Err("bad \"code\"/\"signal\"".into()),
                 };
+                if let Some(c) = l.bytes_text(K::Comm, K::CommBase64, "comm", l.exact())? {
+                    let b = crate::model::bytes::decode(&c);
+                    if b.len() > KernelName::MAX || b.contains(&0) {
+                        return Err(format!(
+                            "an exit's \"comm\" is a kernel name: at most {} bytes, no NUL",
+                            KernelName::MAX
+                        ));
+                    }
+                    let comm = KernelName::new(&b).ok_or("an exit's \"comm\" is empty")?;
+                    out.push(Event::ExitName { tgid: p, comm });
+                }
                 if let Some(usage) = usage(&l)? {
                     out.push(Event::Usage {
                         tgid: p,

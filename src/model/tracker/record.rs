@@ -58,6 +58,9 @@ pub struct ProcessRecord {
     pub coredump_signal: bool,
     /// Short name: from the latest exec's details, a rename, or inherited from the parent.
     pub comm: Option<String>,
+    /// The kernel's name at exit ([`Event::ExitName`](crate::model::event::Event::ExitName))
+    /// differed from the one known before and is now [`ProcessRecord::comm`].
+    pub comm_at_exit: bool,
     /// Latest real/effective uid reported by a UID event or read after exec.
     pub uid: Option<(u32, u32)>,
     /// Latest real/effective gid reported by a GID event.
@@ -107,6 +110,7 @@ impl ProcessRecord {
             exit: None,
             coredump_signal: false,
             comm: None,
+            comm_at_exit: false,
             uid: None,
             gid: None,
             setsid: false,

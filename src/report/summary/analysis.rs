@@ -294,7 +294,12 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             // A process doing its parent's work — most of its time, as the slowest list folds
             // it, and more CPU than the parent: `cc1` of `cc -c f4.c` — is named with the
             // parent's command, which says what the work was.
+            // Not for a wrapper script's: its child's own command says what the work was
+            // (`pip wheel …`, not `python3, for: psutil.sh`).
             let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
+                if crate::model::naming::script(p).is_some() {
+                    return false;
+                }
                 let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
                     return false;
                 };
