@@ -18,7 +18,7 @@ use crate::model::session::{Header, Summary};
 use crate::model::tracker::BackgroundState;
 
 /// The capture format's version, written in the header line.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The events of a capture, one line each: `{"e":"fork","ts":…,"parent_tgid":…,…}`. Times are
 /// CLOCK_MONOTONIC nanoseconds; ids the kernel's (initial pid namespace).
@@ -401,16 +401,20 @@ mod tests {
         let mut out = Vec::new();
         write_header(&mut out, &h).unwrap();
         assert!(
-            out.starts_with(b"{\"e\":\"header\",\"version\":2,\"header\":{"),
+            out.starts_with(format!("{{\"e\":\"header\",\"version\":{VERSION},\"header\":{{").as_bytes()),
             "{}",
             String::from_utf8_lossy(&out)
         );
         assert!(matches!(parse_line(out.trim_ascii_end()).unwrap(), Line::Header(back) if back == h));
-        let newer = String::from_utf8(out)
-            .unwrap()
-            .replace("\"version\":2", "\"version\":3");
+        let newer = String::from_utf8(out).unwrap().replace(
+            &format!("\"version\":{VERSION}"),
+            &format!("\"version\":{}", VERSION + 1),
+        );
         let e = parse_line(newer.trim_end().as_bytes()).unwrap_err();
-        assert!(e.to_string().contains("format version 3"), "{e}");
+        assert!(
+            e.to_string().contains(&format!("format version {}", VERSION + 1)),
+            "{e}"
+        );
         // Spaces, as any JSON tool may write them.
         let spaced = "{ \"e\" : \"exec\" , \"ts\" : 5 , \"tgid\" : 7 }";
         assert!(matches!(
