@@ -135,7 +135,18 @@ fn another_user_cannot_inject_escapes_into_a_root_watch() {
 #[test]
 fn run_shows_a_hostile_argv_on_one_line_escaped() {
     let out = Command::new(PROCTRACE)
-        .args(["run", "--tree", "full", "--", "/bin/echo", TITLE, FORGED])
+        // ptrace reads argv at the exec stop: a short echo's argv is never missed under load.
+        .args([
+            "run",
+            "--backend",
+            "ptrace",
+            "--tree",
+            "full",
+            "--",
+            "/bin/echo",
+            TITLE,
+            FORGED,
+        ])
         .env("NO_COLOR", "1")
         .env("COLUMNS", "200")
         .output()
@@ -220,7 +231,11 @@ os.waitpid(pid, 0)
 os.spawnv(os.P_WAIT, "/bin/echo", ["/bin/echo"] + sys.argv[1:])
 "#;
     let md_words = "a|b `c` <b>x</b> [l](u) *e*";
-    let (out, _lines, file) = run_file(&[], &["/usr/bin/python3", "-c", script, TITLE, FORGED, md_words]);
+    // ptrace reads argv at the exec stop: the short echo's argv is never missed under load.
+    let (out, _lines, file) = run_file(
+        &["--backend", "ptrace"],
+        &["/usr/bin/python3", "-c", script, TITLE, FORGED, md_words],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let md = tmp("summary.md");
     let a = Command::new(PROCTRACE)
@@ -298,7 +313,7 @@ fn an_error_quoting_a_bad_line_escapes_it() {
 #[test]
 fn tree_columns_count_what_the_terminal_shows() {
     let out = Command::new(PROCTRACE)
-        .args(["run", "--tree", "full", "--no-usage", "--"])
+        .args(["run", "--backend", "ptrace", "--tree", "full", "--no-usage", "--"])
         .args([
             "/bin/sh",
             "-c",
