@@ -151,7 +151,8 @@ fn a_pid_namespace_is_seen_into_without_false_blind_spots() {
                 "--fork",
                 "sh",
                 "-c",
-                "/bin/true; /bin/true; sh -c /bin/true; echo $$",
+                // Long enough for the connector to read their argv on a loaded machine.
+                "/bin/sleep 0.05; /bin/sleep 0.05; sh -c '/bin/sleep 0.05'; echo $$",
             ],
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -161,12 +162,16 @@ fn a_pid_namespace_is_seen_into_without_false_blind_spots() {
         let ps = processes(&lines);
         let trues = ps
             .values()
-            .filter(|p| p.execs.iter().flatten().any(|a| a == &["/bin/true"]))
+            .filter(|p| p.execs.iter().flatten().any(|a| a == &["/bin/sleep", "0.05"]))
             .count();
         assert_eq!(trues, 3, "{backend}: {stderr}");
         let inner = find(
             &ps,
-            &["sh", "-c", "/bin/true; /bin/true; sh -c /bin/true; echo $$"],
+            &[
+                "sh",
+                "-c",
+                "/bin/sleep 0.05; /bin/sleep 0.05; sh -c '/bin/sleep 0.05'; echo $$",
+            ],
         );
         assert!(inner.pid > 1, "{backend}: proctrace's pid, not the inner 1");
         assert!(end(&lines).get("untraced").is_none(), "{backend}: {stderr}");
