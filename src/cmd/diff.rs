@@ -532,6 +532,10 @@ fn unread_accounted(
         only: Vec<(usize, Vec<String>, u64)>,
         surplus: u64,
     }
+    // Nothing to account for when every argv was read (the usual case): no pass over the groups.
+    if !go.values().chain(gn.values()).any(|g| g.unread) {
+        return (HashMap::new(), HashMap::new());
+    }
     let by_name = |m: &HashMap<Vec<String>, Group>, other: &HashMap<Vec<String>, Group>| {
         let mut by: HashMap<String, Name> = HashMap::new();
         for (k, g) in m {
