@@ -218,12 +218,18 @@ fn run_with_costs(
         ev.push(exit_status(ts, pid, *status));
         ts += MS;
     }
+    finish_run(t, ev, ts)
+}
+
+/// The end of a made-up `sh build.sh` run (pid 100): its exit at `ts`, `ev` applied, the header
+/// and summary.
+fn finish_run(mut t: Tracker, mut ev: Vec<Event>, ts: u64) -> (Header, Tracker, Summary) {
     ev.push(exit_status(ts, 100, 0));
     let mut facts = Vec::new();
     for e in &ev {
         t.apply(e, &mut facts);
     }
-    let h = header(1_000 * MS, &["sh", "build.sh"]);
+    let h = header(1_000_000_000, &["sh", "build.sh"]);
     let s = summary(ts, &t, Some(100));
     (h, t, s)
 }
@@ -658,14 +664,7 @@ fn nested_run(cc_ms: u64, own_ms: u64, base: i32) -> (Header, Tracker, Summary) 
         ev.push(exit_status(ts, base + i, 0));
         ts += own_ms * MS;
     }
-    ev.push(exit_status(ts, 100, 0));
-    let mut facts = Vec::new();
-    for e in &ev {
-        t.apply(e, &mut facts);
-    }
-    let h = header(1_000 * MS, &["sh", "build.sh"]);
-    let s = summary(ts, &t, Some(100));
-    (h, t, s)
+    finish_run(t, ev, ts)
 }
 
 /// The compile got 900 ms slower: it is listed, and not make, the recipe's shell or anything
@@ -736,14 +735,7 @@ fn run_named(steps: &[(&[&str], &str, bool)], first_pid: i32) -> (Header, Tracke
         ev.push(exit_status(ts, pid, if *fail { 1 << 8 } else { 0 }));
         ts += MS;
     }
-    ev.push(exit_status(ts, 100, 0));
-    let mut facts = Vec::new();
-    for e in &ev {
-        t.apply(e, &mut facts);
-    }
-    let h = header(1_000 * MS, &["sh", "build.sh"]);
-    let s = summary(ts, &t, Some(100));
-    (h, t, s)
+    finish_run(t, ev, ts)
 }
 
 /// A command whose argv one run did not read is the same command as the other run's of its
