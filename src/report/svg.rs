@@ -1069,18 +1069,38 @@ impl<'a> Plot<'a> {
                 f1(y + ROW_H - 1.0)
             );
         }
-        let dur = if r.exit.is_some() {
-            run_text(r, row)
-        } else {
-            "running".to_string()
+        // How it ended, printed on the row when it did not end well: a PNG saved from CI has no
+        // hover and no colour legend to go by.
+        let dur = match r.exit {
+            Some(x) if oc != Outcome::Ok => format!(
+                "{} · {}",
+                run_text(r, row),
+                crate::sink::text::exit_text(x.status, crate::sink::text::Paint { on: false })
+            ),
+            Some(_) => run_text(r, row),
+            None => "running".to_string(),
         };
-        let _ = writeln!(
-            s,
-            r#"<text class="dur" x="{}" y="{}">{}</text>"#,
-            f1(x + w + 4.0),
-            f1(base - 0.5),
-            xml_escape(&dur)
-        );
+        // Beside the bar; inside its end when the picture's edge would cut it (DejaVu Sans at
+        // 10 px is under 6 px a character).
+        let room = WIDTH - (x + w + 4.0);
+        let wide = dur.chars().count() as f64 * 6.0;
+        if wide > room && w > wide + 8.0 {
+            let _ = writeln!(
+                s,
+                r#"<text class="dur" x="{}" y="{}" text-anchor="end" style="fill:#fff">{}</text>"#,
+                f1(x + w - 4.0),
+                f1(base - 0.5),
+                xml_escape(&dur)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                r#"<text class="dur" x="{}" y="{}">{}</text>"#,
+                f1(x + w + 4.0),
+                f1(base - 0.5),
+                xml_escape(&dur)
+            );
+        }
     }
 
     /// How many processes were not drawn, and the longest of them.

@@ -24,6 +24,7 @@ fn capture(name: &str) -> String {
 /// What one replay through every output wrote.
 struct Replayed {
     lines: Vec<Value>,
+    svg: String,
     summary: Value,
     summary_text: String,
     jsonl_path: String,
@@ -83,6 +84,7 @@ fn replay_everything(name: &str) -> Replayed {
     let text = std::fs::read_to_string(&svg).unwrap();
     let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(doc.root_element().tag_name().name(), "svg", "{name}");
+    let svg_text = text.clone();
 
     // Summary JSON: one object agreeing with the JSON Lines' end.
     let summary_text = std::fs::read_to_string(&sum_json).unwrap();
@@ -118,6 +120,7 @@ fn replay_everything(name: &str) -> Replayed {
 
     Replayed {
         lines,
+        svg: svg_text,
         summary,
         summary_text,
         jsonl_path: jsonl,
@@ -285,6 +288,26 @@ fn the_failing_make_fails_in_the_gcc_of_f07() {
     assert!(
         ps.values()
             .all(|p| p.execs.iter().all(|(_, a)| a.first().is_none_or(|a| a != "ar")))
+    );
+    // The picture says on each failed row how it ended (a PNG has no hover), and only there.
+    let doc = roxmltree::Document::parse(&r.svg).unwrap();
+    let durs: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("dur"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(durs.len(), ps.len(), "one duration a drawn row: {durs:?}");
+    let with_status: Vec<&&str> = durs.iter().filter(|d| d.contains(" · ")).collect();
+    assert_eq!(with_status.len(), 3, "{durs:?}");
+    assert_eq!(
+        with_status.iter().filter(|d| d.ends_with("· exit 1")).count(),
+        2,
+        "{durs:?}"
+    );
+    assert_eq!(
+        with_status.iter().filter(|d| d.ends_with("· exit 2")).count(),
+        1,
+        "{durs:?}"
     );
 }
 
