@@ -18,8 +18,8 @@
 //! progress get [`HURRY_GRACE`], then what is left is counted as not delivered; another signal
 //! after that ends proctrace at once, and so does still writing [`HURRY_LIMIT`] after the first
 //! (a write nothing can cut short: stdout on a pipe nobody reads). Under `watch` (no command), the first signal stops
-//! watching and the next one ends proctrace at once (even when the model loop is stuck writing). docs/signals.md says it all
-//! for users. This module must never block the signal thread on anything but `sigwaitinfo`.
+//! watching and the next one ends proctrace at once (even when the model loop is stuck
+//! writing). docs/signals.md says it all for users. This module must never block the signal thread on anything but `sigwaitinfo`.
 
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::sync::mpsc::Sender;

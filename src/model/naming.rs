@@ -114,9 +114,10 @@ pub fn base_name(path: &str) -> &str {
 /// with nothing to escape, a `$'…'` word for the others ([`escape::word`]).
 pub fn quote_argv<S: AsRef<str>>(argv: impl IntoIterator<Item = S>, redact: bool) -> String {
     if redact {
-        // Redaction reads the words in order (`--password V`).
-        let mut r = crate::redact::Argv::new();
-        escape::words(argv.into_iter().map(|a| r.word(a.as_ref()).into_owned()))
+        // Redaction reads the words in order (`--password V`); a word it leaves alone is
+        // borrowed, not copied (the watch lines name every exec this way).
+        let argv: Vec<S> = argv.into_iter().collect();
+        escape::words(crate::redact::redact_argv(argv.iter()))
     } else {
         escape::words(argv)
     }

@@ -1075,7 +1075,7 @@ impl<'a> Plot<'a> {
             Some(x) if oc != Outcome::Ok => format!(
                 "{} · {}",
                 run_text(r, row),
-                crate::sink::text::exit_text(x.status, crate::sink::text::Paint { on: false })
+                exit_text(x.status, Paint { on: false })
             ),
             Some(_) => run_text(r, row),
             None => "running".to_string(),
