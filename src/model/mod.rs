@@ -7,6 +7,7 @@ pub mod argv;
 pub mod bytes;
 pub mod escape;
 pub mod event;
+pub mod images;
 pub mod jsonl_schema;
 pub mod naming;
 pub mod session;

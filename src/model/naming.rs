@@ -45,6 +45,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::model::escape;
 use crate::model::event::Argv;
+use crate::model::images::Image;
 use crate::model::tracker::{ExecRecord, ProcessRecord};
 
 /// What a record says about who a process is, best first.
@@ -241,6 +242,61 @@ pub fn program(r: &ProcessRecord) -> String {
     {
         Some(exe) => escape::text(base_name(exe)).into_owned(),
         None => kernel_name(comm).into_owned(),
+    }
+}
+
+/// The command line of one image ([`crate::model::images`]): its exec's argv as
+/// [`command_line`] quotes it, `[COMM]` when that was not read, `[fork of COMM]` for the fork
+/// image. The last image is named as its process is.
+pub fn image_command_line(im: &Image<'_>, redact: bool) -> String {
+    if im.is_last() && (im.exec.is_some() || im.count == 1) {
+        return command_line(im.record, redact);
+    }
+    match im.exec {
+        None => fork_name(im.comm()),
+        Some(e) => match e.details.as_ref().and_then(|d| d.argv.as_ref()) {
+            Some(a) if !a.is_empty() => quote_argv(a, redact),
+            _ => unread_name(im.comm()),
+        },
+    }
+}
+
+/// [`image_command_line`] with the program's directory left out, as [`short_command_line`].
+pub fn short_image_command_line(im: &Image<'_>, redact: bool) -> String {
+    match im.argv().filter(|a| !a.is_empty()) {
+        Some(a) => quote_argv(
+            std::iter::once(base_name(a.first().unwrap_or_default())).chain(a.iter().skip(1)),
+            redact,
+        ),
+        None => image_command_line(im, redact),
+    }
+}
+
+/// The program an image counts under, as [`program`] names a process: the last image is named
+/// as its process is; an earlier one by its exec's `argv[0]`, else its executable, else its
+/// `comm`; the fork image `[fork of COMM]`.
+pub fn image_program(im: &Image<'_>) -> String {
+    if im.is_last() && (im.exec.is_some() || im.count == 1) {
+        return program(im.record);
+    }
+    let Some(e) = im.exec else {
+        return fork_name(im.comm());
+    };
+    let d = e.details.as_ref();
+    if let Some(a0) = d
+        .and_then(|d| d.argv.as_ref())
+        .and_then(|a| a.first())
+        .filter(|a0| !a0.is_empty())
+    {
+        return escape::text(base_name(a0)).into_owned();
+    }
+    match d
+        .and_then(|d| d.exe.as_deref())
+        .map(|e| e.trim_end_matches(" (deleted)"))
+        .filter(|e| !e.is_empty())
+    {
+        Some(exe) => escape::text(base_name(exe)).into_owned(),
+        None => kernel_name(im.comm()).into_owned(),
     }
 }
 
