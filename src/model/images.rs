@@ -22,10 +22,10 @@
 
 use crate::model::tracker::{ExecRecord, ProcessRecord, Tracker};
 
-/// A fork image at least this long stands on its own even when it forked nothing: 10 ms, far
-/// above what a shell or `make` spends between `fork` and `exec` (0.1–1 ms here, a few under
-/// load), far below the work of a subshell that runs builtins before it execs.
-pub const FORK_IMAGE_MIN_NS: u64 = 10_000_000;
+/// A fork image at least this long stands on its own even when it forked nothing: 100 ms, far
+/// above what a shell, `make` or a compiler driver spends between `fork` and `exec` (0.1–1 ms
+/// here, and 10.3 ms for a `cc` forking `cc1` on a loaded machine in a recorded capture).
+pub const FORK_IMAGE_MIN_NS: u64 = 100_000_000;
 
 /// Whether a fork image from `fork_ns` to the first exec at `exec_ns` stands on its own (see the
 /// module docs); `forked_child` says whether a child was forked in between.
@@ -114,7 +114,11 @@ pub fn comm_at<'a>(t: &'a Tracker, mut r: &'a ProcessRecord, mut ts: u64) -> Opt
         match r.execs.iter().rposition(|e| e.ts <= ts) {
             Some(k) => {
                 let d = r.execs[k].details.as_ref().and_then(|d| d.comm.as_deref());
-                return if k + 1 == r.execs.len() { d.or(r.comm.as_deref()) } else { d };
+                return if k + 1 == r.execs.len() {
+                    d.or(r.comm.as_deref())
+                } else {
+                    d
+                };
             }
             None => {
                 ts = r.start_ns?;
@@ -131,11 +135,13 @@ pub fn images<'a>(t: &'a Tracker, r: &'a ProcessRecord) -> Images<'a> {
     let fork = match (r.execs.first(), r.start_ns) {
         (None, _) => true,
         (Some(first), Some(s)) if !r.pre_existing => {
+            // Children are in fork order: the first whose fork is known says it (a `make`
+            // with 6,000 children is not walked for each of them).
             let forked_child = r
                 .children
                 .iter()
-                .filter_map(|&c| t.get(c)?.start_ns)
-                .any(|cs| cs < first.ts);
+                .find_map(|&c| t.get(c)?.start_ns)
+                .is_some_and(|cs| cs < first.ts);
             fork_image_stands(s, first.ts, forked_child)
         }
         _ => false,
@@ -154,8 +160,8 @@ pub fn images<'a>(t: &'a Tracker, r: &'a ProcessRecord) -> Images<'a> {
 }
 
 impl<'a> Images<'a> {
-    /// How many images there are.
-    pub fn count(&self) -> usize {
+    /// How many images there are (all of them, however far the iteration went).
+    pub fn total(&self) -> usize {
         self.count
     }
 
@@ -200,8 +206,21 @@ impl<'a> Images<'a> {
         })
     }
 
+    /// The index of the image running at `ts` (a child's fork): the last one started at or
+    /// before it, the first when none was.
+    pub fn index_at(&self, ts: u64) -> usize {
+        let mut at = 0;
+        for i in 1..self.count {
+            match self.get(i).and_then(|im| im.start_ns) {
+                Some(s) if s <= ts => at = i,
+                _ => break,
+            }
+        }
+        at
+    }
+
     /// The last image (every process has one).
-    pub fn last(&self) -> Option<Image<'a>> {
+    pub fn last_image(&self) -> Option<Image<'a>> {
         self.get(self.count.checked_sub(1)?)
     }
 }
@@ -226,16 +245,7 @@ impl ExactSizeIterator for Images<'_> {}
 /// The index of the image of `parent` running at `ts` (a child's fork): the last one started
 /// at or before it, the first when none was.
 pub fn image_at(t: &Tracker, parent: &ProcessRecord, ts: u64) -> usize {
-    let ims = images(t, parent);
-    let mut at = 0;
-    for im in ims {
-        if im.start_ns.is_some_and(|s| s <= ts) {
-            at = im.index;
-        } else {
-            break;
-        }
-    }
-    at
+    images(t, parent).index_at(ts)
 }
 
 #[cfg(test)]
@@ -289,19 +299,30 @@ mod tests {
     #[test]
     fn exec_chains_and_long_forks_and_forks_that_never_exec() {
         let mut ev = vec![fork(0, 1, 20)];
-        // Ran 15 ms on its own before exec'ing: stands.
-        ev.extend(exec(15 * MS, 20, &["env", "x"], None));
-        ev.extend(exec(16 * MS, 20, &["x"], None));
-        ev.push(exit(30 * MS, 20, 0));
+        // Ran 150 ms on its own before exec'ing: stands.
+        ev.extend(exec(150 * MS, 20, &["env", "x"], None));
+        ev.extend(exec(160 * MS, 20, &["x"], None));
+        ev.push(exit(300 * MS, 20, 0));
+        // A fork that exec'd after 12 ms, as a loaded machine's `cc` forking `cc1`: one image.
+        ev.push(fork(0, 1, 22));
+        ev.extend(exec(12 * MS, 22, &["cc1"], None));
+        ev.push(exit(40 * MS, 22, 0));
         ev.push(fork(0, 1, 21));
         ev.push(exit(5 * MS, 21, 0));
         let t = run(ev);
-        let r = t.get(t.lookup_at(20, 20 * MS).unwrap()).unwrap();
+        let r = t.get(t.lookup_at(20, 200 * MS).unwrap()).unwrap();
         let ims = images(&t, r);
         assert!(ims.has_fork_image());
-        let v: Vec<_> = ims.map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS)).collect();
-        assert_eq!(v, [(0, 15), (15, 16), (16, 30)]);
-        assert_eq!(image_at(&t, r, 20 * MS), 2);
+        let v: Vec<_> = ims
+            .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
+            .collect();
+        assert_eq!(v, [(0, 150), (150, 160), (160, 300)]);
+        assert_eq!(image_at(&t, r, 200 * MS), 2);
+        let c = t.get(t.lookup_at(22, 20 * MS).unwrap()).unwrap();
+        let v: Vec<_> = images(&t, c)
+            .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
+            .collect();
+        assert_eq!(v, [(0, 40)]);
         let f = t.get(t.lookup_at(21, MS).unwrap()).unwrap();
         let ims: Vec<_> = images(&t, f).collect();
         assert_eq!(ims.len(), 1);

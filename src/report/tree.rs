@@ -16,7 +16,11 @@ use std::fmt::Write as _;
 use crate::model::escape;
 use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
-use crate::model::naming::{command_line_with_notes, cut, quote_argv, width};
+use crate::model::images::{Images, images};
+use crate::model::naming::{
+    command_line_with_notes, cut, image_command_line, image_program, quote_argv, short_image_command_line,
+    width,
+};
 use crate::model::session::{Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::report::summary::failures::Failures;
@@ -56,6 +60,42 @@ fn status(r: &ProcessRecord, handled: bool, p: Paint) -> String {
         )),
         None => p.background("running"),
     }
+}
+
+/// The images of a process before its last, each with its time, each followed by ` → `:
+/// `[fork of sh] 302.1ms → ` (so that the line reads `[fork of sh] 302.1ms → /bin/sleep 0.4`
+/// with the last image's time in the duration column). Named in full when the line then fits
+/// `room` with the last image's name (`last` columns), else by program (`env 1.2ms → `) when
+/// that leaves the last at least half, else counted (`2 images 3.4ms → `).
+fn earlier_images(ims: &Images<'_>, redact: bool, room: usize, last: usize) -> String {
+    let n = ims.total().saturating_sub(1);
+    let part = |full: bool| -> String {
+        let mut s = String::new();
+        for im in ims.clone().take(n) {
+            let name = if full {
+                short_image_command_line(&im, redact)
+            } else {
+                image_program(&im)
+            };
+            let d = im.duration_ns().map(fmt_duration).unwrap_or_else(|| "?".into());
+            let _ = write!(s, "{name} {d} → ");
+        }
+        s
+    };
+    let s = part(true);
+    if width(&s) + last <= room {
+        return s;
+    }
+    let s = part(false);
+    if width(&s) + last.min(room / 2) <= room {
+        return s;
+    }
+    let d: u64 = ims.clone().take(n).filter_map(|im| im.duration_ns()).sum();
+    format!(
+        "{n} image{} {} → ",
+        if n == 1 { "" } else { "s" },
+        fmt_duration(d)
+    )
 }
 
 /// Deepest level drawn with one indent per level; deeper lines start with a marker of their depth
@@ -125,22 +165,38 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         } else {
             format!("{prefix}{branch}")
         };
-        let desc = cut(
-            &command_line_with_notes(r, o.redact),
-            // With costs, the pid counts too, so that every line fits its column.
-            o.width.saturating_sub(
-                head.chars().count()
-                    + right
-                    + if with_costs {
-                        r.pid.to_string().len() + 1
-                    } else {
-                        0
-                    },
-            ),
+        // With costs, the pid counts too, so that every line fits its column.
+        let room = o.width.saturating_sub(
+            head.chars().count()
+                + right
+                + if with_costs {
+                    r.pid.to_string().len() + 1
+                } else {
+                    0
+                },
         );
+        let ims = images(t, r);
+        let (desc, dur) = if ims.total() > 1 {
+            // Each image before the last with its time, then the last: its time is the column.
+            let last = ims.last_image();
+            let name = last
+                .map(|im| image_command_line(&im, o.redact))
+                .unwrap_or_default();
+            let before = earlier_images(&ims, o.redact, room, width(&name));
+            (
+                format!("{before}{}", cut(&name, room.saturating_sub(width(&before)))),
+                last.and_then(|im| im.duration_ns())
+                    .map(fmt_duration)
+                    .unwrap_or_default(),
+            )
+        } else {
+            (
+                cut(&command_line_with_notes(r, o.redact), room),
+                r.duration_ns().map(fmt_duration).unwrap_or_default(),
+            )
+        };
         let plain = format!("{head}{} {desc}", r.pid);
         let shown = format!("{}{} {desc}", p.secondary(&head), p.emphasis(&r.pid.to_string()));
-        let dur = r.duration_ns().map(fmt_duration).unwrap_or_default();
         rows.push((
             width(&plain),
             shown,

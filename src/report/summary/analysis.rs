@@ -5,12 +5,15 @@
 
 use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cause, Cost, Costs, Failure, PathStep, ProgramStat, RegionStep, Regions,
-    RunReport, StatusJson, Step, TOP, TOP_COST,
+    Background, ByProgram, Cause, Cost, Costs, Failure, PARALLEL_FULL, ParallelSpan, PathStep, ProgramStat,
+    RegionStep, Regions, RunReport, StatusJson, Step, TOP, TOP_COST,
 };
 use crate::model::bytes::shown;
-use crate::model::event::Usage;
-use crate::model::naming::{command_line, cut, program, region_name, short_command_line};
+use crate::model::event::{Argv, Usage};
+use crate::model::images::{Image, Images, images};
+use crate::model::naming::{
+    command_line, cut, image_command_line, image_program, program, region_name, short_command_line,
+};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::{redact_arg, redact_argv};
@@ -68,28 +71,80 @@ pub(super) fn first_n<T: Copy>(items: &[T], n: usize, cmp: impl Fn(&T, &T) -> st
     idx.into_iter().map(|i| items[i]).collect()
 }
 
-/// The children of `r` on its critical path, in time order (see the module docs).
-fn chain(t: &Tracker, r: &ProcessRecord, end: u64) -> Vec<ProcId> {
+/// The children of image `i` of `r` (`ims`) on the critical path, in time order: those forked
+/// while it ran, taken backward from `end` (see the module docs).
+fn chain(t: &Tracker, r: &ProcessRecord, ims: &Images<'_>, i: usize, end: u64) -> Vec<(ProcId, u64, u64)> {
     let mut kids: Vec<(ProcId, u64, u64)> = r
         .children
         .iter()
         .filter_map(|&c| {
             let (s, e) = span(t.get(c)?)?;
-            (e <= end).then_some((c, s, e))
+            (e <= end && ims.index_at(s) == i).then_some((c, s, e))
         })
         .collect();
     // Latest end first; on a tie the longer one (it set the time), then the lower pid.
     kids.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
     let mut cursor = end;
     let mut out = Vec::new();
-    for (id, s, e) in kids {
-        if e <= cursor {
-            out.push(id);
-            cursor = s;
+    for k in kids {
+        if k.2 <= cursor {
+            out.push(k);
+            cursor = k.1;
         }
     }
     out.reverse();
     out
+}
+
+/// An image's span within its process's `(start, end)`: never outside it, never negative.
+fn image_span(im: &Image<'_>, (s, e): (u64, u64)) -> (u64, u64) {
+    let a = im.start_ns.unwrap_or(s).clamp(s, e);
+    (a, im.end_ns.unwrap_or(e).clamp(a, e))
+}
+
+/// How image `i` of `r` ran its children forked while it ran: the most at once (its job slots),
+/// and how long that many ran within `[from, to)`. `None` when it never ran two at once, or
+/// ran too few children to have refilled its slots (a pipeline).
+fn slots_full(
+    t: &Tracker,
+    r: &ProcessRecord,
+    ims: &Images<'_>,
+    i: usize,
+    from: u64,
+    to: u64,
+) -> Option<(u64, u64)> {
+    let mut edges: Vec<(u64, i8)> = Vec::new();
+    for &c in &r.children {
+        let Some((s, e)) = t.get(c).and_then(span) else {
+            continue;
+        };
+        if ims.index_at(s) == i && e > s {
+            edges.push((s, 1));
+            edges.push((e, -1));
+        }
+    }
+    // Ends before starts at one instant: a slot freed and taken again is not two at once.
+    edges.sort_unstable();
+    let (mut n, mut most) = (0i64, 0i64);
+    for &(_, d) in &edges {
+        n += i64::from(d);
+        most = most.max(n);
+    }
+    // A pipeline (`git clone`'s upload-pack and pack-objects) runs its few children at once by
+    // design; job slots are refilled: at least two more children than slots ran.
+    let children = edges.len() as i64 / 2;
+    if most < 2 || children < 2 * most + 1 {
+        return None;
+    }
+    let (mut n, mut full, mut since) = (0i64, 0u64, 0u64);
+    for &(ts, d) in &edges {
+        if n == most {
+            full += ts.clamp(from, to).saturating_sub(since.clamp(from, to));
+        }
+        n += i64::from(d);
+        since = ts;
+    }
+    Some((most as u64, full))
 }
 
 /// The run's time origin and wall time, ns: the root's fork to its exit when both are known
@@ -116,27 +171,27 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let (origin, wall_ns) = wall_of(root_rec, h, sum);
     // Signed offset from the origin; wrapping, so a timestamp from a hostile file cannot overflow.
     let off = |ts: u64| ts.wrapping_sub(origin) as i64;
-    let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> {
-        r.argv().map(|a| {
-            // The summary JSON shows bytes that are not UTF-8 as `\xNN` (JSON Lines has them exactly).
-            if redact {
-                redact_argv(a)
-                    .into_iter()
-                    .map(|s| shown(&s).into_owned())
-                    .collect()
-            } else {
-                a.iter().map(|s| shown(s).into_owned()).collect()
-            }
-        })
+    // The summary JSON shows bytes that are not UTF-8 as `\xNN` (JSON Lines has them exactly).
+    let words = |a: &Argv| -> Vec<String> {
+        if redact {
+            redact_argv(a)
+                .into_iter()
+                .map(|s| shown(&s).into_owned())
+                .collect()
+        } else {
+            a.iter().map(|s| shown(s).into_owned()).collect()
+        }
     };
+    let argv_of = |r: &ProcessRecord| -> Option<Vec<String>> { r.argv().map(words) };
     let label = |r: &ProcessRecord| command_line(r, redact);
-    let step = |r: &ProcessRecord, start: u64, dur: u64| Step {
-        pid: r.pid,
-        program: program(r),
-        argv: argv_of(r),
+    let step = |im: &Image<'_>, start: u64, dur: u64| Step {
+        pid: im.record.pid,
+        image: (im.count > 1).then_some(im.index),
+        program: image_program(im),
+        argv: im.argv().map(words),
         start_ns: off(start),
         duration_ns: dur,
-        label: label(r),
+        label: image_command_line(im, redact),
     };
 
     let ids = all_records(t);
@@ -144,7 +199,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     let mut nonzero_exits = Vec::new();
     let mut causes = Vec::new();
     let mut background = Vec::new();
-    let mut candidates: Vec<(u64, u64, i32, ProcId)> = Vec::new();
+    let mut candidates: Vec<(u64, u64, i32, ProcId, usize)> = Vec::new();
     let mut programs: Vec<(String, ProgramStat)> = Vec::new();
     let mut prog_index = std::collections::HashMap::new();
     let mut exit_unknown = 0;
@@ -168,15 +223,27 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             region_names[i].1.total_ns = region_names[i].1.total_ns.saturating_add(d);
         }
         let p = program(r);
-        let i = *prog_index.entry(p.clone()).or_insert_with(|| {
-            programs.push((p.clone(), ProgramStat::default()));
-            programs.len() - 1
-        });
-        programs[i].1.count += 1;
-        programs[i].1.total_ns = programs[i]
-            .1
-            .total_ns
-            .saturating_add(r.duration_ns().unwrap_or(0));
+        // A program's time is the time its images ran; what a process cost counts under its
+        // last image's program (the kernel's account is the whole process's).
+        let ims = images(t, r);
+        let mut i = 0;
+        for im in ims.clone() {
+            let name = if im.is_last() {
+                p.clone()
+            } else {
+                image_program(&im)
+            };
+            i = *prog_index.entry(name.clone()).or_insert_with(|| {
+                programs.push((name, ProgramStat::default()));
+                programs.len() - 1
+            });
+            programs[i].1.count += 1;
+            programs[i].1.total_ns = programs[i].1.total_ns.saturating_add(if r.exit.is_some() {
+                im.duration_ns().unwrap_or(0)
+            } else {
+                0
+            });
+        }
         if let Some(u) = r.usage.as_deref() {
             let st = &mut programs[i].1;
             st.cpu_ns = Some(st.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
@@ -227,23 +294,45 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         if Some(id) == root {
             continue;
         }
-        let Some((s, e)) = span(r) else { continue };
-        let dur = e - s;
-        let folded = r
-            .parent
-            .and_then(|p| t.get(p))
-            .and_then(|p| p.duration_ns())
-            .is_some_and(|pd| dur as f64 >= FOLD_SHARE * pd as f64);
-        if !folded {
-            candidates.push((dur, s, r.pid, id));
+        let Some(life) = span(r) else { continue };
+        // The image of the parent this process was forked from: an image at least 90% of its
+        // time is folded into it, except into a fork image (`[fork of sh]` names nothing).
+        let container = r.parent.and_then(|p| t.get(p)).and_then(|p| {
+            let pims = images(t, p);
+            let pim = pims.get(pims.index_at(life.0))?;
+            Some((pim.duration_ns(), pim.is_fork()))
+        });
+        for im in ims {
+            let (s, e) = image_span(&im, life);
+            let dur = e - s;
+            let folded = match container {
+                Some((Some(pd), false)) => dur as f64 >= FOLD_SHARE * pd as f64,
+                _ => false,
+            };
+            // A fork image that only waited for one child is that child's time: the child is
+            // listed (by the rule above), not it.
+            let waited = im.is_fork() && im.count > 1 && {
+                r.children
+                    .iter()
+                    .filter_map(|&c| t.get(c).and_then(span))
+                    .any(|(cs, ce)| {
+                        im.holds(cs) && (ce.min(e).saturating_sub(cs)) as f64 >= FOLD_SHARE * dur as f64
+                    })
+            };
+            if !folded && !waited {
+                candidates.push((dur, s, r.pid, id, im.index));
+            }
         }
     }
     // Longest first; the argv of only the few kept is copied.
     let slowest: Vec<Step> = first_n(&candidates, TOP, |a, b| {
-        b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+        b.0.cmp(&a.0)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+            .then(a.4.cmp(&b.4))
     })
     .iter()
-    .filter_map(|&(dur, s, _, id)| Some(step(t.get(id)?, s, dur)))
+    .filter_map(|&(dur, s, _, id, k)| Some(step(&images(t, t.get(id)?).get(k)?, s, dur)))
     .collect();
     programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
     let regions = (!region_list.is_empty()).then(|| {
@@ -355,25 +444,14 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
     });
 
-    let mut critical_path = Vec::new();
-    if let Some(r) = root_rec {
-        let start = r.start_ns.unwrap_or(h.ts);
-        let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
-        critical_path.push(PathStep {
-            step: step(r, start, end - start),
-            depth: 0,
-        });
-        let mut stack: Vec<(ProcId, usize)> = chain(t, r, end).into_iter().rev().map(|c| (c, 1)).collect();
-        while let Some((id, depth)) = stack.pop() {
-            let Some(c) = t.get(id) else { continue };
-            let Some((s, e)) = span(c) else { continue };
-            critical_path.push(PathStep {
-                step: step(c, s, e - s),
-                depth,
-            });
-            stack.extend(chain(t, c, e).into_iter().rev().map(|k| (k, depth + 1)));
+    let (critical_path, parallel) = match root_rec {
+        Some(r) => {
+            let start = r.start_ns.unwrap_or(h.ts);
+            let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
+            critical_path_of(t, r, (start, end), redact, &step)
         }
-    }
+        None => (Vec::new(), Vec::new()),
+    };
 
     RunReport {
         command: match &h.mode {
@@ -400,10 +478,131 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         untraced: sum.capture.untraced,
         slowest,
         critical_path,
+        parallel,
         by_program: ByProgram(programs),
         regions,
         costs,
     }
+}
+
+/// The longest child of image `i` of `r` running in `[from, to)`: its span, and the process
+/// doing most of its time (down the children holding at least half of their parent's).
+fn longest_job<'a>(
+    t: &'a Tracker,
+    r: &ProcessRecord,
+    ims: &Images<'_>,
+    i: usize,
+    from: u64,
+    to: u64,
+) -> Option<((u64, u64), &'a ProcessRecord)> {
+    let (job, mut who) = r
+        .children
+        .iter()
+        .filter_map(|&c| {
+            let cr = t.get(c)?;
+            let (s, e) = span(cr)?;
+            (ims.index_at(s) == i && s < to && e > from).then_some(((s, e), cr))
+        })
+        .max_by(|a, b| (a.0.1 - a.0.0).cmp(&(b.0.1 - b.0.0)).then(b.0.0.cmp(&a.0.0)))?;
+    // Bounded by the tree's depth; a hostile file's cycle ends at the step limit.
+    for _ in 0..4096 {
+        let d = who.duration_ns().unwrap_or(0);
+        let next = who
+            .children
+            .iter()
+            .filter_map(|&c| t.get(c))
+            .filter(|c| {
+                c.duration_ns()
+                    .is_some_and(|cd| cd.saturating_mul(2) >= d && d > 0)
+            })
+            .max_by_key(|c| c.duration_ns());
+        match next {
+            Some(c) => who = c,
+            None => break,
+        }
+    }
+    Some((job, who))
+}
+
+/// The critical path from `root` over `life` (see the module docs), and the stretches of it
+/// bounded by parallelism. Walks with a stack: a chain 200,000 deep does not recurse.
+fn critical_path_of(
+    t: &Tracker,
+    root: &ProcessRecord,
+    life: (u64, u64),
+    redact: bool,
+    step: &dyn Fn(&Image<'_>, u64, u64) -> Step,
+) -> (Vec<PathStep>, Vec<ParallelSpan>) {
+    enum Item<'a> {
+        /// A process on the path, its life, its depth.
+        Process(&'a ProcessRecord, (u64, u64), usize),
+        /// An image on the path: it, its span, its own time on the path, its depth, and its
+        /// children's stretch of the path.
+        Image(Image<'a>, (u64, u64), u64, usize, Option<(u64, u64)>),
+    }
+    let mut path = Vec::new();
+    let mut parallel = Vec::new();
+    let mut stack = vec![Item::Process(root, life, 0)];
+    while let Some(item) = stack.pop() {
+        match item {
+            Item::Process(r, life, depth) => {
+                let ims = images(t, r);
+                for im in (0..ims.total()).rev().filter_map(|i| ims.get(i)) {
+                    let (s, e) = image_span(&im, life);
+                    let kids = chain(t, r, &ims, im.index, e);
+                    let covered: u64 = kids.iter().map(|k| k.2 - k.1).sum();
+                    let stretch = kids.first().zip(kids.last()).map(|(a, b)| (a.1, b.2));
+                    for &(c, cs, ce) in kids.iter().rev() {
+                        if let Some(cr) = t.get(c) {
+                            stack.push(Item::Process(cr, (cs, ce), depth + 1));
+                        }
+                    }
+                    stack.push(Item::Image(
+                        im,
+                        (s, e),
+                        (e - s).saturating_sub(covered),
+                        depth,
+                        stretch,
+                    ));
+                }
+            }
+            Item::Image(im, (s, e), own, depth, stretch) => {
+                if let Some((from, to)) = stretch {
+                    let ims = images(t, im.record);
+                    if let Some((slots, full)) = slots_full(t, im.record, &ims, im.index, from, to) {
+                        let window = to - from;
+                        if full as f64 >= PARALLEL_FULL * window as f64 {
+                            let longest_job =
+                                longest_job(t, im.record, &ims, im.index, from, to).map(|(job, who)| {
+                                    let w = images(t, who);
+                                    let (js, je) = job;
+                                    match w.last_image() {
+                                        Some(last) => step(&last, js, je - js),
+                                        None => step(&im, js, je - js),
+                                    }
+                                });
+                            parallel.push(ParallelSpan {
+                                longest_job,
+                                pid: im.record.pid,
+                                program: image_program(&im),
+                                slots,
+                                step: path.len(),
+                                window_ns: window,
+                                full_ns: full,
+                                label: cut(&image_command_line(&im, redact), CHAIN_STEP),
+                            });
+                        }
+                    }
+                }
+                path.push(PathStep {
+                    step: step(&im, s, e - s),
+                    own_ns: own,
+                    depth,
+                });
+            }
+        }
+    }
+    (path, parallel)
 }
 
 /// User + system CPU, ns.

@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 
 use super::text::{
-    PathRow, bg_text, cause_chain, cause_outcome, cost_line, cost_text, headline, offset, share, shown_path,
+    PathView, bg_text, cause_chain, cause_outcome, cost_line, cost_text, headline, offset, parallel_text,
+    path_view, share,
 };
 use super::{RunReport, StatusJson, TOP};
 use crate::model::escape;
@@ -112,33 +113,59 @@ pub fn render_markdown(r: &RunReport) -> String {
 
     if !r.critical_path.is_empty() {
         let _ = writeln!(out, "#### Critical path\n");
-        let _ = writeln!(out, "| start | duration | share | pid | command |");
-        let _ = writeln!(out, "|---:|---:|---:|---:|---|");
-        let (rows, deeper) = shown_path(r);
-        for row in rows {
-            let s = match row {
-                PathRow::Step(s) => s,
-                PathRow::Gap(n, ns) => {
-                    let _ = writeln!(out, "| … | {} | | | {n} more steps |", fmt_duration(ns));
-                    continue;
+        match path_view(r) {
+            PathView::Whole(steps) => {
+                let _ = writeln!(out, "| start | duration | share | pid | command |");
+                let _ = writeln!(out, "|---:|---:|---:|---:|---|");
+                for s in steps {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {}{} |",
+                        offset(s.step.start_ns),
+                        fmt_duration(s.step.duration_ns),
+                        share(s.step.duration_ns, r.wall_ns),
+                        s.step.pid,
+                        "&emsp;".repeat(s.depth),
+                        code(&cut(&s.step.label, MD_WIDTH))
+                    );
                 }
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {}{} |",
-                offset(s.step.start_ns),
-                fmt_duration(s.step.duration_ns),
-                share(s.step.duration_ns, r.wall_ns),
-                s.step.pid,
-                "&emsp;".repeat(s.depth),
-                code(&cut(&s.step.label, MD_WIDTH))
-            );
-        }
-        if deeper > 0 {
-            let _ = writeln!(
-                out,
-                "\n{deeper} steps inside these are not shown: the whole path is in `--summary-json`."
-            );
+                for x in &r.parallel {
+                    let _ = writeln!(out, "\n{}", code(&cut(&parallel_text(x), MD_WIDTH)));
+                }
+            }
+            PathView::Carrying { rows, held_ns } => {
+                let _ = writeln!(
+                    out,
+                    "{} steps; {} shown, holding {} of the {} wall:\n",
+                    r.critical_path.len(),
+                    rows.len(),
+                    share(held_ns, r.wall_ns),
+                    fmt_duration(r.wall_ns)
+                );
+                let _ = writeln!(out, "| start | time | share | pid | command | under |");
+                let _ = writeln!(out, "|---:|---:|---:|---:|---|---|");
+                for c in rows {
+                    let mut what = code(&cut(&c.what(), MD_WIDTH));
+                    if let Some(l) = c.detail() {
+                        let _ = write!(what, "<br>{}", code(&cut(&l, MD_WIDTH)));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} | {} |",
+                        offset(c.step.step.start_ns),
+                        fmt_duration(c.held_ns),
+                        share(c.held_ns, r.wall_ns),
+                        c.step.step.pid,
+                        what,
+                        if c.via.is_empty() {
+                            String::new()
+                        } else {
+                            code(&cut(&c.via, MD_WIDTH))
+                        }
+                    );
+                }
+                let _ = writeln!(out, "\nThe whole path is in `--summary-json`.");
+            }
         }
         out.push('\n');
     }

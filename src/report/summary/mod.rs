@@ -78,6 +78,11 @@ pub use text::{TextOptions, render_text};
 /// children the text and Markdown show (JSON lists every one of them).
 pub const TOP: usize = 10;
 
+/// The share of a stretch of the critical path under one process during which all its job
+/// slots were busy above which that stretch is said to be bounded by parallelism, not by one
+/// chain ([`ParallelSpan`]).
+pub const PARALLEL_FULL: f64 = 0.8;
+
 /// How many entries the lists by CPU and by peak memory keep.
 pub const TOP_COST: usize = 5;
 
@@ -116,8 +121,12 @@ pub struct RunReport {
     pub untraced: u64,
     /// The longest processes (see the module docs), longest first.
     pub slowest: Vec<Step>,
-    /// The critical path in order from the root.
+    /// The critical path in order from the root: images, each followed by its children on the
+    /// path (see the module docs).
     pub critical_path: Vec<PathStep>,
+    /// The processes on the critical path whose stretch of it was bounded by their parallelism
+    /// (job slots all busy at least [`PARALLEL_FULL`] of it), in path order.
+    pub parallel: Vec<ParallelSpan>,
     /// Count and total time by program, most total time first.
     pub by_program: ByProgram,
     /// The regions processes reported about themselves (Trace2: git's own), when there are any.
@@ -259,33 +268,69 @@ impl From<ExitStatus> for StatusJson {
     }
 }
 
-/// One process in a list.
+/// One image of a process in a list ([`crate::model::images`]: a process that never exec'd
+/// again after its fork is one image from fork to exit).
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
     /// Process id.
     pub pid: i32,
+    /// Which image of the process (0 for the first), only when it has more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<usize>,
     /// Program (see the module docs).
     pub program: String,
-    /// argv of the last exec, redacted as asked; `null` when never read.
+    /// argv of the image's exec, redacted as asked; `null` when never read (or the fork image).
     pub argv: Option<Vec<String>>,
-    /// Fork, seconds from the origin (negative for a process older than the trace).
+    /// The image's start (the fork for the first), seconds from the origin (negative for a
+    /// process older than the trace).
     #[serde(rename = "start_s", serialize_with = "json::secs_signed")]
     pub start_ns: i64,
-    /// Fork to exit, seconds.
+    /// Start to the next exec or the exit, seconds.
     #[serde(rename = "duration_s", serialize_with = "json::secs")]
     pub duration_ns: u64,
     #[serde(skip)]
     label: String,
 }
 
-/// One step of the critical path.
+/// One step of the critical path: an image.
 #[derive(Debug, Clone, Serialize)]
 pub struct PathStep {
-    /// The process.
+    /// The image.
     #[serde(flatten)]
     pub step: Step,
+    /// Its own time on the path: its duration minus that of its children on the path (the time
+    /// it, not something it waited for, held the path), seconds.
+    #[serde(rename = "own_s", serialize_with = "json::secs")]
+    pub own_ns: u64,
     /// 0 for the root, 1 for its children, …
     pub depth: usize,
+}
+
+/// A process on the critical path whose children on it were bounded by how many it ran at
+/// once, not by one chain: while the path ran through its children, it was running as many as
+/// it ever did ([`RunReport::parallel`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ParallelSpan {
+    /// The process (`make -j2`, or the recursive make that ran the jobs).
+    pub pid: i32,
+    /// Its program.
+    pub program: String,
+    /// The most children it ran at once: its job slots as observed.
+    pub slots: u64,
+    /// The index in `critical_path` of its step.
+    pub step: usize,
+    /// From the first to the end of the last of its children on the path, seconds.
+    #[serde(rename = "window_s", serialize_with = "json::secs")]
+    pub window_ns: u64,
+    /// Of it, the time `slots` children were running, seconds.
+    #[serde(rename = "full_s", serialize_with = "json::secs")]
+    pub full_ns: u64,
+    /// The longest of its children running in the stretch (a job: `make`'s recipe), named by
+    /// the process doing most of its time (down the children that each hold at least half of
+    /// their parent's: recipe → libtool → …); its duration is the job's.
+    pub longest_job: Option<Step>,
+    #[serde(skip)]
+    label: String,
 }
 
 /// A process that exited non-zero or was killed.

@@ -354,9 +354,24 @@ fn programs_and_folding_of_wrappers() {
     assert_eq!(j["wall_s"], 0.1);
 }
 
+/// The text of `r`'s critical path section, 100 columns.
+fn path_section(r: &RunReport) -> String {
+    let text = render_text(
+        r,
+        TextOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    text.lines()
+        .skip_while(|l| !l.starts_with("critical path:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
-fn a_long_path_is_cut_for_people_but_whole_in_json() {
-    // 100 sequential jobs, each with one grandchild: a path of 201 steps.
+fn a_long_path_of_short_steps_is_said_as_its_parents_work_and_whole_in_json() {
+    // 100 sequential jobs, each with one grandchild: a path of 201 steps, none big.
     let mut ev = vec![fork(0, 100, 1)];
     for j in 0..100u64 {
         let (c, g) = (2 + 2 * j as i32, 3 + 2 * j as i32);
@@ -370,30 +385,159 @@ fn a_long_path_is_cut_for_people_but_whole_in_json() {
     ev.push(exit(1000, 1, 0));
     let r = report(&ev);
     assert_eq!(r.critical_path.len(), 201);
-    let text = render_text(
-        &r,
-        TextOptions {
-            color: false,
-            width: 100,
-        },
-    );
-    let path_lines: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.starts_with("critical path:"))
-        .skip(1)
-        .collect();
-    assert_eq!(path_lines.len(), PATH_LINES + 2, "{text}");
+    let text = path_section(&r);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
     assert!(
-        path_lines[20].contains("… 61 more steps, 488.0ms in all …"),
+        lines[0].contains("(201 steps; 1 shown, holding 100% of the 1.00s wall"),
         "{text}"
     );
+    assert!(lines[1].contains("1.00s  100%  1 [fork of ?]"), "{text}");
     assert!(
-        path_lines[41].contains("(100 steps inside these not shown"),
+        lines[2].contains("its own work and 200 shorter steps; most: 100× [fork of ?] 800.0ms"),
         "{text}"
     );
-    assert!(path_lines[40].contains(" 200 [fork of ?]"), "{text}");
     let md = render_markdown(&r);
-    assert!(md.contains("| … | 488.0ms | | | 61 more steps |"), "{md}");
+    assert!(
+        md.contains("201 steps; 1 shown, holding 100% of the 1.00s wall"),
+        "{md}"
+    );
+    assert!(md.contains("its own work and 200 shorter steps"), "{md}");
+}
+
+/// 60 one-ms probes, then one compile chain of 400 ms under make (`make → sh → libtool → gcc
+/// → cc1`), then a link: the compile is one row naming the work, its parents folded.
+#[test]
+fn a_big_step_deep_in_a_long_path_is_one_row_with_its_parents_folded() {
+    let mut ev = vec![testkit::fork(0, 100, 1)];
+    ev.extend(testkit::exec(1, 1, &["make"], None));
+    for j in 0..60u64 {
+        let c = 10 + j as i32;
+        ev.push(testkit::fork(MS * (1 + 2 * j), 1, c));
+        ev.extend(testkit::exec(
+            MS * (1 + 2 * j) + 10,
+            c,
+            &["test", "-f", &format!("x{j}")],
+            None,
+        ));
+        ev.push(testkit::exit(MS * (2 + 2 * j), c, 1));
+    }
+    let t0 = 130 * MS;
+    ev.push(testkit::fork(t0, 1, 2));
+    ev.extend(testkit::exec(
+        t0 + 10,
+        2,
+        &["sh", "-c", "libtool --mode=compile gcc -c src/closures.c"],
+        None,
+    ));
+    ev.push(testkit::fork(t0 + MS, 2, 3));
+    ev.extend(testkit::exec(
+        t0 + MS + 10,
+        3,
+        &["libtool", "--mode=compile", "gcc", "-c", "src/closures.c"],
+        None,
+    ));
+    ev.push(testkit::fork(t0 + 2 * MS, 3, 4));
+    ev.extend(testkit::exec(
+        t0 + 2 * MS + 10,
+        4,
+        &["gcc", "-c", "src/closures.c", "-o", "closures.o"],
+        None,
+    ));
+    ev.push(testkit::fork(t0 + 3 * MS, 4, 5));
+    ev.extend(testkit::exec(
+        t0 + 3 * MS + 10,
+        5,
+        &["/usr/lib/gcc/cc1", "src/closures.c"],
+        None,
+    ));
+    ev.push(testkit::exit(t0 + 400 * MS, 5, 0));
+    ev.push(testkit::exit(t0 + 401 * MS, 4, 0));
+    ev.push(testkit::exit(t0 + 402 * MS, 3, 0));
+    ev.push(testkit::exit(t0 + 403 * MS, 2, 0));
+    ev.push(testkit::fork(t0 + 404 * MS, 1, 6));
+    ev.extend(testkit::exec(t0 + 404 * MS + 10, 6, &["ld", "-o", "app"], None));
+    ev.push(testkit::exit(t0 + 460 * MS, 6, 0));
+    ev.push(testkit::exit(t0 + 461 * MS, 1, 0));
+    let r = report(&ev);
+    assert!(r.critical_path.len() > PATH_LINES);
+    let text = path_section(&r);
+    let cc1 = text
+        .lines()
+        .position(|l| l.contains("/usr/lib/gcc/cc1 src/closures.c"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[cc1].contains("397.0ms"), "{text}");
+    assert!(
+        lines[cc1 + 1].trim_start().starts_with("in sh → libtool → gcc"),
+        "{text}"
+    );
+    assert!(text.contains("ld -o app"), "{text}");
+    // make's probes are its own stretch, counted.
+    assert!(
+        text.contains("its own work and 60 shorter steps; most: 60× test 60.0ms"),
+        "{text}"
+    );
+    // Never one of the probes on its own.
+    assert!(!text.contains("test -f"), "{text}");
+}
+
+/// `make -j2` keeping both slots busy: the stretch is said to be bounded by its job slots, with
+/// its longest job, not one slot's compiles as if they gated the build.
+#[test]
+fn a_stretch_bounded_by_job_slots_says_so() {
+    let mut ev = vec![testkit::fork(0, 100, 1)];
+    ev.extend(testkit::exec(1, 1, &["make", "-j2"], None));
+    // Two slots, refilled: 20 jobs of 30 ms, two at a time; one of 90 ms.
+    let mut pid = 10;
+    for slot in 0..2u64 {
+        let mut t = MS + slot * MS / 2;
+        for j in 0..10u64 {
+            let d = if slot == 1 && j == 3 { 90 * MS } else { 30 * MS };
+            ev.push(testkit::fork(t, 1, pid));
+            ev.extend(testkit::exec(
+                t + 10,
+                pid,
+                &["cc", "-c", &format!("f{slot}{j}.c")],
+                None,
+            ));
+            ev.push(testkit::exit(t + d, pid, 0));
+            t += d + 100_000;
+            pid += 1;
+        }
+    }
+    ev.push(testkit::exit(400 * MS, 1, 0));
+    let r = report(&ev);
+    assert_eq!(r.parallel.len(), 1, "{:?}", r.parallel);
+    let p = &r.parallel[0];
+    assert_eq!((p.pid, p.slots), (1, 2));
+    assert!(p.full_ns as f64 >= 0.8 * p.window_ns as f64);
+    let job = p.longest_job.as_ref().unwrap();
+    assert_eq!(job.argv.as_ref().unwrap().join(" "), "cc -c f13.c");
+    let text = path_section(&r);
+    assert!(text.contains("make -j2: 2 jobs at once for"), "{text}");
+    assert!(
+        text.contains("bounded by its job slots, not by one chain"),
+        "{text}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    assert_eq!(j["parallel"][0]["slots"], 2);
+    assert_eq!(j["parallel"][0]["longest_job"]["duration_s"], 0.09);
+}
+
+/// A pipeline runs its few children at once by design: not job slots.
+#[test]
+fn a_pipeline_is_not_bounded_by_job_slots() {
+    let mut ev = vec![testkit::fork(0, 100, 1)];
+    ev.extend(testkit::exec(1, 1, &["sh", "-c", "a | b"], None));
+    ev.extend([
+        testkit::fork(MS, 1, 2),
+        testkit::fork(MS, 1, 3),
+        testkit::exit(90 * MS, 2, 0),
+        testkit::exit(91 * MS, 3, 0),
+    ]);
+    ev.push(testkit::exit(92 * MS, 1, 0));
+    assert!(report(&ev).parallel.is_empty());
 }
 
 #[test]

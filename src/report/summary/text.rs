@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Background, Cause, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
+use super::{Background, Cause, Cost, Costs, Failure, ParallelSpan, PathStep, ProgramStat, RunReport, TOP};
 use crate::model::escape;
 use crate::model::naming::{cut, width};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
@@ -101,35 +101,233 @@ pub(super) fn headline(r: &RunReport, p: Paint) -> String {
 /// Most critical-path lines the text and Markdown show (the JSON has the whole path).
 pub(super) const PATH_LINES: usize = 40;
 
-/// A line of the critical path as shown.
-pub(super) enum PathRow<'a> {
-    Step(&'a PathStep),
-    /// Steps left out between the shown ones: how many, their summed duration.
-    Gap(usize, u64),
+/// Most rows of the critical path's steps that carry its time ([`PathView::Carrying`]).
+pub(super) const CARRY_ROWS: usize = 12;
+
+/// A step of the critical path holding at least this share of the wall time is *big*
+/// ([`PathView::Carrying`]).
+const BIG_SHARE: f64 = 0.04;
+
+/// The critical path as people read it: the whole of it as a tree when it is short (at most
+/// [`PATH_LINES`] steps), else the steps that carry its time.
+pub(super) enum PathView<'a> {
+    /// Every step, in order, at its depth.
+    Whole(&'a [PathStep]),
+    /// The steps that carry the time, at any size: a step is *big* when it holds at least
+    /// [`BIG_SHARE`] of the wall time; each big step with no big step inside it is a row (the
+    /// chain of parents above it folded into its `in …` line: `make → bash → libtool → gcc`
+    /// above `cc1 … closures.c`), and a big step whose big steps inside leave at least as much
+    /// again uncovered is a row for that rest (its own work and the shorter steps: configure's
+    /// probes). A stretch bounded by parallelism ([`ParallelSpan`]) is one row naming its
+    /// longest step, not one slot's compiles. In path order, at most [`CARRY_ROWS`] (the
+    /// heaviest).
+    Carrying {
+        /// The rows.
+        rows: Vec<Carry<'a>>,
+        /// The time they hold, ns.
+        held_ns: u64,
+    },
 }
 
-/// The critical path cut to [`PATH_LINES`] for people: when longer, only the command's own
-/// children (depth ≤ 1); when still longer, the first and last 20 of those around a count of
-/// the rest. Returns the rows and how many deeper steps were hidden.
-pub(super) fn shown_path(r: &RunReport) -> (Vec<PathRow<'_>>, usize) {
+/// What a row of [`PathView::Carrying`] holds.
+pub(super) enum Held<'a> {
+    /// The step, whole.
+    Step,
+    /// The step's time not in its big steps: its own work and `shorter` steps.
+    Rest {
+        /// Steps inside it in that time.
+        shorter: usize,
+        /// The programs of the steps directly inside it in that time that held the most of
+        /// it: program, steps, their time (at most three).
+        most: Vec<(&'a str, u64, u64)>,
+    },
+    /// A stretch bounded by parallelism.
+    Parallel(&'a ParallelSpan),
+}
+
+/// One row of [`PathView::Carrying`].
+pub(super) struct Carry<'a> {
+    /// The step.
+    pub step: &'a PathStep,
+    /// Its parents on the path below the root, by program: `make → make → bash → libtool →
+    /// gcc`.
+    pub via: String,
+    /// The time it holds, ns.
+    pub held_ns: u64,
+    /// What that is.
+    pub held: Held<'a>,
+}
+
+impl Carry<'_> {
+    /// What the row says after its times: the step's label, or what its time was.
+    pub(super) fn what(&self) -> String {
+        match &self.held {
+            Held::Step => self.step.step.label.clone(),
+            Held::Rest { .. } => self.step.step.label.clone(),
+            Held::Parallel(x) => parallel_text(x),
+        }
+    }
+
+    /// What the row says below it, before its chain of parents: the longest job of a stretch
+    /// bounded by parallelism ("longest job: 706.1ms libtool … closures.lo"), or what a rest
+    /// row's time was ("its own work and 393 shorter steps").
+    pub(super) fn detail(&self) -> Option<String> {
+        match &self.held {
+            Held::Parallel(x) => x
+                .longest_job
+                .as_ref()
+                .map(|l| format!("longest job: {} {}", fmt_duration(l.duration_ns), l.label)),
+            Held::Rest { shorter, most } => {
+                let mut s = format!(
+                    "its own work and {}",
+                    plural(*shorter as u64, "shorter step", "shorter steps")
+                );
+                for (k, (program, n, ns)) in most.iter().enumerate() {
+                    let _ = write!(
+                        s,
+                        "{} {n}× {program} {}",
+                        if k == 0 { "; most:" } else { "," },
+                        fmt_duration(*ns)
+                    );
+                }
+                Some(s)
+            }
+            Held::Step => None,
+        }
+    }
+}
+
+/// The programs of the steps directly inside step `i` (up to `end`) shorter than `big_ns`, by
+/// the time they held: program, steps, their time, the three with the most.
+fn most_inside(all: &[PathStep], i: usize, end: usize, big_ns: u64) -> Vec<(&str, u64, u64)> {
+    let depth = all[i].depth + 1;
+    let mut by: Vec<(&str, u64, u64)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for s in &all[i + 1..end] {
+        if s.depth != depth || s.step.duration_ns >= big_ns {
+            continue;
+        }
+        let k = *index.entry(s.step.program.as_str()).or_insert_with(|| {
+            by.push((s.step.program.as_str(), 0, 0));
+            by.len() - 1
+        });
+        by[k].1 += 1;
+        by[k].2 = by[k].2.saturating_add(s.step.duration_ns);
+    }
+    by.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    by.truncate(3);
+    by
+}
+
+/// The critical path as shown (see [`PathView`]).
+pub(super) fn path_view(r: &RunReport) -> PathView<'_> {
     let all = &r.critical_path;
     if all.len() <= PATH_LINES {
-        return (all.iter().map(PathRow::Step).collect(), 0);
+        return PathView::Whole(all);
     }
-    let top: Vec<&PathStep> = all.iter().filter(|s| s.depth <= 1).collect();
-    let deeper = all.len() - top.len();
-    if top.len() <= PATH_LINES {
-        return (top.into_iter().map(PathRow::Step).collect(), deeper);
+    let n = all.len();
+    // Where each step's inside ends: the first step after it no deeper than it.
+    let mut end = vec![n; n];
+    let mut open: Vec<usize> = Vec::new();
+    for (i, s) in all.iter().enumerate() {
+        while let Some(&j) = open.last() {
+            if all[j].depth >= s.depth {
+                end[j] = i;
+                open.pop();
+            } else {
+                break;
+            }
+        }
+        open.push(i);
     }
-    let half = PATH_LINES / 2;
-    let hidden = &top[half..top.len() - half];
-    let mut rows: Vec<PathRow<'_>> = top[..half].iter().map(|s| PathRow::Step(s)).collect();
-    rows.push(PathRow::Gap(
-        hidden.len(),
-        hidden.iter().map(|s| s.step.duration_ns).sum(),
-    ));
-    rows.extend(top[top.len() - half..].iter().map(|s| PathRow::Step(s)));
-    (rows, deeper)
+    let big_ns = (BIG_SHARE * r.wall_ns as f64) as u64;
+    let big = |i: usize| all[i].step.duration_ns >= big_ns.max(1);
+    let parallel_at = |i: usize| r.parallel.iter().find(|p| p.step == i);
+    let mut rows: Vec<(usize, u64, Held<'_>)> = Vec::new();
+    // Depth-first over the big steps, from the root's images.
+    let mut todo = Vec::new();
+    let mut k = 0;
+    while k < n {
+        todo.push(k);
+        k = end[k];
+    }
+    todo.retain(|&k| big(k));
+    todo.reverse();
+    while let Some(i) = todo.pop() {
+        if let Some(x) = parallel_at(i) {
+            rows.push((i, x.window_ns, Held::Parallel(x)));
+            continue;
+        }
+        // Its big steps directly inside (a big step's big steps are inside its big children).
+        let mut kids = Vec::new();
+        let mut k = i + 1;
+        while k < end[i] {
+            if big(k) {
+                kids.push(k);
+                k = end[k];
+            } else {
+                k += 1;
+            }
+        }
+        let covered: u64 = kids.iter().map(|&k| all[k].step.duration_ns).sum();
+        let rest = all[i].step.duration_ns.saturating_sub(covered);
+        if end[i] == i + 1 {
+            rows.push((i, rest, Held::Step));
+        } else if kids.is_empty() || rest >= big_ns.max(1) {
+            let inside: usize = kids.iter().map(|&k| end[k] - k).sum();
+            rows.push((
+                i,
+                rest,
+                Held::Rest {
+                    shorter: end[i] - i - 1 - inside,
+                    most: most_inside(all, i, end[i], big_ns.max(1)),
+                },
+            ));
+        }
+        todo.extend(kids.into_iter().rev());
+    }
+    if rows.len() > CARRY_ROWS {
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        rows.truncate(CARRY_ROWS);
+    }
+    rows.sort_by_key(|r| r.0);
+    let held_ns = rows.iter().map(|r| r.1).sum();
+    let rows = rows
+        .into_iter()
+        .map(|(i, held_ns, held)| {
+            // The chain of parents, rebuilt for the few rows kept.
+            let mut chain: Vec<&str> = Vec::new();
+            let mut want = all[i].depth;
+            for a in all[..i].iter().rev() {
+                if want <= 1 {
+                    break;
+                }
+                if a.depth + 1 == want {
+                    chain.push(&a.step.program);
+                    want = a.depth;
+                }
+            }
+            chain.reverse();
+            Carry {
+                step: &all[i],
+                via: chain.join(" → "),
+                held_ns,
+                held,
+            }
+        })
+        .collect();
+    PathView::Carrying { rows, held_ns }
+}
+
+/// "make -j2: 2 jobs at once for 85% of 1.25s: bounded by its job slots, not by one chain".
+pub(super) fn parallel_text(p: &ParallelSpan) -> String {
+    format!(
+        "{}: {} jobs at once for {} of {}: bounded by its job slots, not by one chain",
+        p.label,
+        p.slots,
+        share(p.full_ns, p.window_ns),
+        fmt_duration(p.window_ns)
+    )
 }
 
 /// "CPU 12.3s over 4.1s wall: 3.0 cores on average", and how many were measured when not all.
@@ -365,60 +563,104 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
     }
 
     if !r.critical_path.is_empty() {
-        let _ = writeln!(
-            out,
-            "{} {}",
-            p.emphasis("critical path:"),
-            p.secondary("(start, duration, share of wall time)")
-        );
-        let ow = r
-            .critical_path
-            .iter()
-            .map(|s| offset(s.step.start_ns).len())
-            .max()
-            .unwrap_or(0);
-        let dw = r
-            .critical_path
-            .iter()
-            .map(|s| fmt_duration(s.step.duration_ns).len())
-            .max()
-            .unwrap_or(0);
-        let (rows, deeper) = shown_path(r);
-        for row in rows {
-            let s = match row {
-                PathRow::Step(s) => s,
-                PathRow::Gap(n, ns) => {
-                    let _ = writeln!(
-                        out,
-                        "  {}",
-                        p.secondary(&format!("… {n} more steps, {} in all …", fmt_duration(ns)))
-                    );
-                    continue;
-                }
-            };
-            let indent = "  ".repeat(s.depth);
-            let used = ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4;
-            let _ = writeln!(
-                out,
-                "  {}  {:>dw$}  {:>4}  {indent}{} {}",
-                p.secondary(&format!("{:>ow$}", offset(s.step.start_ns))),
-                fmt_duration(s.step.duration_ns),
-                share(s.step.duration_ns, r.wall_ns),
-                p.emphasis(&s.step.pid.to_string()),
-                cut(&s.step.label, o.width.saturating_sub(used))
-            );
-        }
-        if deeper > 0 {
-            let _ = writeln!(
-                out,
-                "  {}",
-                p.secondary(&format!(
-                    "({deeper} steps inside these not shown: the whole path is in --summary-json)"
-                ))
-            );
-        }
+        path_text(&mut out, r, p, o.width);
     }
     out
+}
+
+/// The critical path section (see [`PathView`]).
+fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
+    match path_view(r) {
+        PathView::Whole(steps) => {
+            let _ = writeln!(
+                out,
+                "{} {}",
+                p.emphasis("critical path:"),
+                p.secondary("(start, duration, share of wall time)")
+            );
+            let ow = steps
+                .iter()
+                .map(|s| offset(s.step.start_ns).len())
+                .max()
+                .unwrap_or(0);
+            let dw = steps
+                .iter()
+                .map(|s| fmt_duration(s.step.duration_ns).len())
+                .max()
+                .unwrap_or(0);
+            for s in steps {
+                let indent = "  ".repeat(s.depth);
+                let used = ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4;
+                let _ = writeln!(
+                    out,
+                    "  {}  {:>dw$}  {:>4}  {indent}{} {}",
+                    p.secondary(&format!("{:>ow$}", offset(s.step.start_ns))),
+                    fmt_duration(s.step.duration_ns),
+                    share(s.step.duration_ns, r.wall_ns),
+                    p.emphasis(&s.step.pid.to_string()),
+                    cut(&s.step.label, width.saturating_sub(used))
+                );
+            }
+            for x in &r.parallel {
+                let _ = writeln!(
+                    out,
+                    "  {}",
+                    p.secondary(&cut(&parallel_text(x), width.saturating_sub(2)))
+                );
+            }
+        }
+        PathView::Carrying { rows, held_ns } => {
+            let _ = writeln!(
+                out,
+                "{} {}",
+                p.emphasis("critical path:"),
+                p.secondary(&format!(
+                    "({} steps; {} shown, holding {} of the {} wall: start, time, share)",
+                    r.critical_path.len(),
+                    rows.len(),
+                    share(held_ns, r.wall_ns),
+                    fmt_duration(r.wall_ns)
+                ))
+            );
+            let ow = rows
+                .iter()
+                .map(|c| offset(c.step.step.start_ns).len())
+                .max()
+                .unwrap_or(0);
+            let dw = rows
+                .iter()
+                .map(|c| fmt_duration(c.held_ns).len())
+                .max()
+                .unwrap_or(0);
+            for c in rows {
+                let pid = c.step.step.pid.to_string();
+                let used = ow + dw + 4 + 6 + pid.len() + 1;
+                let what = c.what();
+                let _ = writeln!(
+                    out,
+                    "  {}  {:>dw$}  {:>4}  {} {}",
+                    p.secondary(&format!("{:>ow$}", offset(c.step.step.start_ns))),
+                    fmt_duration(c.held_ns),
+                    share(c.held_ns, r.wall_ns),
+                    p.emphasis(&pid),
+                    cut(&what, width.saturating_sub(used))
+                );
+                let pad = ow + dw + 10;
+                if let Some(l) = c.detail() {
+                    let _ = writeln!(out, "  {:pad$}{}", "", cut(&l, width.saturating_sub(pad + 2)));
+                }
+                if !c.via.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "  {:pad$}{}",
+                        "",
+                        p.secondary(&cut(&format!("in {}", c.via), width.saturating_sub(pad + 2)))
+                    );
+                }
+            }
+            let _ = writeln!(out, "  {}", p.secondary("(the whole path is in --summary-json)"));
+        }
+    }
 }
 
 /// A "name  count×  total" table of the first [`TOP`] entries (names cut at `max_name`), and how
