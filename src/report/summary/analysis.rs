@@ -395,9 +395,24 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                 let pcpu = p.usage.as_deref().map_or(0, cpu_of);
                 d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu_of(u)
             });
-            let label = match parent {
-                Some(p) => format!("{}, for: {}", program(r), label(p)),
-                None => label(r),
+            let ims = images(t, r);
+            let label = if ims.total() > 1 {
+                // Its cost is all its images': name each (`[fork of sh] → /bin/sleep 0.4`).
+                let mut s = String::new();
+                for im in ims.clone() {
+                    if im.is_last() {
+                        s.push_str(&label(r));
+                    } else {
+                        s.push_str(&image_program(&im));
+                        s.push_str(" → ");
+                    }
+                }
+                s
+            } else {
+                match parent {
+                    Some(p) => format!("{}, for: {}", program(r), label(p)),
+                    None => label(r),
+                }
             };
             Some(Cost {
                 pid: r.pid,

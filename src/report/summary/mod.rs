@@ -12,22 +12,30 @@
 //!   and `replay` of a `run` capture — wall time is the root's lifetime and every offset counts
 //!   from its fork. Otherwise (`watch`) it is the observation window, from the header's start to
 //!   the summary's end.
-//! - **Program**: the base name of `argv[0]` of the process's last exec, else of its executable,
-//!   else its `comm`; a process that never exec'd counts as `[fork of COMM]`
-//!   ([`crate::model::naming::program`], the name every output gives it).
-//! - **Slowest**: the longest processes with a known fork and exit, except the root (it always
-//!   wins), background children (their time is not the command's), and processes that take at
-//!   least 90% of their parent's time: those are folded into the parent, whose command line is
-//!   the one a person wrote and names them (`sh -c CMD` → `CMD`, `cc -c f5.c` → `cc1`,
-//!   `timeout 10 ./t` → `./t`), so one compile is not listed two or three times.
-//! - **Critical path**: the chain of processes whose durations set the wall time. From the root,
+//! - **Images** ([`crate::model::images`]): what a process ran, one after the other — the fork
+//!   image when it stands on its own, then one per exec. Slowest, by program and the critical
+//!   path count images.
+//! - **Program**: the base name of `argv[0]` of the image's exec, else of its executable, else
+//!   its `comm`; a fork image counts as `[fork of COMM]`
+//!   ([`crate::model::naming::image_program`], the name every output gives it).
+//! - **Slowest**: the longest images with a known start and end, except the root's (it always
+//!   wins), background children's, and images that take at least 90% of the parent's image they
+//!   were forked from: those are folded into the parent, whose command line is the one a person
+//!   wrote and names them (`sh -c CMD` → `CMD`, `cc -c f5.c` → `cc1`, `timeout 10 ./t` → `./t`),
+//!   so one compile is not listed two or three times. Never into a fork image (it names
+//!   nothing); a fork image one of whose children took 90% of it is left out for the child.
+//! - **Critical path**: the chain of images whose durations set the wall time. From the root,
 //!   walk backward from its end: take the child that ended last (at or before the end), then the
 //!   child that ended last at or before *that* child's fork, and so on back to the parent's fork;
-//!   descend into each chosen child the same way. Only children with a known fork and a real
-//!   exit count: background children (they outlived the command, so nothing waited for them) and
-//!   processes whose exit was lost never do. The gaps between chosen children are the parent's
-//!   own work. For `make -j2` this names the compiles that gated the link, then the link, not
-//!   merely the link. `watch` without `-p` has no single root and so no critical path.
+//!   descend into each chosen child the same way. A process on the path is on it for its whole
+//!   life: each of its images is a step, followed by the chosen children it forked. Only
+//!   children with a known fork and a real exit count: background children (they outlived the
+//!   command, so nothing waited for them) and processes whose exit was lost never do. The gaps
+//!   between chosen children are the image's own work (its `own_s`). For `make -j2` this names
+//!   the compiles that gated the link, then the link, not merely the link. A stretch of the path
+//!   under a process that kept all its job slots busy ([`ParallelSpan`]) is bounded by
+//!   parallelism rather than by that chain. `watch` without `-p` has no single root and so no
+//!   critical path. How people are shown a long path: `text.rs` (`PathView`).
 //! - **What it cost** (only when the trace has the figures, `ProcessRecord::usage`): CPU is the
 //!   user and system time of each process itself (not its children: the kernel's per-process account);
 //!   peak memory is its peak resident set (RSS). The whole tree's CPU is the sum over the
