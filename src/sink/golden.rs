@@ -43,6 +43,47 @@ pub(crate) const CAPTURES: [&str; 9] = [
     "threads-then-leader",
 ];
 
+/// The recorded real builds under `tests/fixtures/builds` (see its README.md), each with golden
+/// files of every output under `tests/fixtures/builds/golden` (checked by
+/// [`every_build_has_golden_files`]); an output over 160 KiB is kept as its size and SHA-256 in
+/// `NAME.digests` instead (the whole-run reports people read are all kept whole but for
+/// libffi's tree and summary JSON).
+pub(crate) const BUILDS: [&str; 7] = [
+    "cargo-zstd-sys",
+    "dash-exec",
+    "dash-subshell",
+    "libffi-run1",
+    "libffi-run2",
+    "make-fails",
+    "pip-wheel",
+];
+
+/// Where a set of captures and their golden files are.
+#[derive(Clone, Copy)]
+struct Set {
+    /// Captures, under `tests/fixtures`.
+    captures: &'static str,
+    /// Their golden files, under `tests/fixtures`.
+    golden: &'static str,
+    /// Outputs longer than this are kept as a size and SHA-256 (`NAME.digests`), not whole: the
+    /// Trace2 event stream of a 3,500-process build is 31 MB.
+    whole_max: usize,
+}
+
+/// The golden-test captures.
+const CAPTURE_SET: Set = Set {
+    captures: "captures",
+    golden: "golden",
+    whole_max: usize::MAX,
+};
+
+/// The recorded real builds.
+const BUILD_SET: Set = Set {
+    captures: "builds",
+    golden: "builds/golden",
+    whole_max: 160 * 1024,
+};
+
 /// What a person reads, not in the registry: `watch`'s lines, the tree, the text summary.
 const TERMINAL: [&str; 3] = ["lines", "tree", "summary"];
 
@@ -107,9 +148,9 @@ impl Shared {
     }
 }
 
-/// Replays `name` into every output; returns `(format, bytes)` in [`FORMATS`] order.
-fn render_all(name: &str) -> Vec<(&'static str, Vec<u8>)> {
-    render_all_with(name).0
+/// Replays `name` of `set` into every output; returns `(format, bytes)` in [`formats`] order.
+fn render_all(set: Set, name: &str) -> Vec<(&'static str, Vec<u8>)> {
+    render_all_with(set, name).0
 }
 
 /// What a Chrome trace of `t` must show: every record, from the session start.
@@ -164,8 +205,8 @@ pub(crate) fn expected_regions(t: &Tracker, t0: u64, end: u64) -> Vec<ExpectRegi
 type ChromeExpect = (Vec<Expect>, Vec<ExpectRegion>);
 
 /// [`render_all`], also returning what the Chrome trace must show.
-fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
-    let path = fixtures().join(format!("captures/{name}.jsonl"));
+fn render_all_with(set: Set, name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
+    let path = fixtures().join(format!("{}/{name}.jsonl", set.captures));
     let text = std::fs::read(&path).unwrap();
     let mut cap = parse_capture(text.as_slice(), &path.to_string_lossy()).unwrap();
     // A recorded header names the recording machine and moment: the fixed one stands in.
@@ -263,15 +304,63 @@ fn render_all_with(name: &str) -> (Vec<(&'static str, Vec<u8>)>, ChromeExpect) {
     (out, expected)
 }
 
-/// Compares with (or, under `UPDATE_GOLDEN=1`, writes) the golden files of `name`.
+/// Compares with (or, under `UPDATE_GOLDEN=1`, writes) the golden files of capture `name`.
 fn check(name: &str) {
+    check_in(CAPTURE_SET, name);
+}
+
+/// [`check`] for `name` of `set`.
+fn check_in(set: Set, name: &str) {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
-    let dir = fixtures().join("golden");
+    let dir = fixtures().join(set.golden);
     let mut wrong = Vec::new();
-    let outputs = render_all(name);
+    let outputs = render_all(set, name);
     assert_eq!(outputs.iter().map(|o| o.0).collect::<Vec<_>>(), formats());
+    // Outputs too large to keep whole are kept as their size and SHA-256 in `NAME.digests`.
+    let digests_file = dir.join(format!("{name}.digests"));
+    let mut digests = String::new();
+    for (fmt, got) in &outputs {
+        if got.len() > set.whole_max {
+            use sha2::Digest as _;
+            let hex: String = sha2::Sha256::digest(got)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            digests.push_str(&format!("{fmt} {} {hex}\n", got.len()));
+        }
+    }
+    if update {
+        std::fs::create_dir_all(&dir).unwrap();
+        if digests.is_empty() {
+            let _ = std::fs::remove_file(&digests_file);
+        } else {
+            std::fs::write(&digests_file, &digests).unwrap();
+        }
+    } else {
+        let want = std::fs::read_to_string(&digests_file).unwrap_or_default();
+        for (w, g) in want.lines().zip(digests.lines()).chain(
+            // A line only one side has.
+            want.lines().skip(digests.lines().count()).map(|w| (w, "<none>")),
+        ) {
+            if w != g {
+                wrong.push(format!(
+                    "{}: a large output differs (regenerate and compare the files by hand)\n  golden: {w}\n  now:    {g}",
+                    digests_file.display()
+                ));
+            }
+        }
+        if digests.lines().count() > want.lines().count() {
+            wrong.push(format!(
+                "{}: outputs grew past the size kept whole:\n{digests}",
+                digests_file.display()
+            ));
+        }
+    }
     for (fmt, got) in outputs {
         assert!(!got.is_empty(), "{name}.{fmt}: no output");
+        if got.len() > set.whole_max {
+            continue;
+        }
         let file = dir.join(format!("{name}.{fmt}"));
         if update {
             std::fs::create_dir_all(&dir).unwrap();
@@ -357,7 +446,7 @@ fn threads_then_leader() {
 #[test]
 fn chrome_traces_are_valid() {
     for name in CAPTURES {
-        let (outputs, (expected, regions)) = render_all_with(name);
+        let (outputs, (expected, regions)) = render_all_with(CAPTURE_SET, name);
         let chrome = &outputs.iter().find(|o| o.0 == "chrome").unwrap().1;
         let text = String::from_utf8(chrome.clone()).unwrap();
         let got = validate_regions(&text, &expected, &regions).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -392,6 +481,97 @@ fn every_capture_has_golden_files() {
             .collect();
         golden.sort();
         assert_eq!(names("golden"), golden, "stale or missing golden files");
+    }
+}
+
+/// The recorded real builds, every output (issue 23: what people read of real builds is pinned
+/// down, so a change to any output shows on them in review).
+mod builds {
+    use super::*;
+
+    #[test]
+    fn cargo_zstd_sys() {
+        check_in(BUILD_SET, "cargo-zstd-sys");
+    }
+
+    #[test]
+    fn dash_exec() {
+        check_in(BUILD_SET, "dash-exec");
+    }
+
+    #[test]
+    fn dash_subshell() {
+        check_in(BUILD_SET, "dash-subshell");
+    }
+
+    #[test]
+    fn libffi_run1() {
+        check_in(BUILD_SET, "libffi-run1");
+    }
+
+    #[test]
+    fn libffi_run2() {
+        check_in(BUILD_SET, "libffi-run2");
+    }
+
+    #[test]
+    fn make_fails() {
+        check_in(BUILD_SET, "make-fails");
+    }
+
+    #[test]
+    fn pip_wheel() {
+        check_in(BUILD_SET, "pip-wheel");
+    }
+
+    /// Every recorded build's Chrome trace follows the format's rules.
+    #[test]
+    fn chrome_traces_are_valid() {
+        for name in BUILDS {
+            let (outputs, (expected, regions)) = render_all_with(BUILD_SET, name);
+            let chrome = &outputs.iter().find(|o| o.0 == "chrome").unwrap().1;
+            let text = String::from_utf8(chrome.clone()).unwrap();
+            let got = validate_regions(&text, &expected, &regions).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(got.slices > 0, "{name}: {got:?}");
+        }
+    }
+}
+
+/// Every recorded build is covered, and every golden file belongs to a build and a format.
+#[test]
+fn every_build_has_golden_files() {
+    let mut builds: Vec<String> = std::fs::read_dir(fixtures().join("builds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    builds.sort();
+    let mut want: Vec<String> = BUILDS.iter().map(|c| format!("{c}.jsonl")).collect();
+    want.sort();
+    assert_eq!(builds, want, "add new builds to BUILDS");
+    if std::env::var_os("UPDATE_GOLDEN").is_none() {
+        let mut golden: Vec<String> = std::fs::read_dir(fixtures().join("builds/golden"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        golden.sort();
+        // Each format of each build is a file of its own or a line of the build's digests.
+        let mut want: Vec<String> = Vec::new();
+        for c in BUILDS {
+            let digests = std::fs::read_to_string(fixtures().join(format!("builds/golden/{c}.digests")))
+                .unwrap_or_default();
+            let digested: Vec<&str> = digests.lines().filter_map(|l| l.split(' ').next()).collect();
+            if !digested.is_empty() {
+                want.push(format!("{c}.digests"));
+            }
+            for f in formats() {
+                if !digested.contains(&f) {
+                    want.push(format!("{c}.{f}"));
+                }
+            }
+        }
+        want.sort();
+        assert_eq!(golden, want, "stale or missing golden files");
     }
 }
 
