@@ -62,8 +62,8 @@
 //! children forked during it (their lives clipped to the image, overlaps counted once), so a
 //! waiter — `make`, the recipe's `sh -c`, libtool, the `cc` driver, a subshell's fork image —
 //! is not listed for its children's change, only the child that changed is; `old_s`/`new_s`
-//! keep the images' spans. Lists are sorted by the size
-//! of the change (own time for slower and faster), largest first.
+//! keep the images' spans. Lists are sorted by the size of the change (own time for slower and
+//! faster), largest first.
 //!
 //! # Costs
 //!
@@ -205,7 +205,8 @@ pub struct Entry {
     pub old_count: u64,
     /// Images in the new run.
     pub new_count: u64,
-    /// Total time (each image from its start to its end) in the old run, seconds (`null`: not in it).
+    /// Total time in the old run, each image from its start to its end, seconds (`null`: not
+    /// in it).
     pub old_s: Option<f64>,
     /// Total time in the new run, seconds (`null`: not in it).
     pub new_s: Option<f64>,
