@@ -114,11 +114,7 @@ pub fn comm_at<'a>(t: &'a Tracker, mut r: &'a ProcessRecord, mut ts: u64) -> Opt
         match r.execs.iter().rposition(|e| e.ts <= ts) {
             Some(k) => {
                 let d = r.execs[k].details.as_ref().and_then(|d| d.comm.as_deref());
-                return if k + 1 == r.execs.len() {
-                    d.or(r.comm.as_deref())
-                } else {
-                    d
-                };
+                return if k + 1 == r.execs.len() { d.or(r.comm.as_deref()) } else { d };
             }
             None => {
                 ts = r.start_ns?;
@@ -303,9 +299,7 @@ mod tests {
         let r = t.get(t.lookup_at(20, 20 * MS).unwrap()).unwrap();
         let ims = images(&t, r);
         assert!(ims.has_fork_image());
-        let v: Vec<_> = ims
-            .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
-            .collect();
+        let v: Vec<_> = ims.map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS)).collect();
         assert_eq!(v, [(0, 15), (15, 16), (16, 30)]);
         assert_eq!(image_at(&t, r, 20 * MS), 2);
         let f = t.get(t.lookup_at(21, MS).unwrap()).unwrap();
