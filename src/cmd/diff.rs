@@ -7,14 +7,20 @@
 //!
 //! # Matching
 //!
-//! Processes are matched between the runs by their argv with the volatile parts replaced
-//! ([`normalize_argv`]); the processes of one run sharing a normalised argv form a *group*,
-//! compared by count, total and median time. A process that never exec'd counts as
-//! `[fork of COMM]`, one whose argv was not read as `[COMM]` (the names every output gives them,
-//! [`crate::model::naming`]: the kernel's name, at exit). The unread processes of a name in one
-//! run account for that name's commands found only in the other (`unread_accounted`). The
-//! traced command itself (the
-//! root) is left out of the groups: its change is the wall time.
+//! What is matched between the runs is each process's *images* ([`crate::model::images`]): the
+//! fork image when it forked a child (one that stands only by its time before the exec is
+//! counted with that exec: see `groups`), then one per exec, so a dash subshell that runs `a`
+//! and then execs `b`, or `sh -c 'x; exec y'`, is two things compared, each on its own. Images
+//! are matched by their exec's argv with the volatile parts replaced ([`normalize_argv`]); the
+//! images of one run sharing a normalised argv form a *group*, compared by count, total and
+//! median time. A fork image counts as `[fork of COMM]` (the kernel's name it inherited), an
+//! image whose argv was not read as `[COMM]` (the names every output gives them,
+//! [`crate::model::naming::image_command_line`]: the kernel's name, at exit for the last
+//! image). The unread images of a name in one run account for that name's commands found only
+//! in the other (`unread_accounted`). The traced command itself (the root, up to and
+//! including its first exec) is left out of the groups: its change is the wall time; what it
+//! exec'd after that is compared. How a process ended (failed, fixed) and what it cost (CPU,
+//! peak memory: measured for the whole process) count for its last image.
 //!
 //! # Normalisation rules (each word of argv)
 //!
@@ -52,11 +58,12 @@
 //! **Failed** lists the groups with a failed process (non-zero exit or a signal) now and none
 //! before (a new command that fails is both new and failed; one that failed now is not also
 //! listed as slower or faster: it stopped early, or hung); **fixed** the reverse. Slower and
-//! faster compare each group's *own* time: each process's lifetime minus the time its children
-//! cover (their lives clipped to its own, overlaps counted once), so a waiter — `make`, the
-//! recipe's `sh -c`, libtool, the `cc` driver — is not listed for its children's change, only
-//! the child that changed is; `old_s`/`new_s` keep the lifetimes. Lists are sorted by the size
-//! of the change (own time for slower and faster), largest first.
+//! faster compare each group's *own* time: each image's span minus the time covered by the
+//! children forked during it (their lives clipped to the image, overlaps counted once), so a
+//! waiter — `make`, the recipe's `sh -c`, libtool, the `cc` driver, a subshell's fork image —
+//! is not listed for its children's change, only the child that changed is; `old_s`/`new_s`
+//! keep the images' spans. Lists are sorted by the size of the change (own time for slower and
+//! faster), largest first.
 //!
 //! # Costs
 //!
@@ -81,9 +88,10 @@ use crate::ProctraceError;
 use crate::cmd::analyze::{Analysis, analyze};
 use crate::input::{InputOptions, open};
 use crate::model::event::{Argv, ExitStatus};
-use crate::model::naming::{Identity, command_line};
+use crate::model::images::{Image, images};
+use crate::model::naming::image_command_line;
 use crate::model::session::{Header, Mode, Summary};
-use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
+use crate::model::tracker::{ProcId, Tracker};
 use crate::redact::redact_argv;
 use crate::report::summary::{StatusJson, summarize, wall};
 use crate::sink::Fanout;
@@ -186,29 +194,30 @@ pub struct PathEntry {
     pub other_s: Option<f64>,
 }
 
-/// A group of processes with the same normalised argv, compared.
+/// A group of images with the same normalised argv, compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
     /// The normalised argv (the matching key).
     pub argv: Vec<String>,
-    /// Processes in the run the entry is about: the new one, the old one for `gone`.
+    /// Images in the run the entry is about: the new one, the old one for `gone`.
     pub count: u64,
-    /// Processes in the old run.
+    /// Images in the old run.
     pub old_count: u64,
-    /// Processes in the new run.
+    /// Images in the new run.
     pub new_count: u64,
-    /// Total fork-to-exit time in the old run, seconds (`null`: not in it).
+    /// Total time in the old run, each image from its start to its end, seconds (`null`: not
+    /// in it).
     pub old_s: Option<f64>,
     /// Total time in the new run, seconds (`null`: not in it).
     pub new_s: Option<f64>,
-    /// Median time of one process in the old run, seconds.
+    /// Median time of one image in the old run, seconds.
     pub old_median_s: Option<f64>,
-    /// Median time of one process in the new run, seconds.
+    /// Median time of one image in the new run, seconds.
     pub new_median_s: Option<f64>,
     /// `new_s - old_s` (a missing side counts as 0).
     pub delta_s: f64,
-    /// Total *own* time in the old run, seconds: each process's lifetime minus the time its
-    /// children cover (`null`: not in it). What `slower` and `faster` compare.
+    /// Total *own* time in the old run, seconds: each image's span minus the time the children
+    /// forked during it cover (`null`: not in it). What `slower` and `faster` compare.
     pub old_own_s: Option<f64>,
     /// Total own time in the new run, seconds (`null`: not in it).
     pub new_own_s: Option<f64>,
@@ -368,25 +377,26 @@ pub struct Threshold {
 // where a path starts, which a one-pass scanner states directly, without allocation for words
 // that have nothing volatile.
 
-/// The processes of one run sharing a normalised argv.
+/// The images of one run sharing a normalised argv.
 #[derive(Debug, Clone, Default)]
 struct Group {
     /// A real argv of one of them.
     example: Vec<String>,
     count: u64,
-    /// Fork-to-exit times of those with both known.
+    /// Start-to-end times of those with both known (a last image: when it exited with a status).
     durations: Vec<u64>,
-    /// Their own times (lifetime minus what their children cover), summed.
+    /// Their own times (span minus what the children forked during it cover), summed.
     own_ns: u64,
     failed: u64,
     first_status: Option<ExitStatus>,
-    /// Rank of the first process (fork order) for stable listing.
+    /// Rank of the first image (its process's fork order, then its place) for stable listing.
     rank: usize,
-    /// The kernel's name of its first process (`comm`), when known.
+    /// The kernel's name of its first image (`comm`), when known.
     name: Option<String>,
-    /// Its key is `[COMM]`: the processes' argv was not read.
+    /// Its key is `[COMM]`: the images' argv was not read.
     unread: bool,
-    /// Processes with cost figures, their CPU summed and their largest peak memory.
+    /// Last images of processes with cost figures, their CPU summed and their largest peak
+    /// memory.
     measured: u64,
     cpu_ns: u64,
     max_rss_kib: u64,
@@ -413,42 +423,41 @@ impl Group {
     }
 }
 
-/// The matching key of a process (see the module docs).
-fn key_of(r: &ProcessRecord) -> Vec<String> {
-    match Identity::of(r) {
-        Identity::Command(a) => normalize_argv(a),
-        // `[fork of COMM]`, `[COMM]`: the name every output gives it.
-        _ => vec![command_line(r, false)],
+/// The matching key of an image (see the module docs): its exec's argv normalised, or the name
+/// every output gives it (`[fork of COMM]`, `[COMM]`).
+fn key_of(im: &Image<'_>) -> Vec<String> {
+    match im.argv().filter(|a| !a.is_empty()) {
+        Some(a) => normalize_argv(a),
+        None => vec![image_command_line(im, false)],
     }
 }
 
-/// The time of `r` (lifetime `life` ns) that none of its children covers: a waiter's (make, the
-/// recipe's shell, libtool, a compiler driver) own work and start-up, without the time it
-/// waited for what it ran. Children's lives are clipped to the parent's and their overlaps
-/// counted once.
-fn own_ns(t: &Tracker, r: &ProcessRecord, life: u64) -> u64 {
-    let Some(start) = r.start_ns else { return life };
-    let end = start.saturating_add(life);
-    let mut spans: Vec<(u64, u64)> = r
-        .children
-        .iter()
-        .filter_map(|&c| {
-            let c = t.get(c)?;
-            let cs = c.start_ns?.max(start);
-            let ce = c.exit.map_or(end, |x| x.ts).min(end);
-            (ce > cs).then_some((cs, ce))
-        })
-        .collect();
-    spans.sort_unstable();
+/// Whether an image's argv was not read: it is named `[COMM]` (the kernel's name only).
+fn unread(im: &Image<'_>) -> bool {
+    im.exec.is_some() && im.argv().is_none_or(|a| a.is_empty())
+}
+
+/// The image of `spans` (each image's start and end, in order) a child forked at `ts` belongs
+/// to: the last one started at or before it, the first when none was (as
+/// [`crate::model::images::image_at`], without walking the images again for every child).
+fn image_of(spans: &[(u64, u64)], ts: u64) -> usize {
+    spans.partition_point(|&(s, _)| s <= ts).saturating_sub(1)
+}
+
+/// The time of the image `span` that none of `children` (their lives, `(fork, exit)`) covers:
+/// a waiter's (make, the recipe's shell, libtool, a compiler driver) own work and start-up,
+/// without the time it waited for what it ran. Children's lives are clipped to the image and
+/// their overlaps counted once; `children` is sorted by fork.
+fn own_ns((start, end): (u64, u64), children: &[(u64, u64)]) -> u64 {
     let (mut covered, mut reach) = (0u64, start);
-    for (cs, ce) in spans {
-        let from = cs.max(reach);
-        if ce > from {
-            covered += ce - from;
+    for &(cs, ce) in children {
+        let (cs, ce) = (cs.max(reach), ce.min(end));
+        if ce > cs {
+            covered += ce - cs;
             reach = ce;
         }
     }
-    life.saturating_sub(covered)
+    end.saturating_sub(start).saturating_sub(covered)
 }
 
 /// The record of the traced command: the one the trace names, or the only root there is (a
@@ -469,40 +478,92 @@ fn root_of(s: Side<'_>) -> Option<ProcId> {
 }
 
 fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
+    let t = s.tracker;
     let root = root_of(s);
-    let mut ids = crate::report::summary::all_records(s.tracker);
-    ids.sort_by_key(|&id| s.tracker.get(id).and_then(|r| r.start_ns));
+    let mut ids = crate::report::summary::all_records(t);
+    ids.sort_by_key(|&id| t.get(id).and_then(|r| r.start_ns));
     let mut map: HashMap<Vec<String>, Group> = HashMap::new();
-    for (rank, id) in ids.into_iter().enumerate() {
-        if Some(id) == root {
-            continue;
-        }
-        let Some(r) = s.tracker.get(id) else { continue };
-        let g = map.entry(key_of(r)).or_insert_with(|| Group {
-            example: r.argv().map(Argv::to_vec).unwrap_or_default(),
-            rank,
-            name: r.comm.clone(),
-            unread: matches!(Identity::of(r), Identity::Unread { .. }),
-            ..Group::default()
-        });
-        g.count += 1;
+    // Reused for every process: its images' spans, and its children's lives by image.
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    let mut kids: Vec<(usize, u64, u64)> = Vec::new();
+    let mut lives: Vec<(u64, u64)> = Vec::new();
+    let mut rank = 0usize;
+    for id in ids {
+        let Some(r) = t.get(id) else { continue };
+        let ims = images(t, r);
+        // The traced command is its run's wall time: its images up to its first exec are left
+        // out; what it exec'd after (`sh -c 'x; exec y'`) is compared.
+        let skip = match Some(id) == root {
+            true => usize::from(ims.has_fork_image()) + 1,
+            false => 0,
+        };
         let status = r.exit.and_then(|x| x.status);
-        if r.background.is_none() && status.is_some() {
-            if let Some(d) = r.duration_ns() {
+        // Every image but the last ended at an exec; the last is timed when it exited with a
+        // status and was not left running in the background (as a process was).
+        let timed = |im: &Image<'_>| !im.is_last() || (r.background.is_none() && status.is_some());
+        spans.clear();
+        spans.extend(ims.clone().map(|im| {
+            let st = im.start_ns.unwrap_or(0);
+            (st, im.end_ns.unwrap_or(u64::MAX).max(st))
+        }));
+        kids.clear();
+        if ims.len() > skip {
+            kids.extend(r.children.iter().filter_map(|&c| {
+                let c = t.get(c)?;
+                let cs = c.start_ns?;
+                Some((image_of(&spans, cs), cs, c.exit.map_or(u64::MAX, |x| x.ts)))
+            }));
+            kids.sort_unstable();
+        }
+        // A fork image that forked nothing stands only by how long it ran before its exec
+        // (`FORK_IMAGE_MIN_NS`), which a loaded machine decides as much as the build does (make
+        // took 16 ms between fork and exec in one run of a test, 0.3 ms in the other): diff
+        // counts it as part of the first exec's image, as every output counts a shorter one, so
+        // the same build has the same images in both runs. One that forked a child (dash's
+        // subshell) is the build's structure, and stands.
+        let merged = ims.has_fork_image() && kids.first().is_none_or(|k| k.0 > 0);
+        if merged {
+            spans[1].0 = spans[0].0;
+        }
+        for im in ims.skip(skip.max(usize::from(merged))) {
+            let start = match merged && im.index == 1 {
+                true => r.start_ns,
+                false => im.start_ns,
+            };
+            rank += 1;
+            let g = map.entry(key_of(&im)).or_insert_with(|| Group {
+                example: im.argv().map(Argv::to_vec).unwrap_or_default(),
+                rank,
+                name: im.comm().map(str::to_string),
+                unread: unread(&im),
+                ..Group::default()
+            });
+            g.count += 1;
+            if timed(&im)
+                && let Some(d) = im.end_ns.zip(start).map(|(e, s)| e.saturating_sub(s))
+            {
                 g.durations.push(d);
-                g.own_ns += own_ns(s.tracker, r, d);
+                let from = kids.partition_point(|k| k.0 < im.index);
+                let to = kids.partition_point(|k| k.0 <= im.index);
+                lives.clear();
+                lives.extend(kids[from..to].iter().map(|k| (k.1, k.2)));
+                g.own_ns += own_ns(spans[im.index], &lives);
             }
-        }
-        if let Some(st) = status.filter(|st| !st.success()) {
-            g.failed += 1;
-            g.first_status.get_or_insert(st);
-        }
-        if let Some(u) = &r.usage {
-            g.measured += 1;
-            g.cpu_ns = g
-                .cpu_ns
-                .saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
-            g.max_rss_kib = g.max_rss_kib.max(u.max_rss_kib);
+            if !im.is_last() {
+                continue;
+            }
+            // How the process ended, and what it cost, are its last image's.
+            if let Some(st) = status.filter(|st| !st.success()) {
+                g.failed += 1;
+                g.first_status.get_or_insert(st);
+            }
+            if let Some(u) = &r.usage {
+                g.measured += 1;
+                g.cpu_ns = g
+                    .cpu_ns
+                    .saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+                g.max_rss_kib = g.max_rss_kib.max(u.max_rss_kib);
+            }
         }
     }
     map

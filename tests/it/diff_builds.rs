@@ -111,3 +111,54 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(&p, &dest).unwrap();
     }
 }
+
+fn recorded_build(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/builds/{name}.jsonl"));
+    p.to_str().unwrap().to_string()
+}
+
+/// The held-out subshell case (one process with two images: the subshell, then `sleep 0.4`)
+/// diffed against itself: nothing, even with no threshold at all.
+#[test]
+fn the_dash_subshell_against_itself_is_empty() {
+    let f = recorded_build("dash-subshell");
+    for args in [&[][..], &["--threshold", "0", "--min-ms", "0"][..]] {
+        let out = Command::new(PROCTRACE)
+            .arg("diff")
+            .args(args)
+            .args(["--json", &f, &f])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for k in ["new", "gone", "failed", "fixed", "slower", "faster"] {
+            assert!(v[k].as_array().unwrap().is_empty(), "{args:?} {k}\n{v:#}");
+        }
+    }
+}
+
+/// The two recorded libffi builds (tests/fixtures/builds/README.md), compared image by image:
+/// no new or gone command, no waiter slower or faster; the one failed-now command is the
+/// build's own race (run 2's `mkdir src/.libs`, libtool's two `-j2` compiles making the
+/// directory at once).
+#[test]
+fn the_two_recorded_libffi_builds_diff_to_their_race() {
+    let v = diff_json(&recorded_build("libffi-run1"), &recorded_build("libffi-run2"));
+    for k in ["new", "gone"] {
+        let l: Vec<Vec<String>> = v[k].as_array().unwrap().iter().map(argv_of).collect();
+        assert!(l.is_empty(), "{k}: {l:?}");
+    }
+    let failed: Vec<Vec<String>> = v["failed"].as_array().unwrap().iter().map(argv_of).collect();
+    assert_eq!(failed, [["mkdir", "src/.libs"]], "{:#}", v["failed"]);
+    for k in ["slower", "faster"] {
+        for e in v[k].as_array().unwrap() {
+            let a = argv_of(e);
+            let script = a.get(1).map(String::as_str).unwrap_or_default();
+            // configure does much of its own work in its shell: its own time may change.
+            if script.ends_with("configure") || script.ends_with("config.status") {
+                continue;
+            }
+            assert!(!is_waiter(&a), "{k}: a waiter {a:?}\n{e:#}");
+        }
+    }
+}

@@ -776,3 +776,124 @@ fn unread_argv_is_matched_by_kernel_name() {
     assert_eq!(argvs(&r.failed), ["uname -X"]);
     assert!(r.new.is_empty() && r.gone.is_empty(), "{r:#?}");
 }
+
+/// `sh build.sh` runs the recipe `sh -c '(cc -c a.c; cc -c b.c)'` (pid `base`); dash forks the
+/// subshell (`base + 1`), which works 600 ms on its own (builtins), runs `cc -c a.c` (100 ms) as
+/// its child, then execs `cc -c b.c` (`b_ms`): one process, two images.
+fn subshell_run(b_ms: u64, base: i32) -> (Header, Tracker, Summary) {
+    const MS: u64 = 1_000_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+    ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+    let (sh, sub, a) = (base, base + 1, base + 2);
+    let mut ts = 1_001 * MS;
+    ev.push(fork(ts, 100, sh));
+    ev.extend(exec(ts + 10, sh, &["sh", "-c", "(cc -c a.c; cc -c b.c)"], None));
+    ts += MS;
+    ev.push(fork(ts, sh, sub));
+    ts += 600 * MS;
+    ev.push(fork(ts, sub, a));
+    ev.extend(exec(ts + 10, a, &["cc", "-c", "a.c"], None));
+    ts += 100 * MS;
+    ev.push(exit_status(ts, a, 0));
+    ts += MS;
+    ev.extend(exec(ts, sub, &["cc", "-c", "b.c"], None));
+    ts += b_ms * MS;
+    ev.push(exit_status(ts, sub, 0));
+    ts += MS;
+    ev.push(exit_status(ts, sh, 0));
+    finish_run(t, ev, ts + MS)
+}
+
+/// Only the subshell's exec'd image got slower (+60 ms on 100): it is listed, by its own time;
+/// not the subshell's fork image (the same 600 ms of builtins), nor the recipe's shell that
+/// waited for it. Matched as a process, the subshell would read `cc -c b.c` for its whole life
+/// (702 ms → 762 ms: under 10%, so nothing would be listed).
+#[test]
+fn each_image_is_matched_on_its_own() {
+    let old = subshell_run(100, 2000);
+    let new = subshell_run(160, 7000);
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert_eq!(argvs(&r.slower), ["cc -c b.c"], "{r:#?}");
+    assert!(
+        r.faster.is_empty() && r.new.is_empty() && r.gone.is_empty(),
+        "{r:#?}"
+    );
+    let b = &r.slower[0];
+    assert_eq!((b.old_count, b.new_count), (1, 1));
+    assert!((b.old_s.unwrap() - 0.1).abs() < 1e-6, "{b:?}");
+    assert!((b.new_s.unwrap() - 0.16).abs() < 1e-6, "{b:?}");
+    assert!((b.delta_own_s - 0.06).abs() < 1e-6, "{b:?}");
+    // The fork image is a group of its own, named as every output names it: its span (fork to
+    // exec, 701 ms) less the child it ran (100 ms).
+    let g = groups(side(&new));
+    let fork = &g[&vec!["[fork of sh]".to_string()]];
+    assert_eq!((fork.count, fork.durations.as_slice()), (1, &[701_000_000][..]));
+    assert_eq!(fork.own_ns, 601_000_000);
+    // The recipe's shell waited for the subshell: 1 ms before it, 1 ms after.
+    let recipe = &g[&normalize_argv(["sh", "-c", "(cc -c a.c; cc -c b.c)"])];
+    assert_eq!(recipe.own_ns, 2_000_000);
+    assert_eq!(g[&normalize_argv(["cc", "-c", "a.c"])].count, 1);
+    // Each image is on its own; the process is counted once per image.
+    assert_eq!(g.values().map(|g| g.count).sum::<u64>(), 4);
+}
+
+/// The traced command is the wall time, but what it exec'd after its first program is compared
+/// as any image: `sh -c 'x; exec cc -c z.c'` as the root.
+#[test]
+fn the_roots_later_images_are_compared() {
+    const MS: u64 = 1_000_000;
+    let run = |z_ms: u64| {
+        let mut t = tracker(Scope::Tree, true, true);
+        t.expect_root(100);
+        let mut ev: Vec<Event> = vec![fork(1_000 * MS, 1, 100)];
+        ev.extend(exec(1_000 * MS + 10, 100, &["sh", "build.sh"], None));
+        let ts = 1_050 * MS;
+        ev.extend(exec(ts, 100, &["cc", "-c", "z.c"], None));
+        finish_run(t, ev, ts + z_ms * MS)
+    };
+    let r = compare(side(&run(100)), side(&run(400)), DiffOptions::default());
+    assert_eq!(argvs(&r.slower), ["cc -c z.c"], "{r:#?}");
+    let g = groups(side(&run(100)));
+    assert!(!g.contains_key(&vec!["sh".to_string(), "build.sh".to_string()]));
+}
+
+/// `sh build.sh` forks `make` (pid `base`), which execs `fork_us` µs after its fork: 16 ms on a
+/// loaded machine is a fork image standing on its own (10 ms or more), 0.3 ms is not.
+fn slow_fork_run(fork_us: u64, base: i32) -> (Header, Tracker, Summary) {
+    const US: u64 = 1_000;
+    let mut t = tracker(Scope::Tree, true, true);
+    t.expect_root(100);
+    let mut ev: Vec<Event> = vec![fork(1_000_000 * US, 1, 100)];
+    ev.extend(exec(1_000_000 * US + 10, 100, &["sh", "build.sh"], None));
+    let ts = 1_001_000 * US;
+    ev.push(fork(ts, 100, base));
+    ev.extend(exec(ts + fork_us * US, base, &["make", "-j2"], None));
+    ev.push(exit_status(ts + 200_000 * US, base, 0));
+    finish_run(t, ev, ts + 201_000 * US)
+}
+
+/// Whether a fork image that forked nothing stands is the machine's timing, not the build's:
+/// diff counts it in its exec's image, so it is neither new nor gone, and the exec's image
+/// keeps the process's whole time.
+#[test]
+fn a_fork_image_that_forked_nothing_is_part_of_its_exec() {
+    let old = slow_fork_run(300, 2000);
+    let new = slow_fork_run(16_000, 7000);
+    assert!(
+        crate::model::images::images(
+            &new.1,
+            new.1.get(new.1.lookup_at(7000, 1_100_000_000).unwrap()).unwrap()
+        )
+        .has_fork_image()
+    );
+    let r = compare(side(&old), side(&new), DiffOptions::default());
+    assert!(r.new.is_empty() && r.gone.is_empty(), "{r:#?}");
+    let g = groups(side(&new));
+    assert_eq!(g.len(), 1, "{:?}", g.keys());
+    assert_eq!(
+        g[&vec!["make".to_string(), "-j2".to_string()]].durations,
+        [200_000_000]
+    );
+}
