@@ -194,6 +194,17 @@ pub struct PathEntry {
     pub other_s: Option<f64>,
 }
 
+/// A row of a long critical path as the text shows it (the summary's view of it).
+#[derive(Debug, Clone)]
+pub struct PathRow {
+    /// The step's index in the new path.
+    pub step: usize,
+    /// The time it holds, ns.
+    pub held_ns: u64,
+    /// What the summary says below it.
+    pub detail: Option<String>,
+}
+
 /// A group of images with the same normalised argv, compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
@@ -257,6 +268,10 @@ pub struct DiffReport {
     pub runs: OldNew<RunInfo>,
     /// Each run's critical path.
     pub critical_path: OldNew<Vec<PathEntry>>,
+    /// How the text shows a long new path: the steps that carry its time, as the summary does
+    /// (`None`: short enough to show whole).
+    #[serde(skip)]
+    pub path_rows: Option<Vec<PathRow>>,
     /// What counted as a change.
     pub threshold: Threshold,
     /// Groups only in the new run, most total time first.
@@ -821,9 +836,14 @@ fn run_info(s: Side<'_>, redact: bool) -> RunInfo {
     }
 }
 
-fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
-    let r = summarize(s.header, s.tracker, s.summary, false);
-    r.critical_path
+fn path_of(s: Side<'_>, redact: bool) -> (Vec<PathEntry>, Option<Vec<PathRow>>) {
+    let r = summarize(s.header, s.tracker, s.summary, redact);
+    let rows = crate::report::summary::path_rows(&r).map(|rows| {
+        rows.into_iter()
+            .map(|(step, held_ns, detail)| PathRow { step, held_ns, detail })
+            .collect()
+    });
+    let path = r.critical_path
         .iter()
         .map(|p| {
             let argv = match &p.step.argv {
@@ -839,23 +859,55 @@ fn path_of(s: Side<'_>, redact: bool) -> Vec<PathEntry> {
                 other_s: None,
             }
         })
-        .collect()
+        .collect();
+    (path, rows)
 }
 
-/// Fills each step's `other_s` from the other run's path (the first unused step with the same
-/// argv).
+/// Fills each step's `other_s` from the other run's path: a step with the same argv under the
+/// same chain of parents' argv (so a `[fork of bash]` of configure pairs with one of
+/// configure's, not with one elsewhere), the longest of a key with the other's longest.
 ///
-/// The unused steps of each argv are queued in order: linear in the path's length (a search of
-/// `b` per step was quadratic: a 200,000-deep chain of one argv took minutes).
+/// The steps of each key are grouped once: `n log n` in the path's length (a search of `b` per
+/// step was quadratic: a 200,000-deep chain of one argv took minutes).
 fn pair_paths(a: &mut [PathEntry], b: &mut [PathEntry]) {
-    let mut unused: HashMap<Vec<String>, std::collections::VecDeque<usize>> = HashMap::new();
-    for (j, y) in b.iter().enumerate() {
-        unused.entry(y.argv.clone()).or_default().push_back(j);
+    /// Each step's key: a hash of its argv and its parents' (the latest step above it at each
+    /// depth).
+    fn keys(path: &[PathEntry]) -> Vec<u64> {
+        use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
+        let build = foldhash::fast::FixedState::with_seed(23);
+        let mut above: Vec<u64> = Vec::new();
+        path.iter()
+            .map(|e| {
+                above.truncate(e.depth);
+                let mut h = build.build_hasher();
+                above.last().copied().unwrap_or(0).hash(&mut h);
+                e.argv.hash(&mut h);
+                let k = h.finish();
+                above.push(k);
+                k
+            })
+            .collect()
     }
-    for x in a.iter_mut() {
-        if let Some(j) = unused.get_mut(&x.argv).and_then(|q| q.pop_front()) {
-            x.other_s = Some(b[j].duration_s);
-            b[j].other_s = Some(x.duration_s);
+    let (ka, kb) = (keys(a), keys(b));
+    // Within a key, the longest pairs with the longest, and so on: which of configure's 229
+    // `[fork of bash]` on the path is which is not known, and pairing them in order pairs the
+    // one that took 360 ms with one that took 1 ms, which reads as a change.
+    let by_key = |keys: &[u64], path: &[PathEntry]| {
+        let mut m: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (j, k) in keys.iter().enumerate() {
+            m.entry(*k).or_default().push(j);
+        }
+        for v in m.values_mut() {
+            v.sort_by(|&x, &y| path[y].duration_s.total_cmp(&path[x].duration_s).then(x.cmp(&y)));
+        }
+        m
+    };
+    let (ma, mb) = (by_key(&ka, a), by_key(&kb, b));
+    for (k, xs) in &ma {
+        let Some(ys) = mb.get(k) else { continue };
+        for (&i, &j) in xs.iter().zip(ys) {
+            a[i].other_s = Some(b[j].duration_s);
+            b[j].other_s = Some(a[i].duration_s);
         }
     }
 }
@@ -953,8 +1005,8 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     let costs = compare_costs(&go, &gn, o);
     let (cpu_old, rss_old) = run_costs(old);
     let (cpu_new, rss_new) = run_costs(new);
-    let mut po = path_of(old, o.redact);
-    let mut pn = path_of(new, o.redact);
+    let (mut po, _) = path_of(old, o.redact);
+    let (mut pn, path_rows) = path_of(new, o.redact);
     pair_paths(&mut pn, &mut po);
     DiffReport {
         wall_s: OldNew {
@@ -966,6 +1018,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             new: run_info(new, o.redact),
         },
         critical_path: OldNew { old: po, new: pn },
+        path_rows,
         threshold: Threshold {
             pct: o.threshold_pct,
             min_ms: o.min_ms,

@@ -274,7 +274,34 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
         );
     }
     let path = &r.critical_path.new;
-    if !path.is_empty() {
+    if let Some(rows) = r.path_rows.as_ref().filter(|_| !path.is_empty()) {
+        // A long path: the steps that carry its time, as the summary shows them.
+        let _ = writeln!(
+            out,
+            "{} {}",
+            p.emphasis("critical path (new):"),
+            p.secondary(&format!("({} steps; the {} that carry its time)", path.len(), rows.len()))
+        );
+        for row in rows {
+            let Some(s) = path.get(row.step) else { continue };
+            let d = match s.other_s {
+                Some(o) => {
+                    let d = s.duration_s - o;
+                    paint_change(&signed(d), d)
+                }
+                None => p.secondary("(no one step of the old path matches)"),
+            };
+            let _ = writeln!(
+                out,
+                "  {}  {}  {d}",
+                cut(&path_label(&s.argv), cmd_w),
+                fmt_duration(row.held_ns),
+            );
+            if let Some(detail) = &row.detail {
+                let _ = writeln!(out, "      {}", p.secondary(&cut(detail, cmd_w)));
+            }
+        }
+    } else if !path.is_empty() {
         let _ = writeln!(out, "{}", p.emphasis("critical path (new):"));
         for s in path.iter().take(40) {
             let d = match s.other_s {

@@ -880,11 +880,12 @@ fn slow_fork_run(fork_us: u64, base: i32) -> (Header, Tracker, Summary) {
 #[test]
 fn a_fork_image_that_forked_nothing_is_part_of_its_exec() {
     let old = slow_fork_run(300, 2000);
-    let new = slow_fork_run(16_000, 7000);
+    // 120 ms between fork and exec: past `FORK_IMAGE_MIN_NS`, the fork image stands.
+    let new = slow_fork_run(120_000, 7000);
     assert!(
         crate::model::images::images(
             &new.1,
-            new.1.get(new.1.lookup_at(7000, 1_100_000_000).unwrap()).unwrap()
+            new.1.get(new.1.lookup_at(7000, 1_150_000_000).unwrap()).unwrap()
         )
         .has_fork_image()
     );

@@ -80,7 +80,7 @@ pub use analysis::{all_records, summarize, wall};
 pub(crate) use json::json_string;
 pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
-pub use text::{TextOptions, render_text};
+pub use text::{TextOptions, path_rows, render_text};
 
 /// How many entries the slowest and by-program lists keep, and failures, causes and background
 /// children the text and Markdown show (JSON lists every one of them).

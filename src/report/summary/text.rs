@@ -149,6 +149,8 @@ pub(super) enum Held<'a> {
 pub(super) struct Carry<'a> {
     /// The step.
     pub step: &'a PathStep,
+    /// Its index in the path.
+    pub index: usize,
     /// Its parents on the path below the root, by program: `make → make → bash → libtool →
     /// gcc`.
     pub via: String,
@@ -310,6 +312,7 @@ pub(super) fn path_view(r: &RunReport) -> PathView<'_> {
             chain.reverse();
             Carry {
                 step: &all[i],
+                index: i,
                 via: chain.join(" → "),
                 held_ns,
                 held,
@@ -317,6 +320,30 @@ pub(super) fn path_view(r: &RunReport) -> PathView<'_> {
         })
         .collect();
     PathView::Carrying { rows, held_ns }
+}
+
+/// The rows of a long critical path as people read it ([`PathView::Carrying`]): each the index
+/// of its step in `r.critical_path`, the time it holds, and what it says below the step's label
+/// (what a rest was, a stretch bounded by parallelism and its longest job); `None` when the
+/// path is short enough to show whole. For `diff`, which shows the new run's path this way.
+pub fn path_rows(r: &RunReport) -> Option<Vec<(usize, u64, Option<String>)>> {
+    match path_view(r) {
+        PathView::Whole(_) => None,
+        PathView::Carrying { rows, .. } => Some(
+            rows.iter()
+                .map(|c| {
+                    let detail = match &c.held {
+                        Held::Parallel(x) => Some(match c.detail() {
+                            Some(d) => format!("{}; {d}", parallel_text(x)),
+                            None => parallel_text(x),
+                        }),
+                        _ => c.detail(),
+                    };
+                    (c.index, c.held_ns, detail)
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// "make -j2: 2 jobs at once for 85% of 1.25s: bounded by its job slots, not by one chain".
