@@ -114,7 +114,11 @@ pub fn comm_at<'a>(t: &'a Tracker, mut r: &'a ProcessRecord, mut ts: u64) -> Opt
         match r.execs.iter().rposition(|e| e.ts <= ts) {
             Some(k) => {
                 let d = r.execs[k].details.as_ref().and_then(|d| d.comm.as_deref());
-                return if k + 1 == r.execs.len() { d.or(r.comm.as_deref()) } else { d };
+                return if k + 1 == r.execs.len() {
+                    d.or(r.comm.as_deref())
+                } else {
+                    d
+                };
             }
             None => {
                 ts = r.start_ns?;
@@ -144,6 +148,14 @@ pub fn images<'a>(t: &'a Tracker, r: &'a ProcessRecord) -> Images<'a> {
         (true, Some(s), Some(p)) => t.get(p).and_then(|p| comm_at(t, p, s)),
         _ => None,
     };
+    images_decided(r, fork, inherited)
+}
+
+/// The images of `r` as [`images`] gives them, with the fork image's standing and the name it
+/// copies decided by the caller: a streaming sink decides when the first exec arrives (whether
+/// a child was forked before it), as the children's records may be gone by the exit.
+pub fn images_decided<'a>(r: &'a ProcessRecord, fork: bool, inherited: Option<&'a str>) -> Images<'a> {
+    let fork = fork || r.execs.is_empty();
     Images {
         r,
         fork,
@@ -299,7 +311,9 @@ mod tests {
         let r = t.get(t.lookup_at(20, 20 * MS).unwrap()).unwrap();
         let ims = images(&t, r);
         assert!(ims.has_fork_image());
-        let v: Vec<_> = ims.map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS)).collect();
+        let v: Vec<_> = ims
+            .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
+            .collect();
         assert_eq!(v, [(0, 15), (15, 16), (16, 30)]);
         assert_eq!(image_at(&t, r, 20 * MS), 2);
         let f = t.get(t.lookup_at(21, MS).unwrap()).unwrap();
