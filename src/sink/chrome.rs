@@ -1252,7 +1252,7 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
     short: None,
     value_name: "FILE",
     help: "Write a timeline in the Chrome Trace Event Format to FILE (`-` for stdout): open it in \
-           ui.perfetto.dev or chrome://tracing. One slice per process on lanes, a `running` counter",
+           ui.perfetto.dev or chrome://tracing. One slice per process on lanes (with one nested in it per program it ran, when it ran more than one), a `running` counter",
     what: "Chrome trace",
     golden: Some("chrome"),
     dest: crate::output::DestKind::File,
