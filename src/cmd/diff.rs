@@ -840,10 +840,15 @@ fn path_of(s: Side<'_>, redact: bool) -> (Vec<PathEntry>, Option<Vec<PathRow>>) 
     let r = summarize(s.header, s.tracker, s.summary, redact);
     let rows = crate::report::summary::path_rows(&r).map(|rows| {
         rows.into_iter()
-            .map(|(step, held_ns, detail)| PathRow { step, held_ns, detail })
+            .map(|(step, held_ns, detail)| PathRow {
+                step,
+                held_ns,
+                detail,
+            })
             .collect()
     });
-    let path = r.critical_path
+    let path = r
+        .critical_path
         .iter()
         .map(|p| {
             let argv = match &p.step.argv {

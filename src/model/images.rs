@@ -129,12 +129,25 @@ pub fn comm_at<'a>(t: &'a Tracker, mut r: &'a ProcessRecord, mut ts: u64) -> Opt
     None
 }
 
+/// Whether the fork image of `r`, which has exec'd, stands on its own
+/// ([`fork_image_stands`]): only for a process whose fork was seen under a tracked parent. The
+/// traced command (`run`'s root: its parent is proctrace, not traced) is never a fork image:
+/// what it did before its exec was proctrace's setup (a loaded machine made it 10 ms).
+pub fn fork_image_stands_for(r: &ProcessRecord, forked_child: bool) -> bool {
+    match (r.execs.first(), r.start_ns) {
+        (Some(first), Some(s)) if !r.pre_existing && r.parent.is_some() => {
+            fork_image_stands(s, first.ts, forked_child)
+        }
+        _ => false,
+    }
+}
+
 /// The images of `r`; `t` holds its children (whether its fork image forked one) and its
 /// parent (the name a fork image copies).
 pub fn images<'a>(t: &'a Tracker, r: &'a ProcessRecord) -> Images<'a> {
-    let fork = match (r.execs.first(), r.start_ns) {
-        (None, _) => true,
-        (Some(first), Some(s)) if !r.pre_existing => {
+    let fork = match r.execs.first() {
+        None => true,
+        Some(first) => {
             // Children are in fork order: the first whose fork is known says it (a `make`
             // with 6,000 children is not walked for each of them).
             let forked_child = r
@@ -142,14 +155,21 @@ pub fn images<'a>(t: &'a Tracker, r: &'a ProcessRecord) -> Images<'a> {
                 .iter()
                 .find_map(|&c| t.get(c)?.start_ns)
                 .is_some_and(|cs| cs < first.ts);
-            fork_image_stands(s, first.ts, forked_child)
+            fork_image_stands_for(r, forked_child)
         }
-        _ => false,
     };
     let inherited = match (fork && !r.execs.is_empty(), r.start_ns, r.parent) {
         (true, Some(s), Some(p)) => t.get(p).and_then(|p| comm_at(t, p, s)),
         _ => None,
     };
+    images_decided(r, fork, inherited)
+}
+
+/// The images of `r` as [`images`] gives them, with the fork image's standing and the name it
+/// copies decided by the caller: a streaming sink decides when the first exec arrives (whether
+/// a child was forked before it), as the children's records may be gone by the exit.
+pub fn images_decided<'a>(r: &'a ProcessRecord, fork: bool, inherited: Option<&'a str>) -> Images<'a> {
+    let fork = fork || r.execs.is_empty();
     Images {
         r,
         fork,
@@ -298,17 +318,25 @@ mod tests {
 
     #[test]
     fn exec_chains_and_long_forks_and_forks_that_never_exec() {
-        let mut ev = vec![fork(0, 1, 20)];
+        // Under a traced parent (the traced command's own fork is never a fork image).
+        let mut ev = vec![fork(0, 1, 2)];
+        ev.extend(exec(1, 2, &["sh"], None));
+        ev.push(fork(0, 2, 20));
         // Ran 150 ms on its own before exec'ing: stands.
         ev.extend(exec(150 * MS, 20, &["env", "x"], None));
         ev.extend(exec(160 * MS, 20, &["x"], None));
         ev.push(exit(300 * MS, 20, 0));
         // A fork that exec'd after 12 ms, as a loaded machine's `cc` forking `cc1`: one image.
-        ev.push(fork(0, 1, 22));
+        ev.push(fork(0, 2, 22));
         ev.extend(exec(12 * MS, 22, &["cc1"], None));
         ev.push(exit(40 * MS, 22, 0));
-        ev.push(fork(0, 1, 21));
+        ev.push(fork(0, 2, 21));
         ev.push(exit(5 * MS, 21, 0));
+        // A root (its parent untraced, as `run`'s command under proctrace) that exec'd late:
+        // what it did first was its launcher's, one image.
+        ev.push(fork(0, 1, 30));
+        ev.extend(exec(200 * MS, 30, &["make"], None));
+        ev.push(exit(300 * MS, 30, 0));
         let t = run(ev);
         let r = t.get(t.lookup_at(20, 200 * MS).unwrap()).unwrap();
         let ims = images(&t, r);
@@ -328,5 +356,10 @@ mod tests {
         assert_eq!(ims.len(), 1);
         assert!(ims[0].is_fork() && ims[0].is_last());
         assert_eq!(ims[0].duration_ns(), Some(5 * MS));
+        let root = t.get(t.lookup_at(30, 250 * MS).unwrap()).unwrap();
+        let v: Vec<_> = images(&t, root)
+            .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
+            .collect();
+        assert_eq!(v, [(0, 300)]);
     }
 }

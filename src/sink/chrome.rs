@@ -12,8 +12,12 @@
 //!
 //! # Layout: lanes packed at exit, nested by parentage where it fits
 //!
-//! The whole session is one Chrome process (`pid` = proctrace's pid, named after the command;
-//! counters and process-wide instants on its main thread, `tid` = `pid`). Each other thread
+//! The whole session is one Chrome process (`pid` = the traced root's pid, else the first
+//! process's, named after the command; counters and process-wide instants on its main thread,
+//! `tid` = `pid`). Never proctrace's own pid: the file must be the same bytes for the same
+//! trace whoever writes it (`run`, `replay` of its recording, `analyze` of either's JSON Lines),
+//! so nothing in it may come from the writer; the `process_name` line waits for the first fact,
+//! when the root is known. Each other thread
 //! (`tid` = `pid` + N, named `lane N`) is a *lane*. A process becomes one `X`
 //! (complete) slice when it exits — only then is its interval known — on a lane where every slice
 //! already written that overlaps it lies inside it and is one of its own children's (so nothing
@@ -41,9 +45,16 @@
 //!   which viewers ignore but keep), `thread_name` and `thread_sort_index` per lane.
 //! - `X` per process: name = the program ([`crate::model::naming::program`]: base name of
 //!   `argv[0]` of its last exec, else of its executable, else its `comm`; `[fork of …]` when it
-//!   never exec'd); `cat` = `process` plus `failed`, `signal`, `lost`,
+//!   never exec'd), or for a process of several images ([`crate::model::images`]) their
+//!   programs in order (`[fork of sh] → sleep`); `cat` = `process` plus `failed`, `signal`, `lost`,
 //!   `background`, `running`; `cname` (`terrible` for failures, `grey` for still running,
 //!   `yellow` for background, `bad` for a lost exit) — Perfetto ignores `cname`, hence also:
+//! - `X` per image of a process of two or more: nested in its process's slice, placed as its
+//!   children are (see [`ChromeTrace::image_slices`]); name = [`image_program`], `cat` = `image`
+//!   (`image,fork` for the fork image), `args.cmd` = [`image_command_line`]. Whether the fork
+//!   image stands ([`images::fork_image_stands_for`]) is decided when the first exec arrives (did it fork a
+//!   child before, or run [`crate::model::images::FORK_IMAGE_MIN_NS`]), as `images` decides
+//!   it from retained records, so the output is the same whether exited records are kept or not.
 //! - `i` instants: a failure at its exit on its lane, a background process when the command
 //!   exited (process scope), lost events (global scope, with the count).
 //! - `C` counter `running`: processes alive at each moment (one value per timestamp), held back
@@ -76,7 +87,8 @@ use super::text::{Paint, exit_text, fmt_duration, fmt_kib, signal_name};
 use super::{LineWriter, Sink};
 use crate::model::bytes::shown;
 use crate::model::event::{Data, DataValue, ExitStatus};
-use crate::model::naming::{program, quote_argv, region_name};
+use crate::model::images::{self, Image, Images, comm_at, images_decided};
+use crate::model::naming::{image_command_line, image_program, program, quote_argv, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 
@@ -211,6 +223,15 @@ struct Live {
     /// In the `running` counter (not when it was seen only after the counter had been written
     /// past its start).
     counted: bool,
+    /// It forked a child before its first exec.
+    forked_child: bool,
+    /// Whether its fork image stands on its own ([`images::fork_image_stands_for`]), decided when its first
+    /// exec arrives (its children's records may be gone by its exit).
+    fork_image: Option<bool>,
+    /// The kernel's name of the program it was forked from (what its fork image is named by),
+    /// taken at its fork while its parent is surely known; dropped at the first exec unless the
+    /// fork image stands.
+    inherited: Option<String>,
 }
 
 /// The Chrome trace sink.
@@ -218,7 +239,11 @@ pub struct ChromeTrace {
     w: LineWriter,
     redact: bool,
     t0: u64,
+    /// The Chrome process's pid: the traced root's (see [`ChromeTrace::begin`]).
     pid: u32,
+    /// The session's header, until its `process_name` line is written (at the first fact,
+    /// when the root is known).
+    header: Option<Header>,
     live: HashMap<ProcId, Live>,
     /// Starts of live processes (a multiset), for [`Lane::compact`].
     starts: BTreeMap<u64, u32>,
@@ -252,6 +277,7 @@ impl ChromeTrace {
             redact,
             t0: 0,
             pid: 0,
+            header: None,
             live: HashMap::new(),
             starts: BTreeMap::new(),
             lanes: Vec::new(),
@@ -479,6 +505,68 @@ impl ChromeTrace {
         Ok(lane)
     }
 
+    /// Writes the session's `process_name` line, once, before any other event: the Chrome
+    /// process is the traced root's pid (`root`), else the first process seen, so the file is
+    /// the same bytes whoever writes it — `run`, a `replay` of its recording, an `analyze` of
+    /// either's JSON Lines — and proctrace's own pid, which differs between them, is in none.
+    fn begin(&mut self, root: Option<u32>) -> io::Result<()> {
+        let Some(h) = self.header.take() else {
+            return Ok(());
+        };
+        // pid 0 is the idle task's; an empty trace has no process to name it after.
+        self.pid = root.filter(|&p| p > 0).unwrap_or(1);
+        let h = &h;
+        let label = match &h.mode {
+            Mode::Run { argv } => quote_argv(argv, self.redact),
+            Mode::Watch { root: Some(p) } => format!("watch -p {p}"),
+            Mode::Watch { root: None } => "watch".to_string(),
+            Mode::Replay { path } => format!("replay {path}"),
+            Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
+        };
+        let redact = self.redact;
+        let b = self.head("M", None);
+        b.extend_from_slice(b",\"name\":\"process_name\",\"args\":{\"name\":");
+        json::string(b, &label);
+        if let Mode::Run { argv } = &h.mode {
+            b.extend_from_slice(b",\"argv\":[");
+            let mut r = crate::redact::Argv::new();
+            for (i, a) in argv.iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                if redact {
+                    json::string(b, &shown(&r.word(a)));
+                } else {
+                    json::string(b, &shown(a));
+                }
+            }
+            b.push(b']');
+        }
+        let wall = (h.ts as i128 + h.real_minus_mono as i128) / 1000;
+        b.extend_from_slice(b",\"wall_start\":\"");
+        ::trace2::Timestamp::from_micros(wall).write_utc_extended(b);
+        b.extend_from_slice(b"\",\"monotonic_start_ns\":");
+        json::int(b, h.ts as i64);
+        b.extend_from_slice(b",\"tool\":");
+        json::string(b, &format!("proctrace {}", h.tool.version));
+        if let Some(be) = &h.backend {
+            b.extend_from_slice(b",\"backend\":");
+            json::string(b, be);
+        }
+        b.push(b'}');
+        self.next()
+    }
+
+    /// The Chrome pid for a trace whose first fact is `fact`: the root's, else that process's.
+    fn root_pid(fact: &Fact, t: &Tracker) -> Option<u32> {
+        let id = match *fact {
+            Fact::Fork(id) | Fact::Exit(id) | Fact::Background(id) | Fact::Exec { id, .. } => Some(id),
+            _ => None,
+        };
+        let r = t.first_root().or(id).and_then(|id| t.get(id))?;
+        u32::try_from(r.pid).ok()
+    }
+
     fn forget_start(&mut self, s: u64) {
         if let Some(n) = self.starts.get_mut(&s) {
             *n -= 1;
@@ -637,6 +725,71 @@ impl ChromeTrace {
         self.next()
     }
 
+    /// Writes the images of `id` (slice `[s, e]`, not yet written; two or more images) as
+    /// slices nested in it, placed as its children are: each image swallows the child processes
+    /// (and regions) that lie inside it, and the process's slice swallows its images, so
+    /// `(a; b)` reads `sh` → `[fork of sh]` (→ `a`) then `b`, each at its own time. The first
+    /// image starts with its process; it is moved 1 ns later so that the two never start
+    /// together on one lane (see [`Lane::fits`]). An image that a child process outlives (a
+    /// child left running across an exec) cannot nest with it and goes to a lane of its own,
+    /// still inside its process's interval in time.
+    fn image_slices(&mut self, id: ProcId, ims: Images<'_>, s: u64, e: u64) -> io::Result<()> {
+        for im in ims {
+            let is = im.start_ns.unwrap_or(s).clamp(s, e);
+            let is = if is == s { (s + 1).min(e) } else { is };
+            let ie = im.end_ns.unwrap_or(e).clamp(is, e);
+            let own = self.live.get(&id).and_then(|l| l.child.map(|c| c.1));
+            let span = Span {
+                s: is,
+                e: ie,
+                parent: Some(id),
+            };
+            let lane = self.place(id, span, [own, None], None, true)?;
+            if let Some(l) = self.live.get_mut(&id) {
+                if l.child.is_none_or(|c| is < c.0) {
+                    l.child = Some((is, lane));
+                }
+            }
+            self.write_image(lane, &im, is, ie)?;
+        }
+        Ok(())
+    }
+
+    /// One image's `X` slice on `lane`, `[is, ie]`: named by its program, its command line, exec
+    /// and own duration in its args.
+    fn write_image(&mut self, lane: usize, im: &Image<'_>, is: u64, ie: u64) -> io::Result<()> {
+        let (t0, redact) = (self.t0, self.redact);
+        let b = self.head("X", Some(lane));
+        b.extend_from_slice(b",\"ts\":");
+        us(b, is - t0);
+        b.extend_from_slice(b",\"dur\":");
+        us(b, ie - is);
+        b.extend_from_slice(b",\"name\":");
+        json::string(b, &image_program(im));
+        b.extend_from_slice(if im.is_fork() {
+            b",\"cat\":\"image,fork\",\"args\":{\"pid\":"
+        } else {
+            b",\"cat\":\"image\",\"args\":{\"pid\":"
+        });
+        json::int(b, im.record.pid as i64);
+        b.extend_from_slice(b",\"image\":");
+        json::int(b, im.index as i64 + 1);
+        b.extend_from_slice(b",\"of\":");
+        json::int(b, im.count as i64);
+        b.extend_from_slice(b",\"cmd\":");
+        json::string(b, &image_command_line(im, redact));
+        if let Some(exe) = im.exec.and_then(|x| x.details.as_ref()?.exe.as_deref()) {
+            b.extend_from_slice(b",\"exe\":");
+            json::string(b, &shown(exe));
+        }
+        if let Some(d) = im.duration_ns() {
+            b.extend_from_slice(b",\"duration\":");
+            json::string(b, &fmt_duration(d));
+        }
+        b.push(b'}');
+        self.next()
+    }
+
     /// Writes the slice of `r` ending at `end` (`running`: still alive at the session's end).
     fn slice(
         &mut self,
@@ -647,13 +800,24 @@ impl ChromeTrace {
         running: bool,
     ) -> io::Result<()> {
         self.ancestors(r, t);
+        let s = match self.live.get(&id) {
+            Some(l) => l.start,
+            None => r.start_ns.unwrap_or(self.t0).max(self.t0),
+        };
         if !r.regions.is_empty() {
             // While it is still live: its regions claim lanes as its children do.
-            let s = match self.live.get(&id) {
-                Some(l) => l.start,
-                None => r.start_ns.unwrap_or(self.t0).max(self.t0),
-            };
             self.region_slices(id, r, s, end.max(s))?;
+        }
+        // Its images, decided as its first exec arrived (else from the records still held).
+        let inherited = self.live.get_mut(&id).and_then(|l| l.inherited.take());
+        let ims = match self.live.get(&id).and_then(|l| l.fork_image) {
+            Some(fork) => images_decided(r, fork, inherited.as_deref()),
+            None if self.live.contains_key(&id) => images_decided(r, false, None),
+            None => images::images(t, r),
+        };
+        let n_images = ims.len();
+        if n_images > 1 {
+            self.image_slices(id, ims.clone(), s, end.max(s))?;
         }
         let live = self.live.remove(&id);
         let (s, own, counted) = match &live {
@@ -684,7 +848,7 @@ impl ChromeTrace {
         let status = r.exit.and_then(|x| x.status);
         let failed = !running && status.is_some_and(|st| !st.success());
         let lost = !running && r.exit.is_some_and(|x| x.status.is_none());
-        let name = program(r);
+        let name = if n_images > 1 { chain_name(ims) } else { program(r) };
         let redact = self.redact;
         let t0 = self.t0;
         // In the memory counter (a measured process that exited), unless seen too late for it.
@@ -775,6 +939,10 @@ impl ChromeTrace {
         }
         b.extend_from_slice(b",\"execs\":");
         json::int(b, r.execs.len() as i64);
+        if n_images > 1 {
+            b.extend_from_slice(b",\"images\":");
+            json::int(b, n_images as i64);
+        }
         if let Some(bg) = r.background {
             b.extend_from_slice(b",\"background\":");
             json::string(b, bg.state.as_str());
@@ -831,6 +999,20 @@ impl ChromeTrace {
         }
         Ok(())
     }
+}
+
+/// A process of several images, named by their programs in order: `[fork of sh] → sleep`;
+/// past three, the first, `…`, the last and how many (an `exec` loop stays one short name).
+fn chain_name(ims: Images<'_>) -> String {
+    let n = ims.len();
+    let names: Vec<String> = if n <= 3 {
+        ims.map(|im| image_program(&im)).collect()
+    } else {
+        let first = ims.get(0).map(|im| image_program(&im)).unwrap_or_default();
+        let last = ims.last().map(|im| image_program(&im)).unwrap_or_default();
+        vec![first, "…".to_string(), format!("{last} ({n} images)")]
+    };
+    names.join(" → ")
 }
 
 /// A process's cost as slice args: for people (`cpu`, `peak_rss`), then the figures as the JSON
@@ -916,54 +1098,31 @@ impl Sink for ChromeTrace {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         self.t0 = h.ts;
         self.last_ts = h.ts;
-        self.pid = h.tool.pid;
+        self.header = Some(h.clone());
         self.w.buf().extend_from_slice(b"[\n");
-        let label = match &h.mode {
-            Mode::Run { argv } => quote_argv(argv, self.redact),
-            Mode::Watch { root: Some(p) } => format!("watch -p {p}"),
-            Mode::Watch { root: None } => "watch".to_string(),
-            Mode::Replay { path } => format!("replay {path}"),
-            Mode::Analyze { inputs } => format!("analyze {}", quote_argv(inputs, false)),
-        };
-        let redact = self.redact;
-        let b = self.head("M", None);
-        b.extend_from_slice(b",\"name\":\"process_name\",\"args\":{\"name\":");
-        json::string(b, &label);
-        if let Mode::Run { argv } = &h.mode {
-            b.extend_from_slice(b",\"argv\":[");
-            let mut r = crate::redact::Argv::new();
-            for (i, a) in argv.iter().enumerate() {
-                if i > 0 {
-                    b.push(b',');
-                }
-                if redact {
-                    json::string(b, &shown(&r.word(a)));
-                } else {
-                    json::string(b, &shown(a));
-                }
-            }
-            b.push(b']');
-        }
-        let wall = (h.ts as i128 + h.real_minus_mono as i128) / 1000;
-        b.extend_from_slice(b",\"wall_start\":\"");
-        ::trace2::Timestamp::from_micros(wall).write_utc_extended(b);
-        b.extend_from_slice(b"\",\"monotonic_start_ns\":");
-        json::int(b, h.ts as i64);
-        b.extend_from_slice(b",\"tool\":");
-        json::string(b, &format!("proctrace {}", h.tool.version));
-        if let Some(be) = &h.backend {
-            b.extend_from_slice(b",\"backend\":");
-            json::string(b, be);
-        }
-        b.push(b'}');
-        self.next()
+        self.w.line_done()
     }
 
     fn fact(&mut self, fact: &Fact, t: &Tracker) -> io::Result<()> {
+        if self.header.is_some() {
+            self.begin(Self::root_pid(fact, t))?;
+        }
         match *fact {
             Fact::Fork(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let start = r.start_ns.unwrap_or(self.t0).max(self.t0);
+                // A child forked before its parent's first exec: the parent's fork image
+                // stands on its own (see `crate::model::images`).
+                let parent = r.parent.and_then(|p| t.get(p));
+                if let Some(p) = r.parent.filter(|_| parent.is_some_and(|p| p.execs.is_empty())) {
+                    if let Some(pl) = self.live.get_mut(&p) {
+                        pl.forked_child = true;
+                    }
+                }
+                let inherited = match (parent, r.start_ns) {
+                    (Some(p), Some(at)) if !r.pre_existing => comm_at(t, p, at).map(str::to_owned),
+                    _ => None,
+                };
                 self.last_ts = self.last_ts.max(start);
                 // Seen only after the counter was written past its start (a process already
                 // running when `watch` began, found at its exit; one recovered after a loss):
@@ -975,10 +1134,26 @@ impl Sink for ChromeTrace {
                         start,
                         child: None,
                         counted,
+                        forked_child: false,
+                        fork_image: None,
+                        inherited,
                     },
                 );
                 *self.starts.entry(start).or_default() += 1;
                 if counted { self.count(start, 1) } else { Ok(()) }
+            }
+            Fact::Exec { id, index: 0 } => {
+                let (Some(r), Some(l)) = (t.get(id), self.live.get_mut(&id)) else {
+                    return Ok(());
+                };
+                if l.fork_image.is_none() {
+                    let stands = images::fork_image_stands_for(r, l.forked_child);
+                    l.fork_image = Some(stands);
+                    if !stands {
+                        l.inherited = None;
+                    }
+                }
+                Ok(())
             }
             Fact::Exit(id) => {
                 let Some(r) = t.get(id) else { return Ok(()) };
@@ -1037,6 +1212,10 @@ impl Sink for ChromeTrace {
     }
 
     fn finish(&mut self, sum: &Summary, t: &Tracker) -> io::Result<()> {
+        if self.header.is_some() {
+            let root = t.first_root().and_then(|id| t.get(id));
+            self.begin(root.and_then(|r| u32::try_from(r.pid).ok()))?;
+        }
         let end = sum.ts.max(self.last_ts);
         // Latest start first: children before the parents that contain them.
         let mut left: Vec<(u64, ProcId)> = self.live.iter().map(|(id, l)| (l.start, *id)).collect();
@@ -1068,7 +1247,7 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
     short: None,
     value_name: "FILE",
     help: "Write a timeline in the Chrome Trace Event Format to FILE (`-` for stdout): open it in \
-           ui.perfetto.dev or chrome://tracing. One slice per process on lanes, a `running` counter",
+           ui.perfetto.dev or chrome://tracing. One slice per process on lanes (with one nested in it per program it ran, when it ran more than one), a `running` counter",
     what: "Chrome trace",
     golden: Some("chrome"),
     dest: crate::output::DestKind::File,

@@ -65,6 +65,32 @@ pub struct Checked {
     pub regions: usize,
     /// Region slices on the same lane as their process's slice.
     pub regions_on_process_lane: usize,
+    /// Image slices (`cat` `image`, one per image of a process of two or more), in file order;
+    /// not counted in `slices`.
+    pub images: Vec<ImageSlice>,
+    /// Image slices on the same lane as their process's slice.
+    pub images_on_process_lane: usize,
+}
+
+/// An image's slice (see [`Checked::images`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageSlice {
+    /// Its process.
+    pub pid: i64,
+    /// Its position among its process's images, from 1, and how many there are.
+    pub index: i64,
+    /// How many images its process has.
+    pub of: i64,
+    /// The slice's name (the image's program).
+    pub name: String,
+    /// `args.cmd`: its command line.
+    pub cmd: String,
+    /// Start and end, ns after the session start.
+    pub start_ns: i64,
+    /// End, ns after the session start.
+    pub end_ns: i64,
+    /// The fork image (`cat` `image,fork`).
+    pub fork: bool,
 }
 
 /// µs (a JSON number) to ns, rounded as Perfetto does (`llround(v * 1000)`).
@@ -114,6 +140,8 @@ fn validate_impl(
     // Region slices: (pid, tid, start, end, name), and process slices by pid: (tid, start, end).
     let mut regions: Vec<(i64, i64, i64, i64, String)> = Vec::new();
     let mut procs: HashMap<i64, Vec<(i64, i64, i64)>> = HashMap::new();
+    // The lane of each of `out.images`.
+    let mut image_tids: Vec<i64> = Vec::new();
     for (n, ev) in events.iter().enumerate() {
         let at = || format!("event {n}: {ev}");
         let ph = ev["ph"].as_str().ok_or_else(|| format!("{}: no ph", at()))?;
@@ -160,6 +188,30 @@ fn validate_impl(
                 let p = args["pid"]
                     .as_i64()
                     .ok_or_else(|| format!("{}: no args.pid", at()))?;
+                if let Some(cat @ ("image" | "image,fork")) = ev["cat"].as_str() {
+                    let int = |k: &str| args[k].as_i64().ok_or_else(|| format!("{}: no args.{k}", at()));
+                    let (index, of) = (int("image")?, int("of")?);
+                    if !(1..=of).contains(&index) || of < 2 {
+                        return Err(format!("{}: image {index} of {of}", at()));
+                    }
+                    let cmd = args["cmd"]
+                        .as_str()
+                        .ok_or_else(|| format!("{}: no args.cmd", at()))?;
+                    by_tid.entry(tid).or_default().push((ts, ts + dur));
+                    x_order.push((tid, ts, dur));
+                    out.images.push(ImageSlice {
+                        pid: p,
+                        index,
+                        of,
+                        name: ev["name"].as_str().unwrap_or_default().to_string(),
+                        cmd: cmd.to_string(),
+                        start_ns: ts,
+                        end_ns: ts + dur,
+                        fork: cat == "image,fork",
+                    });
+                    image_tids.push(tid);
+                    continue;
+                }
                 if ev["cat"].as_str() == Some("region") {
                     args["nesting"]
                         .as_u64()
@@ -358,6 +410,36 @@ fn validate_impl(
                 ));
             }
         }
+    }
+    // Each image inside a slice of its process (on its lane where it could go there); the
+    // images of a process come in order, one after the other, never overlapping.
+    // pid -> (index, of, end) of its last image slice; a process's images are written together.
+    let mut last_image: HashMap<i64, (i64, i64, i64)> = HashMap::new();
+    let complete = |b: Option<(i64, i64, i64)>| b.is_none_or(|(k, of, _)| k == of);
+    for (im, tid) in out.images.iter().zip(&image_tids) {
+        let inside = procs.get(&im.pid).and_then(|v| {
+            v.iter()
+                .filter(|x| x.1 <= im.start_ns && im.end_ns <= x.2)
+                .min_by_key(|x| (x.0 != *tid, x.2 - x.1))
+        });
+        match inside {
+            Some(x) if x.0 == *tid => out.images_on_process_lane += 1,
+            Some(_) => {}
+            None => return Err(format!("image {im:?} is not inside a slice of its process")),
+        }
+        let before = last_image.insert(im.pid, (im.index, im.of, im.end_ns));
+        let ok = match before {
+            // The first image of a process (or of a later one with the same pid).
+            _ if im.index == 1 => complete(before),
+            Some((k, of, end)) => im.index == k + 1 && im.of == of && end <= im.start_ns,
+            None => false,
+        };
+        if !ok {
+            return Err(format!("image {im:?} out of order (after {before:?})"));
+        }
+    }
+    if let Some((pid, _)) = last_image.iter().find(|(_, b)| !complete(Some(**b))) {
+        return Err(format!("pid {pid}: fewer image slices than images"));
     }
     if let Some(want) = want_regions {
         if want.len() != regions.len() {

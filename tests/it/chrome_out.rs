@@ -204,3 +204,154 @@ fn a_watch_filter_keeps_whole_slices() {
         "the counter counts the shown processes only: {peak}\n{text}"
     );
 }
+
+/// A recorded build (`tests/fixtures/builds/NAME.jsonl`).
+fn build_capture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/builds/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `proctrace ARGS --chrome FILE`: the timeline written.
+fn chrome_of(args: &[&str], name: &str) -> String {
+    let file = tmp(name);
+    let out = Command::new(PROCTRACE)
+        .args(args)
+        .args(["--tree", "none", "--chrome", &file])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    std::fs::read_to_string(&file).unwrap()
+}
+
+/// The same trace gives the same bytes whoever writes it: `replay` of a capture (twice),
+/// `analyze` of the capture, and `analyze` of the JSON Lines that replay wrote; the Chrome
+/// process is the traced root's pid, in every event.
+#[test]
+fn a_trace_is_the_same_bytes_whoever_writes_it() {
+    for name in ["dash-subshell", "dash-exec", "libffi-run1"] {
+        let cap = build_capture(name);
+        let jsonl = tmp(&format!("{name}.same.jsonl"));
+        let replayed = chrome_of(&["replay", &cap, "-o", &jsonl], &format!("{name}.r1.json"));
+        let again = chrome_of(&["replay", &cap], &format!("{name}.r2.json"));
+        let analyzed = chrome_of(&["analyze", &cap], &format!("{name}.a1.json"));
+        let from_jsonl = chrome_of(&["analyze", &jsonl], &format!("{name}.a2.json"));
+        assert!(replayed == again, "{name}: two replays differ");
+        assert!(
+            replayed == analyzed,
+            "{name}: analyze of the capture differs from its replay"
+        );
+        assert!(
+            replayed == from_jsonl,
+            "{name}: analyze of the replay's JSON Lines differs"
+        );
+        let lines = read_lines(&jsonl);
+        let root = lines.iter().find(|l| l["event"] == "fork").unwrap()["pid"]
+            .as_i64()
+            .unwrap();
+        let all: Vec<Value> = serde_json::from_str(&replayed).unwrap();
+        assert!(
+            all.iter().all(|e| e["pid"].as_i64() == Some(root)),
+            "{name}: pid {root}"
+        );
+        validate(&replayed, &expected(&lines)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+/// The held-out case, recorded: dash's subshell is its fork image (which holds `sleep 0.3`)
+/// then `sleep 0.4` for its ~0.4 s, both nested in its slice on its lane; `sh -c 'x=1; exec
+/// /bin/sleep 0.2'` is `sh` then `sleep`.
+#[test]
+fn recorded_subshell_and_exec_show_each_image() {
+    let cap = build_capture("dash-subshell");
+    let jsonl = tmp("images.subshell.jsonl");
+    let text = chrome_of(&["replay", &cap, "-o", &jsonl], "images.subshell.json");
+    let got = validate(&text, &expected(&read_lines(&jsonl))).unwrap_or_else(|e| panic!("{e}"));
+    // The README's facts: 27996 is the subshell, 27997 its sleep 0.3.
+    let im: Vec<_> = got
+        .images
+        .iter()
+        .map(|i| (i.pid, i.name.as_str(), i.cmd.as_str()))
+        .collect();
+    assert_eq!(
+        im,
+        [
+            (27996, "[fork of sh]", "[fork of sh]"),
+            (27996, "sleep", "/bin/sleep 0.4")
+        ],
+        "{text}"
+    );
+    assert_eq!(got.images_on_process_lane, 2, "{text}");
+    let (fork, last) = (&got.images[0], &got.images[1]);
+    let ms = |ns: i64| ns as f64 / 1e6;
+    assert!(
+        (390.0..420.0).contains(&ms(last.end_ns - last.start_ns)),
+        "{last:?}"
+    );
+    assert!(
+        (290.0..320.0).contains(&ms(fork.end_ns - fork.start_ns)),
+        "{fork:?}"
+    );
+    // sleep 0.3 lies in the fork image, before sleep 0.4 starts.
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let s3 = all.iter().find(|e| e["args"]["cmd"] == "/bin/sleep 0.3").unwrap();
+    let s3_start = (s3["ts"].as_f64().unwrap() * 1000.0).round() as i64;
+    let s3_end = s3_start + (s3["dur"].as_f64().unwrap() * 1000.0).round() as i64;
+    assert!(fork.start_ns < s3_start && s3_end <= fork.end_ns, "{text}");
+    assert!(s3_end <= last.start_ns, "{text}");
+
+    let cap = build_capture("dash-exec");
+    let jsonl = tmp("images.exec.jsonl");
+    let text = chrome_of(&["replay", &cap, "-o", &jsonl], "images.exec.json");
+    let got = validate(&text, &expected(&read_lines(&jsonl))).unwrap_or_else(|e| panic!("{e}"));
+    let im: Vec<_> = got
+        .images
+        .iter()
+        .map(|i| (i.name.as_str(), i.cmd.as_str()))
+        .collect();
+    assert_eq!(
+        im,
+        [
+            ("sh", "sh -c 'x=1; exec /bin/sleep 0.2'"),
+            ("sleep", "/bin/sleep 0.2")
+        ],
+        "{text}"
+    );
+    let last = &got.images[1];
+    assert!(
+        (190.0..230.0).contains(&ms(last.end_ns - last.start_ns)),
+        "{last:?}"
+    );
+    assert!(text.contains(r#""name":"sh → sleep","cat":"process""#), "{text}");
+}
+
+both_backends! {
+/// The held-out case live: the run's timeline has the subshell's two images and is the same
+/// bytes as a replay of its recording, its process the root's pid (not proctrace's).
+fn a_live_subshell_and_its_replay(backend: &str) {
+    let chrome = tmp("live-subshell.chrome.json");
+    let cap = tmp("live-subshell.cap.jsonl");
+    let (out, lines) = run_on(
+        backend,
+        &["--chrome", &chrome, "--record", &cap],
+        &["sh", "-c", "(/bin/sleep 0.3; /bin/sleep 0.4); true"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&chrome).unwrap();
+    let got = validate(&text, &expected(&lines)).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    // The subshell's images (on a loaded machine another fork may run 10 ms before its exec
+    // and have images too).
+    let sub = got.images.iter().find(|i| i.cmd == "/bin/sleep 0.4").unwrap().pid;
+    let ims: Vec<_> = got.images.iter().filter(|i| i.pid == sub).collect();
+    let names: Vec<_> = ims.iter().map(|i| i.cmd.as_str()).collect();
+    assert_eq!(names, ["[fork of sh]", "/bin/sleep 0.4"], "{text}");
+    let last = ims[1];
+    let ms = (last.end_ns - last.start_ns) as f64 / 1e6;
+    assert!((390.0..4_000.0).contains(&ms), "{last:?}");
+    let root = lines.iter().find(|l| l["event"] == "fork").unwrap()["pid"].as_i64().unwrap();
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert!(all.iter().all(|e| e["pid"].as_i64() == Some(root)), "pid {root}\n{text}");
+    assert_eq!(chrome_of(&["replay", &cap], "live-subshell.replayed.json"), text, "replay differs");
+}
+}

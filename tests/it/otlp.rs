@@ -48,6 +48,15 @@ impl Receiver {
             .filter_map(|l| l.get("span").cloned())
             .collect()
     }
+    /// The process spans and regions: all but the image spans (a process of several images,
+    /// which a fork that runs 10 ms before its exec under load becomes, has one per image;
+    /// `replay_exports_each_image_as_a_child_span` checks them).
+    fn process_spans(&self) -> Vec<Value> {
+        self.spans()
+            .into_iter()
+            .filter(|s| s["attributes"]["proctrace.image.index"].is_null())
+            .collect()
+    }
     fn requests(&self) -> Vec<Value> {
         self.lines()
             .into_iter()
@@ -113,6 +122,45 @@ fn run_env(extra: &[&str], env: &[(&str, &str)], argv: &[String]) -> (Output, Ve
     (out, read_lines(&jsonl), took)
 }
 
+/// How many spans a run's JSON Lines make: one per process, and one more per image of a process
+/// of several (`src/model/images.rs`: each exec, and the fork image when a child was forked
+/// before the first exec or it ran 10 ms before it) — which a fork slowed past 10 ms by a
+/// loaded machine becomes.
+pub(crate) fn spans_of(lines: &[Value]) -> usize {
+    let ts = |l: &Value| (l["ts"].as_f64().unwrap() * 1e9).round() as u64;
+    // pid -> (fork, execs, first child fork)
+    #[derive(Default)]
+    struct P {
+        fork: Option<u64>,
+        execs: Vec<u64>,
+        first_child: Option<u64>,
+    }
+    let mut p: HashMap<i64, P> = HashMap::new();
+    for l in lines {
+        let pid = l["pid"].as_i64().unwrap_or(0);
+        match l["event"].as_str() {
+            Some("fork") => {
+                p.entry(pid).or_default().fork = Some(ts(l));
+                let pp = p.entry(l["ppid"].as_i64().unwrap_or(0)).or_default();
+                pp.first_child = pp.first_child.or(Some(ts(l)));
+            }
+            Some("exec") => p.entry(pid).or_default().execs.push(ts(l)),
+            _ => {}
+        }
+    }
+    p.values()
+        .filter(|v| v.fork.is_some())
+        .map(|v| {
+            let stands = match (v.fork, v.execs.first()) {
+                (Some(f), Some(&x)) => x - f >= 10_000_000 || v.first_child.is_some_and(|c| c < x),
+                _ => false,
+            };
+            let images = v.execs.len() + usize::from(stands || v.execs.is_empty());
+            if images > 1 { 1 + images } else { 1 }
+        })
+        .sum()
+}
+
 fn attr<'a>(s: &'a Value, k: &str) -> &'a Value {
     &s["attributes"][k]
 }
@@ -146,7 +194,7 @@ fn run_exports_one_span_per_process_in_the_callers_trace(backend: &str) {
     );
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(!stderr(&out).contains("not delivered"), "{}", stderr(&out));
-    let spans = rx.spans();
+    let spans = rx.process_spans();
     let ps = processes(&lines);
 
     // One trace: the caller's.
@@ -317,7 +365,7 @@ fn without_a_caller_the_run_starts_its_own_trace_and_no_propagate_keeps_the_env(
     ];
     let (out, _, _) = run_env(&["--otlp", &rx.url()], &[], &argv);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let spans = rx.spans();
+    let spans = rx.process_spans();
     assert_eq!(spans.len(), 1, "{spans:?}");
     let s = &spans[0];
     assert_eq!(s["parent_span_id"], "");
@@ -340,7 +388,7 @@ fn without_a_caller_the_run_starts_its_own_trace_and_no_propagate_keeps_the_env(
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&tp).unwrap().trim(), CALLER);
-    assert_eq!(rx.spans()[0]["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(rx.process_spans()[0]["parent_span_id"], "00f067aa0ba902b7");
 }
 
 /// Runs the workload against a bad collector with a 1 s budget: the status and the JSONL are
@@ -360,7 +408,7 @@ fn unharmed(url: &str, reason: &str) -> Duration {
     assert!(
         err.contains(&format!(
             "proctrace: otlp: {} spans not delivered: {reason}",
-            ps.len()
+            spans_of(&lines)
         )),
         "{err}"
     );
@@ -384,7 +432,7 @@ fn a_refusing_collector_is_given_up_on_before_the_budget() {
         &workload(&tp),
     );
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    let n = processes(&lines).len();
+    let n = spans_of(&lines);
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
@@ -418,7 +466,7 @@ fn a_503_with_retry_after_is_retried() {
     assert_eq!(reqs[1]["status"], 200);
     let waited = reqs[1]["time"].as_f64().unwrap() - reqs[0]["time"].as_f64().unwrap();
     assert!(waited >= 0.9, "Retry-After: 1 not honoured ({waited} s)");
-    assert_eq!(rx.spans().len(), processes(&lines).len());
+    assert_eq!(rx.process_spans().len(), processes(&lines).len());
 }
 
 #[test]
@@ -453,7 +501,7 @@ fn run_trace2_regions_are_child_spans_of_their_process() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&jsonl);
-    let spans = rx.spans();
+    let spans = rx.process_spans();
     let git_span = spans.iter().find(|s| s["name"] == "git").unwrap();
     let regions: Vec<&Value> = lines.iter().filter(|l| l["event"] == "region").collect();
     let region_spans: Vec<&Value> = spans
@@ -529,14 +577,14 @@ fn watch_sends_each_top_level_tree_as_its_own_trace() {
             .collect()
     };
     let end = Instant::now() + Duration::from_secs(10);
-    while mine(&rx.spans()).len() < 6 && Instant::now() < end {
+    while mine(&rx.process_spans()).len() < 6 && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(w.id() as i32, libc::SIGINT) };
     let st = w.wait().unwrap();
     assert!(st.success());
-    let spans = mine(&rx.spans());
+    let spans = mine(&rx.process_spans());
     assert_eq!(spans.len(), 6, "{spans:#?}");
     let tree = |t: &str| -> Vec<&Value> {
         spans
@@ -609,22 +657,26 @@ fn https_endpoints_are_verified_against_the_system_roots() {
     let (out, _, _) = run_env(&["--otlp", &url], &[("SSL_CERT_FILE", &ca)], &argv);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("not delivered"), "{}", stderr(&out));
-    assert_eq!(rx.spans().len(), 2);
+    assert_eq!(rx.process_spans().len(), 2);
     // The machine's own roots do not know the test CA: refused, reported, command unharmed.
     let rx = Receiver::start(&["--tls", &cert, &key]);
     let url = format!("https://localhost:{}", rx.port);
-    let (out, _, _) = run_env(
+    let (out, lines, _) = run_env(
         &["--otlp", &url],
         &[("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")],
         &argv,
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let n = spans_of(&lines);
+    assert!(n >= 2, "{lines:?}");
     assert!(
-        stderr(&out).contains("otlp: 2 spans not delivered: TLS: invalid peer certificate"),
+        stderr(&out).contains(&format!(
+            "otlp: {n} spans not delivered: TLS: invalid peer certificate"
+        )),
         "{}",
         stderr(&out)
     );
-    assert!(rx.spans().is_empty());
+    assert!(rx.process_spans().is_empty());
 }
 
 #[test]
@@ -673,7 +725,7 @@ fn analyze_exports_a_saved_trace_under_the_callers_span() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let spans = rx.spans();
+    let spans = rx.process_spans();
     let ps = processes(&lines);
     assert_eq!(spans.len(), ps.len());
     let roots: Vec<&Value> = spans
@@ -754,7 +806,8 @@ fn analyze_exports_what_each_process_cost() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let spans = rx.spans();
+    // The process spans (two of the processes also have image spans, checked elsewhere).
+    let spans = rx.process_spans();
     assert_eq!(spans.len(), 19);
     for s in &spans {
         let pid = pid_of(s);
@@ -780,5 +833,91 @@ fn analyze_exports_what_each_process_cost() {
             "{s}"
         );
         assert_eq!(attr(s, "proctrace.disk.io.write"), &exit["write_bytes"], "{s}");
+    }
+}
+
+/// The recorded held-out case and `sh -c 'x=1; exec sleep 0.2'`, replayed to a real OTLP
+/// receiver: a process of two images keeps one span for its whole life (its pid, exit, cost) and
+/// has one child span per image, each with its own program, argv and times; a process of one
+/// image has none.
+#[test]
+fn replay_exports_each_image_as_a_child_span() {
+    let caps = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/builds");
+    // (capture, pid, images: (name, argv, ms at least, ms at most))
+    type Want = (
+        &'static str,
+        i64,
+        &'static [(&'static str, &'static [&'static str], f64, f64)],
+    );
+    let cases: [Want; 2] = [
+        (
+            "dash-subshell",
+            27996,
+            &[
+                ("[fork of sh]", &[], 290.0, 320.0),
+                ("sleep", &["/bin/sleep", "0.4"], 390.0, 420.0),
+            ],
+        ),
+        (
+            "dash-exec",
+            28002,
+            &[
+                ("sh", &["sh", "-c", "x=1; exec /bin/sleep 0.2"], 0.5, 20.0),
+                ("sleep", &["/bin/sleep", "0.2"], 190.0, 230.0),
+            ],
+        ),
+    ];
+    for (name, pid, want) in cases {
+        let rx = Receiver::start(&[]);
+        let out = Command::new(PROCTRACE)
+            .args(["replay", "--tree", "none", "--otlp", &rx.url()])
+            .arg(format!("{caps}/{name}.jsonl"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let spans = rx.spans();
+        let image = |s: &&Value| !attr(s, "proctrace.image.index").is_null();
+        let process = spans
+            .iter()
+            .find(|s| !image(s) && pid_of(s) == pid)
+            .unwrap_or_else(|| panic!("{name}: no span of {pid}: {spans:?}"));
+        let mut images: Vec<&Value> = spans.iter().filter(image).collect();
+        images.sort_by_key(|s| attr(s, "proctrace.image.index").as_i64());
+        assert_eq!(images.len(), want.len(), "{name}: {spans:?}");
+        let (ps, pe) = (
+            process["start"].as_u64().unwrap(),
+            process["end"].as_u64().unwrap(),
+        );
+        let mut at = None;
+        for (s, (wname, argv, lo, hi)) in images.iter().zip(want) {
+            assert_eq!(s["parent_span_id"], process["span_id"], "{name}: {s}");
+            assert_eq!(pid_of(s), pid, "{name}: {s}");
+            assert_eq!(s["name"], *wname, "{name}: {s}");
+            assert_eq!(attr(s, "proctrace.image.count"), want.len(), "{name}: {s}");
+            let got_argv: Vec<&str> = attr(s, "process.command_args")
+                .as_array()
+                .map(|a| a.iter().map(|w| w.as_str().unwrap()).collect())
+                .unwrap_or_default();
+            assert_eq!(got_argv, *argv, "{name}: {s}");
+            assert_eq!(
+                attr(s, "proctrace.image.fork").as_bool(),
+                argv.is_empty().then_some(true)
+            );
+            let (s0, s1) = (s["start"].as_u64().unwrap(), s["end"].as_u64().unwrap());
+            let ms = (s1 - s0) as f64 / 1e6;
+            assert!((*lo..*hi).contains(&ms), "{name}: {wname} {ms} ms");
+            // One after the other, from the process's start to its end.
+            assert_eq!(s0, at.unwrap_or(ps), "{name}: {s}");
+            at = Some(s1);
+        }
+        assert_eq!(at, Some(pe), "{name}");
+        // The process's span keeps its whole life, its exit and the last exec's argv.
+        assert_eq!(attr(process, "process.exit.code"), 0, "{name}: {process}");
+        assert_eq!(
+            attr(process, "process.command_args"),
+            attr(images.last().unwrap(), "process.command_args")
+        );
+        // Every other process is one image: no image spans of its own.
+        assert!(images.iter().all(|s| pid_of(s) == pid), "{name}");
     }
 }

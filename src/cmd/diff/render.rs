@@ -280,7 +280,11 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
             out,
             "{} {}",
             p.emphasis("critical path (new):"),
-            p.secondary(&format!("({} steps; the {} that carry its time)", path.len(), rows.len()))
+            p.secondary(&format!(
+                "({} steps; the {} that carry its time)",
+                path.len(),
+                rows.len()
+            ))
         );
         for row in rows {
             let Some(s) = path.get(row.step) else { continue };

@@ -4,8 +4,8 @@ use super::*;
 use crate::model::event::Event;
 use crate::model::tracker::Scope;
 use crate::sink::LineDest;
-use crate::sink::chrome_check::{Expect, validate, validate_regions};
-use crate::testkit::{self, exit, fork, tracker};
+use crate::sink::chrome_check::{Expect, ImageSlice, validate, validate_regions};
+use crate::testkit::{self, exec, exit, fork, tracker};
 
 #[derive(Clone, Default)]
 struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -89,8 +89,13 @@ fn c_build(jobs: i32, par: usize) -> Vec<Event> {
 /// Feeds `events` through a tracker into a Chrome sink; returns the sink, its output and
 /// what the output must show (when records are retained).
 fn drive(events: &[Event], retain: bool) -> (ChromeTrace, String, Vec<Expect>) {
+    drive_with(events, retain, false)
+}
+
+/// [`drive`], reading exec details (argv) when `details`.
+fn drive_with(events: &[Event], retain: bool, details: bool) -> (ChromeTrace, String, Vec<Expect>) {
     let h = header();
-    let mut t = tracker(Scope::Tree, retain, false);
+    let mut t = tracker(Scope::Tree, retain, details);
     t.expect_root(100);
     let out = Shared::default();
     let mut sink = ChromeTrace::new(LineDest::Stream(Box::new(out.clone())), true);
@@ -586,4 +591,198 @@ fn lane_fit_and_swallow() {
     );
     assert!(l.fits(60, 70, a) && l.fits(80, 100, a));
     assert!(!l.fits(55, 100, a) && !l.fits(65, 100, a));
+}
+
+const MS: u64 = 1_000_000;
+
+/// dash's `(sleep 0.3; sleep 0.4)`: the subshell (101) forks `sleep 0.3` (102), then execs
+/// `sleep 0.4`. Times from 1 ms (the header's start is 1 µs).
+fn subshell() -> Vec<Event> {
+    let mut ev = vec![fork(MS, 1, 100)];
+    ev.extend(exec(
+        MS + MS / 2,
+        100,
+        &["sh", "-c", "(/bin/sleep 0.3; /bin/sleep 0.4)"],
+        None,
+    ));
+    ev.push(fork(2 * MS, 100, 101));
+    ev.push(fork(3 * MS, 101, 102));
+    ev.extend(exec(3 * MS + 100_000, 102, &["/bin/sleep", "0.3"], None));
+    ev.push(exit(303 * MS, 102, 0));
+    ev.extend(exec(304 * MS, 101, &["/bin/sleep", "0.4"], None));
+    ev.push(exit(704 * MS, 101, 0));
+    ev.push(exit(705 * MS, 100, 0));
+    ev
+}
+
+/// The held-out case: the subshell's slice covers its life, with its fork image (holding
+/// `sleep 0.3`) then `sleep 0.4` for its 0.4 s nested in it, on its lane; with and without
+/// records kept (the sink decides the fork image as the first exec arrives, when the child
+/// that makes it stand may be gone by the exit).
+#[test]
+fn a_subshell_is_its_fork_image_then_its_exec() {
+    let mut texts = Vec::new();
+    for retain in [true, false] {
+        let (_, text, expected) = drive_with(&subshell(), retain, true);
+        texts.push(text.clone());
+        if !retain {
+            continue;
+        }
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(got.slices, 3, "{text}");
+        let t0 = header().ts as i64;
+        let want = [
+            ImageSlice {
+                pid: 101,
+                index: 1,
+                of: 2,
+                name: "[fork of sh]".into(),
+                cmd: "[fork of sh]".into(),
+                start_ns: 2 * MS as i64 + 1 - t0,
+                end_ns: 304 * MS as i64 - t0,
+                fork: true,
+            },
+            ImageSlice {
+                pid: 101,
+                index: 2,
+                of: 2,
+                name: "sleep".into(),
+                cmd: "/bin/sleep 0.4".into(),
+                start_ns: 304 * MS as i64 - t0,
+                end_ns: 704 * MS as i64 - t0,
+                fork: false,
+            },
+        ];
+        assert_eq!(got.images, want, "{text}");
+        assert_eq!(got.images_on_process_lane, 2, "{text}");
+        // The process's own slice is named by its images, and says how many.
+        assert!(
+            text.contains(r#""name":"[fork of sh] → sleep","cat":"process""#),
+            "{text}"
+        );
+        assert!(text.contains(r#""images":2"#), "{text}");
+        // One lane: sh ⊃ subshell ⊃ (fork image ⊃ sleep 0.3, sleep 0.4).
+        assert_eq!(got.lanes, 1, "{text}");
+    }
+    assert_eq!(
+        texts[0], texts[1],
+        "the same bytes whether records are kept or not"
+    );
+}
+
+/// A plain fork+exec is one image (no image slices, its process slice as before), and a fork
+/// image of a few hundred µs that forked nothing is part of its exec's image; one that ran
+/// 15 ms on its own stands.
+#[test]
+fn a_plain_fork_exec_is_one_image() {
+    let mut ev = vec![fork(MS, 1, 100)];
+    ev.extend(exec(MS + 300_000, 100, &["make"], None));
+    ev.push(fork(2 * MS, 100, 101));
+    ev.extend(exec(2 * MS + 300_000, 101, &["cc", "-c", "a.c"], None));
+    ev.push(exit(9 * MS, 101, 0));
+    // 115 ms between fork and exec: past `FORK_IMAGE_MIN_NS`.
+    ev.push(fork(10 * MS, 100, 102));
+    ev.extend(exec(125 * MS, 102, &["cc", "-c", "b.c"], None));
+    ev.push(exit(130 * MS, 102, 0));
+    ev.push(exit(131 * MS, 100, 0));
+    for retain in [true, false] {
+        let (_, text, expected) = drive_with(&ev, retain, true);
+        if retain {
+            let got = validate(&text, &expected).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let names: Vec<_> = got.images.iter().map(|i| (i.pid, i.name.as_str())).collect();
+            assert_eq!(names, [(102, "[fork of make]"), (102, "cc")], "{text}");
+        }
+        assert_eq!(text.matches(r#""cat":"image"#).count(), 2, "{text}");
+    }
+}
+
+/// Random trees of processes that exec now and then (children left running across an exec
+/// among them): the trace stays valid, and the sink's images — decided as facts arrive, with
+/// exited records freed — are the model's ([`crate::model::images::images`] over retained
+/// records): the same count, programs and times for every process.
+#[test]
+fn random_trees_with_execs_have_the_models_images() {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    };
+    let (mut images, mut off_lane) = (0, 0);
+    for round in 0..300 {
+        // (pid, parent, start, end), µs-scale times so that the 10 ms rule goes both ways.
+        let mut procs: Vec<(i32, i32, u64, u64)> = vec![(100, 1, MS, MS + 50 * MS + rnd(50 * MS))];
+        for k in 0..(1 + rnd(12)) as usize {
+            let p = procs[rnd(procs.len() as u64) as usize];
+            if p.3 - p.2 < 4 {
+                continue;
+            }
+            let s = p.2 + 1 + rnd(p.3 - p.2 - 2);
+            let e = s + 1 + rnd(p.3 - s - 1);
+            procs.push((101 + k as i32, p.0, s, e));
+        }
+        let mut evs: Vec<(u64, u32, Event)> = Vec::new();
+        for &(pid, ppid, s, e) in &procs {
+            evs.push((s, 0, fork(s, ppid, pid)));
+            evs.push((e, 3, exit(e, pid, 0)));
+            let mut at = s;
+            for n in 0..rnd(4) {
+                at += 1 + rnd((e - at) / 2 + 1);
+                if at >= e {
+                    break;
+                }
+                let prog = format!("/bin/p{n}");
+                for x in exec(at, pid, &[prog.as_str(), "x"], None) {
+                    evs.push((at, 1, x));
+                }
+            }
+        }
+        evs.sort_by_key(|e| (e.0, e.1));
+        let evs: Vec<Event> = evs.into_iter().map(|e| e.2).collect();
+        let (_, text, _) = drive_with(&evs, false, true);
+        let (_, kept, expected) = drive_with(&evs, true, true);
+        assert_eq!(text, kept, "round {round}: records kept or not");
+        let got = validate(&text, &expected).unwrap_or_else(|e| panic!("round {round}: {e}\n{text}"));
+        let mut t = tracker(Scope::Tree, true, true);
+        t.expect_root(100);
+        let mut facts = Vec::new();
+        for ev in &evs {
+            t.apply(ev, &mut facts);
+        }
+        let t0 = header().ts as i64;
+        let mut want = Vec::new();
+        let mut todo = t.roots().to_vec();
+        while let Some(id) = todo.pop() {
+            let r = t.get(id).unwrap();
+            todo.extend(r.children.iter().copied());
+            let ims = crate::model::images::images(&t, r);
+            if ims.len() < 2 {
+                continue;
+            }
+            for im in ims {
+                let s = im.start_ns.unwrap() as i64 - t0;
+                let first = im.index == 0;
+                want.push((
+                    r.pid as i64,
+                    im.index as i64 + 1,
+                    crate::model::naming::image_program(&im),
+                    s + i64::from(first),
+                    im.end_ns.unwrap() as i64 - t0,
+                ));
+            }
+        }
+        let mut have: Vec<_> = got
+            .images
+            .iter()
+            .map(|i| (i.pid, i.index, i.name.clone(), i.start_ns, i.end_ns))
+            .collect();
+        want.sort();
+        have.sort();
+        assert_eq!(have, want, "round {round}\n{text}");
+        images += have.len();
+        off_lane += have.len() - got.images_on_process_lane;
+    }
+    // The test drew something: many images, a few that a child outlived (off their lane).
+    assert!(images > 500 && off_lane > 0, "{images} {off_lane}");
 }

@@ -2,9 +2,20 @@
 //! collector over OTLP/HTTP (protobuf, gzip, batched).
 //!
 //! The mapping (also in `docs/otlp.md`):
-//! - one span per process, from fork to exit; each exec is a span event `exec`; the span's name is
-//!   the program ([`crate::model::naming::program`]: the base name of the last exec's `argv[0]`,
-//!   else of its executable, else its `comm`; `[fork of COMM]` for a fork that never exec'd);
+//! - one span per process, from fork to exit; each exec is also a span event `exec`; the span's
+//!   name is the program ([`crate::model::naming::program`]: the base name of the last exec's
+//!   `argv[0]`, else of its executable, else its `comm`; `[fork of COMM]` for a fork that never
+//!   exec'd);
+//! - a process of several *images* ([`crate::model::images`]) has one child span per image, one
+//!   after the other over its life, each with its own program
+//!   ([`crate::model::naming::image_program`]), `process.command_args`,
+//!   `process.executable.*`, times, and `proctrace.image.index`/`.count`/`.fork`. Child spans,
+//!   not span events: the process conventions' executable attributes describe one program, and
+//!   an image has a duration, which an event has not (docs/otlp.md says more). The fork image's
+//!   standing is decided as the first exec arrives (a child forked before it, or
+//!   [`crate::model::images::FORK_IMAGE_MIN_NS`]), so the spans do not depend on whether exited
+//!   records are kept. Child processes stay under their parent process's span (ids are given at
+//!   the fork, before the parent's images are known);
 //! - the parent span is the parent process's; a root process's parent is the caller's span when
 //!   proctrace was started with `TRACEPARENT` (`run`, `analyze`, `replay`);
 //! - attributes from the process semantic conventions (`process.pid`, `process.parent_pid`,
@@ -47,7 +58,8 @@ use opentelemetry_proto::tonic::trace::v1::{Span, Status};
 use super::Sink;
 use crate::model::bytes::shown;
 use crate::model::event::{Argv, ExitStatus, Region};
-use crate::model::naming::{program, region_name};
+use crate::model::images::{self, Image, comm_at, images_decided};
+use crate::model::naming::{image_program, program, region_name};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{Fact, ProcId, ProcessRecord, Tracker};
 use crate::sink::text::signal_name;
@@ -181,6 +193,18 @@ pub struct Otlp<D: SpanDest> {
     out: Vec<Span>,
     /// Regions whose process's span has not been sent yet (indices into its `regions`).
     deferred: HashMap<ProcId, Vec<usize>>,
+    /// What decides the images of each process not yet sent (see [`ForkImage`]).
+    fork_images: HashMap<ProcId, ForkImage>,
+}
+
+/// Whether a process's fork image stands on its own ([`images::fork_image_stands_for`]), decided as its
+/// first exec arrives (the children that make it stand may be gone by its exit), and the name
+/// of the program it was forked from, taken at its fork while its parent is surely known.
+#[derive(Debug, Default)]
+struct ForkImage {
+    forked_child: bool,
+    stands: Option<bool>,
+    inherited: Option<String>,
 }
 
 /// The sink as `run`, `watch` and `analyze` use it: spans to the collector.
@@ -291,6 +315,7 @@ impl<D: SpanDest> Otlp<D> {
             untraced: 0,
             out: Vec::new(),
             deferred: HashMap::new(),
+            fork_images: HashMap::new(),
         }
     }
 
@@ -495,6 +520,65 @@ impl<D: SpanDest> Otlp<D> {
         }
     }
 
+    /// One image of a process of several, as a child span of its process's span: its own
+    /// program, argv, executable and times (see the module docs). `end`: when the process has
+    /// not exited (its last image runs to it).
+    fn image_span(&self, ids: &SpanIds, im: &Image<'_>, span: [u8; 8], end: u64) -> Span {
+        let r = im.record;
+        let start = im.start_ns.or(r.start_ns).unwrap_or(self.header_ts);
+        let end = im.end_ns.unwrap_or(end).max(start);
+        let mut a = vec![
+            kv_int("process.pid", r.pid as i64),
+            kv_int("proctrace.image.index", im.index as i64 + 1),
+            kv_int("proctrace.image.count", im.count as i64),
+        ];
+        if im.is_fork() {
+            a.push(kv_bool("proctrace.image.fork", true));
+        }
+        if let Some(c) = im.comm() {
+            a.push(kv_str("process.executable.name", &shown(c)));
+        }
+        let d = im.exec.and_then(|e| e.details.as_ref());
+        if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
+            a.push(kv_str("process.executable.path", &shown(exe)));
+        }
+        if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
+            a.push(kv("process.command_args", self.argv_value(argv)));
+        }
+        if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
+            a.push(kv_str("process.working_directory", &shown(cwd)));
+        }
+        Span {
+            trace_id: ids.trace.to_vec(),
+            span_id: span.to_vec(),
+            trace_state: self.cfg.trace_state.clone(),
+            parent_span_id: ids.span.to_vec(),
+            name: image_program(im),
+            kind: SpanKind::Internal as i32,
+            start_time_unix_nano: self.unix(start),
+            end_time_unix_nano: self.unix(end),
+            attributes: a,
+            ..Default::default()
+        }
+    }
+
+    /// The image spans of `r` (none for a process of one image: its span is the image).
+    fn emit_images(&mut self, id: ProcId, ids: &SpanIds, r: &ProcessRecord, t: &Tracker, end: u64) {
+        let fi = self.fork_images.remove(&id);
+        let ims = match &fi {
+            Some(f) => images_decided(r, f.stands.unwrap_or(false), f.inherited.as_deref()),
+            None => images::images(t, r),
+        };
+        if ims.len() < 2 {
+            return;
+        }
+        for im in ims {
+            let span = self.alloc_span();
+            let s = self.image_span(ids, &im, span, end);
+            self.out.push(s);
+        }
+    }
+
     fn region_span(&self, ids: &SpanIds, g: &Region, span: [u8; 8], parent: [u8; 8]) -> Span {
         let mut a = vec![
             kv_str("trace2.category", &shown(&g.category)),
@@ -545,6 +629,7 @@ impl<D: SpanDest> Otlp<D> {
         let lost = lost.or(ids.root.then(|| self.lost - ids.lost_before));
         let span = self.process_span(&ids, r, end, lost);
         self.out.push(span);
+        self.emit_images(id, &ids, r, t, end);
         if let Some(idx) = self.deferred.remove(&id) {
             self.emit_regions(&ids, r, &idx);
         }
@@ -553,6 +638,31 @@ impl<D: SpanDest> Otlp<D> {
         } else if let Some(i) = self.ids.get_mut(&id) {
             i.sent = true;
         }
+    }
+}
+
+impl<D: SpanDest> Otlp<D> {
+    /// A process came in: its parent (not yet exec'd) forked a child, which makes the parent's
+    /// fork image stand; its own fork image is named after what its parent ran then.
+    fn forked(&mut self, id: ProcId, t: &Tracker) {
+        let Some(r) = t.get(id) else { return };
+        let parent = r.parent.and_then(|p| Some((p, t.get(p)?)));
+        if let Some((p, _)) = parent.filter(|(_, pr)| pr.execs.is_empty()) {
+            if let Some(f) = self.fork_images.get_mut(&p) {
+                f.forked_child = true;
+            }
+        }
+        let inherited = match (parent, r.start_ns) {
+            (Some((_, pr)), Some(at)) if !r.pre_existing => comm_at(t, pr, at).map(str::to_owned),
+            _ => None,
+        };
+        self.fork_images.insert(
+            id,
+            ForkImage {
+                inherited,
+                ..ForkImage::default()
+            },
+        );
     }
 }
 
@@ -586,6 +696,18 @@ impl<D: SpanDest> Sink for Otlp<D> {
         match *fact {
             Fact::Fork(id) => {
                 self.ids_for(id, t);
+                self.forked(id, t);
+            }
+            Fact::Exec { id, index: 0 } => {
+                if let (Some(r), Some(f)) = (t.get(id), self.fork_images.get_mut(&id)) {
+                    if f.stands.is_none() {
+                        let stands = images::fork_image_stands_for(r, f.forked_child);
+                        f.stands = Some(stands);
+                        if !stands {
+                            f.inherited = None;
+                        }
+                    }
+                }
             }
             // `run` sends its command last, with the session's totals.
             Fact::Exit(id) if self.command != Some(id) => self.emit_process(id, t, None, None),
@@ -626,6 +748,7 @@ impl<D: SpanDest> Sink for Otlp<D> {
             }
             Fact::Exit(id) if self.shape == Shape::Watch => {
                 self.ids.remove(&id);
+                self.fork_images.remove(&id);
             }
             _ => {}
         }
@@ -790,6 +913,11 @@ mod tests {
         (recs, spans, res.unwrap())
     }
 
+    /// A process's span (not one of its images', not a region's).
+    fn is_process(s: &Span) -> bool {
+        int_attr(s, "process.pid").is_some() && int_attr(s, "proctrace.image.index").is_none()
+    }
+
     fn int_attr(s: &Span, k: &str) -> Option<i64> {
         s.attributes
             .iter()
@@ -814,10 +942,7 @@ mod tests {
                 })
         };
         let (_, spans, _) = export("make-j2-usage", None);
-        let procs: Vec<&Span> = spans
-            .iter()
-            .filter(|s| int_attr(s, "process.pid").is_some())
-            .collect();
+        let procs: Vec<&Span> = spans.iter().filter(|s| is_process(s)).collect();
         assert_eq!(procs.len(), 19);
         assert!(
             procs
@@ -856,11 +981,11 @@ mod tests {
         for name in CAPTURES {
             let (recs, spans, res) = export(name, None);
             assert_eq!(res.attributes.len(), 2, "{name}: service.name and host.name");
-            let procs: Vec<&Span> = spans
+            let procs: Vec<&Span> = spans.iter().filter(|s| is_process(s)).collect();
+            let regions = spans
                 .iter()
-                .filter(|s| int_attr(s, "process.pid").is_some())
-                .collect();
-            let regions = spans.len() - procs.len();
+                .filter(|s| int_attr(s, "process.pid").is_none())
+                .count();
             assert_eq!(procs.len(), recs.len(), "{name}");
             assert_eq!(regions, recs.iter().map(|r| r.3).sum::<usize>(), "{name}");
             let trace = &spans[0].trace_id;
@@ -926,6 +1051,43 @@ mod tests {
             }
         }
         assert!(nested > 0, "git-regions has nested regions");
+    }
+
+    /// A process that exec'd twice (`exec-twice`: shapes → /proc/self/exe → echo) has one
+    /// child span per image, one after the other over its life, each with its own argv; its
+    /// own span stays one, with its `exec` events.
+    #[test]
+    fn each_image_is_a_child_span_of_its_process() {
+        let (_, spans, _) = export("exec-twice", None);
+        let process = spans.iter().find(|s| is_process(s)).unwrap();
+        let images: Vec<&Span> = spans
+            .iter()
+            .filter(|s| int_attr(s, "proctrace.image.index").is_some())
+            .collect();
+        let names: Vec<&str> = images.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["shapes", "exe", "echo"]);
+        let mut at = process.start_time_unix_nano;
+        for (k, s) in images.iter().enumerate() {
+            assert_eq!(s.parent_span_id, process.span_id);
+            assert_eq!(int_attr(s, "proctrace.image.index"), Some(k as i64 + 1));
+            assert_eq!(int_attr(s, "proctrace.image.count"), Some(3));
+            assert_eq!(int_attr(s, "process.pid"), int_attr(process, "process.pid"));
+            assert_eq!(s.start_time_unix_nano, at);
+            assert!(s.end_time_unix_nano > s.start_time_unix_nano);
+            at = s.end_time_unix_nano;
+            let argv = s.attributes.iter().find(|a| a.key == "process.command_args");
+            let first = argv.and_then(|a| match a.value.as_ref()?.value.as_ref()? {
+                any_value::Value::ArrayValue(v) => match v.values.first()?.value.as_ref()? {
+                    any_value::Value::StringValue(w) => Some(w.clone()),
+                    _ => None,
+                },
+                _ => None,
+            });
+            let want = ["/tmp/shapes", "/proc/self/exe", "/bin/echo"][k];
+            assert_eq!(first.as_deref(), Some(want));
+        }
+        assert_eq!(at, process.end_time_unix_nano);
+        assert_eq!(process.events.iter().filter(|e| e.name == "exec").count(), 3);
     }
 
     #[test]
