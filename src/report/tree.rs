@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use crate::model::escape;
 use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
-use crate::model::naming::{command_line_with_notes, cut, quote_argv, width};
+use crate::model::naming::{command_line_with_notes, cut, fit, quote_argv, width};
 use crate::model::session::{Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::report::summary::failures::Failures;
@@ -125,7 +125,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         } else {
             format!("{prefix}{branch}")
         };
-        let desc = cut(
+        let desc = fit(
             &command_line_with_notes(r, o.redact),
             // With costs, the pid counts too, so that every line fits its column.
             o.width.saturating_sub(
@@ -220,7 +220,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         Mode::Run { argv } => format!(
             "{} {}",
             p.emphasis("proctrace:"),
-            cut(&quote_argv(argv, o.redact), 60)
+            fit(&quote_argv(argv, o.redact), 60)
         ),
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::model::bytes::shown;
 use crate::model::event::Usage;
-use crate::model::naming::{command_line, cut, program, region_name, short_command_line};
+use crate::model::naming::{command_line, fit, program, region_name, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::{redact_arg, redact_argv};
@@ -204,7 +204,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                         chain_label: chain
                             .iter()
                             .filter_map(|&c| t.get(c))
-                            .map(|c| cut(&short_command_line(c, redact), CHAIN_STEP))
+                            .map(|c| fit(&short_command_line(c, redact), CHAIN_STEP))
                             .collect::<Vec<_>>()
                             .join(" → "),
                     });

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::{Background, Cause, Cost, Costs, Failure, PathStep, ProgramStat, RunReport, TOP};
 use crate::model::escape;
-use crate::model::naming::{cut, width};
+use crate::model::naming::{cut, fit, width};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
 /// How to render the text.
@@ -181,7 +181,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             p.failure("cause:"),
             p.emphasis(&c.failure.pid.to_string()),
             cause_outcome(c, p),
-            cut(&c.failure.label, o.width.saturating_sub(40))
+            fit(&c.failure.label, o.width.saturating_sub(40))
         );
         if let Some(chain) = cause_chain(c) {
             let _ = writeln!(
@@ -209,7 +209,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 "{} {what} {} {}",
                 p.emphasis("hungriest:"),
                 p.emphasis(&h.pid.to_string()),
-                cut(
+                fit(
                     &h.label,
                     o.width
                         .saturating_sub(what.chars().count() + h.pid.to_string().len() + 13)
@@ -236,7 +236,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 f.pid,
                 exit_text(f.status.raw, p),
                 "",
-                cut(&f.label, o.width.saturating_sub(w + sw + 6))
+                fit(&f.label, o.width.saturating_sub(w + sw + 6))
             );
         }
         if r.failures.len() > TOP {
@@ -260,7 +260,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 out,
                 "  {:>w$}  {}  {}",
                 b.pid,
-                cut(&b.label, o.width.saturating_sub(w + 40)),
+                fit(&b.label, o.width.saturating_sub(w + 40)),
                 bg_text(b, p)
             );
         }
@@ -288,7 +288,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 "  {:>dw$}  {}  {}",
                 fmt_duration(s.duration_ns),
                 p.emphasis(&format!("{:>w$}", s.pid)),
-                cut(&s.label, o.width.saturating_sub(dw + w + 6))
+                fit(&s.label, o.width.saturating_sub(dw + w + 6))
             );
         }
     }
@@ -405,7 +405,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 fmt_duration(s.step.duration_ns),
                 share(s.step.duration_ns, r.wall_ns),
                 p.emphasis(&s.step.pid.to_string()),
-                cut(&s.step.label, o.width.saturating_sub(used))
+                fit(&s.step.label, o.width.saturating_sub(used))
             );
         }
         if deeper > 0 {
@@ -501,7 +501,7 @@ fn cost_table(out: &mut String, p: Paint, width: usize, title: &str, items: &[Co
             "  {a:>aw$}  {}  {}  {}",
             p.secondary(&format!("{b:>bw$}")),
             p.emphasis(&format!("{:>w$}", c.pid)),
-            cut(&c.label, width.saturating_sub(aw + bw + w + 8))
+            fit(&c.label, width.saturating_sub(aw + bw + w + 8))
         );
     }
 }
