@@ -43,7 +43,9 @@
 //!    libx.a a.o b.o … z.o` keeps its first ones), but not the label's last word when it is
 //!    no option (the tail that differs: it is kept, and cut if need be); then the modes, right to left (`-c`, `-S`, `-E`, then libtool's
 //!    `--mode=MODE`): they read well but tell little beside the files, so they go before a
-//!    file's name is cut; and last the scripts' directories (`../../libtool` → `libtool`).
+//!    file's name is cut; and last the scripts' directories (`../../libtool` → `libtool`). A
+//!    mode left out in vain (words are cut all the same) comes back when the cut still leaves
+//!    every file's base name whole (`cc -c bad.c -o …objs/bad.o`).
 //!    When leaving out an argument made room for more than it needed, the arguments left out
 //!    before it are taken back where they fit, the last left out first.
 //! 3. **How it is shown**: each run of words left out is one ` … ` (`gcc … -c ../src/closures.c
@@ -730,16 +732,18 @@ impl<'a> Fitting<'a> {
             .chain((0..n).rev().filter(|&i| self.words[i].rank == Rank::Arg))
             .chain((0..n).rev().filter(|&i| self.words[i].rank == Rank::Mode))
             .collect::<Vec<_>>();
-        // The arguments left out, in the order they were.
-        let mut args = Vec::new();
+        // The arguments and the modes left out, in the order they were.
+        let (mut args, mut modes) = (Vec::new(), Vec::new());
         for i in order {
             if self.total <= width {
                 self.fill_back(&args, width);
                 return self.render();
             }
             let g = self.words[i].group;
-            if self.words[i].rank == Rank::Arg {
-                args.push(g);
+            match self.words[i].rank {
+                Rank::Arg => args.push(g),
+                Rank::Mode => modes.push(g),
+                _ => {}
             }
             self.drop_word(i);
             // The rest of its group (an option's value goes with it, and the other way).
@@ -760,8 +764,16 @@ impl<'a> Fitting<'a> {
                 self.set_shown(i, s);
             }
         }
-        if self.total > width {
-            self.cut_kept(width);
+        // Words are cut after all: a mode left out in vain comes back where the cut leaves
+        // every file's name whole (`cc -c bad.c -o …objs/bad.o`).
+        for &g in modes.iter().rev() {
+            self.set_group(g, true);
+            if !self.cap(width).is_some_and(|cap| self.names_whole(cap)) {
+                self.set_group(g, false);
+            }
+        }
+        if let Some(cap) = self.cap(width) {
+            self.cut_kept(cap);
         }
         let s = self.render();
         if self::width(&s) > width {
@@ -772,15 +784,17 @@ impl<'a> Fitting<'a> {
 
     /// Cuts the widest kept words in their middle to one width, the widest that lets the label
     /// fit.
-    fn cut_kept(&mut self, width: usize) {
+    /// The widest each kept word may be for the label to fit in `width`; `None` when not
+    /// even a column each does.
+    fn cap(&self, width: usize) -> Option<usize> {
         let kept: Vec<usize> = (0..self.words.len()).filter(|&i| self.kept[i]).collect();
         let rest = self.total - kept.iter().map(|&i| self.widths[i]).sum::<usize>();
         let need = |cap: usize| rest + kept.iter().map(|&i| self.widths[i].min(cap)).sum::<usize>();
         let max = kept.iter().map(|&i| self.widths[i]).max().unwrap_or(0);
         // The widest cap that fits: `need` grows with the cap.
-        let (mut lo, mut hi) = (1, max);
+        let (mut lo, mut hi) = (1, max.max(1));
         if need(lo) > width {
-            return;
+            return None;
         }
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
@@ -790,6 +804,35 @@ impl<'a> Fitting<'a> {
                 hi = mid - 1;
             }
         }
+        Some(lo)
+    }
+
+    /// Whether cutting the kept words to `cap` leaves the base name of each whole (and its `…`).
+    fn names_whole(&self, cap: usize) -> bool {
+        (0..self.words.len())
+            .filter(|&i| self.kept[i] && self.widths[i] > cap)
+            .all(|i| {
+                let s = self.shown[i].trim_end_matches('\'');
+                width(s.rsplit('/').next().unwrap_or(s)) + 2 <= cap
+            })
+    }
+
+    /// Takes group `g` back (`true`) or leaves it out.
+    fn set_group(&mut self, g: usize, keep: bool) {
+        let mut j = g;
+        while j < self.words.len() && self.words[j].group == g {
+            if keep {
+                self.add_word(j);
+            } else {
+                self.drop_word(j);
+            }
+            j += 1;
+        }
+    }
+
+    /// Cuts the kept words wider than `cap` to it ([`Self::cap`]).
+    fn cut_kept(&mut self, lo: usize) {
+        let kept: Vec<usize> = (0..self.words.len()).filter(|&i| self.kept[i]).collect();
         for i in kept {
             if self.widths[i] > lo {
                 let s = if self.words[i].script_text {

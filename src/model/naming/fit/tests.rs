@@ -221,6 +221,10 @@ fn each_rule_on_its_example() {
         f(&libtool, 60),
         "bash libtool … gcc … -o src/closures.lo ../src/closures.c"
     );
+    // A mode left out in vain comes back when the cut leaves the files' names whole.
+    let cc = ["cc", "-c", "bad.c", "-o", "/tmp/t24222-0/objs/bad.o"];
+    assert_eq!(f(&cc, 40), "cc -c bad.c -o /tmp/t24222-0/objs/bad.o");
+    assert_eq!(f(&cc, 36), "cc -c bad.c -o …/t24222-0/objs/bad.o");
     // Then the kept words are cut from their start, their ends kept.
     assert_eq!(f(&libtool, 40), "bash libtool … gcc … -o …res.lo …ures.c");
     // The subcommand of git, cargo, make, pip (after python -m).
