@@ -46,8 +46,9 @@
 //!    file's name is cut; and last the scripts' directories (`../../libtool` → `libtool`). A
 //!    mode left out in vain (words are cut all the same) comes back when the cut still leaves
 //!    every file's base name whole (`cc -c bad.c -o …objs/bad.o`).
-//!    When leaving out an argument made room for more than it needed, the arguments left out
-//!    before it are taken back where they fit, the last left out first.
+//!    When leaving out an argument (or a script's directory) made room for more than it
+//!    needed, the words left out before it are taken back where they fit, the last left out
+//!    first.
 //! 3. **How it is shown**: each run of words left out is one ` … ` (`gcc … -c ../src/closures.c
 //!    -o src/closures.lo`). When even the kept words do not fit, the longest of them are cut to
 //!    the same width, each keeping its quote and its end (file names differ at the end):
@@ -680,9 +681,9 @@ impl<'a> Fitting<'a> {
         self.kept[i] = true;
     }
 
-    /// Takes back the arguments left out (`groups`, in the order they were) that fit in the
-    /// room the last one left, the last left out first: one long word left out can leave room
-    /// for shorter ones.
+    /// Takes back the words left out (`groups`, in the order they were) that fit in the room
+    /// the last one left, the last left out first: one long word left out can leave room for
+    /// shorter ones.
     fn fill_back(&mut self, groups: &[usize], width: usize) {
         let n = self.words.len();
         for &g in groups.iter().rev() {
@@ -753,15 +754,21 @@ impl<'a> Fitting<'a> {
                 j += 1;
             }
         }
-        // The scripts' directories.
+        if self.total <= width {
+            self.fill_back(&args, width);
+            return self.render();
+        }
+        // The scripts' directories: what they leave is room for what was left out before.
         for i in 0..n {
-            if self.total <= width {
-                return self.render();
-            }
             if self.words[i].script
                 && let Some(s) = short_program(&self.words[i])
             {
                 self.set_shown(i, s);
+                if self.total <= width {
+                    self.fill_back(&modes, width);
+                    self.fill_back(&args, width);
+                    return self.render();
+                }
             }
         }
         // Words are cut after all: a mode left out in vain comes back where the cut leaves

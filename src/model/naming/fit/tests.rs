@@ -217,8 +217,13 @@ fn each_rule_on_its_example() {
         f(&libtool, 63),
         "bash ../../libtool … gcc … -o src/closures.lo ../src/closures.c"
     );
+    // (the room the script's directory leaves takes `-c` back).
     assert_eq!(
         f(&libtool, 60),
+        "bash libtool … gcc … -c -o src/closures.lo ../src/closures.c"
+    );
+    assert_eq!(
+        f(&libtool, 57),
         "bash libtool … gcc … -o src/closures.lo ../src/closures.c"
     );
     // A mode left out in vain comes back when the cut leaves the files' names whole.
