@@ -19,7 +19,12 @@
 //!   name of `argv[0]` of its last exec, else of its executable (without the kernel's ` (deleted)`), else its `comm`;
 //!   `[fork of COMM]` for a process that never exec'd. The span name, the slice title, the
 //!   summary's by-program key.
-//! - [`cut`]: a name (or any text) limited to a width, the last character `…`.
+//! - [`fit`]: a name limited to a width so that it still says what it works on: the program,
+//!   its source and `-o` target, its script, its subcommand, the middle elided (`gcc … -c
+//!   ../src/closures.c -o src/closures.lo`); the rules are in [`fit`'s module](fit). Every
+//!   label of a process or an image that is cut to a width goes through it.
+//! - [`cut`]: any text limited to a width, the last character `…` (not a label: a label's tail
+//!   is what tells it apart).
 //!
 //! `?` stands for a `comm` that is not known.
 //!
@@ -32,8 +37,7 @@
 //! never one a terminal interprets; a name holds no line break, and [`cut`] and the columns
 //! count what is shown. Each output still escapes what it writes for its own format on top
 //! (JSON strings, XML, Markdown code spans). git's Trace2 formats do not come here: they write
-//! the bytes as git does ([`crate::sink::trace2`]). Width-aware labels (eliding the middle,
-//! keeping what tells rows apart) belong here too, behind [`cut`].
+//! the bytes as git does ([`crate::sink::trace2`]).
 //!
 //! Must never: read anything but the record (no `/proc`, no environment, no terminal width: the
 //! caller passes the width), or allocate on the model's per-event path (only outputs call it).
@@ -47,6 +51,9 @@ use crate::model::escape;
 use crate::model::event::Argv;
 use crate::model::images::Image;
 use crate::model::tracker::{ExecRecord, ProcessRecord};
+
+pub mod fit;
+pub use fit::{cut_middle, fit};
 
 /// What a record says about who a process is, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,8 +18,8 @@ use crate::model::event::BackgroundState;
 use crate::model::event::ExitStatus;
 use crate::model::images::{Images, images};
 use crate::model::naming::{
-    command_line_with_notes, cut, image_command_line, image_program, quote_argv, short_image_command_line,
-    width,
+    command_line_with_notes, cut, fit, image_command_line, image_program, quote_argv,
+    short_image_command_line, width,
 };
 use crate::model::session::{Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
@@ -184,14 +184,14 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
                 .unwrap_or_default();
             let before = earlier_images(&ims, o.redact, room, width(&name));
             (
-                format!("{before}{}", cut(&name, room.saturating_sub(width(&before)))),
+                format!("{before}{}", fit(&name, room.saturating_sub(width(&before)))),
                 last.and_then(|im| im.duration_ns())
                     .map(fmt_duration)
                     .unwrap_or_default(),
             )
         } else {
             (
-                cut(&command_line_with_notes(r, o.redact), room),
+                fit(&command_line_with_notes(r, o.redact), room),
                 r.duration_ns().map(fmt_duration).unwrap_or_default(),
             )
         };
@@ -276,7 +276,7 @@ pub fn render(t: &Tracker, mode: &Mode, sum: &Summary, o: TreeOptions) -> String
         Mode::Run { argv } => format!(
             "{} {}",
             p.emphasis("proctrace:"),
-            cut(&quote_argv(argv, o.redact), 60)
+            fit(&quote_argv(argv, o.redact), 60)
         ),
         Mode::Watch { root: Some(r) } => format!("{} watch -p {r}", p.emphasis("proctrace:")),
         Mode::Watch { root: None } => format!("{} watch", p.emphasis("proctrace:")),

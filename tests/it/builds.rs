@@ -334,3 +334,47 @@ fn the_two_libffi_runs_compile_the_same_sources() {
     assert!(one.iter().any(|s| s.ends_with("src/closures.c")), "{one:?}");
     assert_eq!(one, sources("libffi-run2"));
 }
+
+/// The text summary's "slowest" of libffi's build (issue 23 item 2): every line reads
+/// differently, at the default width and at 80 columns, and the compiles name their file
+/// (cut from the right they all read `gcc -DHAVE_CONFIG_H -I. -I.. -I. -I../include …`).
+#[test]
+fn libffi_slowest_lines_say_which_file() {
+    for columns in ["120", "80"] {
+        let out = Command::new(PROCTRACE)
+            .args(["replay", &capture("libffi-run1"), "--tree", "auto"])
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        let slowest: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "slowest:")
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .collect();
+        assert_eq!(slowest.len(), 10, "{text}");
+        // `  DURATION  PID  LABEL`: the labels.
+        let labels: Vec<&str> = slowest
+            .iter()
+            .map(|l| l.trim_start().splitn(3, "  ").nth(2).unwrap().trim_start())
+            .collect();
+        let distinct: BTreeSet<&str> = labels.iter().copied().collect();
+        assert_eq!(distinct.len(), labels.len(), "{labels:#?}");
+        let width: usize = columns.parse().unwrap();
+        for l in &slowest {
+            assert!(l.chars().count() <= width, "{l}");
+        }
+        let gcc: Vec<&&str> = labels.iter().filter(|l| l.starts_with("gcc ")).collect();
+        assert!(gcc.len() >= 2, "{labels:#?}");
+        for l in gcc {
+            assert!(l.contains("-c ../src/closures.c") && l.contains("-o src/"), "{l}");
+        }
+        // The libtool recipes name their file too (`depbase=`echo src/closures.lo …`).
+        for l in labels.iter().filter(|l| l.starts_with("bash -c $'depbase=")) {
+            assert!(l.contains(".lo"), "{l}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use crate::model::bytes::shown;
 use crate::model::event::{Argv, Usage};
 use crate::model::images::{Image, Images, images};
 use crate::model::naming::{
-    command_line, cut, image_command_line, image_program, program, region_name, short_command_line,
+    command_line, fit, image_command_line, image_program, program, region_name, short_command_line,
 };
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
@@ -271,7 +271,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                         chain_label: chain
                             .iter()
                             .filter_map(|&c| t.get(c))
-                            .map(|c| cut(&short_command_line(c, redact), CHAIN_STEP))
+                            .map(|c| fit(&short_command_line(c, redact), CHAIN_STEP))
                             .collect::<Vec<_>>()
                             .join(" → "),
                     });
@@ -604,7 +604,7 @@ fn critical_path_of(
                                 step: path.len(),
                                 window_ns: window,
                                 full_ns: full,
-                                label: cut(&image_command_line(&im, redact), CHAIN_STEP),
+                                label: fit(&image_command_line(&im, redact), CHAIN_STEP),
                             });
                         }
                     }

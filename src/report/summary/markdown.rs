@@ -12,7 +12,7 @@ use super::text::{
 };
 use super::{RunReport, StatusJson, TOP};
 use crate::model::escape;
-use crate::model::naming::{cut, quote_argv};
+use crate::model::naming::{cut, fit, quote_argv};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
 /// Markdown code span for `s`, safe inside a table cell.
@@ -50,7 +50,7 @@ const MD_WIDTH: usize = 120;
 pub fn render_markdown(r: &RunReport) -> String {
     let mut out = String::new();
     let title = match &r.command {
-        Some(argv) => format!("proctrace: {}", code(&cut(&quote_argv(argv, false), MD_WIDTH))),
+        Some(argv) => format!("proctrace: {}", code(&fit(&quote_argv(argv, false), MD_WIDTH))),
         None => "proctrace".to_string(),
     };
     let _ = writeln!(out, "### {title}\n");
@@ -66,7 +66,7 @@ pub fn render_markdown(r: &RunReport) -> String {
             let _ = writeln!(
                 out,
                 "- {} (pid {}): {}",
-                code(&cut(&c.failure.label, MD_WIDTH)),
+                code(&fit(&c.failure.label, MD_WIDTH)),
                 c.failure.pid,
                 cause_outcome(c, Paint { on: false })
             );
@@ -86,7 +86,7 @@ pub fn render_markdown(r: &RunReport) -> String {
             let _ = writeln!(
                 out,
                 "Hungriest: {} (pid {}, {})\n",
-                code(&cut(&h.label, MD_WIDTH)),
+                code(&fit(&h.label, MD_WIDTH)),
                 h.pid,
                 cost_text(h)
             );
@@ -101,7 +101,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 let _ = writeln!(
                     out,
                     "| {} | {} | {} | {} |",
-                    code(&cut(&x.label, MD_WIDTH)),
+                    code(&fit(&x.label, MD_WIDTH)),
                     fmt_duration(x.cpu_ns),
                     fmt_kib(x.max_rss_kib),
                     x.pid
@@ -126,7 +126,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                         share(s.step.duration_ns, r.wall_ns),
                         s.step.pid,
                         "&emsp;".repeat(s.depth),
-                        code(&cut(&s.step.label, MD_WIDTH))
+                        code(&fit(&s.step.label, MD_WIDTH))
                     );
                 }
                 for x in &r.parallel {
@@ -145,7 +145,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 let _ = writeln!(out, "| start | time | share | pid | command | under |");
                 let _ = writeln!(out, "|---:|---:|---:|---:|---|---|");
                 for c in rows {
-                    let mut what = code(&cut(&c.what(), MD_WIDTH));
+                    let mut what = code(&c.what_in(MD_WIDTH));
                     if let Some(l) = c.detail() {
                         let _ = write!(what, "<br>{}", code(&cut(&l, MD_WIDTH)));
                     }
@@ -180,7 +180,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 fmt_duration(s.duration_ns),
                 offset(s.start_ns),
                 s.pid,
-                code(&cut(&s.label, MD_WIDTH))
+                code(&fit(&s.label, MD_WIDTH))
             );
         }
         out.push('\n');
@@ -253,7 +253,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 "| {} | {} | {} |",
                 f.pid,
                 md_status(&f.status),
-                code(&cut(&f.label, MD_WIDTH))
+                code(&fit(&f.label, MD_WIDTH))
             );
         }
         if r.failures.len() > TOP {
@@ -271,7 +271,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                 "| {} | {} | {} |",
                 b.pid,
                 bg_text(b, Paint { on: false }),
-                code(&cut(&b.label, MD_WIDTH))
+                code(&fit(&b.label, MD_WIDTH))
             );
         }
         if r.background.len() > TOP {

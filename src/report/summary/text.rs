@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::{Background, Cause, Cost, Costs, Failure, ParallelSpan, PathStep, ProgramStat, RunReport, TOP};
 use crate::model::escape;
-use crate::model::naming::{cut, width};
+use crate::model::naming::{cut, fit, width};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
 /// How to render the text.
@@ -108,6 +108,26 @@ pub(super) const CARRY_ROWS: usize = 12;
 /// ([`PathView::Carrying`]).
 const BIG_SHARE: f64 = 0.04;
 
+/// Columns each parent keeps in a row's `in …` line ([`Carry::via`]).
+const VIA_STEP: usize = 28;
+
+/// A parent in a row's `in …` line: its label fitted to [`VIA_STEP`] when that keeps its words
+/// whole (`make all-am`, `bash -c …`), else its program (`libtool`, not `libtool … …/closures.c`).
+fn via_name(s: &super::Step) -> String {
+    let f = fit(&s.label, VIA_STEP);
+    let cut_word = |w: &str| {
+        w != "…" && (w.starts_with('…') || w.ends_with('…') || w.contains("'…") || w.contains("…'"))
+    };
+    if f.split(' ').any(cut_word) {
+        s.program.clone()
+    } else {
+        f
+    }
+}
+
+/// Columns the label of a stretch's longest job keeps ([`Carry::detail`]).
+const LONGEST_JOB: usize = 72;
+
 /// The critical path as people read it: the whole of it as a tree when it is short (at most
 /// [`PATH_LINES`] steps), else the steps that carry its time.
 pub(super) enum PathView<'a> {
@@ -151,8 +171,8 @@ pub(super) struct Carry<'a> {
     pub step: &'a PathStep,
     /// Its index in the path.
     pub index: usize,
-    /// Its parents on the path below the root, by program: `make → make → bash → libtool →
-    /// gcc`.
+    /// Its parents on the path below the root, each fitted to [`VIA_STEP`] columns: `make
+    /// -j2 → bash -c … → make all-am`.
     pub via: String,
     /// The time it holds, ns.
     pub held_ns: u64,
@@ -170,15 +190,26 @@ impl Carry<'_> {
         }
     }
 
+    /// [`Carry::what`] in `width` columns: a label fitted ([`fit`]), a sentence cut.
+    pub(super) fn what_in(&self, width: usize) -> String {
+        match &self.held {
+            Held::Parallel(_) => cut(&self.what(), width),
+            _ => fit(&self.what(), width),
+        }
+    }
+
     /// What the row says below it, before its chain of parents: the longest job of a stretch
     /// bounded by parallelism ("longest job: 706.1ms libtool … closures.lo"), or what a rest
     /// row's time was ("its own work and 393 shorter steps").
     pub(super) fn detail(&self) -> Option<String> {
         match &self.held {
-            Held::Parallel(x) => x
-                .longest_job
-                .as_ref()
-                .map(|l| format!("longest job: {} {}", fmt_duration(l.duration_ns), l.label)),
+            Held::Parallel(x) => x.longest_job.as_ref().map(|l| {
+                format!(
+                    "longest job: {} {}",
+                    fmt_duration(l.duration_ns),
+                    fit(&l.label, LONGEST_JOB)
+                )
+            }),
             Held::Rest { shorter, most } => {
                 let mut s = format!(
                     "its own work and {}",
@@ -298,14 +329,14 @@ pub(super) fn path_view(r: &RunReport) -> PathView<'_> {
         .into_iter()
         .map(|(i, held_ns, held)| {
             // The chain of parents, rebuilt for the few rows kept.
-            let mut chain: Vec<&str> = Vec::new();
+            let mut chain: Vec<String> = Vec::new();
             let mut want = all[i].depth;
             for a in all[..i].iter().rev() {
                 if want <= 1 {
                     break;
                 }
                 if a.depth + 1 == want {
-                    chain.push(&a.step.program);
+                    chain.push(via_name(&a.step));
                     want = a.depth;
                 }
             }
@@ -406,7 +437,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             p.failure("cause:"),
             p.emphasis(&c.failure.pid.to_string()),
             cause_outcome(c, p),
-            cut(&c.failure.label, o.width.saturating_sub(40))
+            fit(&c.failure.label, o.width.saturating_sub(40))
         );
         if let Some(chain) = cause_chain(c) {
             let _ = writeln!(
@@ -434,7 +465,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 "{} {what} {} {}",
                 p.emphasis("hungriest:"),
                 p.emphasis(&h.pid.to_string()),
-                cut(
+                fit(
                     &h.label,
                     o.width
                         .saturating_sub(what.chars().count() + h.pid.to_string().len() + 13)
@@ -461,7 +492,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 f.pid,
                 exit_text(f.status.raw, p),
                 "",
-                cut(&f.label, o.width.saturating_sub(w + sw + 6))
+                fit(&f.label, o.width.saturating_sub(w + sw + 6))
             );
         }
         if r.failures.len() > TOP {
@@ -485,7 +516,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 out,
                 "  {:>w$}  {}  {}",
                 b.pid,
-                cut(&b.label, o.width.saturating_sub(w + 40)),
+                fit(&b.label, o.width.saturating_sub(w + 40)),
                 bg_text(b, p)
             );
         }
@@ -513,7 +544,7 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
                 "  {:>dw$}  {}  {}",
                 fmt_duration(s.duration_ns),
                 p.emphasis(&format!("{:>w$}", s.pid)),
-                cut(&s.label, o.width.saturating_sub(dw + w + 6))
+                fit(&s.label, o.width.saturating_sub(dw + w + 6))
             );
         }
     }
@@ -625,7 +656,7 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
                     fmt_duration(s.step.duration_ns),
                     share(s.step.duration_ns, r.wall_ns),
                     p.emphasis(&s.step.pid.to_string()),
-                    cut(&s.step.label, width.saturating_sub(used))
+                    fit(&s.step.label, width.saturating_sub(used))
                 );
             }
             for x in &r.parallel {
@@ -662,7 +693,6 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
             for c in rows {
                 let pid = c.step.step.pid.to_string();
                 let used = ow + dw + 4 + 6 + pid.len() + 1;
-                let what = c.what();
                 let _ = writeln!(
                     out,
                     "  {}  {:>dw$}  {:>4}  {} {}",
@@ -670,7 +700,7 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
                     fmt_duration(c.held_ns),
                     share(c.held_ns, r.wall_ns),
                     p.emphasis(&pid),
-                    cut(&what, width.saturating_sub(used))
+                    c.what_in(width.saturating_sub(used))
                 );
                 let pad = ow + dw + 10;
                 if let Some(l) = c.detail() {
@@ -770,7 +800,7 @@ fn cost_table(out: &mut String, p: Paint, width: usize, title: &str, items: &[Co
             "  {a:>aw$}  {}  {}  {}",
             p.secondary(&format!("{b:>bw$}")),
             p.emphasis(&format!("{:>w$}", c.pid)),
-            cut(&c.label, width.saturating_sub(aw + bw + w + 8))
+            fit(&c.label, width.saturating_sub(aw + bw + w + 8))
         );
     }
 }
