@@ -28,9 +28,9 @@
 //! continue start rows of their own, one level deeper. The root of each tree heads a row.
 //!
 //! The row is labelled by its **work**: from the head, down through the member that covers
-//! at least half of its parent and has children of its own, as far as that goes (the libtool
-//! of a recipe, the gcc of a compile, the subshell that became `sleep 0.4`); the chain from
-//! the head is the label's hover text.
+//! nine tenths of its parent (a wrapper) and has children of its own, as far as that goes
+//! (the libtool of a recipe, the gcc of a compile, the subshell that became `sleep 0.4`; for
+//! a link, gcc's `collect2`); the chain from the head is the label's hover text.
 //!
 //! # Folding
 //!
@@ -161,7 +161,7 @@ pub fn rows(procs: &[Proc], notable: &[bool], handled: &[bool], short_ns: u64) -
             let next = kids[m]
                 .iter()
                 .copied()
-                .filter(|&c| !kids[c].is_empty() && span(c).saturating_mul(2) >= span(m))
+                .filter(|&c| !kids[c].is_empty() && span(c).saturating_mul(10) >= span(m).saturating_mul(9))
                 .max_by_key(|&c| span(c));
             match next {
                 Some(c) => m = c,
