@@ -1,32 +1,40 @@
-//! The run as one self-contained SVG picture: a Gantt chart of the processes in tree order, a
-//! time axis, and a strip showing how many processes ran at each moment.
+//! The run as one self-contained SVG picture: a Gantt chart of the jobs in tree order, a time
+//! axis, and a strip showing how many processes (and jobs) ran at each moment.
 //!
 //! Layout, top to bottom: a title (the command, wall time, counts, start date), a legend, the
 //! concurrency strip (computed from every process, drawn or not), the time axis, one row per
-//! drawn process (label column on the left, indented by depth with a thin tree guide; the bar
-//! from fork to exit on the right, coloured by outcome, the duration after it), and a note
-//! counting the processes folded away. Each bar has a `<title>` (the hover text) with the full
-//! command, pid, parent, start, duration, status and working directory, and what the process
-//! cost when the trace has it (CPU, peak memory, bytes read and written).
+//! drawn job ([`jobs`]: a process with the processes it only waited for; label column on the
+//! left, indented by depth with a thin tree guide; each member's bar from fork to exit on the
+//! right, coloured by outcome and split into the process's images, the head's duration after
+//! it) or summary of what was folded, and a note counting the processes without a bar. Each bar
+//! has a `<title>` (the hover text) with the full command, pid, parent, start, duration, status
+//! and working directory, and what the process cost when the trace has it (CPU, peak memory,
+//! bytes read and written); each image segment its own command line and time.
 //!
-//! Readability at thousands of processes comes from a row cap ([`SvgOptions::max_rows`]): the
-//! failures, kills that were part of the command's failure and unfinished processes are drawn
-//! first (a handled non-zero exit, such as a configure probe, is muted and not among them:
-//! [`Failures`]), then the longest, each with its
-//! ancestors so the tree stays connected, and the rest are counted in the note. The picture's size is therefore bounded whatever the run's: it is
-//! built as a `String` in memory (a few hundred kilobytes at most), while the work over all
-//! records is linear apart from one sort.
+//! Readability at thousands of processes comes from folding (short rows and handled non-zero
+//! exits, such as configure's probes, become summary rows: [`jobs`], [`Failures`]) and a row
+//! cap ([`SvgOptions::max_rows`]): the rows with failures that mattered, unfinished processes
+//! and lost exits are drawn first, then the longest, each with its ancestors so the tree stays
+//! connected, and the rest are counted in the note; a row draws at most [`BARS_PER_ROW`] bars.
+//! The picture's size is therefore bounded whatever the run's: it is built as a `String` in
+//! memory (a few hundred kilobytes at most), while the work over all records is linear apart
+//! from sorting.
 //!
 //! Hand-written rather than through an SVG crate: the output is a few element kinds with fixed
 //! attributes, and writing them directly keeps the bytes stable for the golden tests and costs
 //! no dependency. A pure function of what it is given (no clock, no environment), like every
-//! report.
+//! report; it never decides which processes share a row (that is [`jobs`]).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::model::escape;
 use crate::model::event::ExitStatus;
-use crate::model::naming::{command_line, cut, program, quote_argv, region_name, short_command_line};
+use crate::model::images::{Images, images};
+use crate::model::naming::{
+    command_line, cut, image_command_line, image_program, program, quote_argv, region_name,
+    short_command_line,
+};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::report::summary::failures::Failures;
@@ -37,7 +45,7 @@ use crate::sink::text::{Paint, exit_text, fmt_bytes, fmt_duration, fmt_kib};
 pub struct SvgOptions {
     /// Hide URL credentials in argv.
     pub redact: bool,
-    /// Most process rows to draw; the shortest of the rest are folded into a count.
+    /// Most rows (jobs and summary rows) to draw; the shortest of the rest are counted.
     pub max_rows: usize,
 }
 
@@ -70,6 +78,8 @@ pub const MIN_BAR_W: f64 = 1.5;
 const STRIP_H: f64 = 56.0;
 /// Indentation per tree level, px.
 const INDENT: f64 = 10.0;
+/// Most bars drawn in one row (a job's members; the rest are counted in its label's hover).
+const BARS_PER_ROW: usize = 64;
 /// Deepest indentation drawn (deeper levels line up with it).
 const MAX_INDENT_LEVEL: usize = 14;
 /// Advance of one character of the 11 px monospace font, px (DejaVu Sans Mono: 0.602 em).
@@ -149,6 +159,8 @@ text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:#222
 .grid{stroke:#e3e3e3;stroke-width:1}.guide{stroke:#c4c4c4;stroke-width:1;fill:none}\
 .zebra{fill:#f5f6f8}.exec{stroke:#1d1d1d;stroke-width:1}\
 .conc{fill:#8fb3d9;stroke:#4a78a8;stroke-width:1}.maxline{stroke:#4a78a8;stroke-dasharray:3 3}\
+.seg{fill:#fff;fill-opacity:0}.forkimg{fill-opacity:.5}.seglabel{font-size:9px;fill:#fff}\
+.fold text{font-style:italic}.foldtick{stroke:#7d8a99;stroke-width:1}\
 .ok{fill:#59a14f}.fail{fill:#e15759}.sig{fill:#9c5fc7}.run{fill:#edc948}.lost{fill:#a7a7a7}\
 ";
 
@@ -181,48 +193,46 @@ pub fn xml_escape(s: &str) -> String {
 }
 
 /// One process in tree order.
-struct Row {
+pub(crate) struct Proc {
     id: ProcId,
-    depth: usize,
-    parent: Option<usize>,
-    start: u64,
-    end: u64,
+    pub(crate) parent: Option<usize>,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
 }
 
 /// Every record, depth first from the roots, children in fork order.
-fn tree_order(t: &Tracker, t0: u64, t1: u64) -> Vec<Row> {
+fn tree_order(t: &Tracker, t0: u64, t1: u64) -> Vec<Proc> {
     let mut rows = Vec::new();
-    let mut stack: Vec<(ProcId, usize, Option<usize>)> =
-        t.roots().iter().rev().map(|&r| (r, 0, None)).collect();
-    while let Some((id, depth, parent)) = stack.pop() {
+    let mut stack: Vec<(ProcId, Option<usize>)> = t.roots().iter().rev().map(|&r| (r, None)).collect();
+    while let Some((id, parent)) = stack.pop() {
         let Some(r) = t.get(id) else { continue };
         let start = r.start_ns.unwrap_or(t0).clamp(t0, t1);
         let end = r.exit.map_or(t1, |x| x.ts).clamp(start, t1);
         let me = rows.len();
-        rows.push(Row {
+        rows.push(Proc {
             id,
-            depth,
             parent,
             start,
             end,
         });
         for &c in r.children.iter().rev() {
-            stack.push((c, depth + 1, Some(me)));
+            stack.push((c, Some(me)));
         }
     }
     rows
 }
 
-/// Which rows to draw: all when they fit, else the notable ones (failures, including kills that
-/// are part of the command's failure; still running; exit lost) and then the longest, each with
-/// its ancestors.
-fn choose(rows: &[Row], notable: &[bool], max_rows: usize) -> Vec<bool> {
-    if rows.len() <= max_rows {
-        return vec![true; rows.len()];
+/// Which rows to draw, given each row's parent row and length: all when they fit, else the
+/// notable ones (failures, including kills that are part of the command's failure; still
+/// running; exit lost) and then the longest, each with its ancestors.
+fn choose(parents: &[Option<usize>], lens: &[u64], notable: &[bool], max_rows: usize) -> Vec<bool> {
+    let n = parents.len();
+    if n <= max_rows {
+        return vec![true; n];
     }
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&i| (!notable[i], std::cmp::Reverse(rows[i].end - rows[i].start), i));
-    let mut chosen = vec![false; rows.len()];
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (!notable[i], std::cmp::Reverse(lens[i]), i));
+    let mut chosen = vec![false; n];
     let mut count = 0;
     let mut chain = Vec::new();
     for i in order {
@@ -233,7 +243,7 @@ fn choose(rows: &[Row], notable: &[bool], max_rows: usize) -> Vec<bool> {
         let mut at = Some(i);
         while let Some(j) = at.filter(|&j| !chosen[j]) {
             chain.push(j);
-            at = rows[j].parent;
+            at = parents[j];
         }
         if !chain.is_empty() && count + chain.len() <= max_rows {
             for &j in &chain {
@@ -245,14 +255,14 @@ fn choose(rows: &[Row], notable: &[bool], max_rows: usize) -> Vec<bool> {
     chosen
 }
 
-/// Most processes running at once over `[t0, t1]`, and per pixel column of `cols` the most
-/// running at any moment within it. Intervals are half-open: one process ending when another
-/// starts do not overlap; a zero-length process runs at no moment.
-fn concurrency(rows: &[Row], t0: u64, t1: u64, cols: usize) -> (u32, Vec<u32>) {
-    let mut ev: Vec<(u64, i32)> = Vec::with_capacity(rows.len() * 2);
-    for r in rows.iter().filter(|r| r.end > r.start) {
-        ev.push((r.start, 1));
-        ev.push((r.end, -1));
+/// Most intervals `[start, end)` open at once over `[t0, t1]`, and per pixel column of `cols`
+/// the most open at any moment within it. Half-open: one ending when another starts do not
+/// overlap; an empty one is open at no moment.
+fn concurrency(iv: &[(u64, u64)], t0: u64, t1: u64, cols: usize) -> (u32, Vec<u32>) {
+    let mut ev: Vec<(u64, i32)> = Vec::with_capacity(iv.len() * 2);
+    for &(s, e) in iv.iter().filter(|(s, e)| e > s) {
+        ev.push((s, 1));
+        ev.push((e, -1));
     }
     ev.sort_unstable();
     let span = (t1 - t0).max(1) as u128;
@@ -347,7 +357,7 @@ fn wall_clock(h: &Header, ts: u64) -> String {
     format!("{date} {sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
 }
 
-fn hover(r: &ProcessRecord, row: &Row, t0: u64, redact: bool) -> String {
+fn hover(r: &ProcessRecord, row: &Proc, t0: u64, redact: bool) -> String {
     let mut s = command_line(r, redact);
     let _ = write!(s, "\npid {}, parent {}", r.pid, r.ppid);
     match r.start_ns {
@@ -418,7 +428,7 @@ const MIN_REGION_W: f64 = 1.0;
 /// them, each with its hover text (name, message, thread, depth, start, duration). Only the
 /// [`REGIONS_PER_BAR`] longest of those at least [`MIN_REGION_W`] wide; the bar's own hover
 /// text counts them all.
-fn regions(s: &mut String, r: &ProcessRecord, row: &Row, bar_y: f64, t0: u64, x_of: &dyn Fn(u64) -> f64) {
+fn regions(s: &mut String, r: &ProcessRecord, row: &Proc, bar_y: f64, t0: u64, x_of: &dyn Fn(u64) -> f64) {
     if r.regions.is_empty() {
         return;
     }
@@ -513,7 +523,7 @@ fn notes_text(r: &ProcessRecord) -> String {
 
 /// How long the process ran: from its fork, even one before the picture begins; `≥` the part
 /// drawn when the fork time is unknown.
-fn run_text(r: &ProcessRecord, row: &Row) -> String {
+fn run_text(r: &ProcessRecord, row: &Proc) -> String {
     match r.start_ns {
         Some(st) => fmt_duration(row.end.saturating_sub(st)),
         None => format!("≥ {}", fmt_duration(row.end - row.start)),
@@ -563,8 +573,15 @@ struct Layout {
     height: f64,
 }
 
+/// One row of the picture: a job ([`jobs::Job`], by its index) or what was folded under one.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Job(usize),
+    Fold(usize),
+}
+
 /// What the picture is drawn from, worked out once: the time range, every process in tree order,
-/// the rows drawn and what was folded, the layout.
+/// the rows (jobs and summaries) drawn and what was folded, the layout.
 struct Plot<'a> {
     h: &'a Header,
     t: &'a Tracker,
@@ -574,15 +591,28 @@ struct Plot<'a> {
     failures: Failures,
     t0: u64,
     t1: u64,
-    rows: Vec<Row>,
-    /// Indexes into `rows` of those drawn, in tree order.
+    /// Every process, in tree order.
+    rows: Vec<Proc>,
+    /// The jobs and what was folded (see [`jobs`]).
+    jobs: jobs::Rows,
+    /// Every row that could be drawn, in tree order, with its parent row and depth.
+    units: Vec<(Unit, Option<usize>, usize)>,
+    /// Indexes into `units` of those drawn, in order.
     drawn: Vec<usize>,
+    /// Per process: it has a bar.
+    has_bar: Vec<bool>,
+    /// Processes without a bar (in summary rows, rows over the cap, or sub-millisecond members
+    /// of a drawn row).
     folded: usize,
-    /// The longest of the folded processes, ns.
+    /// Rows left out by the cap.
+    capped: usize,
+    /// The longest head of the rows left out by the cap, ns.
     folded_max: u64,
     any_regions: bool,
     /// Some process's non-zero exit was handled (it is in the legend, so the style is needed).
     any_handled: bool,
+    /// A folded row's head was short under this, ns.
+    short_ns: u64,
     y: Layout,
 }
 
@@ -604,28 +634,106 @@ impl<'a> Plot<'a> {
         let failures = Failures::of(t, &h.mode, sum);
         // Handled non-zero exits (configure's probes) are not notable: they do not take the
         // first rows of a big build.
-        let notable: Vec<bool> = rows
+        let outcome: Vec<Option<Outcome>> = rows
             .iter()
-            .map(|r| {
-                t.get(r.id).is_some_and(|p| {
-                    !matches!(
-                        Outcome::in_run(p, r.id, &failures),
-                        Outcome::Ok | Outcome::Handled
-                    )
-                })
+            .map(|r| t.get(r.id).map(|p| Outcome::in_run(p, r.id, &failures)))
+            .collect();
+        let notable: Vec<bool> = outcome
+            .iter()
+            .map(|o| o.is_some_and(|o| !matches!(o, Outcome::Ok | Outcome::Handled)))
+            .collect();
+        let handled: Vec<bool> = outcome.iter().map(|&o| o == Some(Outcome::Handled)).collect();
+        // A row is short when its bar would be under four pixels wide (and at least 1 ms).
+        let short_ns = jobs::VISIBLE_NS.max(((t1 - t0) as f64 * 4.0 / PLOT_W) as u64);
+        let jr = jobs::rows(&rows, &notable, &handled, short_ns);
+        // The rows in tree order: each job not folded, its summary row first under it.
+        let mut units: Vec<(Unit, Option<usize>, usize)> = Vec::new();
+        let mut unit_of_job = vec![usize::MAX; jr.jobs.len()];
+        for (k, job) in jr.jobs.iter().enumerate() {
+            if jr.folded[k] {
+                continue;
+            }
+            let parent = job.parent.map(|p| unit_of_job[p]).filter(|&u| u != usize::MAX);
+            let depth = parent.map_or(0, |u| units[u].2 + 1);
+            unit_of_job[k] = units.len();
+            units.push((Unit::Job(k), parent, depth));
+            if jr.folds[k]
+                .as_ref()
+                .is_some_and(|f| f.processes >= jobs::FOLD_ROW_MIN)
+            {
+                units.push((Unit::Fold(k), Some(unit_of_job[k]), depth + 1));
+            }
+        }
+        let head_len = |u: &Unit| match *u {
+            Unit::Job(k) => {
+                let p = &rows[jr.jobs[k].members[0]];
+                p.end - p.start
+            }
+            Unit::Fold(k) => jr.folds[k].as_ref().map_or(0, |f| f.longest),
+        };
+        let parents: Vec<Option<usize>> = units.iter().map(|u| u.1).collect();
+        let lens: Vec<u64> = units.iter().map(|u| head_len(&u.0)).collect();
+        let unit_notable: Vec<bool> = units
+            .iter()
+            .map(|u| match u.0 {
+                Unit::Job(k) => jr.jobs[k].members.iter().any(|&m| notable[m]),
+                Unit::Fold(_) => false,
             })
             .collect();
-        let chosen = choose(&rows, &notable, o.max_rows.max(1));
-        let drawn: Vec<usize> = (0..rows.len()).filter(|&i| chosen[i]).collect();
-        let folded = rows.len() - drawn.len();
-        let folded_max = (0..rows.len())
+        let chosen = choose(&parents, &lens, &unit_notable, o.max_rows.max(1));
+        let drawn: Vec<usize> = (0..units.len()).filter(|&i| chosen[i]).collect();
+        // A drawn row's members have bars; when rows are folded, only those visible or
+        // notable, and the members above those (a bar is never drawn without its parent's).
+        let mut has_bar = vec![false; rows.len()];
+        for &u in &drawn {
+            let Unit::Job(k) = units[u].0 else { continue };
+            let job = &jr.jobs[k];
+            for &m in job.members.iter().rev() {
+                let p = &rows[m];
+                if !jr.folding
+                    || m == job.members[0]
+                    || m == job.work
+                    || notable[m]
+                    || p.end - p.start >= jobs::VISIBLE_NS
+                    || has_bar[m]
+                {
+                    has_bar[m] = true;
+                    if let Some(pa) = p.parent.filter(|_| m != job.members[0]) {
+                        has_bar[pa] = true;
+                    }
+                }
+            }
+            // At most BARS_PER_ROW of those (the notable, the head, the work, then the
+            // longest, each with the members above it), so the picture stays bounded even
+            // when a 200,000-deep chain is one row.
+            let eligible: Vec<usize> = job.members.iter().copied().filter(|&m| has_bar[m]).collect();
+            if eligible.len() > BARS_PER_ROW {
+                let pos: HashMap<usize, usize> = eligible.iter().enumerate().map(|(k, &m)| (m, k)).collect();
+                let parents: Vec<Option<usize>> = eligible
+                    .iter()
+                    .map(|&m| rows[m].parent.and_then(|p| pos.get(&p).copied()))
+                    .collect();
+                let lens: Vec<u64> = eligible.iter().map(|&m| rows[m].end - rows[m].start).collect();
+                let first: Vec<bool> = eligible
+                    .iter()
+                    .map(|&m| notable[m] || m == job.members[0] || m == job.work)
+                    .collect();
+                let keep = choose(&parents, &lens, &first, BARS_PER_ROW);
+                for (k, &m) in eligible.iter().enumerate() {
+                    has_bar[m] = keep[k];
+                }
+            }
+        }
+        let bars = has_bar.iter().filter(|&&b| b).count();
+        let folded = rows.len() - bars;
+        let capped = units.len() - drawn.len();
+        let folded_max = (0..units.len())
             .filter(|&i| !chosen[i])
-            .map(|i| rows[i].end - rows[i].start)
+            .map(|i| lens[i])
             .max()
             .unwrap_or(0);
-        let any_regions = drawn
-            .iter()
-            .any(|&i| t.get(rows[i].id).is_some_and(|p| !p.regions.is_empty()));
+        let any_regions =
+            (0..rows.len()).any(|i| has_bar[i] && t.get(rows[i].id).is_some_and(|p| !p.regions.is_empty()));
 
         let legend_y = 66.0;
         let strip_top = 84.0;
@@ -645,16 +753,18 @@ impl<'a> Plot<'a> {
             t,
             sum,
             o,
-            any_handled: rows.iter().any(|r| {
-                t.get(r.id)
-                    .is_some_and(|p| Outcome::in_run(p, r.id, &failures) == Outcome::Handled)
-            }),
+            any_handled: handled.iter().any(|&x| x),
+            short_ns,
             failures,
             t0,
             t1,
             rows,
+            jobs: jr,
+            units,
             drawn,
+            has_bar,
             folded,
+            capped,
             folded_max,
             any_regions,
             y: Layout {
@@ -669,6 +779,35 @@ impl<'a> Plot<'a> {
                 height,
             },
         }
+    }
+
+    /// The *jobs* running at once: images that forked no child (the programs doing the work
+    /// rather than waiting: cc1 and as, not the make, shell, libtool and gcc above them). The
+    /// most at one moment, and how many on average over the picture's time.
+    fn jobs_running(&self) -> (u32, f64) {
+        let mut iv: Vec<(u64, u64)> = Vec::new();
+        let mut spans: Vec<(u64, u64, bool)> = Vec::new();
+        for row in &self.rows {
+            let Some(r) = self.t.get(row.id) else { continue };
+            spans.clear();
+            for im in images(self.t, r) {
+                let a = im.start_ns.unwrap_or(row.start).clamp(row.start, row.end);
+                let b = im.end_ns.unwrap_or(row.end).clamp(a, row.end);
+                spans.push((a, b, true));
+            }
+            for c in r.children.iter().filter_map(|&c| self.t.get(c)?.start_ns) {
+                if let Some(k) = spans.iter().rposition(|&(a, _, _)| a <= c) {
+                    spans[k].2 = false;
+                } else if let Some(first) = spans.first_mut() {
+                    first.2 = false;
+                }
+            }
+            iv.extend(spans.iter().filter(|x| x.2).map(|&(a, b, _)| (a, b)));
+        }
+        let (max, _) = concurrency(&iv, self.t0, self.t1, 1);
+        let total: u128 = iv.iter().map(|&(a, b)| u128::from(b - a)).sum();
+        let span = u128::from((self.t1 - self.t0).max(1));
+        (max, total as f64 / span as f64)
     }
 
     /// Where time `ts` is on the axis, px.
@@ -762,6 +901,8 @@ impl<'a> Plot<'a> {
             if n == 1 { "" } else { "es" },
             sum.stats.execs
         );
+        let (jobs_max, jobs_avg) = self.jobs_running();
+        let _ = write!(sub, "jobs: max {jobs_max}, {jobs_avg:.1} on average · ");
         let failed = tally.failed;
         let _ = write!(
             sub,
@@ -938,8 +1079,13 @@ impl<'a> Plot<'a> {
             ..
         } = self.y;
         let cols = PLOT_W as usize;
-        let (conc_max, per_col) = concurrency(&self.rows, self.t0, self.t1, cols);
-        let _ = writeln!(s, r#"<g id="concurrency" data-max="{conc_max}">"#);
+        let iv: Vec<(u64, u64)> = self.rows.iter().map(|r| (r.start, r.end)).collect();
+        let (conc_max, per_col) = concurrency(&iv, self.t0, self.t1, cols);
+        let (jobs_max, jobs_avg) = self.jobs_running();
+        let _ = writeln!(
+            s,
+            r#"<g id="concurrency" data-max="{conc_max}" data-jobs-max="{jobs_max}" data-jobs-avg="{jobs_avg:.2}">"#
+        );
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="end">processes running</text>"#,
@@ -951,6 +1097,12 @@ impl<'a> Plot<'a> {
             r#"<text class="sub" x="{}" y="{}" text-anchor="end">max {conc_max}</text>"#,
             PLOT_X - 8.0,
             strip_top + 38.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text class="sub" x="{}" y="{}" text-anchor="end">jobs (programs at work): max {jobs_max}, {jobs_avg:.1} on average</text>"#,
+            PLOT_X - 8.0,
+            strip_top + 54.0
         );
         let _ = writeln!(
             s,
@@ -981,13 +1133,13 @@ impl<'a> Plot<'a> {
         s.push_str("</g>\n");
     }
 
-    /// The drawn rows: zebra stripes, tree guides, then each process's label, bar (with its
-    /// hover text and regions), later execs and duration.
+    /// The drawn rows: zebra stripes, tree guides, then each job row (label, its members'
+    /// bars with their images, duration) or summary row.
     fn process_rows(&self, s: &mut String) {
-        let (rows, drawn, rows_top) = (&self.rows, &self.drawn, self.y.rows_top);
-        let mut row_of = vec![usize::MAX; rows.len()];
-        for (k, &i) in drawn.iter().enumerate() {
-            row_of[i] = k;
+        let (units, drawn, rows_top) = (&self.units, &self.drawn, self.y.rows_top);
+        let mut line_of = vec![usize::MAX; units.len()];
+        for (k, &u) in drawn.iter().enumerate() {
+            line_of[u] = k;
         }
         let indent = |depth: usize| MARGIN + depth.min(MAX_INDENT_LEVEL) as f64 * INDENT;
         s.push_str("<g class=\"rows\">\n");
@@ -998,15 +1150,15 @@ impl<'a> Plot<'a> {
                 f1(rows_top + k as f64 * ROW_H)
             );
         }
-        // Tree guides: from under the parent's label down to the child's row.
-        for &i in drawn {
-            let Some(p) = rows[i].parent else { continue };
-            let (pk, ck) = (row_of[p], row_of[i]);
+        // Tree guides: from under the parent row's label down to the child row.
+        for &u in drawn {
+            let Some(p) = units[u].1 else { continue };
+            let (pk, ck) = (line_of[p], line_of[u]);
             if pk == usize::MAX {
                 continue;
             }
-            let x = indent(rows[p].depth) + 3.0;
-            let x_end = indent(rows[i].depth) - 2.0;
+            let x = indent(units[p].2) + 3.0;
+            let x_end = indent(units[u].2) - 2.0;
             if x_end <= x {
                 continue;
             }
@@ -1019,67 +1171,149 @@ impl<'a> Plot<'a> {
                 f1(x_end)
             );
         }
-        for (k, &i) in drawn.iter().enumerate() {
-            let row = &rows[i];
-            let Some(r) = self.t.get(row.id) else { continue };
-            self.process_row(s, r, row, rows_top + k as f64 * ROW_H, indent(row.depth));
+        for (k, &u) in drawn.iter().enumerate() {
+            let (unit, _, depth) = units[u];
+            let y = rows_top + k as f64 * ROW_H;
+            match unit {
+                Unit::Job(j) => self.job_row(s, j, y, indent(depth)),
+                Unit::Fold(j) => self.fold_row(s, j, y, indent(depth)),
+            }
         }
         s.push_str("</g>\n");
     }
 
-    /// One process's row at `y`, its label starting at `lx`.
-    fn process_row(&self, s: &mut String, r: &ProcessRecord, row: &Row, y: f64, lx: f64) {
+    /// One job's row at `y`, its label starting at `lx`: the label names its work (the chain
+    /// from the head in its hover text); each member with a bar is drawn over the members above
+    /// it, drivers (members with members under them) lighter, each split into its images.
+    fn job_row(&self, s: &mut String, j: usize, y: f64, lx: f64) {
+        let job = &self.jobs.jobs[j];
+        let head = job.members[0];
+        let (Some(hr), Some(wr)) = (self.t.get(self.rows[head].id), self.t.get(self.rows[job.work].id))
+        else {
+            return;
+        };
         let base = y + ROW_H - 4.0;
-        let pid = r.pid.to_string();
+        let bar_y = y + (ROW_H - BAR_H) / 2.0;
+        let pid = wr.pid.to_string();
         let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
         let desc = cut(
-            &short_command_line(r, self.o.redact),
+            &short_command_line(wr, self.o.redact),
             room.saturating_sub(pid.len() + 1),
         );
-        let _ = writeln!(
-            s,
-            r#"<text class="mono" x="{}" y="{}"><tspan class="dim">{pid}</tspan> {}</text>"#,
-            f1(lx),
-            f1(base),
-            xml_escape(&desc)
-        );
-        let oc = Outcome::in_run(r, row.id, &self.failures);
-        let x = self.x_of(row.start);
-        let w = (self.x_of(row.end) - x).max(MIN_BAR_W);
-        let _ = writeln!(
-            s,
-            r#"<rect class="bar {}" x="{}" y="{}" width="{}" height="{BAR_H}" data-pid="{}"><title>{}</title></rect>"#,
-            oc.class(),
-            f1(x),
-            f1(y + (ROW_H - BAR_H) / 2.0),
-            f1(w),
-            r.pid,
-            xml_escape(&hover(r, row, self.t0, self.o.redact))
-        );
-        regions(s, r, row, y + (ROW_H - BAR_H) / 2.0, self.t0, &|ts| self.x_of(ts));
-        for e in r.execs.iter().skip(1) {
-            if e.ts < row.start || e.ts > row.end {
-                continue;
+        // The chain from the head to the work, for the label's hover text.
+        let mut chain = Vec::new();
+        let mut at = Some(job.work);
+        while let Some(i) = at {
+            chain.push(i);
+            if i == head {
+                break;
             }
-            let ex = f1(self.x_of(e.ts));
-            let _ = writeln!(
-                s,
-                r#"<line class="exec" x1="{ex}" y1="{}" x2="{ex}" y2="{}"/>"#,
-                f1(y + 1.0),
-                f1(y + ROW_H - 1.0)
+            at = self.rows[i].parent;
+        }
+        chain.reverse();
+        // A long chain by its two ends.
+        const ENDS: usize = 6;
+        let skipped = chain.len().saturating_sub(2 * ENDS);
+        if skipped > 0 {
+            chain.drain(ENDS..chain.len() - ENDS);
+        }
+        let mut chain_text = String::new();
+        for (k, &i) in chain.iter().enumerate() {
+            if skipped > 0 && k == ENDS {
+                let _ = write!(chain_text, " → … {skipped} more");
+            }
+            if let Some(r) = self.t.get(self.rows[i].id) {
+                for im in images(self.t, r) {
+                    if !chain_text.is_empty() {
+                        chain_text.push_str(" → ");
+                    }
+                    chain_text.push_str(&image_program(&im));
+                }
+            }
+        }
+        let members = job.members.iter().filter(|&&m| self.has_bar[m]).count();
+        let _ = write!(
+            chain_text,
+            "\n{}\n{} process{} in this row",
+            command_line(wr, self.o.redact),
+            job.members.len(),
+            if job.members.len() == 1 { "" } else { "es" }
+        );
+        if members < job.members.len() {
+            let _ = write!(
+                chain_text,
+                " ({} not drawn: under 1 ms, or past the row's {BARS_PER_ROW} bars)",
+                job.members.len() - members
             );
         }
+        // What was folded under it, when too little for a summary row: ticks under its bars.
+        let inline = self.jobs.folds[j]
+            .as_ref()
+            .filter(|f| f.processes < jobs::FOLD_ROW_MIN);
+        if let Some(f) = inline {
+            let _ = write!(
+                chain_text,
+                "\n{} more under it folded (short or handled), drawn as ticks",
+                f.processes
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<g class="job" data-pid="{}" data-members="{}"><text class="mono" x="{}" y="{}"><title>{}</title><tspan class="dim">{pid}</tspan> {}</text>"#,
+            hr.pid,
+            job.members.len(),
+            f1(lx),
+            f1(base),
+            xml_escape(&chain_text),
+            xml_escape(&desc)
+        );
+        if let Some(f) = inline {
+            self.fold_ticks(s, f, bar_y + BAR_H, 2.0);
+        }
+        // Drivers: members with members under them.
+        let drivers: HashSet<usize> = job
+            .members
+            .iter()
+            .skip(1)
+            .filter_map(|&c| self.rows[c].parent)
+            .collect();
+        for &m in &job.members {
+            if !self.has_bar[m] {
+                continue;
+            }
+            let row = &self.rows[m];
+            let Some(r) = self.t.get(row.id) else { continue };
+            self.member_bar(s, r, row, bar_y, drivers.contains(&m));
+        }
         // How it ended, printed on the row when it did not end well: a PNG saved from CI has no
-        // hover and no colour legend to go by.
-        let dur = match r.exit {
+        // hover and no colour legend to go by. The head's end, then the row's cause when that
+        // is another member (the cc1 under a failed gcc).
+        let row = &self.rows[head];
+        let oc = Outcome::in_run(hr, row.id, &self.failures);
+        let mut dur = match hr.exit {
             Some(x) if oc != Outcome::Ok => format!(
                 "{} · {}",
-                run_text(r, row),
+                run_text(hr, row),
                 exit_text(x.status, Paint { on: false })
             ),
-            Some(_) => run_text(r, row),
+            Some(_) => run_text(hr, row),
             None => "running".to_string(),
         };
+        for &m in job.members.iter().skip(1) {
+            let id = self.rows[m].id;
+            if self.failures.is_cause(self.t, id) {
+                if let Some(r) = self.t.get(id) {
+                    let _ = write!(
+                        dur,
+                        " · cause: {} {}",
+                        program(r),
+                        exit_text(r.exit.and_then(|x| x.status), Paint { on: false })
+                    );
+                }
+            }
+        }
+        let x = self.x_of(row.start);
+        let w = (self.x_of(row.end) - x).max(MIN_BAR_W);
         // Beside the bar; inside its end when the picture's edge would cut it (DejaVu Sans at
         // 10 px is under 6 px a character).
         let room = WIDTH - (x + w + 4.0);
@@ -1101,18 +1335,167 @@ impl<'a> Plot<'a> {
                 xml_escape(&dur)
             );
         }
+        s.push_str("</g>\n");
     }
 
-    /// How many processes were not drawn, and the longest of them.
+    /// One member's bar (its hover text and regions), split into its images: a lighter
+    /// segment for a fork image that stood on its own, a mark at each exec after the first
+    /// image, each image's program written in it when it fits.
+    fn member_bar(&self, s: &mut String, r: &ProcessRecord, row: &Proc, bar_y: f64, driver: bool) {
+        let oc = Outcome::in_run(r, row.id, &self.failures);
+        let x = self.x_of(row.start);
+        let w = (self.x_of(row.end) - x).max(MIN_BAR_W);
+        let _ = writeln!(
+            s,
+            r#"<rect class="bar {}" x="{}" y="{}" width="{}" height="{BAR_H}" data-pid="{}"{}><title>{}</title></rect>"#,
+            oc.class(),
+            f1(x),
+            f1(bar_y),
+            f1(w),
+            r.pid,
+            if driver { r#" fill-opacity=".45""# } else { "" },
+            xml_escape(&hover(r, row, self.t0, self.o.redact))
+        );
+        regions(s, r, row, bar_y, self.t0, &|ts| self.x_of(ts));
+        let ims = images(self.t, r);
+        let many = Images::count(&ims) > 1;
+        for im in ims {
+            let a = im.start_ns.unwrap_or(row.start).clamp(row.start, row.end);
+            let b = im.end_ns.unwrap_or(row.end).clamp(a, row.end);
+            let (ax, bx) = (self.x_of(a), self.x_of(b));
+            if many {
+                let mut title = image_command_line(&im, self.o.redact);
+                let _ = write!(
+                    title,
+                    "\n{} of pid {}: +{}, ran {}",
+                    if im.is_fork() { "fork image" } else { "exec image" },
+                    r.pid,
+                    fmt_duration(a.saturating_sub(self.t0)),
+                    fmt_duration(b - a)
+                );
+                let _ = writeln!(
+                    s,
+                    r#"<rect class="seg{}" x="{}" y="{}" width="{}" height="{BAR_H}" data-pid="{}" data-image="{}"><title>{}</title></rect>"#,
+                    if im.is_fork() { " forkimg" } else { "" },
+                    f1(ax),
+                    f1(bar_y),
+                    f1((bx - ax).max(MIN_BAR_W)),
+                    r.pid,
+                    im.index,
+                    xml_escape(&title)
+                );
+                if im.index > 0 {
+                    let ex = f1(ax);
+                    let _ = writeln!(
+                        s,
+                        r#"<line class="exec" x1="{ex}" y1="{}" x2="{ex}" y2="{}"/>"#,
+                        f1(bar_y - 1.5),
+                        f1(bar_y + BAR_H + 1.5)
+                    );
+                }
+            }
+            if driver && !many {
+                continue;
+            }
+            // The image's program, inside its segment when it fits (DejaVu Sans 9 px: under
+            // 5.5 px a character).
+            let name = image_program(&im);
+            let wide = name.chars().count() as f64 * 5.5 + 6.0;
+            if bx - ax >= wide {
+                let _ = writeln!(
+                    s,
+                    r#"<text class="seglabel" x="{}" y="{}">{}</text>"#,
+                    f1(ax + 3.0),
+                    f1(bar_y + BAR_H - 2.5),
+                    xml_escape(&name)
+                );
+            }
+        }
+    }
+
+    /// What was folded under job `j`, as one row at `y`: how many, why, and a tick where each
+    /// began (one a pixel column).
+    fn fold_row(&self, s: &mut String, j: usize, y: f64, lx: f64) {
+        let Some(f) = self.jobs.folds[j].as_ref() else {
+            return;
+        };
+        let base = y + ROW_H - 4.0;
+        let mut what = Vec::new();
+        if f.short > 0 {
+            what.push(format!("{} short (<{})", f.short, fmt_duration(self.short_ns)));
+        }
+        if f.handled > 0 {
+            what.push(format!("{} handled exit ≠ 0", f.handled));
+        }
+        let parent = self
+            .t
+            .get(self.rows[self.jobs.jobs[j].work].id)
+            .map(program)
+            .unwrap_or_default();
+        let label = format!(
+            "{} process{} under {parent}: {}",
+            f.processes,
+            if f.processes == 1 { "" } else { "es" },
+            what.join(" · ")
+        );
+        let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
+        let _ = writeln!(
+            s,
+            r#"<g class="fold" data-count="{}" data-short="{}" data-handled="{}"><text class="mono dim" x="{}" y="{}"><title>{}</title>{}</text>"#,
+            f.processes,
+            f.short,
+            f.handled,
+            f1(lx),
+            f1(base),
+            xml_escape(&format!(
+                "{label}\nfolded: rows whose head ran under {} (4 px), or exited non-zero and was handled (nothing that mattered to the command's failure); the longest ran {}",
+                fmt_duration(self.short_ns),
+                fmt_duration(f.longest)
+            )),
+            xml_escape(&cut(&label, room))
+        );
+        self.fold_ticks(s, f, y + 3.0, ROW_H - 6.0);
+        s.push_str("</g>\n");
+    }
+
+    /// A tick `h` px tall from `top` where each folded row began, one a pixel column.
+    fn fold_ticks(&self, s: &mut String, f: &jobs::Fold, top: f64, h: f64) {
+        let mut cols: Vec<u32> = f.starts.iter().map(|&t| self.x_of(t) as u32).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        let mut d = String::new();
+        for c in cols {
+            let _ = write!(d, "M{c}.5 {}v{}", f1(top), h);
+        }
+        if !d.is_empty() {
+            let _ = writeln!(s, r#"<path class="foldtick" d="{d}"/>"#);
+        }
+    }
+
+    /// How many processes have no bar: in summary rows, in rows over the cap (with the longest
+    /// of those), or under 1 ms in a drawn row.
     fn folded_note(&self, s: &mut String) {
         let folded = self.folded;
         if folded > 0 {
+            let _ = write!(
+                s,
+                r#"<text class="sub" id="folded" data-count="{folded}" data-capped="{}" x="{PLOT_X}" y="{}">"#,
+                self.capped, self.y.note_y,
+            );
+            if self.capped > 0 {
+                let _ = write!(
+                    s,
+                    "… {} more row{} not drawn (none longer than {}); ",
+                    self.capped,
+                    if self.capped == 1 { "" } else { "s" },
+                    xml_escape(&fmt_duration(self.folded_max))
+                );
+            }
             let _ = writeln!(
                 s,
-                r#"<text class="sub" id="folded" data-count="{folded}" x="{PLOT_X}" y="{}">… {folded} more process{} not drawn (none longer than {}); the strip above counts every process</text>"#,
-                self.y.note_y,
+                "{folded} process{} without a bar of {}; the strip above counts every process</text>",
                 if folded == 1 { "" } else { "es" },
-                xml_escape(&fmt_duration(self.folded_max))
+                self.rows.len()
             );
         }
     }
@@ -1123,9 +1506,10 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
     flag: "svg",
     short: None,
     value_name: "FILE",
-    help: "Write an SVG picture of the run to FILE at the end: a timeline of the processes coloured \
-           by outcome (at most 200 rows: failures first, then the longest), with how many ran at \
-           each moment",
+    help: "Write an SVG picture of the run to FILE at the end: a timeline of the jobs (a process \
+           with those it only waited for, split into its images) coloured by outcome (at most 200 \
+           rows: failures first, then the longest; short and handled ones folded into summary \
+           rows), with how many processes and jobs ran at each moment",
     what: "SVG",
     golden: Some("svg"),
     dest: crate::output::DestKind::File,
@@ -1138,6 +1522,8 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
         w.write_all(render(run.header, run.tracker, run.summary, o).as_bytes())
     }),
 };
+
+mod jobs;
 
 #[cfg(test)]
 mod tests;
