@@ -30,9 +30,9 @@ use std::fmt::Write as _;
 
 use crate::model::escape;
 use crate::model::event::ExitStatus;
-use crate::model::images::{Images, images};
+use crate::model::images::images;
 use crate::model::naming::{
-    command_line, cut, image_command_line, image_program, program, quote_argv, region_name,
+    command_line, cut, fit, image_command_line, image_program, program, quote_argv, region_name,
     short_command_line,
 };
 use crate::model::session::{Header, Mode, Summary};
@@ -1196,7 +1196,7 @@ impl<'a> Plot<'a> {
         let bar_y = y + (ROW_H - BAR_H) / 2.0;
         let pid = wr.pid.to_string();
         let room = ((LABEL_W + MARGIN - lx) / CHAR_W) as usize;
-        let desc = cut(
+        let desc = fit(
             &short_command_line(wr, self.o.redact),
             room.saturating_sub(pid.len() + 1),
         );
@@ -1358,7 +1358,7 @@ impl<'a> Plot<'a> {
         );
         regions(s, r, row, bar_y, self.t0, &|ts| self.x_of(ts));
         let ims = images(self.t, r);
-        let many = Images::count(&ims) > 1;
+        let many = ims.total() > 1;
         for im in ims {
             let a = im.start_ns.unwrap_or(row.start).clamp(row.start, row.end);
             let b = im.end_ns.unwrap_or(row.end).clamp(a, row.end);
