@@ -45,7 +45,10 @@
 //!    `--mode=MODE`): they read well but tell little beside the files, so they go before a
 //!    file's name is cut; and last the scripts' directories (`../../libtool` → `libtool`). A
 //!    mode left out in vain (words are cut all the same) comes back when the cut still leaves
-//!    every file's base name whole (`cc -c bad.c -o …objs/bad.o`).
+//!    every file's base name whole (`cc -c bad.c -o …objs/bad.o`). Before a file's base
+//!    name is cut, the programs that only lead to the one at work go (the interpreter, a
+//!    wrapper, libtool's script: `… gcc … -o …/closures.lo ../src/closures.c`), then, where a
+//!    source is kept, `-o TARGET` (`… gcc … ../src/closures.c`).
 //!    When leaving out an argument (or a script's directory) made room for more than it
 //!    needed, the words left out before it are taken back where they fit, the last left out
 //!    first.
@@ -769,6 +772,36 @@ impl<'a> Fitting<'a> {
                     self.fill_back(&args, width);
                     return self.render();
                 }
+            }
+        }
+        // The programs that only lead to the one doing the work (an interpreter, a wrapper,
+        // libtool's script) go before a file's name is cut: the innermost program with its
+        // files names the work (`… gcc … -o src/closures.lo ../src/closures.c`). Then, where a
+        // source is kept, `-o TARGET`: the source names a compile best.
+        if self.cap(width).is_none_or(|cap| !self.names_whole(cap)) {
+            let progs: Vec<usize> = (0..n)
+                .filter(|&i| self.kept[i] && (self.words[i].program || self.words[i].script))
+                .collect();
+            for &i in progs.iter().rev().skip(1) {
+                if self.total <= width {
+                    return self.render();
+                }
+                self.drop_word(i);
+            }
+            let source = (0..n).any(|i| self.kept[i] && is_source(self.words[i].text()));
+            let out = (0..n).find(|&i| self.kept[i] && self.words[i].text() == "-o");
+            if let (true, Some(o), false) = (
+                source,
+                out,
+                self.cap(width).is_some_and(|cap| self.names_whole(cap)),
+            ) {
+                self.set_group(self.words[o].group, false);
+                if o + 1 < n && self.kept[o + 1] {
+                    self.drop_word(o + 1);
+                }
+            }
+            if self.total <= width {
+                return self.render();
             }
         }
         // Words are cut after all: a mode left out in vain comes back where the cut leaves

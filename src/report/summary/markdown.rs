@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::text::{
-    PathView, bg_text, cause_chain, cause_outcome, cost_line, cost_text, headline, offset, parallel_text,
+    PathView, bg_text, cause_chain, cause_outcome, cost_line, cost_text, headline, offset, parallel_note,
     path_view, share,
 };
 use super::{RunReport, StatusJson, TOP};
@@ -130,7 +130,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                     );
                 }
                 for x in &r.parallel {
-                    let _ = writeln!(out, "\n{}", code(&cut(&parallel_text(x), MD_WIDTH)));
+                    let _ = writeln!(out, "\n{}", code(&cut(&parallel_note(x), MD_WIDTH)));
                 }
             }
             PathView::Carrying { rows, held_ns } => {
@@ -146,8 +146,8 @@ pub fn render_markdown(r: &RunReport) -> String {
                 let _ = writeln!(out, "|---:|---:|---:|---:|---|---|");
                 for c in rows {
                     let mut what = code(&c.what_in(MD_WIDTH));
-                    if let Some(l) = c.detail() {
-                        let _ = write!(what, "<br>{}", code(&cut(&l, MD_WIDTH)));
+                    for l in c.details_in(MD_WIDTH) {
+                        let _ = write!(what, "<br>{}", code(&l));
                     }
                     let _ = writeln!(
                         out,

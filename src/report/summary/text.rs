@@ -183,33 +183,32 @@ pub(super) struct Carry<'a> {
 impl Carry<'_> {
     /// What the row says after its times: the step's label, or what its time was.
     pub(super) fn what(&self) -> String {
-        match &self.held {
-            Held::Step => self.step.step.label.clone(),
-            Held::Rest { .. } => self.step.step.label.clone(),
-            Held::Parallel(x) => parallel_text(x),
-        }
+        self.step.step.label.clone()
     }
 
-    /// [`Carry::what`] in `width` columns: a label fitted ([`fit`]), a sentence cut.
+    /// [`Carry::what`] in `width` columns ([`fit`]).
     pub(super) fn what_in(&self, width: usize) -> String {
-        match &self.held {
-            Held::Parallel(_) => cut(&self.what(), width),
-            _ => fit(&self.what(), width),
-        }
+        fit(&self.what(), width)
     }
 
-    /// What the row says below it, before its chain of parents: the longest job of a stretch
-    /// bounded by parallelism ("longest job: 706.1ms libtool … closures.lo"), or what a rest
-    /// row's time was ("its own work and 393 shorter steps").
-    pub(super) fn detail(&self) -> Option<String> {
+    /// What the row says below it, before its chain of parents, in `width` columns each: for a
+    /// stretch bounded by parallelism, that ("2 jobs at once for 94% of 1.18s: bounded by its
+    /// job slots, not by one chain") and its longest job, its label fitted to what the words
+    /// before it leave ("longest job: 706.1ms … gcc … ../src/closures.c"); for a rest row what
+    /// its time was ("its own work and 393 shorter steps; most: …"), cut.
+    pub(super) fn details_in(&self, width: usize) -> Vec<String> {
         match &self.held {
-            Held::Parallel(x) => x.longest_job.as_ref().map(|l| {
-                format!(
-                    "longest job: {} {}",
-                    fmt_duration(l.duration_ns),
-                    fit(&l.label, LONGEST_JOB)
-                )
-            }),
+            Held::Parallel(x) => {
+                let mut v = vec![cut(&parallel_text(x), width)];
+                if let Some(l) = &x.longest_job {
+                    let head = format!("longest job: {} ", fmt_duration(l.duration_ns));
+                    let room = width
+                        .saturating_sub(crate::model::naming::width(&head))
+                        .min(LONGEST_JOB);
+                    v.push(format!("{head}{}", fit(&l.label, room)));
+                }
+                v
+            }
             Held::Rest { shorter, most } => {
                 let mut s = format!(
                     "its own work and {}",
@@ -223,9 +222,9 @@ impl Carry<'_> {
                         fmt_duration(*ns)
                     );
                 }
-                Some(s)
+                vec![cut(&s, width)]
             }
-            Held::Step => None,
+            Held::Step => Vec::new(),
         }
     }
 }
@@ -363,29 +362,28 @@ pub fn path_rows(r: &RunReport) -> Option<Vec<(usize, u64, Option<String>)>> {
         PathView::Carrying { rows, .. } => Some(
             rows.iter()
                 .map(|c| {
-                    let detail = match &c.held {
-                        Held::Parallel(x) => Some(match c.detail() {
-                            Some(d) => format!("{}; {d}", parallel_text(x)),
-                            None => parallel_text(x),
-                        }),
-                        _ => c.detail(),
-                    };
-                    (c.index, c.held_ns, detail)
+                    let d = c.details_in(LONGEST_JOB + 60);
+                    (c.index, c.held_ns, (!d.is_empty()).then(|| d.join("; ")))
                 })
                 .collect(),
         ),
     }
 }
 
-/// "make -j2: 2 jobs at once for 85% of 1.25s: bounded by its job slots, not by one chain".
+/// "2 jobs at once for 85% of 1.25s: bounded by its job slots, not by one chain".
 pub(super) fn parallel_text(p: &ParallelSpan) -> String {
     format!(
-        "{}: {} jobs at once for {} of {}: bounded by its job slots, not by one chain",
-        p.label,
+        "{} jobs at once for {} of {}: bounded by its job slots, not by one chain",
         p.slots,
         share(p.full_ns, p.window_ns),
         fmt_duration(p.window_ns)
     )
+}
+
+/// "make -j2: 2 jobs at once for 85% of 1.25s: …": [`parallel_text`] after its process's label,
+/// for the note under a path shown whole.
+pub(super) fn parallel_note(p: &ParallelSpan) -> String {
+    format!("{}: {}", p.label, parallel_text(p))
 }
 
 /// "CPU 12.3s over 4.1s wall: 3.0 cores on average", and how many were measured when not all.
@@ -663,7 +661,7 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
                 let _ = writeln!(
                     out,
                     "  {}",
-                    p.secondary(&cut(&parallel_text(x), width.saturating_sub(2)))
+                    p.secondary(&cut(&parallel_note(x), width.saturating_sub(2)))
                 );
             }
         }
@@ -702,9 +700,10 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
                     p.emphasis(&pid),
                     c.what_in(width.saturating_sub(used))
                 );
-                let pad = ow + dw + 10;
-                if let Some(l) = c.detail() {
-                    let _ = writeln!(out, "  {:pad$}{}", "", cut(&l, width.saturating_sub(pad + 2)));
+                // Under the label when there is room, else a short indent (80 columns).
+                let pad = if width >= 100 { ow + dw + 10 } else { 6 };
+                for l in c.details_in(width.saturating_sub(pad + 2)) {
+                    let _ = writeln!(out, "  {:pad$}{l}", "");
                 }
                 if !c.via.is_empty() {
                     let _ = writeln!(

@@ -372,6 +372,19 @@ fn the_readme_picture_is_current() {
     );
 }
 
+/// The README's picture of a real build is what `proctrace replay
+/// tests/fixtures/builds/libffi-run1.jsonl --svg docs/libffi-build.svg` draws today.
+#[test]
+fn the_readme_real_build_picture_is_current() {
+    let (h, t, sum) = build("libffi-run1");
+    let want = render(&h, &t, &sum, SvgOptions::default());
+    let path = format!("{}/docs/libffi-build.svg", env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        std::fs::read_to_string(&path).unwrap() == want,
+        "{path} is stale: regenerate it with the command in this test's doc comment"
+    );
+}
+
 /// A build of thousands of processes through the real tracker: 40 make workers, each
 /// forking 100 compiles; some fail, some are killed (all handled: make succeeds), a few never
 /// finish, one has an argv full of XML metacharacters and control characters (an unfinished

@@ -230,8 +230,12 @@ fn each_rule_on_its_example() {
     let cc = ["cc", "-c", "bad.c", "-o", "/tmp/t24222-0/objs/bad.o"];
     assert_eq!(f(&cc, 40), "cc -c bad.c -o /tmp/t24222-0/objs/bad.o");
     assert_eq!(f(&cc, 36), "cc -c bad.c -o …/t24222-0/objs/bad.o");
-    // Then the kept words are cut from their start, their ends kept.
-    assert_eq!(f(&libtool, 40), "bash libtool … gcc … -o …res.lo …ures.c");
+    // Then the programs that only lead to the one at work go (the interpreter, libtool), and
+    // the kept words are cut from their start, their ends kept; at the narrowest `-o` goes
+    // for the source.
+    assert_eq!(f(&libtool, 40), "… gcc … -o …c/closures.lo …rc/closures.c");
+    assert_eq!(f(&libtool, 30), "… gcc … ../src/closures.c");
+    assert_eq!(f(&libtool, 20), "… gcc … …/closures.c");
     // The subcommand of git, cargo, make, pip (after python -m).
     assert_eq!(
         f(
