@@ -789,8 +789,22 @@ impl<'a> Plot<'a> {
         let mut spans: Vec<(u64, u64, bool)> = Vec::new();
         for row in &self.rows {
             let Some(r) = self.t.get(row.id) else { continue };
+            let ims = images(self.t, r);
+            if ims.total() == 1 {
+                // Most processes of a build: one image, a job when it forked nothing (the
+                // first child seen says; a compile's leaves have none).
+                if let Some(im) = ims.get(0)
+                    && r.children
+                        .iter()
+                        .all(|&c| self.t.get(c).and_then(|c| c.start_ns).is_none())
+                {
+                    let a = im.start_ns.unwrap_or(row.start).clamp(row.start, row.end);
+                    iv.push((a, im.end_ns.unwrap_or(row.end).clamp(a, row.end)));
+                }
+                continue;
+            }
             spans.clear();
-            for im in images(self.t, r) {
+            for im in ims {
                 let a = im.start_ns.unwrap_or(row.start).clamp(row.start, row.end);
                 let b = im.end_ns.unwrap_or(row.end).clamp(a, row.end);
                 spans.push((a, b, true));
