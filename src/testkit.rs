@@ -90,6 +90,17 @@ pub fn exec<S: AsRef<str>>(ts: u64, pid: Pid, argv: &[S], cwd: Option<&str>) -> 
     ]
 }
 
+/// A small deterministic random source for the property tests over made-up traces
+/// (xorshift64): `rnd(n)` is in `0..n` (0 for `n` = 0).
+pub fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    }
+}
+
 /// A tracker with these options.
 pub fn tracker(scope: Scope, retain_exited: bool, want_details: bool) -> Tracker {
     Tracker::new(TrackerOptions {

@@ -457,13 +457,7 @@ fn regions_nest_inside_their_process() {
 /// region once, inside its process's slice.
 #[test]
 fn random_trees_with_regions_stay_valid() {
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut rnd = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n.max(1)
-    };
+    let mut rnd = crate::testkit::xorshift(0x9E37_79B9_7F4A_7C15u64);
     let (mut total, mut late, mut on_lane) = (0, 0, 0);
     for round in 0..300 {
         // (pid, parent, start, end)
@@ -702,13 +696,7 @@ fn a_plain_fork_exec_is_one_image() {
 /// records): the same count, programs and times for every process.
 #[test]
 fn random_trees_with_execs_have_the_models_images() {
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n.max(1)
-    };
+    let mut rnd = crate::testkit::xorshift(0x2545_F491_4F6C_DD1Du64);
     let (mut images, mut off_lane) = (0, 0);
     for round in 0..300 {
         // (pid, parent, start, end), µs-scale times so that the 10 ms rule goes both ways.

@@ -407,6 +407,29 @@ impl<D: SpanDest> Otlp<D> {
         })
     }
 
+    /// The process conventions' attributes of what ran: `process.executable.name` (the
+    /// kernel's name), `.path`, `process.command_args` and `process.working_directory`, for a
+    /// process span (its last exec) and an image span (its exec) alike.
+    fn program_attributes(
+        &self,
+        a: &mut Vec<KeyValue>,
+        comm: Option<&str>,
+        d: Option<&crate::model::event::ExecDetails>,
+    ) {
+        if let Some(c) = comm {
+            a.push(kv_str("process.executable.name", &shown(c)));
+        }
+        if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
+            a.push(kv_str("process.executable.path", &shown(exe)));
+        }
+        if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
+            a.push(kv("process.command_args", self.argv_value(argv)));
+        }
+        if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
+            a.push(kv_str("process.working_directory", &shown(cwd)));
+        }
+    }
+
     /// The process's span; `end` when it has not exited (still running at the end).
     fn process_span(&self, ids: &SpanIds, r: &ProcessRecord, end: u64, lost: Option<u64>) -> Span {
         let start = r
@@ -417,19 +440,8 @@ impl<D: SpanDest> Otlp<D> {
             kv_int("process.pid", r.pid as i64),
             kv_int("process.parent_pid", r.ppid as i64),
         ];
-        if let Some(c) = &r.comm {
-            a.push(kv_str("process.executable.name", &shown(c)));
-        }
         let d = r.execs.last().and_then(|e| e.details.as_ref());
-        if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
-            a.push(kv_str("process.executable.path", &shown(exe)));
-        }
-        if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
-            a.push(kv("process.command_args", self.argv_value(argv)));
-        }
-        if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
-            a.push(kv_str("process.working_directory", &shown(cwd)));
-        }
+        self.program_attributes(&mut a, r.comm.as_deref(), d);
         if let Some(uid) = d.and_then(|d| d.uid).or(r.uid.map(|u| u.1)) {
             a.push(kv_int("process.user.id", uid as i64));
         }
@@ -535,19 +547,7 @@ impl<D: SpanDest> Otlp<D> {
         if im.is_fork() {
             a.push(kv_bool("proctrace.image.fork", true));
         }
-        if let Some(c) = im.comm() {
-            a.push(kv_str("process.executable.name", &shown(c)));
-        }
-        let d = im.exec.and_then(|e| e.details.as_ref());
-        if let Some(exe) = d.and_then(|d| d.exe.as_deref()) {
-            a.push(kv_str("process.executable.path", &shown(exe)));
-        }
-        if let Some(argv) = d.and_then(|d| d.argv.as_ref()) {
-            a.push(kv("process.command_args", self.argv_value(argv)));
-        }
-        if let Some(cwd) = d.and_then(|d| d.cwd.as_deref()) {
-            a.push(kv_str("process.working_directory", &shown(cwd)));
-        }
+        self.program_attributes(&mut a, im.comm(), im.exec.and_then(|e| e.details.as_ref()));
         Span {
             trace_id: ids.trace.to_vec(),
             span_id: span.to_vec(),

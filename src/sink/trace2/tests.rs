@@ -229,13 +229,7 @@ fn regions_and_data_in_their_session() {
 /// thread's times never go back before the exit.
 #[test]
 fn random_regions_pair_up_in_the_stream() {
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n.max(1)
-    };
+    let mut rnd = crate::testkit::xorshift(0x2545_F491_4F6C_DD1Du64);
     for round in 0..100 {
         let procs = [(100, 1, 1_000u64, 900_000u64), (101, 100, 5_000, 800_000)];
         let mut evs: Vec<(u64, u32, Event)> = Vec::new();
