@@ -1,0 +1,646 @@
+// proctrace's HTML report: draws the run embedded in #proctrace-data (docs/html-report.md).
+// Plain JavaScript, no library. Everything the traced processes wrote (argv, names, paths) is
+// untrusted: it reaches the page only through textContent and canvas fillText, never as HTML.
+// Scale: aggregates are computed once; the Gantt draws only the rows and time range in view;
+// tables show the first rows with "show more".
+(function () {
+  'use strict';
+  var T0 = performance.now();
+  var D = JSON.parse(document.getElementById('proctrace-data').textContent);
+  var S = D.strings || [];
+  var R = D.run || {};
+  var P = D.procs || [];
+  var IM = D.images || [];
+  var N = P.length;
+  var WALL = Math.max(1, R.wall_us || 0);
+
+  // ---- per process arrays, computed once ---------------------------------------------------
+  var parent = new Int32Array(N), depth = new Int32Array(N), nkids = new Int32Array(N);
+  var start = new Float64Array(N), end = new Float64Array(N), outcome = new Uint8Array(N);
+  var lastEnd = 0;
+  for (var i = 0; i < N; i++) {
+    var p = P[i];
+    parent[i] = p[1];
+    depth[i] = p[1] >= 0 && p[1] < i ? depth[p[1]] + 1 : 0;
+    if (p[1] >= 0) nkids[p[1]]++;
+    start[i] = p[2] == null ? 0 : p[2];
+    outcome[i] = p[5];
+    if (p[3] != null && p[3] > lastEnd) lastEnd = p[3];
+  }
+  var TEND = Math.max(WALL, lastEnd);
+  for (i = 0; i < N; i++) end[i] = P[i][3] == null ? TEND : P[i][3];
+
+  function str(k) { return k == null || k < 0 ? '' : (S[k] == null ? '' : String(S[k])); }
+  function label(i) { return str(P[i][6]); }
+  function argvText(a) { if (!a) return ''; var w = []; for (var k = 0; k < a.length; k++) w.push(str(a[k])); return w.join(' '); }
+  // The images of process i as [start, end, label, argv|null, fork]
+  function imagesOf(i) {
+    var p = P[i];
+    if (p[13] < 0) return [[start[i], end[i], p[6], p[7], 0]];
+    var out = [];
+    for (var k = 0; k < p[14]; k++) {
+      var im = IM[p[13] + k];
+      out.push([im[0] == null ? start[i] : im[0], im[1] == null ? end[i] : im[1], im[2], im[3], im[4]]);
+    }
+    return out;
+  }
+  var imgCache = new Array(N);
+  function imgs(i) { return imgCache[i] || (imgCache[i] = imagesOf(i)); }
+  function base(s) { var j = s.lastIndexOf('/'); return j >= 0 ? s.slice(j + 1) : s; }
+  function programOf(im) {
+    if (im[4]) return str(im[2]);
+    if (im[3] && im[3].length) return base(str(im[3][0]));
+    var l = str(im[2]); var sp = l.indexOf(' ');
+    return base(sp > 0 ? l.slice(0, sp) : l);
+  }
+  var hay = null; // lower-cased label + argv, built on the first search
+  function haystack() {
+    if (hay) return hay;
+    hay = new Array(N);
+    for (var i = 0; i < N; i++) {
+      var t = label(i), a = argvText(P[i][7]);
+      if (a && a !== t) t += '\n' + a;
+      var p = P[i];
+      if (p[13] >= 0) for (var k = 0; k < p[14]; k++) { var im = IM[p[13] + k]; t += '\n' + str(im[2]) + '\n' + argvText(im[3]); }
+      hay[i] = t.toLowerCase();
+    }
+    return hay;
+  }
+
+  // ---- formatting --------------------------------------------------------------------------
+  function fmtUs(us) {
+    if (us == null) return '—';
+    var a = Math.abs(us);
+    if (a >= 60e6) { var m = Math.floor(a / 60e6); return (us < 0 ? '-' : '') + m + ' min ' + ((a - m * 60e6) / 1e6).toFixed(1) + ' s'; }
+    if (a >= 1e6) return (us / 1e6).toFixed(a >= 10e6 ? 1 : 2) + ' s';
+    if (a >= 1e3) return (us / 1e3).toFixed(a >= 10e3 ? 1 : 2) + ' ms';
+    return Math.round(us) + ' µs';
+  }
+  function fmtKiB(k) {
+    if (k == null) return '—';
+    if (k >= 1048576) return (k / 1048576).toFixed(2) + ' GiB';
+    if (k >= 1024) return (k / 1024).toFixed(1) + ' MiB';
+    return k + ' KiB';
+  }
+  function fmtBytes(b) { return b == null ? '—' : b < 1024 ? b + ' B' : fmtKiB(Math.round(b / 1024)); }
+  function fmtInt(n) { return n == null ? '—' : Number(n).toLocaleString('en-US'); }
+  var SIGNALS = ['', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGKILL', 'SIGUSR1', 'SIGSEGV', 'SIGUSR2', 'SIGPIPE', 'SIGALRM', 'SIGTERM', 'SIGSTKFLT', 'SIGCHLD', 'SIGCONT', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGURG', 'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS'];
+  function statusText(i) {
+    var s = P[i][4];
+    if (s == null) return outcome[i] === 5 ? 'exit lost' : 'running';
+    if (s < 0) return 'killed by ' + (SIGNALS[-s] || 'signal ' + (-s));
+    return 'exit ' + s;
+  }
+  var OUTCOME = ['ok', 'failure', 'handled non-zero exit', 'killed (not a failure)', 'running / background', 'exit lost'];
+  var COLORS = ['#4a86c8', '#d23f3f', '#d9a23a', '#8a5cc2', '#9aa3b0', '#c2c7cf'];
+  var COLORS_ALT = ['#6fa3db', '#e36b6b', '#e8bb62', '#a582d4', '#b5bcc6', '#d5d9df'];
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = text;
+    return e;
+  }
+
+  // ---- header ------------------------------------------------------------------------------
+  var causeSet = new Set(D.causes || []);
+  (function header() {
+    var cmd = R.command == null ? (R.mode === 'watch' ? 'watch' : '') : str(R.command);
+    document.getElementById('command').textContent = cmd || 'proctrace report';
+    document.title = (cmd ? cmd + ' — ' : '') + 'proctrace';
+    var v = document.getElementById('verdict');
+    v.textContent = R.status == null ? 'Still running when the report was written' :
+      (R.ok ? 'Succeeded' : 'Failed') + ' (' + R.status + ') after ' + fmtUs(R.wall_us);
+    v.className = R.ok ? 'ok' : (R.ok === false ? 'bad' : '');
+    var facts = [
+      ['status', R.status == null ? 'running' : R.status],
+      ['wall', fmtUs(R.wall_us)],
+      ['CPU', R.cpu_us == null ? 'not measured' : fmtUs(R.cpu_us) + (R.wall_us ? ' (' + (R.cpu_us / R.wall_us).toFixed(2) + ' cores)' : '')],
+      ['processes', fmtInt(R.processes)], ['execs', fmtInt(R.execs)],
+      ['failures', fmtInt(R.failures)], ['causes', fmtInt((D.causes || []).length)],
+      ['handled exits', fmtInt(R.handled)], ['lost events', fmtInt(R.lost)],
+      ['untraced', fmtInt(R.untraced)], ['background', fmtInt(R.background)],
+      ['backend', R.backend || '—'], ['host', R.host || '—'], ['start', R.start || '—'],
+      ['mode', R.mode || '—'], ['tool', R.tool || '—']
+    ];
+    var dl = document.getElementById('facts');
+    facts.forEach(function (f) { var d = el('div'); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
+    var cz = document.getElementById('causes');
+    (D.causes || []).forEach(function (c) {
+      if (c < 0 || c >= N) return;
+      var p = el('p', 'cause');
+      p.appendChild(el('strong', null, 'Cause: '));
+      p.appendChild(el('code', null, label(c)));
+      p.appendChild(document.createTextNode(' — ' + statusText(c) + ' after ' + fmtUs(end[c] - start[c]) + (P[c][8] >= 0 ? ' in ' + str(P[c][8]) : '')));
+      var a = argvText(P[c][7]);
+      if (a && a !== label(c)) { p.appendChild(el('br')); p.appendChild(el('code', 'muted', a)); }
+      cz.appendChild(p);
+    });
+  })();
+
+  var legend = document.getElementById('legend');
+  OUTCOME.forEach(function (o, k) { var s = el('span'); s.appendChild(el('span', 'swatch sw-' + k)); s.appendChild(document.createTextNode(o)); legend.appendChild(s); });
+  (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-path')); s.appendChild(document.createTextNode('critical path')); legend.appendChild(s); })();
+
+  // ---- critical path -----------------------------------------------------------------------
+  var PATH = (D.path || []).filter(function (s) { return s[0] >= 0 && s[0] < N; });
+  var onPath = new Map(); // proc -> Set of image indices
+  PATH.forEach(function (s) { if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
+  var parAt = new Map(); (D.parallel || []).forEach(function (x) { parAt.set(x[0], x); });
+  (function pathList() {
+    var ol = document.getElementById('path');
+    if (!PATH.length) { ol.appendChild(el('li', 'empty', 'No critical path (no single command, or its end is unknown).')); return; }
+    PATH.forEach(function (s, k) {
+      var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
+      var li = el('li');
+      li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + str(im[2])));
+      li.appendChild(document.createTextNode(' '));
+      li.appendChild(el('span', 'dur', fmtUs(im[1] - im[0]) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
+      var par = parAt.get(k);
+      if (par) {
+        var t = 'bounded by parallelism: ' + par[1] + ' job slots busy ' + fmtUs(par[3]) + ' of ' + fmtUs(par[2]);
+        li.appendChild(document.createTextNode(' '));
+        li.appendChild(el('span', 'par', t));
+        if (par[4] >= 0 && par[4] < N) { li.appendChild(el('br')); li.appendChild(el('span', 'par', '\u00a0'.repeat(Math.min(s[2], 20) * 2 + 2) + 'longest job: ')); li.appendChild(el('code', null, label(par[4]) + ' (' + fmtUs(end[par[4]] - start[par[4]]) + ')')); }
+      }
+      li.addEventListener('click', function () { reveal(s[0]); });
+      ol.appendChild(li);
+    });
+  })();
+
+  // ---- Gantt: rows, folding, search --------------------------------------------------------
+  var ROWH = 18, AXIS = 26, LABELW = 320;
+  // Folded at first: with more than 200 processes, the subtrees of processes shorter than 0.5%
+  // of the run (configure's probes, libtool's shells): they are slivers at full zoom.
+  var collapsed = new Uint8Array(N);
+  if (N > 200) for (var ci = 0; ci < N; ci++) if (nkids[ci] && end[ci] - start[ci] < TEND * 0.005) collapsed[ci] = 1;
+  var query = '';
+  var rows = new Int32Array(N), nrows = 0, matches = N;
+  function rebuildRows() {
+    nrows = 0;
+    var hidden = new Uint8Array(N);
+    var h = query ? haystack() : null;
+    matches = 0;
+    for (var i = 0; i < N; i++) {
+      var pa = parent[i];
+      if (!h && pa >= 0 && pa < i && (collapsed[pa] || hidden[pa])) hidden[i] = 1;
+      var m = !h || h[i].indexOf(query) >= 0;
+      if (m) matches++;
+      if (!hidden[i] && m) rows[nrows++] = i;
+    }
+    document.body.dataset.rows = String(nrows);
+    document.body.dataset.matches = String(matches);
+    document.getElementById('shown').textContent = query ?
+      fmtInt(matches) + ' of ' + fmtInt(N) + ' processes match' :
+      fmtInt(nrows) + ' of ' + fmtInt(N) + ' processes shown' + (nrows < N ? ' (the rest folded: click a \u25b8 label, or Expand all)' : '');
+  }
+
+  var wrap = document.getElementById('gantt-wrap');
+  var gc = document.getElementById('gantt');
+  var spacer = document.getElementById('gantt-spacer');
+  var gx = gc.getContext('2d');
+  var cc = document.getElementById('conc');
+  var cx = cc.getContext('2d');
+  var view = { t0: 0, t1: TEND }; var W = 800, H = 400, DPR = 1;
+  function layout() {
+    DPR = window.devicePixelRatio || 1;
+    W = Math.max(400, wrap.clientWidth);
+    var want = AXIS + nrows * ROWH + 2;
+    H = Math.max(AXIS + ROWH * 4, Math.min(want, Math.round(window.innerHeight * 0.62)));
+    wrap.style.height = H + 'px';
+    gc.width = Math.round(W * DPR); gc.height = Math.round(H * DPR);
+    gc.style.width = W + 'px'; gc.style.height = H + 'px';
+    spacer.style.height = Math.max(0, want - H) + 'px';
+    cc.width = Math.round(W * DPR); cc.height = Math.round(160 * DPR); cc.style.height = '160px';
+  }
+  function tx(t) { return LABELW + (t - view.t0) / (view.t1 - view.t0) * (W - LABELW - 8); }
+  function xt(x) { return view.t0 + (x - LABELW) / (W - LABELW - 8) * (view.t1 - view.t0); }
+  function niceStep(span, px) {
+    var raw = span / Math.max(1, px / 90), p10 = Math.pow(10, Math.floor(Math.log10(raw)));
+    var m = raw / p10; return (m < 2 ? 2 : m < 5 ? 5 : 10) * p10;
+  }
+  function drawAxis(ctx, top, height) {
+    var step = niceStep(view.t1 - view.t0, W - LABELW);
+    ctx.fillStyle = '#5b6475'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+    ctx.strokeStyle = '#e6e9ef'; ctx.lineWidth = 1;
+    for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+      var x = Math.round(tx(t)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + height); ctx.stroke();
+      ctx.fillText(fmtUs(t), x + 3, 12);
+    }
+  }
+  var scheduled = false;
+  function redraw() { if (!scheduled) { scheduled = true; requestAnimationFrame(function () { scheduled = false; drawGantt(); drawConc(); }); } }
+  function drawGantt() {
+    var ctx = gx;
+    ctx.setTransform(DPR, 0, 0, DPR, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    var scroll = wrap.scrollTop;
+    var first = Math.max(0, Math.floor(scroll / ROWH)), last = Math.min(nrows, Math.ceil((scroll + H - AXIS) / ROWH) + 1);
+    // row backgrounds
+    for (var r = first; r < last; r++) {
+      var i = rows[r], y = AXIS + r * ROWH - scroll;
+      if (onPath.has(i)) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, W, ROWH); }
+      else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, W, ROWH); }
+    }
+    drawAxis(ctx, AXIS, H - AXIS);
+    // bars
+    ctx.save(); ctx.beginPath(); ctx.rect(LABELW, AXIS, W - LABELW, H - AXIS); ctx.clip();
+    ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+    for (r = first; r < last; r++) {
+      i = rows[r]; y = AXIS + r * ROWH - scroll;
+      if (end[i] < view.t0 || start[i] > view.t1) continue;
+      var list = imgs(i), pathImgs = onPath.get(i);
+      for (var k = 0; k < list.length; k++) {
+        var im = list[k];
+        if (im[1] < view.t0 || im[0] > view.t1) continue;
+        var x0 = Math.max(LABELW - 2, tx(im[0])), x1 = Math.min(W + 2, tx(im[1]));
+        var w = Math.max(1, x1 - x0);
+        var o = outcome[i];
+        // every image but the last ended in an exec: it is not the one the outcome is about
+        ctx.fillStyle = im[4] ? '#b9c4d2' : (k < list.length - 1 ? COLORS_ALT[o] : COLORS[o]);
+        ctx.fillRect(x0, y + 3, w, ROWH - 6);
+        if (k > 0 && w > 2) { ctx.fillStyle = '#ffffff'; ctx.fillRect(x0, y + 3, 1, ROWH - 6); }
+        if (pathImgs && pathImgs.has(k)) { ctx.strokeStyle = '#ff8c00'; ctx.lineWidth = 2; ctx.strokeRect(x0 - 1, y + 2, w + 2, ROWH - 4); }
+        if (w > 40) {
+          ctx.save(); ctx.beginPath(); ctx.rect(x0, y, w, ROWH); ctx.clip();
+          ctx.fillStyle = o === 5 || o === 4 || im[4] ? '#1d2330' : '#ffffff';
+          ctx.fillText(programOf(im), Math.max(x0, LABELW) + 3, y + ROWH / 2);
+          ctx.restore();
+        }
+      }
+      var rg = regionsOf.get(i);
+      if (rg) for (k = 0; k < rg.length; k++) {
+        var g = rg[k]; ctx.fillStyle = '#1f7a3a';
+        ctx.fillRect(tx(g[1]), y + ROWH - 4 - Math.min(g[5] || 0, 3), Math.max(1, tx(g[2]) - tx(g[1])), 2);
+      }
+    }
+    ctx.restore();
+    // labels
+    ctx.fillStyle = '#ffffff'; ctx.fillRect(0, AXIS, LABELW, H - AXIS);
+    ctx.save(); ctx.beginPath(); ctx.rect(0, AXIS, LABELW - 6, H - AXIS); ctx.clip();
+    ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace'; ctx.textBaseline = 'middle';
+    for (r = first; r < last; r++) {
+      i = rows[r]; y = AXIS + r * ROWH - scroll;
+      if (onPath.has(i)) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, LABELW, ROWH); }
+      var ind = 4 + Math.min(depth[i], 40) * 10;
+      ctx.fillStyle = '#5b6475';
+      if (nkids[i]) ctx.fillText(collapsed[i] ? '\u25b8' : '\u25be', ind, y + ROWH / 2);
+      ctx.fillStyle = outcome[i] === 1 ? '#b02a2a' : '#1d2330';
+      ctx.fillText(label(i), ind + 12, y + ROWH / 2);
+    }
+    ctx.restore();
+    ctx.strokeStyle = '#d8dde6'; ctx.beginPath(); ctx.moveTo(LABELW - 0.5, AXIS); ctx.lineTo(LABELW - 0.5, H); ctx.stroke();
+    // axis band
+    ctx.fillStyle = '#f5f7fa'; ctx.fillRect(0, 0, W, AXIS);
+    ctx.strokeStyle = '#d8dde6'; ctx.beginPath(); ctx.moveTo(0, AXIS - 0.5); ctx.lineTo(W, AXIS - 0.5); ctx.stroke();
+    ctx.fillStyle = '#5b6475'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+    ctx.fillText(fmtInt(nrows) + ' rows · ' + fmtUs(view.t0) + ' – ' + fmtUs(view.t1), 6, 12);
+    ctx.save(); ctx.beginPath(); ctx.rect(LABELW, 0, W - LABELW, AXIS); ctx.clip();
+    var step = niceStep(view.t1 - view.t0, W - LABELW);
+    for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+      var xx = Math.round(tx(t)) + 0.5;
+      ctx.strokeStyle = '#aab2bf'; ctx.beginPath(); ctx.moveTo(xx, AXIS - 6); ctx.lineTo(xx, AXIS); ctx.stroke();
+      ctx.fillText(fmtUs(t), xx + 3, 12);
+    }
+    ctx.restore();
+  }
+
+  // regions by process
+  var regionsOf = new Map();
+  (D.regions || []).forEach(function (g) { if (g[0] >= 0 && g[0] < N) { if (!regionsOf.has(g[0])) regionsOf.set(g[0], []); regionsOf.get(g[0]).push(g); } });
+
+  // ---- concurrency: processes, jobs (images that forked nothing), CPU spread over each life -----
+  var conc = (function () {
+    // which image of its parent each process was forked in
+    var forked = new Uint8Array(IM.length), forkedOne = new Uint8Array(N);
+    for (var i = 0; i < N; i++) {
+      var pa = parent[i]; if (pa < 0 || pa >= N) continue;
+      var pp = P[pa];
+      if (pp[13] < 0) { forkedOne[pa] = 1; continue; }
+      var s = start[i], k = 0;
+      for (; k < pp[14] - 1; k++) { var im = IM[pp[13] + k]; if (im[1] != null && s < im[1]) break; }
+      forked[pp[13] + k] = 1;
+    }
+    var ev = [];
+    for (i = 0; i < N; i++) {
+      var p = P[i];
+      if (p[2] == null) continue;
+      var e = end[i], cpuRate = p[9] != null && e > start[i] ? p[9] / (e - start[i]) : 0;
+      ev.push([start[i], 1, 0, cpuRate], [e, -1, 0, -cpuRate]);
+      if (p[13] < 0) { if (!forkedOne[i]) ev.push([start[i], 0, 1, 0], [e, 0, -1, 0]); }
+      else for (var k2 = 0; k2 < p[14]; k2++) {
+        if (forked[p[13] + k2]) continue;
+        var g = IM[p[13] + k2], gs = g[0] == null ? start[i] : g[0], ge = g[1] == null ? e : g[1];
+        ev.push([gs, 0, 1, 0], [ge, 0, -1, 0]);
+      }
+    }
+    ev.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]; });
+    var n = ev.length, t = new Float64Array(n), procs = new Float64Array(n), jobs = new Float64Array(n), cpu = new Float64Array(n);
+    var a = 0, b = 0, c = 0, maxP = 0, anyCpu = false;
+    for (i = 0; i < n; i++) {
+      a += ev[i][1]; b += ev[i][2]; c += ev[i][3]; if (ev[i][3]) anyCpu = true;
+      t[i] = ev[i][0]; procs[i] = a; jobs[i] = b; cpu[i] = Math.max(0, c);
+      if (a > maxP) maxP = a;
+    }
+    return { n: n, t: t, procs: procs, jobs: jobs, cpu: cpu, max: Math.max(1, maxP), anyCpu: anyCpu };
+  })();
+  document.getElementById('conc-hint').textContent = 'Processes running (light), jobs running (dark: images that forked nothing)' +
+    (conc.anyCpu ? ', and cores in use (line: each process\u2019s CPU spread evenly over its life)' : '') + '; peak ' + conc.max + ' processes. Follows the chart\u2019s zoom.';
+  function drawConc() {
+    var ctx = cx, HH = 160, top = 18, bottom = HH - 4, h = bottom - top;
+    ctx.setTransform(DPR, 0, 0, DPR, 0, 0);
+    ctx.clearRect(0, 0, W, HH);
+    var cols = Math.max(1, Math.ceil(W - LABELW));
+    var mp = new Float64Array(cols), mj = new Float64Array(cols), mc = new Float64Array(cols), seen = new Uint8Array(cols);
+    // value in force over each pixel column: the max of the step function there
+    var span = view.t1 - view.t0, scale = (W - LABELW - 8) / span;
+    var idx = 0, n = conc.n;
+    // binary search the last event at or before t0
+    var lo = 0, hi = n - 1, at = -1;
+    while (lo <= hi) { var mid = (lo + hi) >> 1; if (conc.t[mid] <= view.t0) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+    var curP = at >= 0 ? conc.procs[at] : 0, curJ = at >= 0 ? conc.jobs[at] : 0, curC = at >= 0 ? conc.cpu[at] : 0;
+    idx = at + 1;
+    for (var c = 0; c < cols; c++) {
+      var tEnd = view.t0 + (c + 1) / scale;
+      var vp = curP, vj = curJ, vc = curC;
+      while (idx < n && conc.t[idx] < tEnd) {
+        curP = conc.procs[idx]; curJ = conc.jobs[idx]; curC = conc.cpu[idx]; idx++;
+        if (curP > vp) vp = curP; if (curJ > vj) vj = curJ; if (curC > vc) vc = curC;
+      }
+      mp[c] = vp; mj[c] = vj; mc[c] = vc; seen[c] = 1;
+    }
+    var maxv = 1; for (c = 0; c < cols; c++) { if (mp[c] > maxv) maxv = mp[c]; if (mc[c] > maxv) maxv = mc[c]; }
+    drawAxis(ctx, top, h);
+    ctx.fillStyle = '#b8d0ea';
+    for (c = 0; c < cols; c++) { var v = mp[c] / maxv * h; if (v > 0) ctx.fillRect(LABELW + c, bottom - v, 1, v); }
+    ctx.fillStyle = '#3f6fa5';
+    for (c = 0; c < cols; c++) { v = mj[c] / maxv * h; if (v > 0) ctx.fillRect(LABELW + c, bottom - v, 1, v); }
+    if (conc.anyCpu) {
+      ctx.strokeStyle = '#d2691e'; ctx.lineWidth = 1.5; ctx.beginPath();
+      for (c = 0; c < cols; c++) { var yy = bottom - mc[c] / maxv * h; if (c) ctx.lineTo(LABELW + c, yy); else ctx.moveTo(LABELW + c, yy); }
+      ctx.stroke();
+    }
+    ctx.fillStyle = '#1d2330'; ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+    ctx.fillText('max ' + Math.round(maxv) + ' in view', 6, top + 6);
+    ctx.fillStyle = '#b8d0ea'; ctx.fillRect(6, top + 22, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('processes', 20, top + 27);
+    ctx.fillStyle = '#3f6fa5'; ctx.fillRect(6, top + 40, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('jobs', 20, top + 45);
+    if (conc.anyCpu) { ctx.fillStyle = '#d2691e'; ctx.fillRect(6, top + 62, 10, 2); ctx.fillStyle = '#1d2330'; ctx.fillText('cores in use', 20, top + 63); }
+  }
+
+  // ---- interaction: zoom, pan, fold, hover --------------------------------------------------
+  function zoom(f, at) {
+    var t = at == null ? (view.t0 + view.t1) / 2 : at;
+    var span = Math.min(TEND * 1.05, Math.max(10, (view.t1 - view.t0) * f));
+    var a = t - (t - view.t0) * span / (view.t1 - view.t0);
+    view.t0 = a; view.t1 = a + span; clampView(); redraw();
+  }
+  function clampView() {
+    var span = view.t1 - view.t0, lo = -TEND * 0.02, hi = TEND * 1.03;
+    if (view.t0 < lo) { view.t0 = lo; view.t1 = lo + span; }
+    if (view.t1 > hi) { view.t1 = hi; view.t0 = Math.max(lo, hi - span); }
+  }
+  document.getElementById('zoom-in').addEventListener('click', function () { zoom(0.5); });
+  document.getElementById('zoom-out').addEventListener('click', function () { zoom(2); });
+  document.getElementById('zoom-fit').addEventListener('click', function () { view.t0 = 0; view.t1 = TEND; redraw(); });
+  document.getElementById('expand-all').addEventListener('click', function () { collapsed.fill(0); rebuildRows(); layout(); redraw(); refreshTables(); });
+  function localXY(ev, c) { var b = c.getBoundingClientRect(); return [ev.clientX - b.left, ev.clientY - b.top]; }
+  function onWheel(ev, c, axisBand) {
+    var xy = localXY(ev, c);
+    if (xy[0] < LABELW) return;
+    if (ev.ctrlKey || ev.metaKey || xy[1] < axisBand) { ev.preventDefault(); zoom(ev.deltaY > 0 ? 1.25 : 0.8, xt(xy[0])); }
+    else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
+      ev.preventDefault(); var d = (ev.deltaX || ev.deltaY) / (W - LABELW) * (view.t1 - view.t0);
+      view.t0 += d; view.t1 += d; clampView(); redraw();
+    }
+  }
+  gc.addEventListener('wheel', function (ev) { onWheel(ev, gc, AXIS); }, { passive: false });
+  cc.addEventListener('wheel', function (ev) { onWheel(ev, cc, 160); }, { passive: false });
+  var drag = null;
+  function startDrag(ev, c) { var xy = localXY(ev, c); if (xy[0] < LABELW) return false; drag = { x: ev.clientX, t0: view.t0, t1: view.t1, moved: false }; c.classList.add('dragging'); return true; }
+  gc.addEventListener('mousedown', function (ev) { if (ev.button === 0) startDrag(ev, gc); });
+  cc.addEventListener('mousedown', function (ev) { if (ev.button === 0) startDrag(ev, cc); });
+  window.addEventListener('mousemove', function (ev) {
+    if (!drag) return;
+    var dx = ev.clientX - drag.x; if (Math.abs(dx) > 2) drag.moved = true;
+    var d = dx / (W - LABELW - 8) * (drag.t1 - drag.t0);
+    view.t0 = drag.t0 - d; view.t1 = drag.t1 - d; clampView(); redraw();
+  });
+  window.addEventListener('mouseup', function () { if (drag) { drag = null; gc.classList.remove('dragging'); cc.classList.remove('dragging'); } });
+  wrap.addEventListener('scroll', function () { hideTip(); redraw(); });
+  window.addEventListener('resize', function () { layout(); redraw(); });
+  function rowAt(y) { var r = Math.floor((y - AXIS + wrap.scrollTop) / ROWH); return y >= AXIS && r >= 0 && r < nrows ? r : -1; }
+  gc.addEventListener('click', function (ev) {
+    var xy = localXY(ev, gc); if (xy[0] >= LABELW) return;
+    var r = rowAt(xy[1]); if (r < 0) return;
+    var i = rows[r]; if (!nkids[i]) return;
+    collapsed[i] = collapsed[i] ? 0 : 1; rebuildRows(); layout(); redraw();
+  });
+  var tip = document.getElementById('tip');
+  function hideTip() { tip.className = 'hidden'; }
+  function line(k, v) { var d = el('div'); d.appendChild(el('span', 'k', k + ': ')); d.appendChild(document.createTextNode(v)); tip.appendChild(d); }
+  function showTip(i, k, cx0, cy0) {
+    tip.textContent = '';
+    var p = P[i], list = imgs(i), im = list[k];
+    tip.appendChild(el('div', 't', label(i)));
+    if (list.length > 1) line('image ' + (k + 1) + ' of ' + list.length, str(im[2]) + (im[4] ? ' (before its first exec)' : ''));
+    var a = argvText(im[3] || p[7]); if (a) line('argv', a);
+    line('cwd', p[8] >= 0 ? str(p[8]) : 'not read');
+    line('pid', String(p[0]) + (p[1] >= 0 ? ', parent ' + P[p[1]][0] : ''));
+    line('status', statusText(i) + ' — ' + OUTCOME[outcome[i]] + (causeSet.has(i) ? ' (a cause of the failure)' : ''));
+    line('time', fmtUs(p[2]) + ' → ' + (p[3] == null ? '…' : fmtUs(p[3])) + ' (' + fmtUs(end[i] - start[i]) + (list.length > 1 ? '; this image ' + fmtUs(im[1] - im[0]) : '') + ')');
+    line('CPU', p[9] == null ? 'not measured' : fmtUs(p[9]));
+    line('peak RSS', fmtKiB(p[10]));
+    line('I/O', 'read ' + fmtBytes(p[11]) + ', written ' + fmtBytes(p[12]));
+    if (onPath.has(i)) line('critical path', 'on it');
+    tip.className = '';
+    var tw = tip.offsetWidth, th = tip.offsetHeight;
+    var left = cx0 + 14, topp = cy0 + 14;
+    if (left + tw > window.innerWidth - 4) left = Math.max(4, cx0 - tw - 14);
+    if (topp + th > window.innerHeight - 4) topp = Math.max(4, cy0 - th - 14);
+    tip.style.left = left + 'px'; tip.style.top = topp + 'px';
+  }
+  gc.addEventListener('mousemove', function (ev) {
+    if (drag && drag.moved) { hideTip(); return; }
+    var xy = localXY(ev, gc), r = rowAt(xy[1]);
+    if (r < 0) { hideTip(); return; }
+    var i = rows[r], list = imgs(i), t = xt(xy[0]), k = 0;
+    if (xy[0] >= LABELW) {
+      var slack = 3 / (W - LABELW) * (view.t1 - view.t0);
+      for (k = 0; k < list.length; k++) if (t >= list[k][0] - slack && t <= list[k][1] + slack) break;
+      if (k === list.length) { hideTip(); return; }
+    }
+    gc.style.cursor = xy[0] < LABELW ? (nkids[i] ? 'pointer' : 'default') : '';
+    showTip(i, k, ev.clientX, ev.clientY);
+  });
+  gc.addEventListener('mouseleave', hideTip);
+  function reveal(i) {
+    // unfold its ancestors, clear a search that hides it, scroll to it and fit its time
+    for (var a = parent[i]; a >= 0 && a < N; a = parent[a]) collapsed[a] = 0;
+    if (query && haystack()[i].indexOf(query) < 0) { query = ''; search.value = ''; refreshTables(); }
+    rebuildRows(); layout();
+    for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
+    wrap.scrollTop = Math.max(0, r * ROWH - (H - AXIS) / 3);
+    var span = Math.max(end[i] - start[i], 10);
+    view.t0 = start[i] - span * 0.5; view.t1 = end[i] + span * 0.5; clampView(); redraw();
+    wrap.scrollIntoView({ block: 'nearest' });
+  }
+
+  // ---- tables --------------------------------------------------------------------------------
+  var TOP = 20;
+  var tables = [];
+  function makeTable(spec) {
+    var sec = el('section', 'table');
+    var h = el('h2', null, spec.title); var count = el('span', 'count'); h.appendChild(count);
+    sec.appendChild(h);
+    if (spec.hint) sec.appendChild(el('p', 'hint', spec.hint));
+    var tbl = el('table'); tbl.id = spec.id;
+    var thead = el('thead'), tr = el('tr'), tb = el('tbody');
+    var more = el('button', 'more', 'Show more'); more.type = 'button';
+    var st = { spec: spec, key: spec.sort, desc: spec.desc !== false, limit: TOP, shown: spec.rows, ths: [] };
+    spec.cols.forEach(function (c, ci) {
+      var th = el('th', c.num ? 'num' : '', c.label); th.dataset.col = c.key;
+      th.title = 'Sort by ' + c.label;
+      th.addEventListener('click', function () {
+        if (st.key === c.key) st.desc = !st.desc; else { st.key = c.key; st.desc = !!c.num; }
+        st.limit = TOP; sortRows(st); render(st);
+      });
+      st.ths.push(th); tr.appendChild(th);
+    });
+    thead.appendChild(tr); tbl.appendChild(thead); tbl.appendChild(tb); sec.appendChild(tbl);
+    more.addEventListener('click', function () { st.limit *= 4; render(st); });
+    sec.appendChild(more);
+    st.tb = tb; st.more = more; st.count = count; st.table = tbl;
+    document.getElementById('tables').appendChild(sec);
+    tables.push(st); filterRows(st); sortRows(st); render(st);
+    return st;
+  }
+  function filterRows(st) {
+    var rs = st.spec.rows;
+    if (!query) { st.shown = rs.slice(); return; }
+    var h = haystack();
+    st.shown = rs.filter(function (r) { return r.text != null ? r.text.indexOf(query) >= 0 : h[r.proc].indexOf(query) >= 0; });
+  }
+  function sortRows(st) {
+    var k = st.key, d = st.desc ? -1 : 1;
+    st.shown.sort(function (a, b) {
+      var x = a[k], y = b[k];
+      if (x == null && y == null) return 0; if (x == null) return 1; if (y == null) return -1;
+      return (x < y ? -1 : x > y ? 1 : 0) * d || (a.seq - b.seq);
+    });
+  }
+  function render(st) {
+    st.tb.textContent = '';
+    st.ths.forEach(function (th) { var on = th.dataset.col === st.key; th.classList.toggle('sorted', on); th.classList.toggle('asc', on && !st.desc); });
+    var n = Math.min(st.limit, st.shown.length);
+    var frag = document.createDocumentFragment();
+    for (var r = 0; r < n; r++) {
+      var row = st.shown[r], tr = el('tr', row.cause ? 'cause-row' : '');
+      st.spec.cols.forEach(function (c) {
+        var v = row[c.key];
+        var td = el('td', c.num ? 'num' : (c.mono ? 'cmd' : ''), c.fmt ? c.fmt(v, row) : (v == null ? '—' : String(v)));
+        if (v != null && c.num) td.dataset.v = String(v);
+        if (c.mono && v != null) td.title = String(v);
+        tr.appendChild(td);
+      });
+      if (row.proc != null) { tr.dataset.proc = String(row.proc); tr.addEventListener('click', onRowClick); }
+      frag.appendChild(tr);
+    }
+    st.tb.appendChild(frag);
+    if (!st.shown.length) { var e = el('tr'); var td = el('td', 'empty', query ? 'Nothing matches the filter.' : 'None.'); td.colSpan = st.spec.cols.length; e.appendChild(td); st.tb.appendChild(e); }
+    st.count.textContent = st.shown.length > n ? '(first ' + fmtInt(n) + ' of ' + fmtInt(st.shown.length) + ')' : '(' + fmtInt(st.shown.length) + ')';
+    st.more.className = st.shown.length > n ? 'more' : 'more hidden-btn';
+    st.more.hidden = !(st.shown.length > n);
+  }
+  function onRowClick(ev) { var p = ev.currentTarget.dataset.proc; if (p != null) reveal(Number(p)); }
+  function refreshTables() { tables.forEach(function (st) { filterRows(st); st.limit = TOP; sortRows(st); render(st); }); }
+
+  // Slowest images, as the summary defines them (src/report/summary/mod.rs): images with a known
+  // start and end, not the root's, not a background child's; an image taking >= 90% of the
+  // parent's image it was forked from is folded into that parent (never into a fork image: the
+  // fork image is left out instead).
+  var seq = 0;
+  var slowRows = [], progs = new Map(), costRows = [], failRows = [];
+  (function aggregates() {
+    var dropFork = new Set(), fold = new Uint8Array(N);
+    for (var i = 0; i < N; i++) {
+      var pa = parent[i]; if (pa < 0 || pa >= N || P[i][2] == null || P[i][3] == null) continue;
+      var pl = imgs(pa), k = 0;
+      for (; k < pl.length - 1; k++) if (start[i] < pl[k][1]) break;
+      var pim = pl[k], pd = pim[1] - pim[0], d = end[i] - start[i];
+      if (pd > 0 && d >= 0.9 * pd && !(P[pa][3] == null)) {
+        if (pim[4]) dropFork.add(pa + ':' + k); else fold[i] = 1;
+      }
+    }
+    for (i = 0; i < N; i++) {
+      var p = P[i], list = imgs(i), bg = outcome[i] === 4;
+      for (k = 0; k < list.length; k++) {
+        var im = list[k], known = p[2] != null && (im[1] != null) && !(p[3] == null && k === list.length - 1);
+        var prog = programOf(im), dur = im[1] - im[0];
+        if (known) {
+          var g = progs.get(prog);
+          if (!g) { g = { program: prog, count: 0, total: 0, max: 0, cpu: null, rss: null, text: prog.toLowerCase(), seq: seq++ }; progs.set(prog, g); }
+          g.count++; g.total += dur; if (dur > g.max) g.max = dur;
+          if (k === list.length - 1) {
+            if (p[9] != null) g.cpu = (g.cpu || 0) + p[9];
+            if (p[10] != null && (g.rss == null || p[10] > g.rss)) g.rss = p[10];
+          }
+        }
+        if (!known || parent[i] < 0 || bg || fold[i] || dropFork.has(i + ':' + k)) continue;
+        slowRows.push({ proc: i, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
+      }
+      if (p[9] != null || p[10] != null) {
+        var forWhat = '';
+        if (fold[i] && parent[i] >= 0 && (p[9] || 0) > (P[parent[i]][9] || 0)) forWhat = ', for: ' + label(parent[i]);
+        costRows.push({ proc: i, seq: seq++, cpu: p[9], rss: p[10], read: p[11], written: p[12], duration: end[i] - start[i], command: forWhat ? programOf(list[list.length - 1]) + forWhat : label(i), pid: p[0] });
+      }
+      if (outcome[i] === 1 || outcome[i] === 2 || outcome[i] === 3 || causeSet.has(i)) {
+        failRows.push({ proc: i, seq: seq++, cause: causeSet.has(i), kind: causeSet.has(i) ? 'cause' : outcome[i] === 1 ? 'failure' : outcome[i] === 2 ? 'handled' : 'killed', status: statusText(i), duration: end[i] - start[i], command: label(i), cwd: P[i][8] >= 0 ? str(P[i][8]) : '', pid: p[0], rank: causeSet.has(i) ? 0 : outcome[i] === 1 ? 1 : 2, start: start[i] });
+      }
+    }
+  })();
+  var progRows = Array.from(progs.values());
+  progRows.forEach(function (g) { g.mean = g.total / g.count; });
+  var dur = function (v) { return fmtUs(v); };
+  makeTable({ id: 'slowest', title: 'Slowest', sort: 'duration', rows: slowRows,
+    hint: 'Programs run (images), longest first; a child doing nearly all of its parent\u2019s work (\u2265 90%) is folded into the parent. Click a row to find it in the chart.',
+    cols: [{ key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'program', label: 'Program' }, { key: 'command', label: 'Command', mono: true }, { key: 'status', label: 'Status' }, { key: 'pid', label: 'PID', num: true }] });
+  makeTable({ id: 'by-program', title: 'By program', sort: 'total', rows: progRows,
+    hint: 'Every image with a known start and end, grouped by program (argv[0]\u2019s base name). CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
+    cols: [{ key: 'program', label: 'Program', mono: true }, { key: 'count', label: 'Runs', num: true, fmt: fmtInt }, { key: 'total', label: 'Total time', num: true, fmt: dur }, { key: 'mean', label: 'Mean', num: true, fmt: dur }, { key: 'max', label: 'Longest', num: true, fmt: dur }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }] });
+  makeTable({ id: 'failures', title: 'Failures and causes', sort: 'rank', desc: false, rows: failRows,
+    hint: 'Causes are the deepest failures (what failed first, not make); handled non-zero exits (configure probes, test, grep -q) did not fail the run.',
+    cols: [{ key: 'rank', label: 'Kind', num: false, fmt: function (v, r) { return r.kind; } }, { key: 'status', label: 'Status' }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'cwd', label: 'Directory', mono: true }, { key: 'pid', label: 'PID', num: true }] });
+  makeTable({ id: 'hungry-cpu', title: 'Hungriest by CPU', sort: 'cpu', rows: costRows,
+    hint: 'User + system CPU of each process itself (not its children).',
+    cols: [{ key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'read', label: 'Read', num: true, fmt: fmtBytes }, { key: 'written', label: 'Written', num: true, fmt: fmtBytes }] });
+  makeTable({ id: 'hungry-mem', title: 'Hungriest by memory', sort: 'rss', rows: costRows.slice(),
+    hint: 'Peak resident set of each process.',
+    cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }] });
+
+  // ---- search ----------------------------------------------------------------------------------
+  var search = document.getElementById('search'), timer = 0;
+  function applySearch() {
+    var q = search.value.trim().toLowerCase();
+    if (q === query) return;
+    query = q; rebuildRows(); layout(); wrap.scrollTop = 0; redraw(); refreshTables();
+    document.body.dataset.query = query;
+  }
+  search.addEventListener('input', function () { clearTimeout(timer); timer = setTimeout(applySearch, N > 20000 ? 150 : 0); });
+  search.addEventListener('search', applySearch);
+  search.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') { clearTimeout(timer); applySearch(); } });
+
+  // ---- first draw; then the "ready" marker the tests wait for -----------------------------------
+  rebuildRows(); layout(); drawGantt(); drawConc();
+  window.proctrace = {
+    records: N,
+    rows: function () { return nrows; },
+    matches: function () { return matches; },
+    search: function (q) { search.value = q; applySearch(); return nrows; },
+    setupMs: 0
+  };
+  document.body.dataset.records = String(N);
+  requestAnimationFrame(function () {
+    window.proctrace.setupMs = performance.now() - T0;
+    document.body.dataset.ready = '1';
+  });
+})();

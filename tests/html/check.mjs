@@ -1,0 +1,124 @@
+// Loads proctrace HTML reports in headless Chromium (/usr/bin/chromium, through puppeteer-core,
+// which downloads no browser) and prints ONE JSON object per page on stdout, one a line:
+//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] PAGE.html...
+// For each page: console and page errors, every request that was not for the page itself (an
+// offline page makes none: requests are intercepted and refused), the record count in
+// #proctrace-data and the rows the Gantt draws, the visible text, the rows left after typing
+// TEXT into the search field, the slowest table's first durations after sorting it by another
+// column and then by duration, and the load time (navigation until the page's "ready" marker).
+import { existsSync, mkdirSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const args = process.argv.slice(2);
+const opts = { search: 'cc1', screenshot: null, timeout: 60000 };
+const pages = [];
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  if (a === '--search') opts.search = args[++i];
+  else if (a === '--screenshot') opts.screenshot = args[++i];
+  else if (a === '--timeout') opts.timeout = Number(args[++i]);
+  else if (a.startsWith('--')) { console.error(`check.mjs: unknown option ${a}`); process.exit(2); }
+  else pages.push(resolve(a));
+}
+if (!pages.length) { console.error('usage: check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] PAGE.html...'); process.exit(2); }
+const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(chromium)) { console.error(`check.mjs: no browser at ${chromium} (run tests/run to install chromium)`); process.exit(2); }
+if (opts.screenshot) mkdirSync(opts.screenshot, { recursive: true });
+
+const browser = await puppeteer.launch({
+  executablePath: chromium,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+});
+let failed = false;
+try {
+  for (const file of pages) {
+    const url = pathToFileURL(file).href;
+    const out = { page: file, console_errors: [], page_errors: [], foreign_requests: [], csp_violations: [] };
+    const page = await browser.newPage();
+    try {
+      await page.setViewport({ width: 1400, height: 900 });
+      await page.setRequestInterception(true);
+      page.on('request', (req) => {
+        const u = req.url();
+        if (u === url || u.split('#')[0] === url) req.continue();
+        else { out.foreign_requests.push(u); req.abort(); }
+      });
+      page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') out.console_errors.push(`${m.type()}: ${m.text()}`); });
+      page.on('pageerror', (e) => out.page_errors.push(String(e && e.message || e)));
+      const t0 = Date.now();
+      await page.goto(url, { waitUntil: 'load', timeout: opts.timeout });
+      await page.waitForSelector('body[data-ready="1"]', { timeout: opts.timeout });
+      out.load_ms = Date.now() - t0;
+      Object.assign(out, await page.evaluate(() => {
+        const el = document.getElementById('proctrace-data');
+        let records = null, data_error = null;
+        try { records = JSON.parse(el.textContent).procs.length; } catch (e) { data_error = String(e); }
+        return {
+          records, data_error,
+          page_records: Number(document.body.dataset.records),
+          rows: Number(document.body.dataset.rows),
+          setup_ms: Math.round(window.proctrace && window.proctrace.setupMs),
+          title: document.title,
+          csp: (document.querySelector('meta[http-equiv="Content-Security-Policy"]') || {}).content || null,
+          text: document.body.innerText,
+        };
+      }));
+      if (opts.screenshot) {
+        out.screenshot = resolve(opts.screenshot, basename(file).replace(/\.html?$/, '') + '.png');
+        await page.screenshot({ path: out.screenshot, fullPage: true });
+        await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
+      }
+      // search: type into the field as a person would
+      const ts = Date.now();
+      await page.click('#search');
+      await page.type('#search', opts.search);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction((q) => document.body.dataset.query === q.toLowerCase(), { timeout: opts.timeout }, opts.search);
+      out.search = await page.evaluate(() => ({
+        rows: Number(document.body.dataset.rows),
+        matches: Number(document.body.dataset.matches),
+        slowest_rows: document.querySelectorAll('#slowest tbody tr[data-proc]').length,
+        slowest_commands: [...document.querySelectorAll('#slowest tbody tr[data-proc] td.cmd')].slice(0, 5).map((td) => td.textContent),
+        shown: document.getElementById('shown').textContent,
+      }));
+      out.search.query = opts.search;
+      out.search.ms = Date.now() - ts;
+      // clear the search, sort the slowest table by another column, then by its duration
+      await page.click('#search', { clickCount: 3 });
+      await page.keyboard.press('Backspace');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.body.dataset.query === '', { timeout: opts.timeout });
+      out.rows_after_clear = await page.evaluate(() => Number(document.body.dataset.rows));
+      await page.click('#expand-all');
+      out.rows_expanded = await page.evaluate(() => Number(document.body.dataset.rows));
+      await page.click('#slowest th[data-col="command"]');
+      out.slowest_by_command = await page.evaluate(() => [...document.querySelectorAll('#slowest tbody tr')].slice(0, 5).map((tr) => tr.querySelector('td.cmd')?.textContent ?? null));
+      await page.click('#slowest th[data-col="duration"]');
+      out.slowest = await page.evaluate(() => [...document.querySelectorAll('#slowest tbody tr[data-proc]')].slice(0, 10).map((tr) => ({
+        us: Number(tr.querySelector('td[data-v]')?.dataset.v),
+        duration: tr.cells[0].textContent,
+        command: tr.querySelector('td.cmd')?.textContent,
+      })));
+      out.slowest_sorted_desc = out.slowest.every((r, i, a) => i === 0 || a[i - 1].us >= r.us);
+      // hover the first bar of the first row: the tooltip is filled
+      out.tooltip = await page.evaluate(() => {
+        const c = document.getElementById('gantt'), b = c.getBoundingClientRect();
+        const ev = (x, y) => new MouseEvent('mousemove', { clientX: b.left + x, clientY: b.top + y, bubbles: true });
+        c.dispatchEvent(ev(10, 26 + 9));
+        return document.getElementById('tip').innerText;
+      });
+    } catch (e) {
+      out.error = String(e && e.stack || e);
+      failed = true;
+    } finally {
+      await page.close();
+    }
+    process.stdout.write(JSON.stringify(out) + '\n');
+  }
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
