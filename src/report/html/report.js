@@ -149,7 +149,20 @@
   (function pathList() {
     var ol = document.getElementById('path');
     if (!PATH.length) { ol.appendChild(el('li', 'empty', 'No critical path (no single command, or its end is unknown).')); return; }
-    PATH.forEach(function (s, k) {
+    var shown = 0;
+    function more(n) {
+      var stop = Math.min(PATH.length, shown + n);
+      for (; shown < stop; shown++) step(PATH[shown], shown);
+      if (btn) { btn.hidden = shown >= PATH.length; btn.textContent = 'Show all ' + fmtInt(PATH.length) + ' steps'; }
+    }
+    var btn = null;
+    if (PATH.length > 300) {
+      btn = el('button', 'more'); btn.type = 'button';
+      btn.addEventListener('click', function () { more(PATH.length); });
+      ol.parentNode.insertBefore(btn, ol.nextSibling);
+    }
+    more(300);
+    function step(s, k) {
       var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
       var li = el('li');
       li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + str(im[2])));
@@ -164,7 +177,7 @@
       }
       li.addEventListener('click', function () { reveal(s[0]); });
       ol.appendChild(li);
-    });
+    }
   })();
 
   // ---- Gantt: rows, folding, search --------------------------------------------------------
