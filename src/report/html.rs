@@ -164,6 +164,33 @@ pub fn page(title: &str, data: &str) -> String {
     out
 }
 
+/// The page of `diff OLD NEW` (docs/html-report.md, "The data of a diff"): both runs' data as a
+/// run's page has it, and the comparison as `diff --json` gives it.
+pub fn diff_page(
+    old: crate::cmd::diff::Side<'_>,
+    new: crate::cmd::diff::Side<'_>,
+    r: &crate::cmd::diff::DiffReport,
+    redact: bool,
+) -> String {
+    let side = |s: crate::cmd::diff::Side<'_>| {
+        let rep = summary::summarize(s.header, s.tracker, s.summary, redact);
+        data(s.header, s.tracker, s.summary, &rep, redact)
+    };
+    // `diff --json`'s object, made safe inside a `<script>`: `<`, `>` and `&` appear only in
+    // its strings, where their escapes mean the same.
+    let diff = serde_json::to_string(r)
+        .unwrap_or_else(|_| "null".into())
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026");
+    let data = format!(
+        "{{\"format\":\"proctrace-html-diff\",\"version\":{DATA_VERSION},\"old\":{},\"new\":{},\"diff\":{diff}}}",
+        side(old),
+        side(new)
+    );
+    page("proctrace diff", &data)
+}
+
 /// Text for HTML (an element's text or an attribute's value).
 fn html_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
