@@ -331,6 +331,10 @@ pub struct DiffArgs {
     /// Print the comparison as one JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also write the comparison as one self-contained HTML page to FILE (both runs, their
+    /// critical paths side by side, what changed); `-`: the page on stdout instead of the text.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::ffi::OsString>,
     /// Skip and count lines that are not valid events, instead of stopping at the first.
     #[arg(long)]
     pub lenient: bool,

@@ -3,7 +3,7 @@
 
 use super::OutputSpec;
 use crate::report::summary::{json as summary_json, markdown as summary_md};
-use crate::report::svg;
+use crate::report::{html, svg};
 use crate::sink::{chrome, jsonl, otlp, record, trace2};
 
 /// The outputs.
@@ -16,6 +16,7 @@ pub static OUTPUTS: &[&OutputSpec] = &[
     &summary_md::OUTPUT,
     &summary_json::OUTPUT,
     &svg::OUTPUT,
+    &html::OUTPUT,
     &otlp::OUTPUT,
     &record::OUTPUT,
 ];

@@ -9,6 +9,7 @@
 //!
 //! Streaming outputs, written while events arrive, are [`crate::sink`]s instead.
 
+pub mod html;
 pub mod summary;
 pub mod svg;
 pub mod tree;

@@ -436,3 +436,64 @@ fn diff_names_the_command_that_costs_more_cpu_and_memory() {
         "{text}"
     );
 }
+
+/// `diff --html FILE` follows the one failure policy: the page is written and parses as the
+/// data of both runs; an input given as the page is a usage error that leaves it as it was; a
+/// bad input leaves no page behind; a failed write is said by its path (exit 74); `--html -`
+/// writes the page on stdout instead of the text.
+#[test]
+fn diff_html_writes_one_page_and_follows_the_failure_policy() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/builds");
+    let (a, b) = (dir.join("make-fails.jsonl"), dir.join("dash-subshell.jsonl"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let page = tmp("diff.html");
+    let out = diff(&[a, b, "--html", &page]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("wall time:"),
+        "the text as well"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = html
+        .split("<script type=\"application/json\" id=\"proctrace-data\">")
+        .nth(1)
+        .and_then(|r| r.split("</script>").next())
+        .unwrap();
+    let v: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(v["format"], "proctrace-html-diff");
+    assert_eq!(v["old"]["procs"].as_array().unwrap().len(), 24);
+    assert_eq!(v["new"]["procs"].as_array().unwrap().len(), 3);
+    assert!(
+        v["diff"]["gone"].as_array().is_some_and(|g| !g.is_empty()),
+        "{:#}",
+        v["diff"]
+    );
+    // An input as the page: usage error, the input untouched.
+    let before = std::fs::read(a).unwrap();
+    let out = diff(&[a, b, "--html", a]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(a).unwrap(), before);
+    // A bad input: no page left behind; an existing page kept as it was.
+    let junk = tmp("junk.jsonl");
+    std::fs::write(&junk, "hello\n").unwrap();
+    let fresh = tmp("fresh.html");
+    let out = diff(&[&junk, b, "--html", &fresh]);
+    assert_eq!(out.status.code(), Some(65), "{}", stderr(&out));
+    assert!(!std::path::Path::new(&fresh).exists());
+    let out = diff(&[&junk, b, "--html", &page]);
+    assert_eq!(out.status.code(), Some(65), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+    // A failed write, by its path.
+    let out = diff(&[a, b, "--html", "/dev/full"]);
+    assert_eq!(out.status.code(), Some(74), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/dev/full"), "{}", stderr(&out));
+    // On stdout: the page, not the text.
+    let out = diff(&[a, b, "--html", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.starts_with("<!DOCTYPE html>") && !s.contains("wall time:"),
+        "{}",
+        &s[..200.min(s.len())]
+    );
+}

@@ -1,0 +1,477 @@
+//! The HTML report (`--html FILE`): one self-contained page per run — its HTML, CSS and
+//! JavaScript (`src/report/html/`, embedded with `include_str!`) and the run's data, in one file
+//! that opens offline (docs/html-report.md).
+//!
+//! This side only serialises the data (version 1 of the contract in docs/html-report.md: the
+//! processes in tree order with their images, outcomes and costs; the critical path and its
+//! stretches bounded by job slots; the causes; Trace2 regions) and fills the template; the page
+//! draws and computes everything else. Text people read is the escaped text of every other
+//! output (`naming.rs`), interned once (`strings`), so a 10,000-process build's page stays
+//! proportionate to its JSON Lines.
+//!
+//! Must never: put a byte of the traced processes' text into the page as markup (the data is JSON
+//! inside `<script type="application/json">` with `<` and `>` escaped, so not even `</script>`
+//! can end it), or make the page load anything from elsewhere (the Content-Security-Policy allows
+//! only the page's own script and style, by their SHA-256).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use sha2::Digest as _;
+
+use crate::model::bytes::shown;
+use crate::model::event::ExitStatus;
+use crate::model::images::images;
+use crate::model::naming::{command_line, image_command_line, quote_argv};
+use crate::model::session::{Header, Mode, Summary};
+use crate::model::tracker::{ProcId, Tracker};
+use crate::output::FinishedRun;
+use crate::report::summary::failures::Failures;
+use crate::report::summary::{self, RunReport};
+
+/// The page's template (placeholders `{{TITLE}}`, `{{CSP}}`, `{{STYLE}}`, `{{SCRIPT}}`,
+/// `{{DATA}}`, each once).
+const PAGE: &str = include_str!("html/page.html");
+/// The page's style.
+const STYLE: &str = include_str!("html/report.css");
+/// The page's code.
+const SCRIPT: &str = include_str!("html/report.js");
+
+/// The data's version (docs/html-report.md).
+pub const DATA_VERSION: u32 = 1;
+
+/// The registry's declaration.
+pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
+    flag: "html",
+    short: None,
+    value_name: "FILE",
+    help: "Write an interactive report of the run to FILE at the end: one self-contained HTML page \
+           (a Gantt of the process tree with each process's images, the critical path, what ran \
+           at once, sortable tables, search), opened offline",
+    what: "HTML report",
+    golden: None,
+    dest: crate::output::DestKind::File,
+    live_only: false,
+    make: crate::output::Make::WholeRun(|run, w| w.write_all(render(run).as_bytes())),
+};
+
+/// Interned text: each distinct string once.
+#[derive(Default)]
+struct Strings {
+    list: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        self.list.push(s.to_string());
+        self.index.insert(s.to_string(), self.list.len() - 1);
+        self.list.len() - 1
+    }
+}
+
+/// Microseconds from `origin` (signed: a process older than the trace starts before it).
+fn us(ts: u64, origin: u64) -> i64 {
+    (ts as i128 - origin as i128).div_euclid(1000) as i64
+}
+
+/// `exit 3`, `killed by SIGKILL`.
+fn status_text(s: ExitStatus) -> String {
+    match s {
+        ExitStatus::Code(c) => format!("exit {c}"),
+        ExitStatus::Signal { signal, .. } => {
+            format!("killed by {}", crate::sink::text::signal_name(signal))
+        }
+    }
+}
+
+/// JSON for people's text: a JSON string with `<`, `>` and `&` escaped, so no `</script>` or
+/// `<!--` can appear in the page.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            // Line and paragraph separators are valid JSON but were not valid JavaScript.
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `null` or the number.
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "null".to_string(), |v| v.to_string())
+}
+
+/// The page of a finished run.
+pub fn render(run: &FinishedRun<'_>) -> String {
+    let data = data(run.header, run.tracker, run.summary, run.report(), run.redact);
+    let title = match &run.header.mode {
+        Mode::Run { argv } => format!("proctrace: {}", quote_argv(argv, run.redact)),
+        Mode::Watch { root: Some(p) } => format!("proctrace: watch -p {p}"),
+        Mode::Watch { root: None } => "proctrace: watch".to_string(),
+        Mode::Replay { path } => format!("proctrace: replay {}", crate::model::escape::text(path)),
+        Mode::Analyze { inputs } => format!("proctrace: analyze {}", quote_argv(inputs, false)),
+    };
+    page(&title, &data)
+}
+
+/// The template filled: `title` as text, the CSP from the style's and script's hashes, `data`
+/// (already safe inside a `<script>`).
+pub fn page(title: &str, data: &str) -> String {
+    let hash = |s: &str| base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(s.as_bytes()));
+    let csp = format!(
+        "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; img-src data:; base-uri 'none'; form-action 'none'",
+        hash(SCRIPT),
+        hash(STYLE)
+    );
+    let values = [
+        ("{{TITLE}}", html_text(title)),
+        ("{{CSP}}", html_text(&csp)),
+        ("{{STYLE}}", STYLE.to_string()),
+        ("{{DATA}}", data.to_string()),
+        ("{{SCRIPT}}", SCRIPT.to_string()),
+    ];
+    // Left to right through the template, each placeholder once: a value is never searched
+    // again (a traced process's text `{{SCRIPT}}` in the data stays text).
+    let mut out = String::with_capacity(PAGE.len() + STYLE.len() + SCRIPT.len() + data.len() + 256);
+    let mut rest = PAGE;
+    loop {
+        let next = values
+            .iter()
+            .filter_map(|(k, v)| rest.find(k).map(|at| (at, k.len(), v)))
+            .min_by_key(|x| x.0);
+        let Some((at, len, v)) = next else { break };
+        out.push_str(&rest[..at]);
+        out.push_str(v);
+        rest = &rest[at + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The page of `diff OLD NEW` (docs/html-report.md, "The data of a diff"): both runs' data as a
+/// run's page has it, and the comparison as `diff --json` gives it.
+pub fn diff_page(
+    old: crate::cmd::diff::Side<'_>,
+    new: crate::cmd::diff::Side<'_>,
+    r: &crate::cmd::diff::DiffReport,
+    redact: bool,
+) -> String {
+    let side = |s: crate::cmd::diff::Side<'_>| {
+        let rep = summary::summarize(s.header, s.tracker, s.summary, redact);
+        data(s.header, s.tracker, s.summary, &rep, redact)
+    };
+    // `diff --json`'s object, made safe inside a `<script>`: `<`, `>` and `&` appear only in
+    // its strings, where their escapes mean the same.
+    let diff = serde_json::to_string(r)
+        .unwrap_or_else(|_| "null".into())
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026");
+    let data = format!(
+        "{{\"format\":\"proctrace-html-diff\",\"version\":{DATA_VERSION},\"old\":{},\"new\":{},\"diff\":{diff}}}",
+        side(old),
+        side(new)
+    );
+    page("proctrace diff", &data)
+}
+
+/// Text for HTML (an element's text or an attribute's value).
+fn html_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The data object (docs/html-report.md, version 1).
+pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: bool) -> String {
+    let (origin, wall) = summary::wall(h, t, sum);
+    let verdict = Failures::of(t, &h.mode, sum);
+    let ids = summary::all_records(t);
+    let index: HashMap<ProcId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut strings = Strings::default();
+    let words = |strings: &mut Strings, a: &crate::model::event::Argv| -> String {
+        let v: Vec<String> = if redact {
+            crate::redact::redact_argv(a)
+                .iter()
+                .map(|w| strings.id(&shown(w)).to_string())
+                .collect()
+        } else {
+            a.iter().map(|w| strings.id(&shown(w)).to_string()).collect()
+        };
+        format!("[{}]", v.join(","))
+    };
+
+    let mut procs = String::new();
+    let mut ims = String::new();
+    let mut image_count = 0usize;
+    let (mut cpu_total, mut measured) = (0u64, false);
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(r) = t.get(id) else { continue };
+        let parent = r.parent.and_then(|p| index.get(&p)).map_or(-1, |&p| p as i64);
+        let status = r.exit.and_then(|x| x.status);
+        let outcome = match (r.exit, status) {
+            (None, _) => 4,
+            (Some(_), None) => 5,
+            (Some(_), Some(s)) if s.success() => 0,
+            (Some(_), Some(_)) if verdict.contains(id) => 1,
+            (Some(_), Some(ExitStatus::Signal { .. })) => 3,
+            _ => 2,
+        };
+        let outcome = if r.background.is_some() && r.exit.is_none() {
+            4
+        } else {
+            outcome
+        };
+        let label = strings.id(&command_line(r, redact));
+        let argv = r
+            .argv()
+            .map_or_else(|| "null".to_string(), |a| words(&mut strings, a));
+        let cwd = r
+            .execs
+            .last()
+            .and_then(|e| e.details.as_ref())
+            .and_then(|d| d.cwd.as_deref())
+            .map_or(-1, |c| strings.id(&shown(c)) as i64);
+        let u = r.usage.as_deref();
+        if let Some(u) = u {
+            measured = true;
+            cpu_total = cpu_total.saturating_add(u.cpu_user_ns.saturating_add(u.cpu_sys_ns));
+        }
+        let imgs = images(t, r);
+        let (first, count) = if imgs.total() > 1 {
+            let first = image_count;
+            for im in imgs.clone() {
+                if image_count > 0 {
+                    ims.push(',');
+                }
+                image_count += 1;
+                let l = strings.id(&image_command_line(&im, redact));
+                let a = im
+                    .argv()
+                    .map_or_else(|| "null".to_string(), |a| words(&mut strings, a));
+                let _ = write!(
+                    ims,
+                    "[{},{},{l},{a},{}]",
+                    opt(im.start_ns.map(|s| us(s, origin))),
+                    opt(im.end_ns.map(|e| us(e, origin))),
+                    u8::from(im.is_fork())
+                );
+            }
+            (first as i64, imgs.total())
+        } else {
+            (-1, 1)
+        };
+        if i > 0 {
+            procs.push(',');
+        }
+        let _ = write!(
+            procs,
+            "[{},{parent},{},{},{},{outcome},{label},{argv},{cwd},{},{},{},{},{first},{count}]",
+            r.pid,
+            opt(r.start_ns.map(|s| us(s, origin))),
+            opt(r.exit.map(|x| us(x.ts, origin))),
+            opt(status.map(|s| match s {
+                ExitStatus::Code(c) => i64::from(c),
+                ExitStatus::Signal { signal, .. } => -i64::from(signal),
+            })),
+            opt(u.map(|u| u.cpu_user_ns.saturating_add(u.cpu_sys_ns) / 1000)),
+            opt(u.map(|u| u.max_rss_kib)),
+            opt(u.map(|u| u.read_chars)),
+            opt(u.map(|u| u.write_chars)),
+        );
+    }
+
+    // The critical path: each step's process (steps name a pid and a start; a pid can be
+    // reused: the record whose life holds the step's start) and image.
+    let mut by_pid: HashMap<i32, Vec<usize>> = HashMap::new();
+    for (i, &id) in ids.iter().enumerate() {
+        if let Some(r) = t.get(id) {
+            by_pid.entry(r.pid).or_default().push(i);
+        }
+    }
+    let mut path = String::new();
+    {
+        for (k, s) in rep.critical_path.iter().enumerate() {
+            let start = (origin as i128 + s.step.start_ns as i128).max(0) as u64;
+            let p = by_pid.get(&s.step.pid).and_then(|c| {
+                c.iter().copied().find(|&i| {
+                    t.get(ids[i]).is_some_and(|r| {
+                        r.start_ns.is_none_or(|st| st <= start) && r.exit.is_none_or(|x| x.ts >= start)
+                    })
+                })
+            });
+            if k > 0 {
+                path.push(',');
+            }
+            let _ = write!(
+                path,
+                "[{},{},{},{}]",
+                p.map_or(-1, |p| p as i64),
+                s.step.image.unwrap_or(0),
+                s.depth,
+                s.own_ns / 1000
+            );
+        }
+    }
+    let mut parallel = String::new();
+    for (k, x) in rep.parallel.iter().enumerate() {
+        if k > 0 {
+            parallel.push(',');
+        }
+        // The longest job's step names the process doing its work, timed as the job: the
+        // record of that pid that started in the job.
+        let job = x
+            .longest_job
+            .as_ref()
+            .and_then(|j| {
+                let from = (origin as i128 + j.start_ns as i128).max(0) as u64;
+                by_pid.get(&j.pid)?.iter().copied().find(|&i| {
+                    t.get(ids[i])
+                        .is_some_and(|r| r.start_ns.is_none_or(|s| s >= from))
+                })
+            })
+            .map_or(-1, |p| p as i64);
+        let _ = write!(
+            parallel,
+            "[{},{},{},{},{job}]",
+            x.step,
+            x.slots,
+            x.window_ns / 1000,
+            x.full_ns / 1000
+        );
+    }
+    let causes: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .filter(|&(_, &id)| verdict.is_cause(t, id))
+        .map(|(i, _)| i.to_string())
+        .collect();
+    let mut regions = String::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(r) = t.get(id) else { continue };
+        for g in &r.regions {
+            if !regions.is_empty() {
+                regions.push(',');
+            }
+            let name = strings.id(&summary::region_name(&g.category, &g.label));
+            let thread = strings.id(&crate::model::escape::text(&g.thread));
+            let _ = write!(
+                regions,
+                "[{i},{},{},{name},{thread},{}]",
+                us(g.ts, origin),
+                us(g.end, origin),
+                g.nesting
+            );
+        }
+    }
+
+    // The header.
+    let command = match &h.mode {
+        Mode::Run { argv } => Some(strings.id(&quote_argv(argv, redact))),
+        _ => None,
+    };
+    let start = {
+        let ns = origin as i128 + h.real_minus_mono as i128;
+        let off = h.tool.utc_offset.unwrap_or(0);
+        let mut b = Vec::new();
+        trace2::Timestamp {
+            secs: (ns.div_euclid(1_000_000_000) as i64).saturating_add(off),
+            micros: 0,
+        }
+        .write_utc_extended(&mut b);
+        let s = String::from_utf8_lossy(&b).into_owned();
+        let sign = if off < 0 { '-' } else { '+' };
+        let a = off.unsigned_abs();
+        format!(
+            "{}{sign}{:02}:{:02}",
+            s.get(..19).unwrap_or(&s),
+            a / 3600,
+            (a % 3600) / 60
+        )
+    };
+    let mut out = String::with_capacity(procs.len() + ims.len() + 4096);
+    let _ = write!(
+        out,
+        "{{\"format\":\"proctrace-html\",\"version\":{DATA_VERSION},\"run\":{{"
+    );
+    let mode = match h.mode {
+        Mode::Run { .. } => "run",
+        Mode::Watch { .. } => "watch",
+        Mode::Replay { .. } => "replay",
+        Mode::Analyze { .. } => "analyze",
+    };
+    let _ = write!(out, "\"mode\":\"{mode}\",\"command\":{},", opt(command));
+    out.push_str("\"status\":");
+    match sum.status {
+        Some(s) => push_json_str(&mut out, &status_text(s)),
+        None => out.push_str("null"),
+    }
+    let _ = write!(out, ",\"ok\":{},\"start\":", opt(sum.status.map(|s| s.success())));
+    push_json_str(&mut out, &start);
+    out.push_str(",\"host\":");
+    match &h.tool.host {
+        Some(host) => push_json_str(&mut out, &crate::model::escape::text(host)),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"backend\":");
+    match sum.backend.as_deref().or(h.backend.as_deref()) {
+        Some(b) => push_json_str(&mut out, b),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"tool\":");
+    push_json_str(&mut out, &format!("proctrace {}", h.tool.version));
+    let _ = write!(
+        out,
+        ",\"wall_us\":{},\"cpu_us\":{},\"processes\":{},\"execs\":{},\"failures\":{},\"handled\":{},\"lost\":{},\"untraced\":{},\"background\":{}}}",
+        wall / 1000,
+        opt(measured.then_some(cpu_total / 1000)),
+        sum.stats.processes,
+        sum.stats.execs,
+        rep.failures.len(),
+        rep.nonzero_exits.len() - rep.failures.len(),
+        sum.stats.lost,
+        sum.capture.untraced,
+        sum.background
+    );
+    out.push_str(",\"strings\":[");
+    for (k, s) in strings.list.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        push_json_str(&mut out, s);
+    }
+    let _ = write!(
+        out,
+        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}]}}",
+        causes.join(",")
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests;
