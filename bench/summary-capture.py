@@ -4,6 +4,7 @@
 #   hyperfine -N "proctrace replay /tmp/100k.jsonl --tree none" \
 #     "proctrace replay /tmp/100k.jsonl --tree none --summary-json s.json --summary-md /dev/null"
 # 100k processes: make (root) with 25k jobs in 4 slots, each `cc -c fN.c` forking cc1 then as (+ a fork).
+# An optional second argument is the number of jobs (tests/it/html.rs: 2500, 10 001 processes).
 import json, sys
 out = open(sys.argv[1], 'w')
 w = lambda o: out.write(json.dumps(o, separators=(',', ':')) + '\n')
@@ -22,7 +23,7 @@ def proc(ts_fork, ppid, p, argv, dur):
           (ts_fork+100, {"e":"exec_details","tgid":p,"details":{"argv":argv,"exe":"/usr/bin/"+argv[0].split('/')[-1],"cwd":"/src","uid":0,"comm":argv[0].split('/')[-1][:15]}}),
           (ts_fork+dur, {"e":"exit","ts":ts_fork+dur,"pid":p,"tgid":p,"status":0,"parent_tgid":ppid})]
     return ev
-for j in range(25000):
+for j in range(int(sys.argv[2]) if len(sys.argv) > 2 else 25000):
     s = min(range(4), key=lambda i: slot_t[i]); t = slot_t[s]
     d = 1_000_000 + (j * 7919 % 1000) * 10_000
     cc = pid; pid += 4

@@ -21,6 +21,7 @@ mod faults;
 mod floods;
 mod handled_exits;
 mod hostile;
+mod html;
 mod images;
 mod inputs;
 mod kernel_names;

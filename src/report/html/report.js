@@ -106,7 +106,6 @@
   (function header() {
     var cmd = R.command == null ? (R.mode === 'watch' ? 'watch' : '') : str(R.command);
     document.getElementById('command').textContent = cmd || 'proctrace report';
-    document.title = (cmd ? cmd + ' — ' : '') + 'proctrace';
     var v = document.getElementById('verdict');
     v.textContent = R.status == null ? 'Still running when the report was written' :
       (R.ok ? 'Succeeded' : 'Failed') + ' (' + R.status + ') after ' + fmtUs(R.wall_us);
@@ -146,25 +145,47 @@
   var onPath = new Map(); // proc -> Set of image indices
   PATH.forEach(function (s) { if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
   var parAt = new Map(); (D.parallel || []).forEach(function (x) { parAt.set(x[0], x); });
+  // Steps shorter than 0.5% of the run that follow one another are one line ("… 12 shorter
+  // steps"), opened by a click: a configure's path is hundreds of probes of a millisecond.
   (function pathList() {
     var ol = document.getElementById('path');
     if (!PATH.length) { ol.appendChild(el('li', 'empty', 'No critical path (no single command, or its end is unknown).')); return; }
-    var shown = 0;
+    var SHORT = TEND * 0.005, items = [], run = null;
+    PATH.forEach(function (s, k) {
+      var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
+      var short = k > 0 && im[1] - im[0] < SHORT && !parAt.has(k);
+      if (short) { if (!run) { run = { from: k, to: k, us: 0 }; items.push(run); } run.to = k; run.us += im[1] - im[0]; }
+      else { run = null; items.push(k); }
+    });
+    var shown = 0, btn = null;
     function more(n) {
-      var stop = Math.min(PATH.length, shown + n);
-      for (; shown < stop; shown++) step(PATH[shown], shown);
-      if (btn) { btn.hidden = shown >= PATH.length; btn.textContent = 'Show all ' + fmtInt(PATH.length) + ' steps'; }
+      var stop = Math.min(items.length, shown + n);
+      for (; shown < stop; shown++) { var it = items[shown]; ol.appendChild(typeof it === 'number' ? step(it) : group(it)); }
+      if (btn) { btn.hidden = shown >= items.length; btn.textContent = 'Show all ' + fmtInt(items.length) + ' lines'; }
     }
-    var btn = null;
-    if (PATH.length > 300) {
+    if (items.length > 300) {
       btn = el('button', 'more'); btn.type = 'button';
-      btn.addEventListener('click', function () { more(PATH.length); });
+      btn.addEventListener('click', function () { more(items.length); });
       ol.parentNode.insertBefore(btn, ol.nextSibling);
     }
     more(300);
-    function step(s, k) {
-      var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
+    function group(g) {
+      var li = el('li', 'fold');
+      li.value = g.from + 1;
+      var n = g.to - g.from + 1;
+      if (n === 1) return step(g.from);
+      li.appendChild(el('span', 'dur', '\u00a0'.repeat(Math.min(PATH[g.from][2], 20) * 2) + '\u2026 ' + fmtInt(n) + ' shorter steps (' + fmtUs(g.us) + ' in all; click to list them)'));
+      li.addEventListener('click', function () {
+        var frag = document.createDocumentFragment();
+        for (var k = g.from; k <= g.to; k++) frag.appendChild(step(k));
+        ol.replaceChild(frag, li);
+      });
+      return li;
+    }
+    function step(k) {
+      var s = PATH[k], im = imgs(s[0])[s[1]] || imgs(s[0])[0];
       var li = el('li');
+      li.value = k + 1;
       li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + str(im[2])));
       li.appendChild(document.createTextNode(' '));
       li.appendChild(el('span', 'dur', fmtUs(im[1] - im[0]) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
@@ -173,10 +194,16 @@
         var t = 'bounded by parallelism: ' + par[1] + ' job slots busy ' + fmtUs(par[3]) + ' of ' + fmtUs(par[2]);
         li.appendChild(document.createTextNode(' '));
         li.appendChild(el('span', 'par', t));
-        if (par[4] >= 0 && par[4] < N) { li.appendChild(el('br')); li.appendChild(el('span', 'par', '\u00a0'.repeat(Math.min(s[2], 20) * 2 + 2) + 'longest job: ')); li.appendChild(el('code', null, label(par[4]) + ' (' + fmtUs(end[par[4]] - start[par[4]]) + ')')); }
+        if (par[4] >= 0 && par[4] < N) {
+          li.appendChild(el('br'));
+          li.appendChild(el('span', 'par', '\u00a0'.repeat(Math.min(s[2], 20) * 2 + 2) + 'longest job: '));
+          li.appendChild(el('code', null, label(par[4])));
+          li.appendChild(document.createTextNode(' '));
+          li.appendChild(el('span', 'dur', fmtUs(end[par[4]] - start[par[4]])));
+        }
       }
-      li.addEventListener('click', function () { reveal(s[0]); });
-      ol.appendChild(li);
+      li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0]); });
+      return li;
     }
   })();
 
@@ -574,14 +601,18 @@
   var seq = 0;
   var slowRows = [], progs = new Map(), costRows = [], failRows = [];
   (function aggregates() {
-    var dropFork = new Set(), fold = new Uint8Array(N);
+    var dropFork = new Set(), foldImg = new Set(), fold = new Uint8Array(N);
     for (var i = 0; i < N; i++) {
       var pa = parent[i]; if (pa < 0 || pa >= N || P[i][2] == null || P[i][3] == null) continue;
       var pl = imgs(pa), k = 0;
       for (; k < pl.length - 1; k++) if (start[i] < pl[k][1]) break;
       var pim = pl[k], pd = pim[1] - pim[0], d = end[i] - start[i];
-      if (pd > 0 && d >= 0.9 * pd && !(P[pa][3] == null)) {
-        if (pim[4]) dropFork.add(pa + ':' + k); else fold[i] = 1;
+      if (pd <= 0 || P[pa][3] == null) continue;
+      if (d >= 0.9 * pd && !pim[4]) fold[i] = 1; // the whole process did the parent's work
+      var cl = imgs(i);
+      for (var k3 = 0; k3 < cl.length; k3++) {
+        if (cl[k3][1] - cl[k3][0] < 0.9 * pd) continue;
+        if (pim[4]) dropFork.add(pa + ':' + k); else foldImg.add(i + ':' + k3);
       }
     }
     for (i = 0; i < N; i++) {
@@ -598,7 +629,7 @@
             if (p[10] != null && (g.rss == null || p[10] > g.rss)) g.rss = p[10];
           }
         }
-        if (!known || parent[i] < 0 || bg || fold[i] || dropFork.has(i + ':' + k)) continue;
+        if (!known || parent[i] < 0 || bg || foldImg.has(i + ':' + k) || dropFork.has(i + ':' + k)) continue;
         slowRows.push({ proc: i, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
       }
       if (p[9] != null || p[10] != null) {

@@ -1,0 +1,322 @@
+//! The HTML report (`--html FILE`, docs/html-report.md) in a real browser: pages written by the
+//! proctrace binary from recorded builds and from a live run are loaded in headless Chromium
+//! (`/usr/bin/chromium`) by `tests/html/check.mjs` (puppeteer-core), one browser for the pages
+//! of a test. It reports, per page, what a person would see and what went wrong: console and page
+//! errors, requests that left the file, the record count, the rows drawn, the visible text, the
+//! search field's effect, the slowest table sorted by duration and the load time.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A recorded build's path (tests/fixtures/builds/).
+fn capture(name: &str) -> String {
+    root()
+        .join(format!("tests/fixtures/builds/{name}.jsonl"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `proctrace SUBCOMMAND --html PAGE ARGS…`, checked to succeed (or to end as the command did, `code`).
+fn write_page(args: &[&str], page: &str, code: i32) {
+    let out = Command::new(PROCTRACE)
+        .arg(args[0])
+        .args(["--html", page])
+        .args(&args[1..])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "proctrace {args:?}: {}",
+        stderr(&out)
+    );
+    assert!(Path::new(page).exists(), "no page at {page}");
+}
+
+/// `node tests/html/check.mjs [opts] PAGES...`: one JSON object per page, in order.
+fn check(pages: &[&str], opts: &[&str]) -> Vec<Value> {
+    let dir = root().join("tests/html");
+    let hint = "run tests/run: it installs chromium, nodejs and npm, then `npm ci --prefix tests/html`";
+    assert!(
+        Path::new("/usr/bin/chromium").exists(),
+        "no /usr/bin/chromium for the HTML report's browser tests; {hint}"
+    );
+    assert!(
+        dir.join("node_modules/puppeteer-core").exists(),
+        "tests/html/node_modules/puppeteer-core is missing; {hint}"
+    );
+    let out = Command::new("node")
+        .arg(dir.join("check.mjs"))
+        .args(opts)
+        .args(pages)
+        .output()
+        .unwrap_or_else(|e| panic!("node: {e}; {hint}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "check.mjs failed: {}\n{text}", stderr(&out));
+    let got: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(got.len(), pages.len(), "{text}");
+    got
+}
+
+/// The data embedded in a page (`#proctrace-data`), parsed here, independently of the page.
+fn embedded(page: &str) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let open = "<script type=\"application/json\" id=\"proctrace-data\">";
+    let at = html.find(open).expect("the data's script element") + open.len();
+    let len = html[at..].find("</script>").expect("its end");
+    serde_json::from_str(&html[at..at + len]).unwrap()
+}
+
+/// What every page must show: no error, no request leaving the file, every record a row,
+/// the slowest table sorted by duration puts the slowest first, the tooltip filled.
+fn assert_sound(r: &Value, data: &Value) {
+    let page = r["page"].as_str().unwrap();
+    assert!(r["error"].is_null(), "{page}: {}", r["error"]);
+    for k in ["console_errors", "page_errors", "foreign_requests"] {
+        assert_eq!(r[k], serde_json::json!([]), "{page}: {k}");
+    }
+    let procs = data["procs"].as_array().unwrap().len() as u64;
+    assert_eq!(
+        procs,
+        data["run"]["processes"].as_u64().unwrap(),
+        "{page}: records vs processes"
+    );
+    assert_eq!(r["records"].as_u64(), Some(procs), "{page}");
+    assert_eq!(r["page_records"].as_u64(), Some(procs), "{page}");
+    assert_eq!(
+        r["rows_expanded"].as_u64(),
+        Some(procs),
+        "{page}: every process a row once expanded"
+    );
+    let rows = r["rows"].as_u64().unwrap();
+    assert!((1..=procs).contains(&rows), "{page}: {rows} rows");
+    assert_eq!(
+        r["rows_after_clear"].as_u64(),
+        Some(rows),
+        "{page}: clearing the search"
+    );
+    // the CSP the page runs under allows nothing from elsewhere
+    let csp = r["csp"].as_str().unwrap();
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'sha256-"),
+        "{page}: {csp}"
+    );
+    // sorted by duration, longest first, and the first is the longest of all images listed
+    let slow = r["slowest"].as_array().unwrap();
+    assert!(!slow.is_empty(), "{page}: an empty slowest table");
+    let us: Vec<u64> = slow.iter().map(|s| s["us"].as_u64().unwrap()).collect();
+    assert!(us.windows(2).all(|w| w[0] >= w[1]), "{page}: {us:?}");
+    assert_eq!(r["slowest_sorted_desc"], true, "{page}");
+    let tip = r["tooltip"].as_str().unwrap();
+    assert!(
+        tip.contains("cwd: ") && tip.contains("status: ") && tip.contains("peak RSS: "),
+        "{page}: {tip}"
+    );
+    assert!(
+        r["load_ms"].as_u64().unwrap() < 30_000,
+        "{page}: {}",
+        r["load_ms"]
+    );
+}
+
+fn string(data: &Value, i: &Value) -> String {
+    i.as_u64()
+        .and_then(|i| data["strings"][i as usize].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// How many processes the search for `q` should leave: those whose label, argv or an image's
+/// label or argv contains it (case-insensitive), from the data.
+fn matching(data: &Value, q: &str) -> u64 {
+    let q = q.to_lowercase();
+    let words = |a: &Value| {
+        a.as_array()
+            .map(|a| a.iter().map(|w| string(data, w)).collect::<Vec<_>>().join(" "))
+    };
+    let images = data["images"].as_array().unwrap();
+    data["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let mut t = vec![string(data, &p[6]), words(&p[7]).unwrap_or_default()];
+            let first = p[13].as_i64().unwrap();
+            if first >= 0 {
+                for k in 0..p[14].as_u64().unwrap() as usize {
+                    let im = &images[first as usize + k];
+                    t.push(string(data, &im[2]));
+                    t.push(words(&im[3]).unwrap_or_default());
+                }
+            }
+            t.iter().any(|s| s.to_lowercase().contains(&q))
+        })
+        .count() as u64
+}
+
+/// An image's label (step `[proc, image, …]` of the path).
+fn image_label(data: &Value, proc: usize, image: usize) -> (String, i64) {
+    let p = &data["procs"][proc];
+    let first = p[13].as_i64().unwrap();
+    if first < 0 {
+        let d = p[3].as_i64().unwrap_or(0) - p[2].as_i64().unwrap_or(0);
+        return (string(data, &p[6]), d);
+    }
+    let im = &data["images"][first as usize + image];
+    (
+        string(data, &im[2]),
+        im[1].as_i64().unwrap_or(0) - im[0].as_i64().unwrap_or(0),
+    )
+}
+
+#[test]
+fn recorded_builds_in_a_browser() {
+    let names = ["make-fails", "libffi-run1", "dash-subshell"];
+    let pages: Vec<String> = names.iter().map(|n| tmp(&format!("{n}.html"))).collect();
+    for (n, p) in names.iter().zip(&pages) {
+        write_page(&["replay", &capture(n), "--tree", "none", "--quiet"], p, 0);
+    }
+    let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
+    let got = check(&refs, &["--search", "cc1"]);
+    let datas: Vec<Value> = pages.iter().map(|p| embedded(p)).collect();
+    for (r, d) in got.iter().zip(&datas) {
+        assert_sound(r, d);
+        println!("{}: loaded in {} ms", r["page"], r["load_ms"]);
+        // the search field leaves exactly the processes that match, in the Gantt and tables
+        let want = matching(d, "cc1");
+        assert_eq!(r["search"]["rows"].as_u64(), Some(want), "{}: search", r["page"]);
+        for c in r["search"]["slowest_commands"].as_array().unwrap() {
+            assert!(
+                c.as_str().unwrap().to_lowercase().contains("cc1") || want > 0,
+                "{c}"
+            );
+        }
+    }
+    let counts: Vec<u64> = got.iter().map(|r| r["records"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [24, 3545, 3], "the fixtures' README's process counts");
+
+    // make-fails: the failed compile is named, with its status, where a person starts reading
+    let (mf, mfd) = (&got[0], &datas[0]);
+    let text = mf["text"].as_str().unwrap();
+    let causes = mfd["causes"].as_array().unwrap();
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    let cause = string(mfd, &mfd["procs"][causes[0].as_u64().unwrap() as usize][6]);
+    assert!(cause.contains("cc1") && cause.contains("f07.c"), "{cause}");
+    assert!(text.contains(&format!("Cause: {cause} — exit 1")), "{text}");
+    assert!(text.contains("Failed (exit 2)"), "{text}");
+    let cc1 = mf["search"]["rows"].as_u64().unwrap();
+    assert!((1..24).contains(&cc1), "{}", mf["search"]);
+
+    // libffi: the critical path's steps a person is shown (every one longer than 0.5% of the run;
+    // shorter ones are folded into a line) and the compile of closures.c that bounded make
+    let (lf, lfd) = (&got[1], &datas[1]);
+    let text = lf["text"].as_str().unwrap();
+    let wall = lfd["run"]["wall_us"].as_i64().unwrap();
+    let mut shown = 0;
+    for s in lfd["path"].as_array().unwrap() {
+        let (label, us) = image_label(
+            lfd,
+            s[0].as_u64().unwrap() as usize,
+            s[1].as_u64().unwrap() as usize,
+        );
+        if us * 200 >= wall {
+            assert!(
+                text.contains(&label),
+                "the path's step {label:?} ({us} µs) is not shown"
+            );
+            shown += 1;
+        }
+    }
+    assert!(shown >= 5, "{shown} steps");
+    assert!(
+        text.contains("shorter steps"),
+        "the short steps are folded into a line"
+    );
+    assert!(text.contains("../src/closures.c"), "closures.c");
+    assert!(
+        text.contains("bounded by parallelism: 2 job slots busy"),
+        "the job-slot stretch"
+    );
+
+    // dash-subshell: the subshell's two images (its fork image, then the exec of sleep 0.4)
+    let (ds, dsd) = (&got[2], &datas[2]);
+    let text = ds["text"].as_str().unwrap();
+    let sub = dsd["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p[14] == 2)
+        .expect("a process of two images");
+    let (fork, _) = image_label(dsd, sub, 0);
+    let (exec, _) = image_label(dsd, sub, 1);
+    assert_eq!(exec, "/bin/sleep 0.4");
+    assert!(fork.starts_with("[fork of "), "{fork}");
+    assert!(text.contains(&fork) && text.contains(&exec), "{text}");
+    let slow: Vec<&str> = ds["slowest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        slow,
+        ["/bin/sleep 0.4", "/bin/sleep 0.3"],
+        "the fork image is left out for its child"
+    );
+}
+
+#[test]
+fn a_live_run_in_a_browser() {
+    let page = tmp("live.html");
+    let script = "/bin/sleep 0.05; /bin/echo '<b>x</b>' >/dev/null; /bin/false || true";
+    write_page(&["run", "--quiet", "--", "sh", "-c", script], &page, 0);
+    let data = embedded(&page);
+    let r = &check(&[&page], &["--search", "sleep"])[0];
+    assert_sound(r, &data);
+    println!("live page: loaded in {} ms", r["load_ms"]);
+    let text = r["text"].as_str().unwrap();
+    assert!(text.contains("Succeeded (exit 0)"), "{text}");
+    // the traced text shown as text, not markup
+    assert!(text.contains("/bin/echo '<b>x</b>'"), "{text}");
+    assert!(text.contains("/bin/sleep 0.05"), "{text}");
+    assert_eq!(r["search"]["rows"].as_u64(), Some(matching(&data, "sleep")));
+    assert!(r["search"]["rows"].as_u64().unwrap() >= 1);
+    // `false` exited 1 and the shell went on: a handled exit, in the failures table
+    assert!(text.contains("handled\texit 1\t"), "{text}");
+    assert!(text.contains("/bin/false"), "{text}");
+}
+
+#[test]
+fn ten_thousand_processes_open() {
+    let cap = tmp("10k.jsonl");
+    let st = Command::new("python3")
+        .arg(root().join("bench/summary-capture.py"))
+        .args([&cap, "2500"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let page = tmp("10k.html");
+    write_page(&["replay", &cap, "--tree", "none", "--quiet"], &page, 0);
+    let data = embedded(&page);
+    let r = &check(&[&page], &["--search", "f123.c"])[0];
+    assert_sound(r, &data);
+    assert_eq!(r["records"].as_u64(), Some(10_001));
+    println!(
+        "10,001 processes: {} bytes, loaded in {} ms ({} ms in the page's script), search {} ms",
+        std::fs::metadata(&page).unwrap().len(),
+        r["load_ms"],
+        r["setup_ms"],
+        r["search"]["ms"]
+    );
+    // f123.c: the cc and its cc1 (as reads /tmp/cc123.s)
+    assert_eq!(r["search"]["rows"].as_u64(), Some(matching(&data, "f123.c")));
+    assert_eq!(r["search"]["rows"].as_u64(), Some(2));
+}
