@@ -96,7 +96,9 @@ try {
       out.rows_expanded = await page.evaluate(() => Number(document.body.dataset.rows));
       await page.click('#slowest th[data-col="command"]');
       out.slowest_by_command = await page.evaluate(() => [...document.querySelectorAll('#slowest tbody tr')].slice(0, 5).map((tr) => tr.querySelector('td.cmd')?.textContent ?? null));
+      const tsort = Date.now();
       await page.click('#slowest th[data-col="duration"]');
+      out.sort_ms = Date.now() - tsort;
       out.slowest = await page.evaluate(() => [...document.querySelectorAll('#slowest tbody tr[data-proc]')].slice(0, 10).map((tr) => ({
         us: Number(tr.querySelector('td[data-v]')?.dataset.v),
         duration: tr.cells[0].textContent,

@@ -209,10 +209,15 @@
 
   // ---- Gantt: rows, folding, search --------------------------------------------------------
   var ROWH = 18, AXIS = 26, LABELW = 320;
-  // Folded at first: with more than 200 processes, the subtrees of processes shorter than 0.5%
-  // of the run (configure's probes, libtool's shells): they are slivers at full zoom.
+  // Folded at first, with more than 200 processes: the subtrees of processes shorter than 0.5%
+  // of the run (libtool's shells: slivers at full zoom) and of those with more than 50 children
+  // (configure and its probes), so the first screen shows the build's shape.
   var collapsed = new Uint8Array(N);
-  if (N > 200) for (var ci = 0; ci < N; ci++) if (nkids[ci] && end[ci] - start[ci] < TEND * 0.005) collapsed[ci] = 1;
+  if (N > 200) for (var ci = 0; ci < N; ci++) if (nkids[ci] > 50 || (nkids[ci] && end[ci] - start[ci] < TEND * 0.005)) collapsed[ci] = 1;
+  // The rows banded as the critical path's: its steps of at least 0.5% of the run (every step
+  // is outlined).
+  var banded = new Uint8Array(N);
+  PATH.forEach(function (s) { var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; if (im[1] - im[0] >= TEND * 0.005) banded[s[0]] = 1; });
   var query = '';
   var rows = new Int32Array(N), nrows = 0, matches = N;
   function rebuildRows() {
@@ -279,7 +284,7 @@
     // row backgrounds
     for (var r = first; r < last; r++) {
       var i = rows[r], y = AXIS + r * ROWH - scroll;
-      if (onPath.has(i)) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, W, ROWH); }
+      if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, W, ROWH); }
       else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, W, ROWH); }
     }
     drawAxis(ctx, AXIS, H - AXIS);
@@ -321,7 +326,7 @@
     ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace'; ctx.textBaseline = 'middle';
     for (r = first; r < last; r++) {
       i = rows[r]; y = AXIS + r * ROWH - scroll;
-      if (onPath.has(i)) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, LABELW, ROWH); }
+      if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, LABELW, ROWH); }
       var ind = 4 + Math.min(depth[i], 40) * 10;
       ctx.fillStyle = '#5b6475';
       if (nkids[i]) ctx.fillText(collapsed[i] ? '\u25b8' : '\u25be', ind, y + ROWH / 2);
