@@ -55,10 +55,11 @@ try {
       Object.assign(out, await page.evaluate(() => {
         const el = document.getElementById('proctrace-data');
         let records = null, data_error = null;
-        try { records = JSON.parse(el.textContent).procs.length; } catch (e) { data_error = String(e); }
+        try { const d = JSON.parse(el.textContent); records = d.procs ? d.procs.length : null; } catch (e) { data_error = String(e); }
         return {
           records, data_error,
           page_records: Number(document.body.dataset.records),
+          diff: document.body.dataset.diff === '1',
           rows: Number(document.body.dataset.rows),
           setup_ms: Math.round(window.proctrace && window.proctrace.setupMs),
           title: document.title,
@@ -71,6 +72,15 @@ try {
         await page.screenshot({ path: out.screenshot, fullPage: true });
         await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
       }
+      if (out.diff) {
+        // a diff's page: the lists of changes, filtered by the search field
+        const count = () => page.evaluate(() => [...document.querySelectorAll('#tables tbody tr')].filter((tr) => !tr.querySelector('.empty')).length);
+        out.diff_rows = await count();
+        await page.type('#search', opts.search);
+        await page.keyboard.press('Enter');
+        await page.waitForFunction((q) => document.body.dataset.query === q.toLowerCase(), { timeout: opts.timeout }, opts.search);
+        out.search = { query: opts.search, rows: await count() };
+      } else {
       // search: type into the field as a person would
       const ts = Date.now();
       await page.click('#search');
@@ -112,6 +122,7 @@ try {
         c.dispatchEvent(ev(10, 26 + 9));
         return document.getElementById('tip').innerText;
       });
+      }
     } catch (e) {
       out.error = String(e && e.stack || e);
       failed = true;

@@ -184,8 +184,56 @@ fn recorded_builds_in_a_browser() {
     for (n, p) in names.iter().zip(&pages) {
         write_page(&["replay", &capture(n), "--tree", "none", "--quiet"], p, 0);
     }
-    let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
-    let got = check(&refs, &["--search", "cc1"]);
+    // and the page of `diff` between libffi's two runs, in the same browser
+    let diff_page = tmp("diff.html");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "diff",
+            &capture("libffi-run1"),
+            &capture("libffi-run2"),
+            "--html",
+            &diff_page,
+        ])
+        .output()
+        .unwrap();
+    assert!(Path::new(&diff_page).exists(), "diff --html: {}", stderr(&out));
+    let mut refs: Vec<&str> = pages.iter().map(String::as_str).collect();
+    refs.push(&diff_page);
+    let mut got = check(&refs, &["--search", "cc1"]);
+    let diff = got.pop().unwrap();
+    assert!(diff["error"].is_null(), "{}", diff["error"]);
+    for k in ["console_errors", "page_errors", "foreign_requests"] {
+        assert_eq!(diff[k], serde_json::json!([]), "diff page: {k}");
+    }
+    assert_eq!(diff["diff"], true);
+    let text = diff["text"].as_str().unwrap();
+    let dj = embedded(&diff_page);
+    assert_eq!(dj["format"], "proctrace-html-diff");
+    // both runs' wall time (the README: 5.65 s and 5.12 s), both critical paths, the lists
+    assert!(text.contains("Wall 5.65 s → 5.12 s"), "{text}");
+    assert!(
+        text.contains("Old (5.65 s)") && text.contains("New (5.12 s)"),
+        "{text}"
+    );
+    for side in ["old", "new"] {
+        let first = &dj["diff"]["critical_path"][side][0]["argv"];
+        assert_eq!(first[0], "sh", "{first}");
+    }
+    assert!(
+        text.contains("./configure >/dev/null && make -j2 >/dev/null"),
+        "{text}"
+    );
+    let failed = dj["diff"]["failed"].as_array().unwrap();
+    assert!(!failed.is_empty(), "run 2's mkdir src/.libs failed");
+    assert!(
+        text.contains("Failed now") && text.contains("mkdir src/.libs"),
+        "{text}"
+    );
+    let (before, after) = (
+        diff["diff_rows"].as_u64().unwrap(),
+        diff["search"]["rows"].as_u64().unwrap(),
+    );
+    assert!(after < before, "the search filters the lists: {before} → {after}");
     let datas: Vec<Value> = pages.iter().map(|p| embedded(p)).collect();
     for (r, d) in got.iter().zip(&datas) {
         assert_sound(r, d);
