@@ -115,6 +115,29 @@ try {
         command: tr.querySelector('td.cmd')?.textContent,
       })));
       out.slowest_sorted_desc = out.slowest.every((r, i, a) => i === 0 || a[i - 1].us >= r.us);
+      // zoom with the button, pan by dragging the time axis, fit; fold the first row's subtree
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const box = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top, b.width]; });
+      const view = () => page.evaluate(() => window.proctrace.view());
+      const v0 = await view();
+      await page.click('#zoom-in');
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+      const v1 = await view();
+      await page.mouse.move(box[0] + box[2] * 0.6, box[1] + 12);
+      await page.mouse.down();
+      await page.mouse.move(box[0] + box[2] * 0.7, box[1] + 12, { steps: 4 });
+      await page.mouse.up();
+      const v2 = await view();
+      await page.click('#zoom-fit');
+      out.zoom = { fit: v0, zoomed: v1, dragged: v2, refit: await view() };
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const r0 = await page.evaluate(() => window.proctrace.row(0));
+      const b2 = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top]; });
+      const rowsBefore = await page.evaluate(() => Number(document.body.dataset.rows));
+      await page.mouse.click(b2[0] + 30, b2[1] + r0[2]);
+      const rowsFolded = await page.evaluate(() => Number(document.body.dataset.rows));
+      await page.mouse.click(b2[0] + 30, b2[1] + r0[2]);
+      out.fold = { label: r0[1], rows: rowsBefore, folded: rowsFolded, unfolded: await page.evaluate(() => Number(document.body.dataset.rows)) };
       // hover the first bar of the first row: the tooltip is filled
       out.tooltip = await page.evaluate(() => {
         const c = document.getElementById('gantt'), b = c.getBoundingClientRect();

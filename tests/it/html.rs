@@ -115,6 +115,22 @@ fn assert_sound(r: &Value, data: &Value) {
     let us: Vec<u64> = slow.iter().map(|s| s["us"].as_u64().unwrap()).collect();
     assert!(us.windows(2).all(|w| w[0] >= w[1]), "{page}: {us:?}");
     assert_eq!(r["slowest_sorted_desc"], true, "{page}");
+    // zoom in halves the time in view, dragging the axis to the right shows earlier time, Fit
+    // shows the whole run again
+    let z = &r["zoom"];
+    let span = |v: &Value| v[1].as_f64().unwrap() - v[0].as_f64().unwrap();
+    assert!(
+        (span(&z["zoomed"]) * 2.0 - span(&z["fit"])).abs() < 1.0,
+        "{page}: {z}"
+    );
+    assert!(z["dragged"][0].as_f64() < z["zoomed"][0].as_f64(), "{page}: {z}");
+    assert_eq!(z["refit"], z["fit"], "{page}");
+    // a click on the root's label folds everything under it, a second unfolds it
+    let f = &r["fold"];
+    if procs > 1 {
+        assert_eq!(f["folded"].as_u64(), Some(1), "{page}: {f}");
+        assert_eq!(f["unfolded"], f["rows"], "{page}: {f}");
+    }
     let tip = r["tooltip"].as_str().unwrap();
     assert!(
         tip.contains("cwd: ") && tip.contains("status: ") && tip.contains("peak RSS: "),
@@ -324,7 +340,8 @@ fn recorded_builds_in_a_browser() {
 #[test]
 fn a_live_run_in_a_browser() {
     let page = tmp("live.html");
-    let script = "/bin/sleep 0.05; /bin/echo '<b>x</b>' >/dev/null; /bin/false || true";
+    // text that would be markup, and an image that would make a request, were it put as HTML
+    let script = "/bin/sleep 0.05; /bin/echo '<b>x</b><img src=http://example.invalid/x.png>' >/dev/null; /bin/false || true";
     write_page(&["run", "--quiet", "--", "sh", "-c", script], &page, 0);
     let data = embedded(&page);
     let r = &check(&[&page], &["--search", "sleep"])[0];
@@ -333,7 +350,10 @@ fn a_live_run_in_a_browser() {
     let text = r["text"].as_str().unwrap();
     assert!(text.contains("Succeeded (exit 0)"), "{text}");
     // the traced text shown as text, not markup
-    assert!(text.contains("/bin/echo '<b>x</b>'"), "{text}");
+    assert!(
+        text.contains("/bin/echo '<b>x</b><img src=http://example.invalid/x.png>'"),
+        "{text}"
+    );
     assert!(text.contains("/bin/sleep 0.05"), "{text}");
     assert_eq!(r["search"]["rows"].as_u64(), Some(matching(&data, "sleep")));
     assert!(r["search"]["rows"].as_u64().unwrap() >= 1);

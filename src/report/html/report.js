@@ -686,6 +686,9 @@
     rows: function () { return nrows; },
     matches: function () { return matches; },
     search: function (q) { search.value = q; applySearch(); return nrows; },
+    view: function () { return [view.t0, view.t1]; },
+    // the Gantt's row r as [process index, its label, the y of its middle on the canvas]
+    row: function (r) { return r >= 0 && r < nrows ? [rows[r], label(rows[r]), AXIS + r * ROWH - wrap.scrollTop + ROWH / 2] : null; },
     setupMs: 0
   };
   document.body.dataset.records = String(N);
