@@ -498,6 +498,11 @@
     line('peak RSS', fmtKiB(p[10]));
     line('I/O', 'read ' + fmtBytes(p[11]) + ', written ' + fmtBytes(p[12]));
     if (onPath.has(i)) line('critical path', 'on it');
+    var rg = regionsOf.get(i);
+    if (rg) {
+      var names = rg.slice(0, 6).map(function (g) { return str(g[3]) + ' ' + fmtUs(g[2] - g[1]); });
+      line('Trace2 regions', names.join(', ') + (rg.length > 6 ? ', \u2026 (' + rg.length + ')' : ''));
+    }
     tip.className = '';
     var tw = tip.offsetWidth, th = tip.offsetHeight;
     var left = cx0 + 14, topp = cy0 + 14;
@@ -648,6 +653,49 @@
       }
     }
   })();
+  // By directory, for compiles: a compiler driver's `-c` of a source file, grouped by the
+  // file's directory (resolved against the process's cwd); time is the driver's, CPU that of its
+  // whole subtree (cc1, as).
+  var dirRows = (function () {
+    var sub = new Float64Array(N), any = new Uint8Array(N);
+    for (var i = N - 1; i >= 0; i--) {
+      if (P[i][9] != null) { sub[i] += P[i][9]; any[i] = 1; }
+      var pa = parent[i]; if (pa >= 0 && pa < i) { sub[pa] += sub[i]; if (any[i]) any[pa] = 1; }
+    }
+    var CC = /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+|[\w.+-]*-(gcc|g\+\+|clang|clang\+\+|cc|c\+\+))(-[\d.]+)?$/;
+    var SRC = /\.(c|cc|cp|cpp|cxx|c\+\+|m|mm|s|S|sx|f|f90|f95|for)$/;
+    function norm(path) {
+      var out = [], parts = path.split('/');
+      for (var k = 0; k < parts.length; k++) {
+        var w = parts[k];
+        if (w === '' || w === '.') { if (k === 0 && w === '') out.push(''); continue; }
+        if (w === '..' && out.length && out[out.length - 1] !== '..' && out[out.length - 1] !== '') out.pop(); else out.push(w);
+      }
+      return out.join('/') || '/';
+    }
+    var dirs = new Map();
+    for (i = 0; i < N; i++) {
+      var a = P[i][7]; if (!a || !a.length || P[i][2] == null || P[i][3] == null) continue;
+      if (!CC.test(base(str(a[0])))) continue;
+      var hasC = false, src = null;
+      for (var k = 1; k < a.length; k++) {
+        var w = str(a[k]);
+        if (w === '-c') hasC = true;
+        else if (w === '-o' || w === '-MF' || w === '-MT' || w === '-MQ') k++;
+        else if (w[0] !== '-' && SRC.test(w)) src = w;
+      }
+      if (!hasC || !src) continue;
+      var j = src.lastIndexOf('/'), dir = j >= 0 ? src.slice(0, j) || '/' : '.';
+      var cwd = P[i][8] >= 0 ? str(P[i][8]) : '';
+      if (dir[0] !== '/' && cwd) dir = norm(cwd + '/' + dir); else dir = norm(dir);
+      var g = dirs.get(dir);
+      if (!g) { g = { directory: dir, count: 0, total: 0, max: 0, cpu: null, text: dir.toLowerCase(), seq: seq++ }; dirs.set(dir, g); }
+      var d = end[i] - start[i];
+      g.count++; g.total += d; if (d > g.max) g.max = d;
+      if (any[i]) g.cpu = (g.cpu || 0) + sub[i];
+    }
+    return Array.from(dirs.values());
+  })();
   var progRows = Array.from(progs.values());
   progRows.forEach(function (g) { g.mean = g.total / g.count; });
   var dur = function (v) { return fmtUs(v); };
@@ -657,6 +705,9 @@
   makeTable({ id: 'by-program', title: 'By program', sort: 'total', rows: progRows,
     hint: 'Every image with a known start and end, grouped by program (argv[0]\u2019s base name). CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
     cols: [{ key: 'program', label: 'Program', mono: true }, { key: 'count', label: 'Runs', num: true, fmt: fmtInt }, { key: 'total', label: 'Total time', num: true, fmt: dur }, { key: 'mean', label: 'Mean', num: true, fmt: dur }, { key: 'max', label: 'Longest', num: true, fmt: dur }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }] });
+  if (dirRows.length) makeTable({ id: 'by-directory', title: 'Compiles by directory', sort: 'total', rows: dirRows,
+    hint: 'Each compiler driver run with -c, grouped by its source file\u2019s directory; CPU counts the compiler it ran (cc1, as).',
+    cols: [{ key: 'directory', label: 'Directory', mono: true }, { key: 'count', label: 'Compiles', num: true, fmt: fmtInt }, { key: 'total', label: 'Total time', num: true, fmt: dur }, { key: 'max', label: 'Longest', num: true, fmt: dur }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }] });
   makeTable({ id: 'failures', title: 'Failures and causes', sort: 'rank', desc: false, rows: failRows,
     hint: 'Causes are the deepest failures (what failed first, not make); handled non-zero exits (configure probes, test, grep -q) did not fail the run.',
     cols: [{ key: 'rank', label: 'Kind', num: false, fmt: function (v, r) { return r.kind; } }, { key: 'status', label: 'Status' }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'cwd', label: 'Directory', mono: true }, { key: 'pid', label: 'PID', num: true }] });
