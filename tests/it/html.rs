@@ -309,6 +309,9 @@ fn recorded_builds_in_a_browser() {
         text.contains("bounded by parallelism: 2 job slots busy"),
         "the job-slot stretch"
     );
+    // compiles by directory: libtool's gcc runs in the build directory on ../src/x86/*.c
+    assert!(text.contains("Compiles by directory"), "{text}");
+    assert!(text.contains("/tmp/fx23/libffi/src/x86\t"), "{text}");
 
     // dash-subshell: the subshell's two images (its fork image, then the exec of sleep 0.4)
     let (ds, dsd) = (&got[2], &datas[2]);
