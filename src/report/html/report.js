@@ -211,10 +211,10 @@
   // ---- Gantt: rows, folding, search --------------------------------------------------------
   var ROWH = 18, AXIS = 26, LABELW = 320;
   // Folded at first, with more than 200 processes: the subtrees of processes shorter than 0.5%
-  // of the run (libtool's shells: slivers at full zoom) and of those with more than 50 children
+  // of the run (libtool's shells: slivers at full zoom) and of those but a root with more than 50 children
   // (configure and its probes), so the first screen shows the build's shape.
   var collapsed = new Uint8Array(N);
-  if (N > 200) for (var ci = 0; ci < N; ci++) if (nkids[ci] > 50 || (nkids[ci] && end[ci] - start[ci] < TEND * 0.005)) collapsed[ci] = 1;
+  if (N > 200) for (var ci = 0; ci < N; ci++) if ((nkids[ci] > 50 && parent[ci] >= 0) || (nkids[ci] && end[ci] - start[ci] < TEND * 0.005)) collapsed[ci] = 1;
   // The rows banded as the critical path's: its steps of at least 0.5% of the run (every step
   // is outlined).
   var banded = new Uint8Array(N);
