@@ -264,6 +264,10 @@
     var raw = span / Math.max(1, px / 90), p10 = Math.pow(10, Math.floor(Math.log10(raw)));
     var m = raw / p10; return (m < 2 ? 2 : m < 5 ? 5 : 10) * p10;
   }
+  // a tick's label right of its line, none where it would leave the canvas
+  function tick(ctx, text, x) {
+    if (x + 3 + ctx.measureText(text).width <= W - 2) ctx.fillText(text, x + 3, 12);
+  }
   function drawAxis(ctx, top, height) {
     var step = niceStep(view.t1 - view.t0, W - LABELW);
     ctx.fillStyle = '#5b6475'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
@@ -271,7 +275,7 @@
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var x = Math.round(tx(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + height); ctx.stroke();
-      ctx.fillText(fmtUs(t), x + 3, 12);
+      tick(ctx, fmtUs(t), x);
     }
   }
   var scheduled = false;
@@ -346,7 +350,7 @@
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var xx = Math.round(tx(t)) + 0.5;
       ctx.strokeStyle = '#aab2bf'; ctx.beginPath(); ctx.moveTo(xx, AXIS - 6); ctx.lineTo(xx, AXIS); ctx.stroke();
-      ctx.fillText(fmtUs(t), xx + 3, 12);
+      tick(ctx, fmtUs(t), xx);
     }
     ctx.restore();
   }
