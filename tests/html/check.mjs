@@ -138,13 +138,15 @@ try {
       const rowsFolded = await page.evaluate(() => Number(document.body.dataset.rows));
       await page.mouse.click(b2[0] + 30, b2[1] + r0[2]);
       out.fold = { label: r0[1], rows: rowsBefore, folded: rowsFolded, unfolded: await page.evaluate(() => Number(document.body.dataset.rows)) };
-      // hover the first bar of the first row: the tooltip is filled
-      out.tooltip = await page.evaluate(() => {
-        const c = document.getElementById('gantt'), b = c.getBoundingClientRect();
-        const ev = (x, y) => new MouseEvent('mousemove', { clientX: b.left + x, clientY: b.top + y, bubbles: true });
-        c.dispatchEvent(ev(10, 26 + 9));
-        return document.getElementById('tip').innerText;
-      });
+      // hover the second row's bar (the first's when alone): the tooltip is filled
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const hr = await page.evaluate(() => window.proctrace.row(1) || window.proctrace.row(0));
+      const tstart = await page.evaluate((i) => JSON.parse(document.getElementById('proctrace-data').textContent).procs[i][2] || 0, hr[0]);
+      const hx = await page.evaluate((t) => { const v = window.proctrace.view(), c = document.getElementById('gantt'); return 320 + (t - v[0]) / (v[1] - v[0]) * (c.clientWidth - 328) + 2; }, tstart);
+      const gb = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top]; });
+      await page.mouse.move(gb[0] + hx, gb[1] + hr[2]);
+      out.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
+      if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-hover.png') });
       }
     } catch (e) {
       out.error = String(e && e.stack || e);

@@ -327,6 +327,13 @@ fn recorded_builds_in_a_browser() {
     assert_eq!(exec, "/bin/sleep 0.4");
     assert!(fork.starts_with("[fork of "), "{fork}");
     assert!(text.contains(&fork) && text.contains(&exec), "{text}");
+    // hovering the subshell's row at its start: its first image, which ran no exec of its own
+    let tip = ds["tooltip"].as_str().unwrap();
+    assert!(tip.contains(&format!("image 1 of 2: {fork}")), "{tip}");
+    assert!(
+        tip.contains("argv: none (it runs its parent’s program: sh -c"),
+        "{tip}"
+    );
     let slow: Vec<&str> = ds["slowest"]
         .as_array()
         .unwrap()

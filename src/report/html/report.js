@@ -493,7 +493,10 @@
     var p = P[i], list = imgs(i), im = list[k];
     tip.appendChild(el('div', 't', label(i)));
     if (list.length > 1) line('image ' + (k + 1) + ' of ' + list.length, str(im[2]) + (im[4] ? ' (before its first exec)' : ''));
-    var a = argvText(im[3] || p[7]); if (a) line('argv', a);
+    // an image's own argv; a process of one image has its last exec's; a fork image has none
+    var a = im[4] ? '' : argvText(list.length > 1 ? im[3] : (im[3] || p[7]));
+    if (a) line('argv', a);
+    else if (im[4] && p[1] >= 0) line('argv', 'none (it runs its parent\u2019s program: ' + label(p[1]) + ')');
     line('cwd', p[8] >= 0 ? str(p[8]) : 'not read');
     line('pid', String(p[0]) + (p[1] >= 0 ? ', parent ' + P[p[1]][0] : ''));
     line('status', statusText(i) + ' — ' + OUTCOME[outcome[i]] + (causeSet.has(i) ? ' (a cause of the failure)' : ''));
