@@ -138,6 +138,14 @@ try {
       const rowsFolded = await page.evaluate(() => Number(document.body.dataset.rows));
       await page.mouse.click(b2[0] + 30, b2[1] + r0[2]);
       out.fold = { label: r0[1], rows: rowsBefore, folded: rowsFolded, unfolded: await page.evaluate(() => Number(document.body.dataset.rows)) };
+      // a click on a critical path's step finds it: the time in view becomes that step's
+      const step = (await page.$$('#path li:not(.fold):not(.empty)'))[1];
+      if (step) {
+        await step.click();
+        out.reveal = { step: await step.evaluate((li) => li.value - 1), view: await view(), fit: out.zoom.fit };
+        await page.click('#zoom-fit');
+      }
+      out.heap_mb = await page.evaluate(() => performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1048576) : null);
       // hover the second row's bar (the first's when alone): the tooltip is filled
       await page.evaluate(() => window.scrollTo(0, 0));
       const hr = await page.evaluate(() => window.proctrace.row(1) || window.proctrace.row(0));

@@ -131,6 +131,29 @@ fn assert_sound(r: &Value, data: &Value) {
         assert_eq!(f["folded"].as_u64(), Some(1), "{page}: {f}");
         assert_eq!(f["unfolded"], f["rows"], "{page}: {f}");
     }
+    // a click on a step of the critical path shows its time (unless every step but the first
+    // is folded into a line)
+    let rv = &r["reveal"];
+    if rv.is_null() {
+        let folded = r["text"].as_str().unwrap().contains("shorter steps");
+        assert!(data["path"].as_array().unwrap().len() <= 1 || folded, "{page}");
+    } else {
+        let s = &data["path"][rv["step"].as_u64().unwrap() as usize];
+        let (from, to) = image_span(
+            data,
+            s[0].as_u64().unwrap() as usize,
+            s[1].as_u64().unwrap() as usize,
+        );
+        let v = &rv["view"];
+        assert!(
+            v[0].as_f64().unwrap() <= from as f64 && v[1].as_f64().unwrap() >= to as f64,
+            "{page}: {rv}"
+        );
+        assert!(
+            span(v) <= 2.0 * (to - from) as f64 + 0.06 * span(&z["fit"]),
+            "{page}: {rv}"
+        );
+    }
     let tip = r["tooltip"].as_str().unwrap();
     assert!(
         tip.contains("cwd: ") && tip.contains("status: ") && tip.contains("peak RSS: "),
@@ -176,6 +199,19 @@ fn matching(data: &Value, q: &str) -> u64 {
             t.iter().any(|s| s.to_lowercase().contains(&q))
         })
         .count() as u64
+}
+
+/// An image's start and end, µs (step `[proc, image, …]` of the path).
+fn image_span(data: &Value, proc: usize, image: usize) -> (i64, i64) {
+    let p = &data["procs"][proc];
+    let first = p[13].as_i64().unwrap();
+    let (s, e) = if first < 0 {
+        (&p[2], &p[3])
+    } else {
+        let im = &data["images"][first as usize + image];
+        (&im[0], &im[1])
+    };
+    (s.as_i64().unwrap(), e.as_i64().unwrap())
 }
 
 /// An image's label (step `[proc, image, …]` of the path).

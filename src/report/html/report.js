@@ -203,7 +203,7 @@
           li.appendChild(el('span', 'dur', fmtUs(end[par[4]] - start[par[4]])));
         }
       }
-      li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0]); });
+      li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
       return li;
     }
   })();
@@ -531,15 +531,16 @@
     showTip(i, k, ev.clientX, ev.clientY);
   });
   gc.addEventListener('mouseleave', hideTip);
-  function reveal(i) {
+  function reveal(i, k) {
     // unfold its ancestors, clear a search that hides it, scroll to it and fit its time
     for (var a = parent[i]; a >= 0 && a < N; a = parent[a]) collapsed[a] = 0;
     if (query && haystack()[i].indexOf(query) < 0) { query = ''; search.value = ''; refreshTables(); }
     rebuildRows(); layout();
     for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
     wrap.scrollTop = Math.max(0, r * ROWH - (H - AXIS) / 3);
-    var span = Math.max(end[i] - start[i], 10);
-    view.t0 = start[i] - span * 0.5; view.t1 = end[i] + span * 0.5; clampView(); redraw();
+    var im = k != null ? imgs(i)[k] : null, a = im ? im[0] : start[i], b = im ? im[1] : end[i];
+    var span = Math.max(b - a, 10);
+    view.t0 = a - span * 0.5; view.t1 = b + span * 0.5; clampView(); redraw();
     wrap.scrollIntoView({ block: 'nearest' });
   }
 
@@ -600,7 +601,7 @@
         if (c.mono && v != null) td.title = String(v);
         tr.appendChild(td);
       });
-      if (row.proc != null) { tr.dataset.proc = String(row.proc); tr.addEventListener('click', onRowClick); }
+      if (row.proc != null) { tr.dataset.proc = String(row.proc); if (row.image != null) tr.dataset.image = String(row.image); tr.addEventListener('click', onRowClick); }
       frag.appendChild(tr);
     }
     st.tb.appendChild(frag);
@@ -609,7 +610,7 @@
     st.more.className = st.shown.length > n ? 'more' : 'more hidden-btn';
     st.more.hidden = !(st.shown.length > n);
   }
-  function onRowClick(ev) { var p = ev.currentTarget.dataset.proc; if (p != null) reveal(Number(p)); }
+  function onRowClick(ev) { var d = ev.currentTarget.dataset; if (d.proc != null) reveal(Number(d.proc), d.image != null ? Number(d.image) : null); }
   function refreshTables() { tables.forEach(function (st) { filterRows(st); st.limit = TOP; sortRows(st); render(st); }); }
 
   // Slowest images, as the summary defines them (src/report/summary/mod.rs): images with a known
@@ -648,7 +649,7 @@
           }
         }
         if (!known || parent[i] < 0 || bg || foldImg.has(i + ':' + k) || dropFork.has(i + ':' + k)) continue;
-        slowRows.push({ proc: i, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
+        slowRows.push({ proc: i, image: k, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
       }
       if (p[9] != null || p[10] != null) {
         var forWhat = '';
@@ -738,6 +739,10 @@
   search.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') { clearTimeout(timer); applySearch(); } });
 
   // ---- first draw; then the "ready" marker the tests wait for -----------------------------------
+  gc.setAttribute('role', 'img');
+  gc.setAttribute('aria-label', 'Gantt chart of ' + N + ' processes over ' + fmtUs(TEND) + '; the tables below list the same processes');
+  cc.setAttribute('role', 'img');
+  cc.setAttribute('aria-label', 'Processes and jobs running over time; peak ' + conc.max + ' processes');
   rebuildRows(); layout(); drawGantt(); drawConc();
   window.proctrace = {
     records: N,
