@@ -14,7 +14,7 @@
 //! can end it), or make the page load anything from elsewhere (the Content-Security-Policy allows
 //! only the page's own script and style, by their SHA-256).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt as _};
 use std::fmt::Write as _;
 
 use base64::Engine as _;
