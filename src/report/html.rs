@@ -33,10 +33,11 @@ use crate::report::summary::{self, RunReport};
 /// The page's template (placeholders `{{TITLE}}`, `{{CSP}}`, `{{STYLE}}`, `{{SCRIPT}}`,
 /// `{{DATA}}`, each once).
 const PAGE: &str = include_str!("html/page.html");
-/// The page's style.
-const STYLE: &str = include_str!("html/report.css");
-/// The page's code.
-const SCRIPT: &str = include_str!("html/report.js");
+/// The page's style: a run's page and a diff's.
+const STYLE: &str = concat!(include_str!("html/report.css"), include_str!("html/diff.css"));
+/// The page's code: a run's page (`report.js`) and a diff's (`diff.js`); each draws only the
+/// data of its kind (`format`).
+const SCRIPT: &str = concat!(include_str!("html/report.js"), include_str!("html/diff.js"));
 
 /// The data's version (docs/html-report.md).
 pub const DATA_VERSION: u32 = 1;
