@@ -14,7 +14,7 @@
 //! can end it), or make the page load anything from elsewhere (the Content-Security-Policy allows
 //! only the page's own script and style, by their SHA-256).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt as _};
 use std::fmt::Write as _;
 
 use base64::Engine as _;
@@ -33,10 +33,11 @@ use crate::report::summary::{self, RunReport};
 /// The page's template (placeholders `{{TITLE}}`, `{{CSP}}`, `{{STYLE}}`, `{{SCRIPT}}`,
 /// `{{DATA}}`, each once).
 const PAGE: &str = include_str!("html/page.html");
-/// The page's style.
-const STYLE: &str = include_str!("html/report.css");
-/// The page's code.
-const SCRIPT: &str = include_str!("html/report.js");
+/// The page's style: a run's page and a diff's.
+const STYLE: &str = concat!(include_str!("html/report.css"), include_str!("html/diff.css"));
+/// The page's code: a run's page (`report.js`) and a diff's (`diff.js`); each draws only the
+/// data of its kind (`format`).
+const SCRIPT: &str = concat!(include_str!("html/report.js"), include_str!("html/diff.js"));
 
 /// The data's version (docs/html-report.md).
 pub const DATA_VERSION: u32 = 1;
@@ -112,9 +113,22 @@ fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// `null` or the number, written where it is formatted (no string of its own: eight of them
+/// per process).
+struct Opt<T>(Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Opt<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("null"),
+        }
+    }
+}
+
 /// `null` or the number.
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "null".to_string(), |v| v.to_string())
+fn opt<T: std::fmt::Display>(v: Option<T>) -> Opt<T> {
+    Opt(v)
 }
 
 /// The page of a finished run.
@@ -214,19 +228,34 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     let ids = summary::all_records(t);
     let index: HashMap<ProcId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     let mut strings = Strings::default();
-    let words = |strings: &mut Strings, a: &crate::model::event::Argv| -> String {
-        let v: Vec<String> = if redact {
-            crate::redact::redact_argv(a)
-                .iter()
-                .map(|w| strings.id(&shown(w)).to_string())
-                .collect()
-        } else {
-            a.iter().map(|w| strings.id(&shown(w)).to_string()).collect()
+    // `[i,j,…]` of an argv's words, redacted as asked, written into `out` (a million words in
+    // a big build: no string per word).
+    let words = |out: &mut String, strings: &mut Strings, a: Option<&crate::model::event::Argv>| {
+        let Some(a) = a else {
+            out.push_str("null");
+            return;
         };
-        format!("[{}]", v.join(","))
+        out.push('[');
+        let mut push = |k: usize, w: &str| {
+            if k > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{}", strings.id(&shown(w)));
+        };
+        if redact {
+            for (k, w) in crate::redact::redact_argv(a).iter().enumerate() {
+                push(k, w);
+            }
+        } else {
+            for (k, w) in a.iter().enumerate() {
+                push(k, w);
+            }
+        }
+        out.push(']');
     };
 
     let mut procs = String::new();
+    let mut argv_buf = String::new();
     let mut ims = String::new();
     let mut image_count = 0usize;
     let (mut cpu_total, mut measured) = (0u64, false);
@@ -248,9 +277,9 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             outcome
         };
         let label = strings.id(&command_line(r, redact));
-        let argv = r
-            .argv()
-            .map_or_else(|| "null".to_string(), |a| words(&mut strings, a));
+        let mut argv = std::mem::take(&mut argv_buf);
+        argv.clear();
+        words(&mut argv, &mut strings, r.argv());
         let cwd = r
             .execs
             .last()
@@ -271,9 +300,8 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
                 }
                 image_count += 1;
                 let l = strings.id(&image_command_line(&im, redact));
-                let a = im
-                    .argv()
-                    .map_or_else(|| "null".to_string(), |a| words(&mut strings, a));
+                let mut a = String::new();
+                words(&mut a, &mut strings, im.argv());
                 let _ = write!(
                     ims,
                     "[{},{},{l},{a},{}]",
@@ -304,6 +332,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             opt(u.map(|u| u.read_chars)),
             opt(u.map(|u| u.write_chars)),
         );
+        argv_buf = argv;
     }
 
     // The critical path: each step's process (steps name a pid and a start; a pid can be

@@ -73,13 +73,11 @@ try {
         await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
       }
       if (out.diff) {
-        // a diff's page: the lists of changes, filtered by the search field
-        const count = () => page.evaluate(() => [...document.querySelectorAll('#tables tbody tr')].filter((tr) => !tr.querySelector('.empty')).length);
-        out.diff_rows = await count();
-        await page.type('#search', opts.search);
-        await page.keyboard.press('Enter');
-        await page.waitForFunction((q) => document.body.dataset.query === q.toLowerCase(), { timeout: opts.timeout }, opts.search);
-        out.search = { query: opts.search, rows: await count() };
+        // a diff's page (diff.js): its lists and paths, filtered by its search field
+        out.diff_rows = await page.evaluate(() => Number(document.body.dataset.rows));
+        await page.type('input.search', opts.search);
+        await page.waitForFunction(() => document.body.dataset.shown !== undefined, { timeout: opts.timeout });
+        out.search = { query: opts.search, rows: await page.evaluate(() => Number(document.body.dataset.shown)) };
       } else {
       // search: type into the field as a person would
       const ts = Date.now();

@@ -43,6 +43,12 @@ fn is_waiter(argv: &[String]) -> bool {
 /// What must hold of a diff of two runs of the same build; `waiters_too`: configure and
 /// config.status (shells that do much of their own work) are held to it as well.
 fn assert_nothing_changed(v: &Value, waiters_too: bool) {
+    assert_nothing_changed_beyond(v, waiters_too, 0.0);
+}
+
+/// [`assert_nothing_changed`], a waiter's own time allowed to move by `noise_s` in all (its
+/// fork-to-exec gaps and scheduling: live runs on a loaded machine).
+fn assert_nothing_changed_beyond(v: &Value, waiters_too: bool, noise_s: f64) {
     for k in ["new", "gone", "failed"] {
         let l: Vec<Vec<String>> = v[k].as_array().unwrap().iter().map(argv_of).collect();
         assert!(l.is_empty(), "{k}: {l:?}\n{v:#}");
@@ -55,7 +61,8 @@ fn assert_nothing_changed(v: &Value, waiters_too: bool) {
             if shell_work && !waiters_too {
                 continue;
             }
-            assert!(!is_waiter(&a), "{k}: a waiter {a:?}\n{e:#}");
+            let own = e["delta_own_s"].as_f64().unwrap_or(f64::MAX).abs();
+            assert!(!is_waiter(&a) || own <= noise_s, "{k}: a waiter {a:?}\n{e:#}");
         }
     }
 }
@@ -100,7 +107,11 @@ fn two_runs_of_one_autotools_build_diff_to_nothing() {
         caps.push(cap);
     }
     let v = diff_json(&caps[0], &caps[1]);
-    assert_nothing_changed(&v, false);
+    // Live runs: a waiter's own time is its gaps between children (fork to exec, scheduling),
+    // which a loaded machine moves by tens of milliseconds (12 `gcc -c conftest.c` drivers by
+    // 71 ms at load 8). Were own time not taken, the drivers would be listed with their cc1's
+    // whole change (the recorded pair above holds waiters to no change at all).
+    assert_nothing_changed_beyond(&v, false, 0.25);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

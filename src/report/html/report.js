@@ -7,7 +7,14 @@
   'use strict';
   var T0 = performance.now();
   var D = JSON.parse(document.getElementById('proctrace-data').textContent);
-  if (D.format === 'proctrace-html-diff') { renderDiff(D); return; }
+  // A diff's page is drawn by diff.js (concatenated after this script): hide the run's parts.
+  if (D.format !== 'proctrace-html') {
+    ['head', 'toolbar', 'gantt-section', 'path-section', 'conc-section', 'tables'].forEach(function (id) {
+      var e = document.getElementById(id); if (e) e.hidden = true;
+    });
+    document.body.dataset.diff = '1';
+    return;
+  }
   var S = D.strings || [];
   var R = D.run || {};
   var P = D.procs || [];
@@ -759,156 +766,4 @@
     window.proctrace.setupMs = performance.now() - T0;
     document.body.dataset.ready = '1';
   });
-  // ---- diff OLD NEW --html: both runs, the critical paths side by side, what changed ---------
-  // D.diff is what `diff --json` prints; D.old and D.new each a run's data (docs/html-report.md).
-  function renderDiff(D) {
-    var X = D.diff || {}, O = (D.old || {}).run || {}, Nw = (D.new || {}).run || {};
-    var S0 = (D.old || {}).strings || [], S1 = (D.new || {}).strings || [];
-    ['gantt-section', 'conc-section', 'zoom-in', 'zoom-out', 'zoom-fit', 'expand-all'].forEach(function (id) { var e = document.getElementById(id); if (e) e.hidden = true; });
-    // diff --json gives argv as words: quoted here as a shell would take them, control
-    // characters as $'\n' (the run pages' labels come escaped from naming.rs)
-    function word(w) {
-      w = String(w);
-      if (/^[A-Za-z0-9_.\/=:,+@%^-]+$/.test(w)) return w;
-      if (!/[\x00-\x1f\x7f]/.test(w)) return "'" + w.replace(/'/g, "'\\''") + "'";
-      return "$'" + w.replace(/[\\']/g, '\\$&').replace(/[\x00-\x1f\x7f]/g, function (ch) {
-        var c = ch.charCodeAt(0);
-        return c === 10 ? '\\n' : c === 9 ? '\\t' : c === 13 ? '\\r' : c === 27 ? '\\e' : '\\x' + (c < 16 ? '0' : '') + c.toString(16);
-      }) + "'";
-    }
-    function words(a) {
-      if (!Array.isArray(a)) return a == null ? '' : String(a);
-      return a.length === 1 && /^\[fork of [^\]]*\]$/.test(a[0]) ? a[0] : a.map(word).join(' ');
-    }
-    function secs(v) { return v == null ? '—' : fmtUs(v * 1e6); }
-    function pct(a, b) { return a > 0 && b != null ? ' (' + (b >= a ? '+' : '') + ((b - a) / a * 100).toFixed(1) + '%)' : ''; }
-    var cmd = O.command != null ? S0[O.command] : words(((X.runs || {}).old || {}).command);
-    var cmd1 = Nw.command != null ? S1[Nw.command] : words(((X.runs || {}).new || {}).command);
-    document.getElementById('command').textContent = (cmd || 'old') + (cmd1 && cmd1 !== cmd ? '  →  ' + cmd1 : '');
-    var w = X.wall_s || {}, c = X.cpu_s || {}, m = X.max_rss_kib || {};
-    var v = document.getElementById('verdict');
-    v.textContent = 'Wall ' + secs(w.old) + ' → ' + secs(w.new) + pct(w.old, w.new) + '; CPU ' + secs(c.old) + ' → ' + secs(c.new) + pct(c.old, c.new);
-    v.className = w.new > w.old ? 'bad' : 'ok';
-    var dl = document.getElementById('facts');
-    function fact(k, a, b) { var d = el('div'); d.appendChild(el('dt', null, k)); d.appendChild(el('dd', null, a + ' → ' + b)); d.title = k + ': ' + a + ' → ' + b; dl.appendChild(d); }
-    fact('status', O.status || '—', Nw.status || '—');
-    fact('wall', secs(w.old), secs(w.new));
-    fact('CPU', secs(c.old), secs(c.new));
-    fact('processes', fmtInt(O.processes), fmtInt(Nw.processes));
-    fact('failures', fmtInt(O.failures), fmtInt(Nw.failures));
-    fact('peak RSS', fmtKiB(m.old), fmtKiB(m.new));
-    fact('host', O.host || '—', Nw.host || '—');
-    fact('start', O.start || '—', Nw.start || '—');
-    // critical paths, side by side
-    var ps = document.getElementById('path-section');
-    ps.querySelector('h2').textContent = 'Critical paths';
-    ps.querySelector('.hint').textContent = 'Old run on the left, new on the right; each step with its duration and, in brackets, the same command\u2019s in the other run.';
-    var ol = document.getElementById('path'); ol.hidden = true;
-    var two = el('div', 'paths'); ps.appendChild(two);
-    [['old', 'Old'], ['new', 'New']].forEach(function (side) {
-      var col = el('div'); col.appendChild(el('h3', null, side[1] + ' (' + secs(w[side[0]]) + ')'));
-      var list = el('ol', 'plist'), steps = ((X.critical_path || {})[side[0]]) || [];
-      // runs of steps shorter than 0.5% of the run are one line, as on a run's page
-      var short = (w[side[0]] || 0) * 0.005, items = [], grp = null;
-      steps.forEach(function (st, k) {
-        if (k > 0 && (st.duration_s || 0) < short) { if (!grp) { grp = { from: k, to: k, s: 0 }; items.push(grp); } grp.to = k; grp.s += st.duration_s || 0; }
-        else { grp = null; items.push(k); }
-      });
-      function stepLi(k) {
-        var st = steps[k], li = el('li'); li.value = k + 1;
-        li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(st.depth || 0, 20) * 2) + words(st.argv)));
-        li.appendChild(document.createTextNode(' '));
-        li.appendChild(el('span', 'dur', secs(st.duration_s) + (st.other_s != null ? ' (' + secs(st.other_s) + ')' : ' (not in the other run)')));
-        return li;
-      }
-      var shown = 0, more = el('button', 'more'); more.type = 'button';
-      function add(n) {
-        for (var stop = Math.min(items.length, shown + n); shown < stop; shown++) {
-          var it = items[shown];
-          if (typeof it === 'number' || it.from === it.to) { list.appendChild(stepLi(typeof it === 'number' ? it : it.from)); continue; }
-          (function (g) {
-            var li = el('li', 'fold'); li.value = g.from + 1;
-            li.appendChild(el('span', 'dur', '\u00a0'.repeat(Math.min(steps[g.from].depth || 0, 20) * 2) + '\u2026 ' + fmtInt(g.to - g.from + 1) + ' shorter steps (' + secs(g.s) + ' in all; click to list them)'));
-            li.addEventListener('click', function () { var f = document.createDocumentFragment(); for (var k = g.from; k <= g.to; k++) f.appendChild(stepLi(k)); list.replaceChild(f, li); });
-            list.appendChild(li);
-          })(it);
-        }
-        more.hidden = shown >= items.length; more.textContent = 'Show all ' + fmtInt(items.length) + ' lines';
-      }
-      more.addEventListener('click', function () { add(items.length); });
-      add(200);
-      if (!steps.length) list.appendChild(el('li', 'empty', 'No critical path.'));
-      col.appendChild(list); col.appendChild(more); two.appendChild(col);
-    });
-    // the lists of what changed, each sortable, with the change drawn as a bar
-    var host = document.getElementById('tables'), all = [];
-    var q = '';
-    function table(title, rows, hint, key) {
-      rows = (rows || []).map(function (r, i) {
-        var o = r[key + '_old'], n = r[key + '_new'];
-        return { cmd: words(r.argv || r.name || r.region || r.example), runs: (r.old_count == null ? '—' : r.old_count) + ' → ' + (r.new_count == null ? '—' : r.new_count),
-          old: key === 'rss' ? r.old_max_rss_kib : key === 'cpu' ? r.old_cpu_s : r.old_s, new: key === 'rss' ? r.new_max_rss_kib : key === 'cpu' ? r.new_cpu_s : r.new_s,
-          failed: (r.old_failed || 0) + ' → ' + (r.new_failed || 0), seq: i };
-      });
-      rows.forEach(function (r) { r.delta = (r.new || 0) - (r.old || 0); r.abs = Math.abs(r.delta); });
-      var sec = el('section', 'table'), h = el('h2', null, title), cnt = el('span', 'count');
-      h.appendChild(cnt); sec.appendChild(h); if (hint) sec.appendChild(el('p', 'hint', hint));
-      var fmt = key === 'rss' ? fmtKiB : secs;
-      var cols = [['cmd', 'Command'], ['runs', 'Runs'], ['old', 'Old'], ['new', 'New'], ['abs', 'Change']];
-      var tbl = el('table'), tr = el('tr'), tb = el('tbody'), st = { key: 'abs', desc: true, limit: 20 };
-      var more = el('button', 'more', 'Show more'); more.type = 'button';
-      var maxAbs = rows.reduce(function (a, r) { return Math.max(a, r.abs); }, 0) || 1;
-      cols.forEach(function (cdef) {
-        var th = el('th', cdef[0] === 'cmd' || cdef[0] === 'runs' ? '' : 'num', cdef[1]); th.dataset.col = cdef[0];
-        th.addEventListener('click', function () { if (st.key === cdef[0]) st.desc = !st.desc; else { st.key = cdef[0]; st.desc = cdef[0] !== 'cmd'; } st.limit = 20; draw(); });
-        tr.appendChild(th);
-      });
-      var thead = el('thead'); thead.appendChild(tr); tbl.appendChild(thead); tbl.appendChild(tb);
-      sec.appendChild(tbl); sec.appendChild(more); host.appendChild(sec);
-      more.addEventListener('click', function () { st.limit *= 4; draw(); });
-      function draw() {
-        var shown = rows.filter(function (r) { return !q || r.cmd.toLowerCase().indexOf(q) >= 0; });
-        var k = st.key, d = st.desc ? -1 : 1;
-        shown.sort(function (a, b) { var x = a[k], y = b[k]; if (x == null) return 1; if (y == null) return -1; return (x < y ? -1 : x > y ? 1 : 0) * d || a.seq - b.seq; });
-        tb.textContent = '';
-        [].forEach.call(tr.children, function (th) { var on = th.dataset.col === st.key; th.classList.toggle('sorted', on); th.classList.toggle('asc', on && !st.desc); });
-        var n = Math.min(st.limit, shown.length);
-        for (var i = 0; i < n; i++) {
-          var r = shown[i], row = el('tr');
-          var td = el('td', 'cmd', r.cmd); td.title = r.cmd; row.appendChild(td);
-          row.appendChild(el('td', null, r.runs));
-          row.appendChild(el('td', 'num', fmt(r.old)));
-          row.appendChild(el('td', 'num', fmt(r.new)));
-          var ch = el('td', 'num'), bar = el('span', 'bar ' + (r.delta > 0 ? 'up' : 'down'));
-          bar.style.width = Math.max(1, Math.round(r.abs / maxAbs * 80)) + 'px';
-          ch.appendChild(bar); ch.appendChild(document.createTextNode((r.delta > 0 ? '+' : r.delta < 0 ? '\u2212' : '') + fmt(r.abs)));
-          ch.dataset.v = String(r.delta);
-          row.appendChild(ch); tb.appendChild(row);
-        }
-        if (!shown.length) { var e = el('tr'), t = el('td', 'empty', q ? 'Nothing matches the filter.' : 'None.'); t.colSpan = cols.length; e.appendChild(t); tb.appendChild(e); }
-        cnt.textContent = shown.length > n ? '(first ' + fmtInt(n) + ' of ' + fmtInt(shown.length) + ')' : '(' + fmtInt(shown.length) + ')';
-        more.hidden = !(shown.length > n);
-      }
-      all.push(draw); draw();
-    }
-    table('Failed now', X.failed, 'Commands that failed in the new run and not (or less often) in the old.', 's');
-    table('Fixed', X.fixed, 'Commands that failed in the old run and no longer do.', 's');
-    table('Slower', X.slower, 'Commands that took longer, by total time.', 's');
-    table('Faster', X.faster, 'Commands that took less time.', 's');
-    table('New', X.new, 'Commands run only in the new run.', 's');
-    table('Gone', X.gone, 'Commands run only in the old run.', 's');
-    var co = X.costs || {};
-    table('More CPU', co.more_cpu, null, 'cpu'); table('Less CPU', co.less_cpu, null, 'cpu');
-    table('More memory', co.more_memory, null, 'rss'); table('Less memory', co.less_memory, null, 'rss');
-    var rg = X.regions || {};
-    ['new', 'gone', 'slower', 'faster'].forEach(function (k) { if ((rg[k] || []).length) table('Trace2 regions: ' + k, rg[k], null, 's'); });
-    var search = document.getElementById('search');
-    search.placeholder = 'Filter the lists by command line';
-    function apply() { var nq = search.value.trim().toLowerCase(); if (nq === q) return; q = nq; all.forEach(function (f) { f(); }); document.body.dataset.query = q; }
-    search.addEventListener('input', apply); search.addEventListener('search', apply);
-    search.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') apply(); });
-    document.getElementById('shown').textContent = 'Comparing two runs';
-    document.body.dataset.diff = '1';
-    document.body.dataset.ready = '1';
-  }
 })();
