@@ -205,20 +205,10 @@ pub fn diff_page(
     page("proctrace diff", &data)
 }
 
-/// Text for HTML (an element's text or an attribute's value).
+/// Text for HTML (an element's text or an attribute's value): the SVG's XML escaping, which
+/// HTML reads the same (control characters shown as their pictures).
 fn html_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::report::svg::xml_escape(s)
 }
 
 /// The data object (docs/html-report.md, version 1).
