@@ -30,9 +30,29 @@
     if (!a) return "";
     return " (" + (b >= a ? "+" : "−") + Math.abs(((b - a) / a) * 100).toFixed(0) + "%)";
   }
+  // A word as a shell would take it back, as every other output shows argv (model/escape.rs):
+  // bare when plain, in '…' when it has spaces or quotes, as a $'…' word with \xNN when it has
+  // control characters or characters that reorder or hide text.
+  const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]/;
+  function word(w) {
+    // `<TMP>`, `conf<N>`: the placeholders of diff's normalised names, shown bare.
+    if (/^[A-Za-z0-9_.\/:=@%+,<>-]+$/.test(w)) return w;
+    if (!HIDDEN.test(w)) return "'" + w.replace(/'/g, "'\\''") + "'";
+    let out = "$'";
+    for (const ch of w) {
+      const c = ch.codePointAt(0);
+      if (ch === "'" || ch === "\\") out += "\\" + ch;
+      else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+      else if (HIDDEN.test(ch)) out += "\\u" + c.toString(16).padStart(4, "0");
+      else out += ch;
+    }
+    return out + "'";
+  }
+  function words(a) {
+    return (a || []).map(word).join(" ");
+  }
   function argvText(e) {
-    const a = e.argv || e.example || [];
-    return a.join(" ");
+    return words(e.argv || e.example || []);
   }
 
   const d = data.diff;
@@ -127,11 +147,11 @@
         const ch = s.duration_s - s.other_s;
         li.appendChild(node("span", ch > 0 ? "change up" : "change down", signed(ch)));
       }
-      const text = s.argv.join(" ");
+      const text = words(s.argv);
       const lab = node("span", "cmd", "\u00a0".repeat(2 * Math.min(s.depth, 8)) + text);
       lab.title = text;
       li.appendChild(lab);
-      li.dataset.text = s.argv.join(" ").toLowerCase();
+      li.dataset.text = text.toLowerCase();
       ol.appendChild(li);
     });
     col.appendChild(ol);
