@@ -23,7 +23,7 @@ use sha2::Digest as _;
 use crate::model::bytes::shown;
 use crate::model::event::ExitStatus;
 use crate::model::images::images;
-use crate::model::naming::{command_line, image_command_line, quote_argv};
+use crate::model::naming::{command_line, fit, image_command_line, quote_argv, short_command_line};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, Tracker};
 use crate::output::FinishedRun;
@@ -38,6 +38,9 @@ const STYLE: &str = concat!(include_str!("html/report.css"), include_str!("html/
 /// The page's code: a run's page (`report.js`) and a diff's (`diff.js`); each draws only the
 /// data of its kind (`format`).
 const SCRIPT: &str = concat!(include_str!("html/report.js"), include_str!("html/diff.js"));
+
+/// Columns of a Gantt row's label ([`fit`] keeps the file a compile works on).
+const ROW_LABEL: usize = 40;
 
 /// The data's version (docs/html-report.md).
 pub const DATA_VERSION: u32 = 1;
@@ -267,6 +270,8 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             outcome
         };
         let label = strings.id(&command_line(r, redact));
+        // The Gantt's row label: what tells rows apart, in the label column's width.
+        let row_label = strings.id(&fit(&short_command_line(r, redact), ROW_LABEL));
         let mut argv = std::mem::take(&mut argv_buf);
         argv.clear();
         words(&mut argv, &mut strings, r.argv());
@@ -309,7 +314,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
         }
         let _ = write!(
             procs,
-            "[{},{parent},{},{},{},{outcome},{label},{argv},{cwd},{},{},{},{},{first},{count}]",
+            "[{},{parent},{},{},{},{outcome},{label},{argv},{cwd},{},{},{},{},{first},{count},{row_label}]",
             r.pid,
             opt(r.start_ns.map(|s| us(s, origin))),
             opt(r.exit.map(|x| us(x.ts, origin))),

@@ -40,6 +40,8 @@
 
   function str(k) { return k == null || k < 0 ? '' : (S[k] == null ? '' : String(S[k])); }
   function label(i) { return str(P[i][6]); }
+  // the Gantt row's label: fitted by proctrace to keep what tells rows apart (field 15)
+  function rowLabel(i) { return P[i].length > 15 ? str(P[i][15]) : label(i); }
   function argvText(a) { if (!a) return ''; var w = []; for (var k = 0; k < a.length; k++) w.push(str(a[k])); return w.join(' '); }
   // The images of process i as [start, end, label, argv|null, fork]
   function imagesOf(i) {
@@ -343,7 +345,7 @@
       ctx.fillStyle = '#5b6475';
       if (nkids[i]) ctx.fillText(collapsed[i] ? '\u25b8' : '\u25be', ind, y + ROWH / 2);
       ctx.fillStyle = outcome[i] === 1 ? '#b02a2a' : '#1d2330';
-      ctx.fillText(label(i), ind + 12, y + ROWH / 2);
+      ctx.fillText(rowLabel(i), ind + 12, y + ROWH / 2);
     }
     ctx.restore();
     ctx.strokeStyle = '#d8dde6'; ctx.beginPath(); ctx.moveTo(LABELW - 0.5, AXIS); ctx.lineTo(LABELW - 0.5, H); ctx.stroke();

@@ -109,6 +109,25 @@ fn libffi_has_its_stretch_bounded_by_job_slots_and_is_proportionate() {
         .map(|w| d["strings"][w.as_u64().unwrap() as usize].as_str().unwrap())
         .collect();
     assert!(words.contains(&"../src/closures.c"), "{words:?}");
+    // The Gantt's row labels of the compiles name their files.
+    let row = |p: &Value| {
+        d["strings"][p[15].as_u64().unwrap() as usize]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let gcc: Vec<String> = d["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(row)
+        .filter(|l| l.starts_with("gcc ") && l.contains("closures.c"))
+        .collect();
+    assert!(gcc.len() >= 2, "{gcc:?}");
+    assert!(
+        gcc.iter().all(|l| crate::model::naming::width(l) <= ROW_LABEL),
+        "{gcc:?}"
+    );
     // Proportionate: the page (data, code and all) under the size of the JSON Lines.
     let jsonl = std::fs::metadata(format!(
         "{}/tests/fixtures/builds/libffi-run1.jsonl",
