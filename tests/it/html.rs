@@ -437,3 +437,46 @@ fn ten_thousand_processes_open() {
     assert_eq!(r["search"]["rows"].as_u64(), Some(matching(&data, "f123.c")));
     assert_eq!(r["search"]["rows"].as_u64(), Some(2));
 }
+
+/// The page of a diff whose new run ran a command with markup and a terminal escape in its argv:
+/// shown as text, the escape as the `$'\x1b[2J'` word every other output shows, no request.
+#[test]
+fn a_hostile_diff_in_a_browser() {
+    let (a, b) = (tmp("calm.jsonl"), tmp("hostile.jsonl"));
+    let calm = "/bin/sleep 0.05; true";
+    let hostile = "/bin/sleep 0.05; /bin/echo '<img src=http://example.invalid/x.png>' \"$(printf '\\033[2J')\" >/dev/null; true";
+    for (out, script) in [(&a, calm), (&b, hostile)] {
+        let o = Command::new(PROCTRACE)
+            .args([
+                "run", "--quiet", "--tree", "none", "-o", out, "--", "sh", "-c", script,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let page = tmp("hostile-diff.html");
+    let o = Command::new(PROCTRACE)
+        .args(["diff", &a, &b, "--html", &page])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = &check(&[&page], &["--search", "echo"])[0];
+    assert_eq!(r["console_errors"].as_array().map(Vec::len), Some(0), "{r}");
+    assert_eq!(r["page_errors"].as_array().map(Vec::len), Some(0), "{r}");
+    assert_eq!(r["foreign_requests"].as_array().map(Vec::len), Some(0), "{r}");
+    let text = r["text"].as_str().unwrap();
+    // The echo, and the fork image of the `$(printf …)` subshell.
+    assert!(
+        text.contains("new (2)") && text.contains("[fork of sh]"),
+        "{text}"
+    );
+    assert!(!text.contains("'[fork of sh]'"), "{text}");
+    assert!(
+        text.contains("/bin/echo '<img src=http://example.invalid/x.png>' $'\\x1b[2J'"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "the escape itself never reaches the page's text"
+    );
+}

@@ -49,7 +49,10 @@
     return out + "'";
   }
   function words(a) {
-    return (a || []).map(word).join(" ");
+    a = a || [];
+    // `[fork of sh]`, `[cc1]`: proctrace's own names for what has no argv, shown as they are.
+    if (a.length === 1 && /^\[.*\]$/.test(a[0]) && !HIDDEN.test(a[0])) return a[0];
+    return a.map(word).join(" ");
   }
   function argvText(e) {
     return words(e.argv || e.example || []);
