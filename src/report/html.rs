@@ -415,10 +415,14 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     }
 
     // The header.
+    // The command: `run`'s, else (`watch -p`, a saved trace) the designated root's, whose exit
+    // is then the run's status.
+    let root = crate::report::summary::failures::designated_root(t, &h.mode, sum).and_then(|id| t.get(id));
     let command = match &h.mode {
         Mode::Run { argv } => Some(strings.id(&quote_argv(argv, redact))),
-        _ => None,
+        _ => root.map(|r| strings.id(&command_line(r, redact))),
     };
+    let run_status = sum.status.or_else(|| root?.exit?.status);
     let start = {
         let ns = origin as i128 + h.real_minus_mono as i128;
         let off = h.tool.utc_offset.unwrap_or(0);
@@ -451,11 +455,11 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     };
     let _ = write!(out, "\"mode\":\"{mode}\",\"command\":{},", opt(command));
     out.push_str("\"status\":");
-    match sum.status {
+    match run_status {
         Some(s) => push_json_str(&mut out, &status_text(s)),
         None => out.push_str("null"),
     }
-    let _ = write!(out, ",\"ok\":{},\"start\":", opt(sum.status.map(|s| s.success())));
+    let _ = write!(out, ",\"ok\":{},\"start\":", opt(run_status.map(|s| s.success())));
     push_json_str(&mut out, &start);
     out.push_str(",\"host\":");
     match &h.tool.host {

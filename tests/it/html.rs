@@ -480,3 +480,28 @@ fn a_hostile_diff_in_a_browser() {
         "the escape itself never reaches the page's text"
     );
 }
+
+/// `watch -p PID --html`: the page names the watched process and how it ended (not "still
+/// running": the watch saw it exit), with every process it started.
+#[test]
+fn a_watched_process_in_a_browser() {
+    let page = tmp("watch.html");
+    let (out, pid) = watch_sh(
+        "sleep 0.3; /bin/true; sleep 0.2; exit 3",
+        &["--html", &page, "-q"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = embedded(&page);
+    assert_eq!(data["run"]["mode"], "watch");
+    assert_eq!(data["run"]["status"], "exit 3");
+    assert_eq!(data["procs"][0][0], pid);
+    let r = &check(&[&page], &["--search", "sleep"])[0];
+    assert_sound(r, &data);
+    let text = r["text"].as_str().unwrap();
+    assert!(text.contains("Failed (exit 3)"), "{text}");
+    assert!(
+        text.contains("sh -c 'sleep 0.3; /bin/true; sleep 0.2; exit 3'"),
+        "{text}"
+    );
+    assert!(!text.contains("Still running"), "{text}");
+}

@@ -117,7 +117,7 @@
     var cmd = R.command == null ? (R.mode === 'watch' ? 'watch' : '') : str(R.command);
     document.getElementById('command').textContent = cmd || 'proctrace report';
     var v = document.getElementById('verdict');
-    v.textContent = R.status == null ? 'Still running when the report was written' :
+    v.textContent = R.status == null ? (R.mode === 'watch' && R.command == null ? 'Watched for ' + fmtUs(R.wall_us) : 'Still running when the report was written') :
       (R.ok ? 'Succeeded' : 'Failed') + ' (' + R.status + ') after ' + fmtUs(R.wall_us);
     v.className = R.ok ? 'ok' : (R.ok === false ? 'bad' : '');
     var facts = [

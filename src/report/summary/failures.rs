@@ -152,7 +152,7 @@ impl Failures {
 
 /// The record the command is: the `run` command, the `-p` process (`watch`), or the only root
 /// there is.
-pub(super) fn designated_root(t: &Tracker, mode: &Mode, sum: &Summary) -> Option<ProcId> {
+pub(crate) fn designated_root(t: &Tracker, mode: &Mode, sum: &Summary) -> Option<ProcId> {
     let pid = sum.root.or(match mode {
         Mode::Watch { root } => *root,
         _ => None,
