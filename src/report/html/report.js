@@ -36,6 +36,10 @@
     if (p[3] != null && p[3] > lastEnd) lastEnd = p[3];
   }
   var TEND = Math.max(WALL, lastEnd);
+  // a process that started before the trace (`watch -p`: the watched one and its first
+  // children) starts before 0: the whole view begins at the earliest start
+  var TSTART = 0;
+  for (i = 0; i < N; i++) if (start[i] < TSTART) TSTART = start[i];
   for (i = 0; i < N; i++) end[i] = P[i][3] == null ? TEND : P[i][3];
 
   function str(k) { return k == null || k < 0 ? '' : (S[k] == null ? '' : String(S[k])); }
@@ -255,7 +259,7 @@
   var gx = gc.getContext('2d');
   var cc = document.getElementById('conc');
   var cx = cc.getContext('2d');
-  var view = { t0: 0, t1: TEND }; var W = 800, H = 400, DPR = 1;
+  var view = { t0: TSTART, t1: TEND }; var W = 800, H = 400, DPR = 1;
   function layout() {
     DPR = window.devicePixelRatio || 1;
     W = Math.max(400, wrap.clientWidth);
@@ -449,18 +453,18 @@
   // ---- interaction: zoom, pan, fold, hover --------------------------------------------------
   function zoom(f, at) {
     var t = at == null ? (view.t0 + view.t1) / 2 : at;
-    var span = Math.min(TEND * 1.05, Math.max(10, (view.t1 - view.t0) * f));
+    var span = Math.min((TEND - TSTART) * 1.05, Math.max(10, (view.t1 - view.t0) * f));
     var a = t - (t - view.t0) * span / (view.t1 - view.t0);
     view.t0 = a; view.t1 = a + span; clampView(); redraw();
   }
   function clampView() {
-    var span = view.t1 - view.t0, lo = -TEND * 0.02, hi = TEND * 1.03;
+    var span = view.t1 - view.t0, lo = TSTART - (TEND - TSTART) * 0.02, hi = TEND + (TEND - TSTART) * 0.03;
     if (view.t0 < lo) { view.t0 = lo; view.t1 = lo + span; }
     if (view.t1 > hi) { view.t1 = hi; view.t0 = Math.max(lo, hi - span); }
   }
   document.getElementById('zoom-in').addEventListener('click', function () { zoom(0.5); });
   document.getElementById('zoom-out').addEventListener('click', function () { zoom(2); });
-  document.getElementById('zoom-fit').addEventListener('click', function () { view.t0 = 0; view.t1 = TEND; redraw(); });
+  document.getElementById('zoom-fit').addEventListener('click', function () { view.t0 = TSTART; view.t1 = TEND; redraw(); });
   document.getElementById('expand-all').addEventListener('click', function () { collapsed.fill(0); rebuildRows(); layout(); redraw(); refreshTables(); });
   function localXY(ev, c) { var b = c.getBoundingClientRect(); return [ev.clientX - b.left, ev.clientY - b.top]; }
   function onWheel(ev, c, axisBand) {
