@@ -454,7 +454,7 @@ fn unread(im: &Image<'_>) -> bool {
 
 /// The image of `spans` (each image's start and end, in order) a child forked at `ts` belongs
 /// to: the last one started at or before it, the first when none was (as
-/// [`crate::model::images::image_at`], without walking the images again for every child).
+/// [`crate::model::images::Images::index_at`], without walking the images again for every child).
 fn image_of(spans: &[(u64, u64)], ts: u64) -> usize {
     spans.partition_point(|&(s, _)| s <= ts).saturating_sub(1)
 }

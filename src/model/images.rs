@@ -12,7 +12,7 @@
 //! - one **exec image** per exec, from that exec to the next one or to the exit. A process that
 //!   never exec'd has its fork image only.
 //!
-//! A child belongs to the image its parent was running when it forked ([`image_at`]). Every
+//! A child belongs to the image its parent was running when it forked ([`Images::index_at`]). Every
 //! output that shows time by program (the tree, the summary's slowest and by program, the
 //! critical path, Chrome, the SVG, OTLP, `diff`) counts images, so `sh -c 'x; exec y'` is `sh`
 //! then `y`, never `y` for the whole of its life.
@@ -262,12 +262,6 @@ impl<'a> Iterator for Images<'a> {
 
 impl ExactSizeIterator for Images<'_> {}
 
-/// The index of the image of `parent` running at `ts` (a child's fork): the last one started
-/// at or before it, the first when none was.
-pub fn image_at(t: &Tracker, parent: &ProcessRecord, ts: u64) -> usize {
-    images(t, parent).index_at(ts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,7 +301,7 @@ mod tests {
         assert_eq!((ims[1].start_ns, ims[1].end_ns), (Some(303 * MS), Some(703 * MS)));
         assert_eq!(ims[0].comm(), Some("sh"));
         assert_eq!(&ims[1].argv().unwrap()[1], "0.4");
-        assert_eq!(image_at(&t, sub, 2 * MS), 0);
+        assert_eq!(images(&t, sub).index_at(2 * MS), 0);
         // The plain fork+exec of sleep 0.3: one image from its fork.
         let s3 = t.get(t.lookup_at(12, 300 * MS).unwrap()).unwrap();
         let ims: Vec<_> = images(&t, s3).collect();
@@ -345,7 +339,7 @@ mod tests {
             .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))
             .collect();
         assert_eq!(v, [(0, 150), (150, 160), (160, 300)]);
-        assert_eq!(image_at(&t, r, 200 * MS), 2);
+        assert_eq!(images(&t, r).index_at(200 * MS), 2);
         let c = t.get(t.lookup_at(22, 20 * MS).unwrap()).unwrap();
         let v: Vec<_> = images(&t, c)
             .map(|i| (i.start_ns.unwrap() / MS, i.end_ns.unwrap() / MS))

@@ -29,6 +29,7 @@ use crate::model::tracker::{ProcId, Tracker};
 use crate::output::FinishedRun;
 use crate::report::summary::failures::Failures;
 use crate::report::summary::{self, RunReport};
+use crate::sink::text::{Paint, exit_text};
 
 /// The page's template (placeholders `{{TITLE}}`, `{{CSP}}`, `{{STYLE}}`, `{{SCRIPT}}`,
 /// `{{DATA}}`, each once).
@@ -81,16 +82,6 @@ impl Strings {
 /// Microseconds from `origin` (signed: a process older than the trace starts before it).
 fn us(ts: u64, origin: u64) -> i64 {
     (ts as i128 - origin as i128).div_euclid(1000) as i64
-}
-
-/// `exit 3`, `killed by SIGKILL`.
-fn status_text(s: ExitStatus) -> String {
-    match s {
-        ExitStatus::Code(c) => format!("exit {c}"),
-        ExitStatus::Signal { signal, .. } => {
-            format!("killed by {}", crate::sink::text::signal_name(signal))
-        }
-    }
 }
 
 /// JSON for people's text: a JSON string with `<`, `>` and `&` escaped, so no `</script>` or
@@ -423,25 +414,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
         _ => root.map(|r| strings.id(&command_line(r, redact))),
     };
     let run_status = sum.status.or_else(|| root?.exit?.status);
-    let start = {
-        let ns = origin as i128 + h.real_minus_mono as i128;
-        let off = h.tool.utc_offset.unwrap_or(0);
-        let mut b = Vec::new();
-        trace2::Timestamp {
-            secs: (ns.div_euclid(1_000_000_000) as i64).saturating_add(off),
-            micros: 0,
-        }
-        .write_utc_extended(&mut b);
-        let s = String::from_utf8_lossy(&b).into_owned();
-        let sign = if off < 0 { '-' } else { '+' };
-        let a = off.unsigned_abs();
-        format!(
-            "{}{sign}{:02}:{:02}",
-            s.get(..19).unwrap_or(&s),
-            a / 3600,
-            (a % 3600) / 60
-        )
-    };
+    let start = crate::report::svg::local_iso(h, origin);
     let mut out = String::with_capacity(procs.len() + ims.len() + 4096);
     let _ = write!(
         out,
@@ -456,7 +429,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     let _ = write!(out, "\"mode\":\"{mode}\",\"command\":{},", opt(command));
     out.push_str("\"status\":");
     match run_status {
-        Some(s) => push_json_str(&mut out, &status_text(s)),
+        Some(s) => push_json_str(&mut out, &exit_text(Some(s), Paint { on: false })),
         None => out.push_str("null"),
     }
     let _ = write!(out, ",\"ok\":{},\"start\":", opt(run_status.map(|s| s.success())));

@@ -341,8 +341,9 @@ fn tick_label(t: u64, unit: u64, name: &str) -> String {
     }
 }
 
-/// `2024-06-01 14:00:00 +02:00` for monotonic `ts`.
-fn wall_clock(h: &Header, ts: u64) -> String {
+/// `2024-06-01T14:00:00+02:00` for monotonic `ts`: the local time proctrace ran in (the
+/// header's UTC offset), to the second. The HTML report's start time too.
+pub(crate) fn local_iso(h: &Header, ts: u64) -> String {
     let ns = ts as i128 + h.real_minus_mono as i128;
     let off = h.tool.utc_offset.unwrap_or(0);
     let secs = ns.div_euclid(1_000_000_000) as i64;
@@ -353,10 +354,23 @@ fn wall_clock(h: &Header, ts: u64) -> String {
     }
     .write_utc_extended(&mut b);
     let s = String::from_utf8_lossy(&b);
-    let date = s.get(..19).unwrap_or(&s).replace('T', " ");
     let sign = if off < 0 { '-' } else { '+' };
     let a = off.unsigned_abs();
-    format!("{date} {sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
+    format!(
+        "{}{sign}{:02}:{:02}",
+        s.get(..19).unwrap_or(&s),
+        a / 3600,
+        (a % 3600) / 60
+    )
+}
+
+/// `2024-06-01 14:00:00 +02:00` for monotonic `ts` ([`local_iso`] for people).
+fn wall_clock(h: &Header, ts: u64) -> String {
+    let iso = local_iso(h, ts);
+    match (iso.get(..10), iso.get(11..19), iso.get(19..)) {
+        (Some(date), Some(time), Some(zone)) => format!("{date} {time} {zone}"),
+        _ => iso,
+    }
 }
 
 fn hover(r: &ProcessRecord, row: &Proc, t0: u64, redact: bool) -> String {
