@@ -391,7 +391,12 @@ fn a_live_run_in_a_browser() {
     let page = tmp("live.html");
     // text that would be markup, and an image that would make a request, were it put as HTML
     let script = "/bin/sleep 0.05; /bin/echo '<b>x</b><img src=http://example.invalid/x.png>' >/dev/null; /bin/false || true";
-    write_page(&["run", "--quiet", "--", "sh", "-c", script], &page, 0);
+    // ptrace reads every argv at its exec stop: the short echo's too, under any load
+    write_page(
+        &["run", "--backend", "ptrace", "--quiet", "--", "sh", "-c", script],
+        &page,
+        0,
+    );
     let data = embedded(&page);
     let r = &check(&[&page], &["--search", "sleep"])[0];
     assert_sound(r, &data);
@@ -447,9 +452,18 @@ fn a_hostile_diff_in_a_browser() {
     let hostile = "/bin/sleep 0.05; /bin/echo '<img src=http://example.invalid/x.png>' \"$(printf '\\033[2J')\" >/dev/null; true";
     for (out, script) in [(&a, calm), (&b, hostile)] {
         let o = Command::new(PROCTRACE)
+            // ptrace reads every argv at its exec stop: the 2 ms echo's too, under any load
             .args([
-                "run", "--quiet", "--tree", "none", "-o", out, "--", "sh", "-c", script,
+                "run",
+                "--backend",
+                "ptrace",
+                "--quiet",
+                "--tree",
+                "none",
+                "-o",
+                out,
             ])
+            .args(["--", "sh", "-c", script])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
