@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod bytes;
+pub mod elsewhere;
 pub mod escape;
 pub mod event;
 pub mod images;

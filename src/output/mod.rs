@@ -497,6 +497,7 @@ impl Outputs {
         let body = text.trim_end_matches('\n');
         let (tree, verdict) = body.rsplit_once('\n').unwrap_or(("", body));
         let mut text = String::new();
+        let mut summarized = false;
         if self.tree != TreeMode::None {
             if !tree.is_empty() {
                 text.push_str(tree);
@@ -504,6 +505,17 @@ impl Outputs {
             }
             if self.summary_text {
                 text.push_str(&summary::render_text(run.report(), TextOptions { color, width }));
+                summarized = true;
+            }
+        }
+        // Work that ran outside the tree is said once: in the summary, else here.
+        if !summarized {
+            for w in &run.report().outside {
+                text.push_str(&format!(
+                    "proctrace: {}; fix: {}\n",
+                    summary::outside_words(w),
+                    w.fix
+                ));
             }
         }
         text.push_str(verdict);

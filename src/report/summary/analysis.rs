@@ -5,8 +5,8 @@
 
 use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cause, Cost, Costs, Failure, PARALLEL_FULL, ParallelSpan, PathStep, ProgramStat,
-    RegionStep, Regions, RunReport, StatusJson, Step, TOP, TOP_COST,
+    Background, ByProgram, Cause, Cost, Costs, Failure, OutsideWork, PARALLEL_FULL, ParallelSpan, PathStep,
+    ProgramStat, RegionStep, Regions, RunReport, StatusJson, Step, TOP, TOP_COST,
 };
 use crate::model::bytes::shown;
 use crate::model::event::{Argv, Usage};
@@ -468,6 +468,16 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         None => (Vec::new(), Vec::new()),
     };
 
+    let outside = crate::model::elsewhere::outside(t, &ids)
+        .into_iter()
+        .map(|o| OutsideWork {
+            client: o.client.name,
+            runs: o.runs,
+            pid: t.get(o.first).map_or(0, |r| r.pid),
+            ran_in: o.client.ran_in,
+            fix: o.client.fix,
+        })
+        .collect();
     RunReport {
         command: match &h.mode {
             Mode::Run { argv } => Some(if redact {
@@ -491,6 +501,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         background,
         lost: sum.stats.lost,
         untraced: sum.capture.untraced,
+        outside,
         slowest,
         critical_path,
         parallel,

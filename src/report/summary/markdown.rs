@@ -79,6 +79,13 @@ pub fn render_markdown(r: &RunReport) -> String {
         }
         out.push('\n');
     }
+    if !r.outside.is_empty() {
+        let _ = writeln!(out, "#### Work outside the traced tree\n");
+        for w in &r.outside {
+            let _ = writeln!(out, "- {}; fix: {}", super::text::outside_words(w), w.fix);
+        }
+        out.push('\n');
+    }
     if let Some(c) = &r.costs {
         let _ = writeln!(out, "#### What it cost\n");
         let _ = writeln!(out, "{}\n", cost_line(r, c));

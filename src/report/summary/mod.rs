@@ -80,7 +80,7 @@ pub use analysis::{all_records, summarize, wall};
 pub(crate) use json::json_string;
 pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
-pub use text::{TextOptions, path_rows, render_text};
+pub use text::{TextOptions, outside_words, path_rows, render_text};
 
 /// How many entries the slowest and by-program lists keep, and failures, causes and background
 /// children the text and Markdown show (JSON lists every one of them).
@@ -127,6 +127,10 @@ pub struct RunReport {
     /// the trace with their trees. Only when there were any.
     #[serde(skip_serializing_if = "is_zero")]
     pub untraced: u64,
+    /// Clients of build daemons and container engines whose work ran outside the traced tree
+    /// ([`crate::model::elsewhere`]): their server is not in the trace. Only when there were any.
+    #[serde(rename = "outside_tree", skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<OutsideWork>,
     /// The longest processes (see the module docs), longest first.
     pub slowest: Vec<Step>,
     /// The critical path in order from the root: images, each followed by its children on the
@@ -144,6 +148,21 @@ pub struct RunReport {
     /// fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub costs: Option<Costs>,
+}
+
+/// A kind of client whose work ran outside the traced tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutsideWork {
+    /// Which (`bazel`, `sccache`, `docker`).
+    pub client: &'static str,
+    /// Execs of it in the trace.
+    pub runs: u64,
+    /// The first one's process id.
+    pub pid: i32,
+    /// What ran the work instead.
+    pub ran_in: &'static str,
+    /// How to bring it into the trace, or see it.
+    pub fix: &'static str,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -422,6 +422,20 @@ pub(super) fn cause_chain(c: &Cause) -> Option<&str> {
     (!c.chain_label.is_empty()).then_some(c.chain_label.as_str())
 }
 
+/// What a client whose work ran elsewhere hid, in words: `bazel (2×, first: pid 7): its work
+/// ran in the Bazel server (…), which is not in this trace`.
+pub fn outside_words(o: &super::OutsideWork) -> String {
+    let runs = if o.runs == 1 {
+        format!("pid {}", o.pid)
+    } else {
+        format!("{}×, first: pid {}", o.runs, o.pid)
+    };
+    format!(
+        "{} ({runs}): its work ran in {}, which is not in this trace",
+        o.client, o.ran_in
+    )
+}
+
 /// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
 /// the tree when `o.color`. A failed command's summary opens with its causes.
 pub fn render_text(r: &RunReport, o: TextOptions) -> String {
@@ -452,6 +466,10 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
             "  {}",
             p.secondary(&format!("… {} more causes", r.causes.len() - TOP))
         );
+    }
+    for w in &r.outside {
+        let _ = writeln!(out, "{} {}", p.loss("outside the tree:"), outside_words(w));
+        let _ = writeln!(out, "  {} {}", p.secondary("fix:"), w.fix);
     }
     let pidw = |pids: &mut dyn Iterator<Item = i32>| pids.map(|x| x.to_string().len()).max().unwrap_or(1);
     if let Some(c) = &r.costs {

@@ -1,0 +1,292 @@
+//! Work done outside the traced tree: clients of build daemons and container engines, told by
+//! the argv of their exec. `bazel build` asks a server started by an earlier build; `sccache cc`
+//! asks the sccache server; `gradle` hands the build to its daemon; `docker run` asks dockerd.
+//! The compiles and tests then run as the server's children, not the client's, so the tree looks
+//! fast and empty. This module names such clients, what ran their work and how to bring it into
+//! the trace, and tells when the server itself is in the tree (started by this run: proctrace is
+//! the subreaper, so a server that daemonized during the run is still in it), in which case
+//! nothing was hidden.
+//!
+//! Pure functions of exec records; it must never say a trace is incomplete without a client
+//! seen, nor stay silent about one whose server is not in the tree.
+
+use super::argv::Argv;
+use super::tracker::{ProcId, ProcessRecord, Tracker};
+
+/// A kind of client whose work runs elsewhere.
+#[derive(Debug)]
+pub struct Client {
+    /// Its name, as people call it (`bazel`, `sccache`, `docker`).
+    pub name: &'static str,
+    /// What runs its work (`the Bazel server`).
+    pub ran_in: &'static str,
+    /// How to bring that work into the trace, or see it.
+    pub fix: &'static str,
+    /// Whether an exec's argv is one of its clients.
+    is_client: fn(&[&str]) -> bool,
+    /// Whether an exec's argv (of a process that forked children when `forks`) is its server.
+    is_server: fn(&[&str], bool) -> bool,
+}
+
+/// The base name of a path.
+fn base(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// The base name of `argv[0]`.
+fn program<'a>(a: &[&'a str]) -> &'a str {
+    base(a.first().copied().unwrap_or(""))
+}
+
+/// The words after `argv[0]`.
+fn args<'a, 'b>(a: &'b [&'a str]) -> impl Iterator<Item = &'a str> + 'b {
+    a.iter().skip(1).copied()
+}
+
+/// The first word after `argv[0]` that is not an option.
+fn subcommand<'a>(a: &[&'a str]) -> Option<&'a str> {
+    args(a).find(|w| !w.starts_with('-'))
+}
+
+/// The command a script's exec ran: the kernel runs `#!/bin/sh` scripts (`gradlew`, Gradle's
+/// own `gradle`) as `/bin/sh /path/to/gradlew ARGS`, so the script's words start at the path.
+fn script_words<'a>(a: &'a [&'a str]) -> &'a [&'a str] {
+    let shell = matches!(program(a), "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh");
+    match a.get(1) {
+        Some(w) if shell && w.contains('/') && !w.starts_with('-') => &a[1..],
+        _ => a,
+    }
+}
+
+/// Whether a JVM's argv runs `class`.
+fn java_runs(a: &[&str], class: &str) -> bool {
+    program(a).starts_with("java") && args(a).any(|w| w == class)
+}
+
+fn gradle_no_daemon(a: &[&str]) -> bool {
+    args(a).any(|w| w == "--no-daemon" || w == "-Dorg.gradle.daemon=false")
+}
+
+/// A container engine's subcommands that run or build containers (its global options that take
+/// a value, `--context x`, skipped).
+fn runs_containers(a: &[&str]) -> bool {
+    const VALUED: &[&str] = &[
+        "-c",
+        "--context",
+        "-H",
+        "--host",
+        "--config",
+        "-l",
+        "--log-level",
+        "--namespace",
+        "-n",
+        "--address",
+        "-a",
+        "--root",
+        "--runroot",
+        "--url",
+        "--connection",
+    ];
+    let mut words = args(a);
+    let sub = loop {
+        match words.next() {
+            Some(w) if VALUED.contains(&w) => {
+                words.next();
+            }
+            Some(w) if w.starts_with('-') => {}
+            other => break other,
+        }
+    };
+    matches!(
+        sub,
+        Some("run" | "build" | "buildx" | "exec" | "start" | "compose" | "create")
+    )
+}
+
+/// Every client proctrace recognises, in the order they are reported.
+pub const CLIENTS: &[Client] = &[
+    Client {
+        name: "bazel",
+        ran_in: "the Bazel server (a JVM started by an earlier build)",
+        fix: "`bazel shutdown` before the run lets this run start the server inside the trace; `bazel --batch` runs without one",
+        is_client: |a| {
+            matches!(program(a), "bazel" | "bazelisk")
+                && !args(a).take_while(|w| w.starts_with('-')).any(|w| w == "--batch")
+        },
+        is_server: |a, _| {
+            program(a).starts_with("bazel(")
+                || (program(a).starts_with("java") && args(a).any(|w| w.ends_with("A-server.jar")))
+        },
+    },
+    Client {
+        name: "buck2",
+        ran_in: "the buck2 daemon",
+        fix: "`buck2 kill` before the run lets this run start the daemon inside the trace",
+        is_client: |a| program(a) == "buck2" && subcommand(a) != Some("daemon"),
+        is_server: |a, _| {
+            program(a) == "buck2d" || (program(a) == "buck2" && subcommand(a) == Some("daemon"))
+        },
+    },
+    Client {
+        name: "gradle",
+        ran_in: "the Gradle daemon",
+        fix: "`--no-daemon` (or `org.gradle.daemon=false`) runs the build in the traced tree",
+        is_client: |a| {
+            let gradle = matches!(program(a), "gradle" | "gradlew")
+                || java_runs(a, "org.gradle.wrapper.GradleWrapperMain")
+                || java_runs(a, "org.gradle.launcher.GradleMain");
+            gradle && !gradle_no_daemon(a)
+        },
+        is_server: |a, _| java_runs(a, "org.gradle.launcher.daemon.bootstrap.GradleDaemon"),
+    },
+    Client {
+        name: "sccache",
+        ran_in: "the sccache server",
+        fix: "`sccache --stop-server` before the run lets this run start the server inside the trace",
+        is_client: |a| program(a) == "sccache" && args(a).next().is_some_and(|w| !w.starts_with('-')),
+        // The server is `sccache` again; it, and only it, forks the compilers (a client that
+        // compiles itself, with no server to ask, did the work in the tree too).
+        is_server: |a, forks| program(a) == "sccache" && forks,
+    },
+    Client {
+        name: "docker",
+        ran_in: "dockerd (the container's processes are children of containerd-shim)",
+        fix: "`proctrace watch` on the host sees the container's processes",
+        is_client: |a| program(a) == "docker" && runs_containers(a),
+        is_server: |a, _| {
+            matches!(program(a), "dockerd" | "containerd") || program(a).starts_with("containerd-shim")
+        },
+    },
+    Client {
+        name: "nerdctl",
+        ran_in: "containerd (the container's processes are children of containerd-shim)",
+        fix: "`proctrace watch` on the host sees the container's processes",
+        is_client: |a| program(a) == "nerdctl" && runs_containers(a),
+        is_server: |a, _| program(a) == "containerd" || program(a).starts_with("containerd-shim"),
+    },
+    Client {
+        name: "podman",
+        ran_in: "conmon, which podman starts detached (with a podman service, the service starts it)",
+        fix: "`proctrace watch` on the host sees the container's processes",
+        is_client: |a| program(a) == "podman" && runs_containers(a),
+        is_server: |a, _| program(a) == "conmon",
+    },
+];
+
+/// The client `a` is, if any.
+pub fn client_of(a: &Argv) -> Option<&'static Client> {
+    let words: Vec<&str> = a.iter().collect();
+    let w = script_words(&words);
+    CLIENTS.iter().find(|c| (c.is_client)(w))
+}
+
+/// A client whose work ran outside the traced tree.
+#[derive(Debug)]
+pub struct Outside {
+    /// Which.
+    pub client: &'static Client,
+    /// The first process that ran it.
+    pub first: ProcId,
+    /// How many execs of it the trace saw.
+    pub runs: u64,
+}
+
+/// The clients among `ids` whose server is not among them, in [`CLIENTS`] order.
+pub fn outside(t: &Tracker, ids: &[ProcId]) -> Vec<Outside> {
+    let mut seen: Vec<Option<(ProcId, u64)>> = vec![None; CLIENTS.len()];
+    let mut served = vec![false; CLIENTS.len()];
+    for &id in ids {
+        let Some(r) = t.get(id) else { continue };
+        for a in argvs(r) {
+            let words: Vec<&str> = a.iter().collect();
+            let a = script_words(&words);
+            for (i, c) in CLIENTS.iter().enumerate() {
+                if (c.is_client)(a) {
+                    let s = seen[i].get_or_insert((id, 0));
+                    s.1 += 1;
+                }
+                if (c.is_server)(a, !r.children.is_empty()) {
+                    served[i] = true;
+                }
+            }
+        }
+    }
+    CLIENTS
+        .iter()
+        .zip(seen.into_iter().zip(served))
+        .filter_map(|(client, (s, served))| {
+            let (first, runs) = s.filter(|_| !served)?;
+            Some(Outside { client, first, runs })
+        })
+        .collect()
+}
+
+/// The argv of each exec of `r` that has one.
+fn argvs(r: &ProcessRecord) -> impl Iterator<Item = &Argv> {
+    r.execs
+        .iter()
+        .filter_map(|e| e.details.as_ref().and_then(|d| d.argv.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Argv {
+        let mut b = super::super::argv::ArgvBuilder::new();
+        for w in words {
+            b.push(w);
+        }
+        b.take()
+    }
+
+    fn name(words: &[&str]) -> Option<&'static str> {
+        client_of(&argv(words)).map(|c| c.name)
+    }
+
+    #[test]
+    fn clients_are_told_by_their_argv() {
+        assert_eq!(name(&["/usr/bin/bazel", "build", "//..."]), Some("bazel"));
+        assert_eq!(name(&["bazelisk", "test", "//x"]), Some("bazel"));
+        assert_eq!(name(&["bazel", "--batch", "build", "//..."]), None);
+        // `--batch` is a startup option: after the command it is something else.
+        assert_eq!(name(&["bazel", "build", "--batch"]), Some("bazel"));
+        assert_eq!(name(&["buck2", "build", "//:x"]), Some("buck2"));
+        assert_eq!(name(&["buck2", "daemon"]), None);
+        assert_eq!(name(&["./gradlew", "assemble"]), Some("gradle"));
+        assert_eq!(name(&["gradle", "--no-daemon", "build"]), None);
+        assert_eq!(
+            name(&[
+                "/usr/lib/jvm/bin/java",
+                "-cp",
+                "w.jar",
+                "org.gradle.wrapper.GradleWrapperMain",
+                "build"
+            ]),
+            Some("gradle")
+        );
+        assert_eq!(
+            name(&[
+                "java",
+                "org.gradle.wrapper.GradleWrapperMain",
+                "-Dorg.gradle.daemon=false"
+            ]),
+            None
+        );
+        assert_eq!(name(&["sccache", "cc", "-c", "x.c"]), Some("sccache"));
+        assert_eq!(name(&["sccache", "--show-stats"]), None);
+        assert_eq!(name(&["sccache"]), None);
+        assert_eq!(name(&["docker", "run", "--rm", "alpine", "true"]), Some("docker"));
+        assert_eq!(name(&["docker", "--context", "x", "build", "."]), Some("docker"));
+        assert_eq!(name(&["docker", "ps"]), None);
+        assert_eq!(name(&["nerdctl", "run", "alpine"]), Some("nerdctl"));
+        assert_eq!(name(&["podman", "build", "."]), Some("podman"));
+        assert_eq!(name(&["make", "-j2"]), None);
+        // Scripts, as the kernel runs them.
+        assert_eq!(name(&["/bin/sh", "/src/gradlew", "build"]), Some("gradle"));
+        assert_eq!(name(&["/bin/sh", "./gradlew", "--no-daemon"]), None);
+        assert_eq!(name(&["sh", "-c", "bazel build"]), None);
+        assert_eq!(name(&[]), None);
+        assert_eq!(name(&[""]), None);
+    }
+}
