@@ -17,6 +17,7 @@ mod diff;
 mod diff_builds;
 mod errors;
 mod failures;
+mod fallback;
 mod faults;
 mod floods;
 mod handled_exits;
