@@ -128,6 +128,7 @@ pub fn header(ts: u64, argv: &[&str]) -> Header {
             utc_offset: None,
         },
         backend: None,
+        refused: Vec::new(),
     }
 }
 

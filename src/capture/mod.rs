@@ -157,8 +157,8 @@ pub const BACKENDS: &[BackendSpec] = &[
     },
 ];
 
-/// A running backend.
-pub struct Backend(Box<dyn CaptureBackend>);
+/// A running backend, and the ones `auto` tried before it.
+pub struct Backend(Box<dyn CaptureBackend>, Vec<String>);
 
 impl Backend {
     /// Opens the backend named `choice` (`None`: `auto`, each of [`BACKENDS`] in turn — the next
@@ -169,14 +169,16 @@ impl Backend {
                 .iter()
                 .find(|b| b.name == name)
                 .ok_or_else(|| crate::ProctraceError::Usage(format!("no backend '{name}'")))?;
-            return (b.open)(opts).map(Backend);
+            return (b.open)(opts).map(|b| Backend(b, Vec::new()));
         }
         let mut last = None;
+        let mut refused = Vec::new();
         for (i, b) in BACKENDS.iter().enumerate() {
             match (b.open)(opts) {
-                Ok(b) => return Ok(Backend(b)),
+                Ok(b) => return Ok(Backend(b, refused)),
                 Err(e) if e.exit_code() == crate::exit_codes::UNAVAILABLE && i + 1 < BACKENDS.len() => {
                     crate::say!("proctrace: {e}; tracing with {} instead", BACKENDS[i + 1].name);
+                    refused.push(format!("{}: {e}", b.name));
                     last = Some(e);
                 }
                 Err(e) => return Err(e),
@@ -188,6 +190,11 @@ impl Backend {
     /// The backend's name (`connector`, `ptrace`).
     pub fn name(&self) -> &'static str {
         self.0.name()
+    }
+
+    /// The backends `auto` tried before this one, each as `name: why it was refused`.
+    pub fn refused(&self) -> &[String] {
+        &self.1
     }
 
     /// See [`CaptureBackend::argv_reader`].

@@ -138,6 +138,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
+        refused: s.backend.refused().to_vec(),
     };
     let (listener, env) = if cfg.trace2 {
         let clock = Clock {

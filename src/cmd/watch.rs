@@ -95,6 +95,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         real_minus_mono: clocks.real_minus_mono,
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
+        refused: s.backend.refused().to_vec(),
     };
     s.start(&header);
 

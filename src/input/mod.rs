@@ -150,6 +150,7 @@ impl InputOptions {
                 utc_offset: None,
             }),
             backend: None,
+            refused: Vec::new(),
         }
     }
 }

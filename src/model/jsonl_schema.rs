@@ -91,6 +91,7 @@ keys! {
     Tool = "tool",
     Version = "version",
     Backend = "backend",
+    Refused = "refused",
     WallOffset = "wall_offset",
     Mode = "mode",
     Capture = "capture",
@@ -473,7 +474,12 @@ pub const EVENTS: &[EventSchema] = &[
             TS,
             always(Key::Tool, Str, "`proctrace`"),
             always(Key::Version, Str, "proctrace's version"),
-            opt(Key::Backend, Str, "`connector` or `ptrace`"),
+            opt(Key::Backend, Str, "`ebpf`, `connector` or `ptrace`"),
+            opt(
+                Key::Refused,
+                Strings,
+                "`run`/`watch` with `--backend auto`: each backend tried before this one, as `name: why it was refused`, in the order tried (absent when the first one ran)",
+            ),
             always(
                 Key::WallOffset,
                 SignedSeconds,
@@ -778,7 +784,12 @@ pub const EVENTS: &[EventSchema] = &[
                 Int,
                 "facts a `watch` filter kept out (only with a filter)",
             ),
-            opt(Key::Backend, Str, "`connector` or `ptrace`"),
+            opt(Key::Backend, Str, "`ebpf`, `connector` or `ptrace`"),
+            opt(
+                Key::Refused,
+                Strings,
+                "`run`/`watch` with `--backend auto`: each backend tried before this one, as `name: why it was refused`, in the order tried (absent when the first one ran)",
+            ),
             opt(
                 Key::ArgvReader,
                 Str,

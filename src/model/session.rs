@@ -88,8 +88,13 @@ pub struct Header {
     pub real_minus_mono: i64,
     /// proctrace itself.
     pub tool: Tool,
-    /// The backend (`connector`, `ptrace`); `None` when replaying a capture that does not say.
+    /// The backend (`ebpf`, `connector`, `ptrace`); `None` when replaying a capture that does
+    /// not say.
     pub backend: Option<String>,
+    /// The backends `--backend auto` tried before this one, each as `name: why it was refused`,
+    /// in the order tried (empty when the first one ran or one was named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 impl Header {

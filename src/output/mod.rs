@@ -519,6 +519,16 @@ impl Outputs {
             }
         }
         text.push_str(verdict);
+        // A backend `auto` fell back from is named again where the run is summed up.
+        if let (Some(b), false) = (&run.header.backend, run.header.refused.is_empty()) {
+            let names: Vec<&str> = run
+                .header
+                .refused
+                .iter()
+                .map(|r| r.split_once(':').map_or(r.as_str(), |(n, _)| n))
+                .collect();
+            text.push_str(&format!(", traced with {b} ({} refused)", names.join(", ")));
+        }
         text.push('\n');
         term::to_stderr(text.as_bytes());
     }

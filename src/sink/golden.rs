@@ -125,6 +125,7 @@ fn fixed_header(name: &str, cap: &Capture, root: i32) -> Header {
             utc_offset: Some(2 * 3600),
         },
         backend: Some("connector".to_string()),
+        refused: Vec::new(),
     }
 }
 

@@ -23,6 +23,8 @@ use crate::model::tracker::{Fact, ProcessRecord, Tracker};
 pub struct JsonLines {
     w: LineWriter,
     redact: bool,
+    /// The start line's `refused`, said again on the end line.
+    refused: Vec<String>,
 }
 
 impl JsonLines {
@@ -31,6 +33,7 @@ impl JsonLines {
         JsonLines {
             w: LineWriter::new(out),
             redact,
+            refused: Vec::new(),
         }
     }
 }
@@ -141,6 +144,22 @@ fn proc_fields(b: &mut Vec<u8>, r: &ProcessRecord) {
     int_field(b, Key::Ppid, r.ppid as i64);
 }
 
+/// `,"key":["a","b"]`, left out when `v` is empty.
+fn strings_field(b: &mut Vec<u8>, k: Key, v: &[String]) {
+    if v.is_empty() {
+        return;
+    }
+    key(b, k);
+    b.push(b'[');
+    for (i, s) in v.iter().enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        json::string(b, s);
+    }
+    b.push(b']');
+}
+
 fn opt_str(b: &mut Vec<u8>, k: Key, v: Option<&str>) {
     if let Some(v) = v {
         key(b, k);
@@ -165,11 +184,13 @@ fn opt_bytes(b: &mut Vec<u8>, k: Key, k64: Key, v: Option<&str>) {
 impl Sink for JsonLines {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         let redact = self.redact;
+        self.refused.clone_from(&h.refused);
         let b = self.w.buf();
         head(b, EventName::Start, Some(h.ts));
         opt_str(b, Key::Tool, Some("proctrace"));
         opt_str(b, Key::Version, Some(&h.tool.version));
         opt_str(b, Key::Backend, h.backend.as_deref());
+        strings_field(b, Key::Refused, &h.refused);
         key(b, Key::WallOffset);
         let off = h.real_minus_mono;
         if off < 0 {
@@ -461,6 +482,7 @@ impl Sink for JsonLines {
             int_field(b, Key::Filtered, n as i64);
         }
         opt_str(b, Key::Backend, s.backend.as_deref());
+        strings_field(b, Key::Refused, &self.refused);
         opt_str(b, Key::ArgvReader, s.argv_reader.as_deref());
         if let Some(cpu) = s.tracer_cpu_ns {
             seconds_field(b, Key::TracerCpu, cpu);

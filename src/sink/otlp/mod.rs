@@ -890,6 +890,7 @@ mod tests {
                 utc_offset: None,
             },
             backend: None,
+            refused: Vec::new(),
         };
         let mem = Memory::default();
         let mut sinks = Fanout::new();
