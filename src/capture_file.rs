@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::event::{Data, Event, ExecDetails, KernelName, Pid, Region, Usage};
+use crate::model::event::{Data, Event, ExecDetails, FileAccess, KernelName, Pid, Region, Usage};
 use crate::model::session::{Header, Summary};
 use crate::model::tracker::BackgroundState;
 
@@ -190,6 +190,20 @@ pub enum EventLine {
         /// Its `comm` at exit.
         #[serde(with = "kernel_name")]
         comm: KernelName,
+    },
+    /// `file`: a process used a file (`--files`).
+    File {
+        /// When.
+        ts: u64,
+        /// The process.
+        tgid: Pid,
+        /// How.
+        access: FileAccess,
+        /// The path (bytes-in-text).
+        path: String,
+        /// A rename's new path.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
     },
     /// `lost`: events the backend knows it missed.
     Lost {

@@ -219,6 +219,14 @@ pub struct RunArgs {
     /// crate with that prefix). Repeatable; GIT is always set.
     #[arg(long, value_name = "PREFIX", requires = "trace2", value_parser = parse_prefix)]
     pub trace2_prefix: Vec<String>,
+    /// List the files each process read, wrote, created, renamed and deleted (fanotify, as
+    /// root): `file` lines in the JSON Lines, counts and producers in the summaries. Leaves out
+    /// what every process reads at start (shared libraries, locale files) unless --files-all.
+    #[arg(long)]
+    pub files: bool,
+    /// With --files, keep every file (shared libraries and locale files too).
+    #[arg(long, requires = "files")]
+    pub files_all: bool,
     /// The command and its arguments. Options end at its first word; a command whose name
     /// starts with `-` needs `--` before it.
     // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.

@@ -247,7 +247,32 @@ pub struct Session {
     notes_queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Trace2 notes whose process was not in the model yet, with when they arrived.
     early: std::collections::VecDeque<(Instant, Event)>,
+    /// File uses (`--files`) whose process is not in the model (yet): most are of processes
+    /// outside the trace (fanotify sees the whole filesystem), some overtook their fork.
+    files_waiting: FilesWaiting,
 }
+
+/// File uses waiting for their process, by pid; dropped after [`EARLY_NOTE_MAX`].
+#[derive(Default)]
+struct FilesWaiting {
+    /// Each pid's waiting uses, with when the first of them arrived.
+    by_pid: std::collections::HashMap<Pid, (Instant, Vec<Event>)>,
+    /// When each pid's first waiting use arrived, oldest first.
+    since: std::collections::VecDeque<(Instant, Pid)>,
+    held: usize,
+}
+
+impl FilesWaiting {
+    /// Drops `pid`'s waiting uses if they are the ones that began waiting at `t`.
+    fn forget(&mut self, t: Instant, pid: Pid) {
+        if self.by_pid.get(&pid).is_some_and(|(since, _)| *since == t) {
+            self.held -= self.by_pid.remove(&pid).map_or(0, |(_, v)| v.len());
+        }
+    }
+}
+
+/// Most file uses waiting for their process; more are dropped (oldest pid first).
+const FILES_WAITING_MAX: usize = 200_000;
 
 impl Session {
     /// Wires a running backend to a tracker and sinks.
@@ -262,6 +287,7 @@ impl Session {
             failure: None,
             flush_due: None,
             early: std::collections::VecDeque::new(),
+            files_waiting: FilesWaiting::default(),
             notes_queued: Default::default(),
         }
     }
@@ -354,6 +380,12 @@ impl Session {
                     continue;
                 }
             }
+            if let Event::File { tgid, ts, .. } = *ev {
+                if self.engine.tracker.lookup_at(tgid, ts).is_none() {
+                    self.wait_for_process(tgid, ev);
+                    continue;
+                }
+            }
             if self.is_early(ev) {
                 if self.early.len() >= EARLY_NOTES_HELD
                     && let Some((_, oldest)) = self.early.pop_front()
@@ -367,6 +399,9 @@ impl Session {
         }
         if !self.early.is_empty() {
             self.feed_early(false);
+        }
+        if self.files_waiting.held > 0 {
+            self.feed_waiting_files(false);
         }
         if notes > 0 {
             let _ = self.notes_queued.fetch_update(
@@ -385,6 +420,51 @@ impl Session {
         }
         self.engine.after_batch();
         notes
+    }
+
+    /// Holds a file use until its process is in the model (or [`EARLY_NOTE_MAX`] passed).
+    fn wait_for_process(&mut self, tgid: Pid, ev: &Event) {
+        let w = &mut self.files_waiting;
+        while w.held >= FILES_WAITING_MAX {
+            let Some((t, old)) = w.since.pop_front() else { break };
+            w.forget(t, old);
+        }
+        let now = Instant::now();
+        let list = w.by_pid.entry(tgid).or_insert_with(|| (now, Vec::new()));
+        if list.1.is_empty() {
+            list.0 = now;
+            w.since.push_back((now, tgid));
+        }
+        list.1.push(ev.clone());
+        w.held += 1;
+    }
+
+    /// Feeds the waiting file uses whose process is in the model now; drops those that waited
+    /// [`EARLY_NOTE_MAX`] (or all that are left, at the end: `end`).
+    fn feed_waiting_files(&mut self, end: bool) {
+        let found: Vec<Pid> = self
+            .files_waiting
+            .by_pid
+            .keys()
+            .copied()
+            .filter(|&p| self.engine.tracker.lookup_at(p, u64::MAX).is_some())
+            .collect();
+        for pid in found {
+            if let Some((_, list)) = self.files_waiting.by_pid.remove(&pid) {
+                self.files_waiting.held -= list.len();
+                for ev in list {
+                    self.engine.feed_owned(ev);
+                }
+            }
+        }
+        let w = &mut self.files_waiting;
+        while let Some(&(t, pid)) = w.since.front() {
+            if !end && t.elapsed() < EARLY_NOTE_MAX {
+                break;
+            }
+            w.since.pop_front();
+            w.forget(t, pid);
+        }
     }
 
     /// A Trace2 note of a process the model has not seen start yet.
@@ -505,6 +585,10 @@ impl Session {
         }
         if !self.early.is_empty() {
             self.feed_early(true);
+            self.engine.after_batch();
+        }
+        if self.files_waiting.held > 0 {
+            self.feed_waiting_files(true);
             self.engine.after_batch();
         }
         self.flush_outputs();

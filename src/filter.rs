@@ -35,11 +35,13 @@ pub enum FactKind {
     Region,
     /// A value the process reported through Trace2 (`data`, timers, counters).
     Data,
+    /// A file the process used (`file`, `run --files`).
+    File,
 }
 
 impl FactKind {
     /// Every kind, in the order the help lists them.
-    pub const ALL: [FactKind; 12] = [
+    pub const ALL: [FactKind; 13] = [
         FactKind::Fork,
         FactKind::Exec,
         FactKind::Exit,
@@ -52,6 +54,7 @@ impl FactKind {
         FactKind::Comm,
         FactKind::Region,
         FactKind::Data,
+        FactKind::File,
     ];
 
     /// The JSON Lines `event` name.
@@ -69,6 +72,7 @@ impl FactKind {
             FactKind::Comm => "comm",
             FactKind::Region => "region",
             FactKind::Data => "data",
+            FactKind::File => "file",
         }
     }
 
@@ -87,6 +91,7 @@ impl FactKind {
             Fact::Comm { .. } => FactKind::Comm,
             Fact::Region { .. } => FactKind::Region,
             Fact::Data { .. } => FactKind::Data,
+            Fact::File { .. } => FactKind::File,
         }
     }
 
@@ -182,7 +187,8 @@ impl FactFilter {
             | Fact::Ptrace { id, .. }
             | Fact::Comm { id, .. }
             | Fact::Region { id, .. }
-            | Fact::Data { id, .. } => id,
+            | Fact::Data { id, .. }
+            | Fact::File { id, .. } => id,
         };
         let Some(r) = t.get(id) else { return false };
         if !self.uids.is_empty() {

@@ -216,6 +216,7 @@ impl Capture {
                             usage_incomplete: usage.as_ref().map_or(0, |u| u.incomplete()),
                             // The connector sees every process of the machine's pid namespace.
                             untraced: 0,
+                            files_lost: 0,
                         }));
                         return;
                     }

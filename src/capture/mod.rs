@@ -22,6 +22,7 @@ use crate::model::session::CaptureSummary;
 
 pub mod connector;
 pub mod enrich;
+pub mod files;
 pub mod procfs;
 pub mod ptrace;
 pub mod signals;

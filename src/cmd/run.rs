@@ -38,6 +38,8 @@ pub struct RunConfig {
     pub trace2: bool,
     /// Variable prefixes besides `GIT` pointed at the listener (`--trace2-prefix`).
     pub trace2_prefixes: Vec<String>,
+    /// `--files`: watch file accesses (`None`: not asked).
+    pub files: Option<crate::capture::files::FilesOptions>,
 }
 
 /// How long the end of a run waits for the Trace2 connections of finished processes to reach
@@ -103,6 +105,7 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         capture: a.common.capture_options(),
         trace2: a.trace2,
         trace2_prefixes: a.trace2_prefix,
+        files: a.files.then_some(crate::capture::files::FilesOptions { all: a.files_all }),
         // The model's text: non-UTF-8 bytes kept (crate::model::bytes).
         argv: a
             .argv
@@ -118,6 +121,11 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
     let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
+    // Before the outputs start: a refusal leaves nothing behind.
+    let files = match &cfg.files {
+        Some(o) => Some(crate::capture::files::FileWatcher::start(backend.sender(), o.clone())?),
+        None => None,
+    };
     supervise::become_subreaper();
     let sinks = cfg.outputs.start()?;
     let tracker = Tracker::new(TrackerOptions {
@@ -293,8 +301,11 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             );
         }
     }
+    // What the finished processes did to files is queued by now: read it all.
+    let files_lost = files.map_or(0, |f| f.finish());
     s.stop();
-    let sum = s.summary(status, background, Some(cmd_pid));
+    let mut sum = s.summary(status, background, Some(cmd_pid));
+    sum.capture.files_lost = files_lost;
     s.engine.finish(&sum);
     let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
     cfg.outputs.print_tree(&run);

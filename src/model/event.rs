@@ -123,6 +123,49 @@ pub struct Data {
     pub value: DataValue,
 }
 
+/// How a process used a file (`--files`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAccess {
+    /// Opened it for reading only (fanotify: closed without writing).
+    Read,
+    /// Opened it for writing (fanotify: closed after opening for writing).
+    Write,
+    /// Created its name.
+    Create,
+    /// Renamed it (to [`Event::File`]'s `to`).
+    Rename,
+    /// Deleted its name.
+    Delete,
+}
+
+impl FileAccess {
+    /// Every access, in the order the JSON Lines name them.
+    pub const ALL: [FileAccess; 5] = [
+        FileAccess::Read,
+        FileAccess::Write,
+        FileAccess::Create,
+        FileAccess::Rename,
+        FileAccess::Delete,
+    ];
+
+    /// Its name on a JSON Lines `file` line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileAccess::Read => "read",
+            FileAccess::Write => "write",
+            FileAccess::Create => "create",
+            FileAccess::Rename => "rename",
+            FileAccess::Delete => "delete",
+        }
+    }
+
+    /// The access a name stands for.
+    pub fn from_name(s: &str) -> Option<FileAccess> {
+        FileAccess::ALL.into_iter().find(|a| a.name() == s)
+    }
+}
+
 /// One lifecycle event. Not serialisable itself: the capture file has its own definition of it
 /// ([`crate::capture_file`]), so a change here is not a change of a saved format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -303,6 +346,22 @@ pub enum Event {
         /// Its `comm` at exit.
         comm: KernelName,
     },
+    /// Process `tgid` used a file (`--files`): the first time of each path and access is
+    /// kept. `ts` is when proctrace learned of it (fanotify has no timestamps: within
+    /// milliseconds after the access).
+    File {
+        /// When.
+        ts: u64,
+        /// The process.
+        tgid: Pid,
+        /// How.
+        access: FileAccess,
+        /// The absolute path (the model's text: bytes that are not UTF-8 kept, see
+        /// [`crate::model::bytes`]).
+        path: String,
+        /// A rename's new path.
+        to: Option<String>,
+    },
     /// Events the backend knows it missed.
     Lost {
         /// When the loss was detected, if known.
@@ -326,7 +385,8 @@ impl Event {
             | Event::Ptrace { ts, .. }
             | Event::Comm { ts, .. }
             | Event::Background { ts, .. }
-            | Event::Gone { ts, .. } => Some(ts),
+            | Event::Gone { ts, .. }
+            | Event::File { ts, .. } => Some(ts),
             Event::Lost { ts, .. } => ts,
             Event::Region { ref region, .. } => Some(region.end),
             Event::Data { ref data, .. } => Some(data.ts),

@@ -129,6 +129,14 @@ keys! {
     CtxSwitches = "ctx_switches",
     CpuDelayS = "cpu_delay_s",
     IoDelayS = "io_delay_s",
+    Path = "path",
+    PathBase64 = "path_base64",
+    Access = "access",
+    To = "to",
+    ToBase64 = "to_base64",
+    Files = "files",
+    FilesDropped = "files_dropped",
+    FilesLost = "files_lost",
 }
 
 /// The longest key name (the lookup's table has a row per length up to it).
@@ -239,6 +247,7 @@ events! {
     Data = "data",
     Timer = "timer",
     Counter = "counter",
+    File = "file",
     End = "end",
 }
 
@@ -704,6 +713,30 @@ pub const EVENTS: &[EventSchema] = &[
         ],
     },
     EventSchema {
+        name: EventName::File,
+        doc: "A file the process used (`run --files`): the first time of each path and access \
+              (each rename), possibly after the process's `exit` line.",
+        fields: &[
+            EVENT,
+            always(
+                Key::Ts,
+                Seconds,
+                "when proctrace learned of it (fanotify: within milliseconds after the access)",
+            ),
+            PID,
+            PPID,
+            always(Key::Path, Str, "the absolute path"),
+            opt(Key::PathBase64, Base64, EXACT_BYTES),
+            always(
+                Key::Access,
+                Str,
+                "`read` (opened for reading only), `write` (opened for writing), `create`, `rename` or `delete`",
+            ),
+            opt(Key::To, Str, "`rename`: the new path"),
+            opt(Key::ToBase64, Base64, EXACT_BYTES),
+        ],
+    },
+    EventSchema {
         name: EventName::End,
         doc: "The last line: the totals (a file from a killed proctrace has none).",
         fields: &[
@@ -778,6 +811,21 @@ pub const EVENTS: &[EventSchema] = &[
                 Key::Untraced,
                 Int,
                 "when the capture found processes it never saw start (ptrace: a `clone(CLONE_UNTRACED)` child and its tree): how many; the trace is incomplete",
+            ),
+            opt(
+                Key::Files,
+                Int,
+                "`--files`: the `file` lines (file uses kept)",
+            ),
+            opt(
+                Key::FilesDropped,
+                Int,
+                "`--files`: file uses not kept, over the caps (100,000 per process, 2,000,000 in all)",
+            ),
+            opt(
+                Key::FilesLost,
+                Int,
+                "`--files`: file events the kernel dropped (fanotify's queue overflowed); the file lists are incomplete",
             ),
             opt(
                 Key::Filtered,

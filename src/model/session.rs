@@ -136,6 +136,9 @@ pub struct CaptureSummary {
     /// their descendants are missing from the trace, which is known to be incomplete.
     #[serde(default)]
     pub untraced: u64,
+    /// File events the kernel dropped (`--files`: fanotify's queue overflowed).
+    #[serde(default)]
+    pub files_lost: u64,
 }
 
 impl Summary {

@@ -16,6 +16,7 @@
 pub use crate::model::event::BackgroundState;
 use crate::model::event::{Data, Event, ExecDetails, ExitStatus, Pid, Region, Usage};
 
+pub mod files;
 mod notes;
 pub use notes::{NOTES_HELD_MAX, NOTES_PER_PROCESS_MAX, NotesKept};
 mod record;
@@ -144,6 +145,14 @@ pub enum Fact {
         /// Index into its `data`.
         index: usize,
     },
+    /// The process used a file for the first time in this way (its `files.uses[index]`); may
+    /// come after its exit.
+    File {
+        /// The process.
+        id: ProcId,
+        /// Index into its files' `uses`.
+        index: usize,
+    },
 }
 
 impl Fact {
@@ -157,6 +166,7 @@ impl Fact {
             Fact::Lost { ts, .. } => ts,
             Fact::Region { id, index } => Some(t.get(id)?.regions.get(index)?.end),
             Fact::Data { id, index } => Some(t.get(id)?.data.get(index)?.ts),
+            Fact::File { id, index } => Some(t.get(id)?.files.as_ref()?.uses.get(index)?.ts),
             Fact::Uid { ts, .. }
             | Fact::Gid { ts, .. }
             | Fact::Sid { ts, .. }
@@ -218,6 +228,13 @@ pub struct TrackerStats {
     /// Processes whose cost ([`Event::Usage`]) was joined with their record.
     #[serde(default)]
     pub usage: u64,
+    /// File uses kept (`--files`: the first of each path and access of a process).
+    #[serde(default)]
+    pub files: u64,
+    /// File uses not kept: their process was not in the model, or its record (or all records)
+    /// held as many as it may ([`files::FILES_PER_PROCESS_MAX`], [`files::FILES_HELD_MAX`]).
+    #[serde(default)]
+    pub files_dropped: u64,
     /// Cost figures that arrived for a process not in the model (not followed, or already
     /// ended): left out, and counted here.
     #[serde(default)]
@@ -729,6 +746,16 @@ impl Tracker {
             }
             Event::Data { tgid, ref data } => {
                 self.apply_data(tgid, data.clone(), facts);
+                Followup::None
+            }
+            Event::File {
+                ts,
+                tgid,
+                access,
+                ref path,
+                ref to,
+            } => {
+                self.apply_file(ts, tgid, access, path, to.as_deref(), facts);
                 Followup::None
             }
             Event::Usage { tgid, ref usage } => {

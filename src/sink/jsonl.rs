@@ -370,6 +370,19 @@ impl Sink for JsonLines {
                 opt_str(b, Key::Msg, g.msg.as_deref());
                 b.extend_from_slice(b"}\n");
             }
+            Fact::File { id, index } => {
+                let Some(r) = t.get(id) else { return Ok(()) };
+                let Some(u) = r.files.as_ref().and_then(|f| f.uses.get(index)) else {
+                    return Ok(());
+                };
+                let b = self.w.buf();
+                head(b, EventName::File, Some(u.ts));
+                proc_fields(b, r);
+                opt_bytes(b, Key::Path, Key::PathBase64, Some(&u.path));
+                opt_str(b, Key::Access, Some(u.access.name()));
+                opt_bytes(b, Key::To, Key::ToBase64, u.to.as_deref());
+                b.extend_from_slice(b"}\n");
+            }
             Fact::Data { id, index } => {
                 let Some(r) = t.get(id) else { return Ok(()) };
                 let Some(d) = r.data.get(index) else {
@@ -477,6 +490,11 @@ impl Sink for JsonLines {
         // Only a capture that found processes it never saw start says so.
         if s.capture.untraced > 0 {
             int_field(b, Key::Untraced, s.capture.untraced as i64);
+        }
+        if s.stats.files + s.stats.files_dropped + s.capture.files_lost > 0 {
+            int_field(b, Key::Files, s.stats.files as i64);
+            int_field(b, Key::FilesDropped, s.stats.files_dropped as i64);
+            int_field(b, Key::FilesLost, s.capture.files_lost as i64);
         }
         if let Some(n) = s.filtered {
             int_field(b, Key::Filtered, n as i64);

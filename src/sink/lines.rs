@@ -48,7 +48,7 @@ impl Sink for HumanLines {
         let p = self.paint;
         match *fact {
             // A human line per region would drown the lifecycle; `-o` has them.
-            Fact::Region { .. } | Fact::Data { .. } => return Ok(()),
+            Fact::Region { .. } | Fact::Data { .. } | Fact::File { .. } => return Ok(()),
             Fact::Lost { ts, count } => {
                 let _ = write!(s, "{} {}", rel(ts), p.loss(&format!("LOST {count} events")));
             }

@@ -766,6 +766,8 @@ impl Trace2Sink {
                     }
                 }
             }
+            // Trace2 has no event for a file a process used.
+            Fact::File { .. } => {}
             Fact::Lost { ts, count } => {
                 let ts = ts.unwrap_or(self.now);
                 self.data(None, ts, "lost_events", count.to_string())?;

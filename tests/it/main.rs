@@ -18,6 +18,7 @@ mod diff_builds;
 mod elsewhere;
 mod errors;
 mod failures;
+mod files;
 mod fallback;
 mod faults;
 mod floods;

@@ -46,7 +46,7 @@ use super::lines::{Lines, Order, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
 use crate::model::event::{
-    Argv, Data, DataValue, Event, ExecDetails, ExitStatus, KernelName, Pid, Region, Usage,
+    Argv, Data, DataValue, Event, ExecDetails, ExitStatus, FileAccess, KernelName, Pid, Region, Usage,
 };
 use crate::model::jsonl_schema::{CTX_SWITCHES_KEYS, EVENTS, EventName, Field, Key as K, Type};
 use crate::model::session::{CaptureSummary, Header, Mode, Summary};
@@ -378,6 +378,19 @@ impl Decoder {
                     },
                 });
             }
+            EventName::File => {
+                let exact = l.exact();
+                let access = need(opt_cow(l.get(K::Access), "access")?, "access")?;
+                let access = FileAccess::from_name(&access)
+                    .ok_or_else(|| format!("unknown \"access\" '{access}'"))?;
+                out.push(Event::File {
+                    ts: ts()?,
+                    tgid: l.pid(K::Pid, "pid")?,
+                    access,
+                    path: need(l.bytes_text(K::Path, K::PathBase64, "path", exact)?, "path")?.into_owned(),
+                    to: l.bytes_text(K::To, K::ToBase64, "to", exact)?.map(Cow::into_owned),
+                });
+            }
             EventName::End => return summary(&l).map(Some),
             EventName::Start => return Err("a second \"start\" line: two outputs in one file?".into()),
         }
@@ -445,6 +458,8 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             notes_unmatched: n(l.get(K::NotesUnmatched), "notes_unmatched")?,
             notes_dropped: n(l.get(K::NotesDropped), "notes_dropped")?,
             usage: n(l.get(K::Usage), "usage")?,
+            files: n(l.get(K::Files), "files")?,
+            files_dropped: n(l.get(K::FilesDropped), "files_dropped")?,
             ..Default::default()
         },
         capture: CaptureSummary {
@@ -456,6 +471,7 @@ fn summary(l: &Line<'_>) -> Res<Summary> {
             usage_lost: n(l.get(K::UsageLost), "usage_lost")?,
             usage_incomplete: n(l.get(K::UsageIncomplete), "usage_incomplete")?,
             untraced: n(l.get(K::Untraced), "untraced")?,
+            files_lost: n(l.get(K::FilesLost), "files_lost")?,
         },
         background: n(l.get(K::Background), "background")?,
         root: l.int(K::Pid, "pid")?,

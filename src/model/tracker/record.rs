@@ -76,6 +76,8 @@ pub struct ProcessRecord {
     /// What the process cost, when the backend measured it ([`Event::Usage`](crate::model::event::Event::Usage), before the exit).
     /// Boxed: most saved traces have none, and a record stays small.
     pub usage: Option<Box<Usage>>,
+    /// The files it used (`--files`): boxed, most records have none.
+    pub files: Option<Box<super::files::FileSet>>,
     /// Threads and the leader's provisional exit: boxed, as few processes have threads the
     /// tracker sees start (32 bytes less in every record; 600,000 records of the ingest file).
     pub(super) mt: Option<Box<Threads>>,
@@ -118,6 +120,7 @@ impl ProcessRecord {
             regions: Vec::new(),
             data: Vec::new(),
             usage: None,
+            files: None,
             mt: None,
             details_pending: false,
         }

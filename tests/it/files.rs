@@ -1,0 +1,275 @@
+//! `run --files`: what each process read, wrote, created, renamed and deleted, against strace
+//! as ground truth on a real `make -j2` of a generated C project, with real processes for the
+//! edges (rename then delete, two writers, a queue overflow forced by stopping proctrace).
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A C project of `n` files, each including a shared header and its own, and a Makefile that
+/// compiles them and links `prog`.
+fn c_project(n: usize) -> String {
+    let dir = tmp("proj");
+    let dir = dir.trim_end_matches("/proj").to_string() + "/proj";
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(format!("{dir}/common.h"), "#define COMMON 1\n").unwrap();
+    let mut objs = Vec::new();
+    for i in 0..n {
+        std::fs::write(format!("{dir}/h{i}.h"), format!("int f{i}(void);\n")).unwrap();
+        std::fs::write(
+            format!("{dir}/f{i}.c"),
+            format!("#include \"common.h\"\n#include \"h{i}.h\"\n#include <stdio.h>\nint f{i}(void) {{ return COMMON + {i}; }}\n"),
+        )
+        .unwrap();
+        objs.push(format!("f{i}.o"));
+    }
+    std::fs::write(format!("{dir}/main.c"), "int main(void) { return 0; }\n").unwrap();
+    std::fs::write(
+        format!("{dir}/Makefile"),
+        format!(
+            "prog: main.o {o}\n\tcc -o $@ $^\n%.o: %.c\n\tcc -c -o $@ $<\nclean:\n\trm -f prog *.o\n",
+            o = objs.join(" ")
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// (pid → the .c file its compile read) and each pid's reads and writes, from proctrace.
+fn proctrace_files(lines: &[Value]) -> BTreeMap<i64, (BTreeSet<String>, BTreeSet<String>)> {
+    let mut m: BTreeMap<i64, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l["event"] == "file") {
+        let e = m.entry(l["pid"].as_i64().unwrap()).or_default();
+        let p = l["path"].as_str().unwrap().to_string();
+        match l["access"].as_str().unwrap() {
+            "read" => e.0.insert(p),
+            "write" => e.1.insert(p),
+            _ => false,
+        };
+    }
+    m
+}
+
+/// Each strace'd pid's successful opens for reading only and for writing, as absolute paths.
+fn strace_files(path: &str, cwd: &str) -> BTreeMap<i64, (BTreeSet<String>, BTreeSet<String>)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut m: BTreeMap<i64, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    // Calls strace split in two (`<unfinished ...>` then `<... openat resumed>`), by pid.
+    let mut pending: BTreeMap<i64, String> = BTreeMap::new();
+    for line in text.lines() {
+        // 1234  openat(AT_FDCWD, "f1.c", O_RDONLY|O_NOCTTY) = 3
+        let Some((pid, rest)) = line.trim_start().split_once(' ') else { continue };
+        let Ok(pid) = pid.parse::<i64>() else { continue };
+        let rest = rest.trim_start();
+        if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            pending.insert(pid, head.to_string());
+            continue;
+        }
+        let joined;
+        let rest = if rest.starts_with("<... open") {
+            let Some(head) = pending.remove(&pid) else { continue };
+            let tail = rest.split_once("resumed>").map_or("", |(_, t)| t);
+            joined = format!("{head}{tail}");
+            joined.as_str()
+        } else {
+            rest
+        };
+        if !(rest.starts_with("openat(") || rest.starts_with("open(")) {
+            continue;
+        }
+        // `) = 3`, padded with spaces after a resumed call.
+        let Some(ret) = rest
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.trim_start().strip_prefix("= "))
+        else {
+            continue;
+        };
+        if ret.starts_with('-') {
+            continue;
+        }
+        let Some(start) = rest.find('"') else { continue };
+        let Some(len) = rest[start + 1..].find('"') else { continue };
+        let p = &rest[start + 1..start + 1 + len];
+        let abs = if p.starts_with('/') {
+            p.to_string()
+        } else {
+            format!("{cwd}/{p}")
+        };
+        let flags = &rest[start + 1 + len..];
+        if flags.contains("O_DIRECTORY") {
+            continue;
+        }
+        let e = m.entry(pid).or_default();
+        if flags.contains("O_WRONLY") || flags.contains("O_RDWR") {
+            e.1.insert(abs);
+        } else {
+            e.0.insert(abs);
+        }
+    }
+    m
+}
+
+/// The headers and sources a set of paths holds (what the comparison is about).
+fn sources(s: &BTreeSet<String>) -> BTreeSet<String> {
+    s.iter()
+        .filter(|p| p.ends_with(".h") || p.ends_with(".c") || p.ends_with(".o"))
+        .cloned()
+        .collect()
+}
+
+/// The compile of each `.c` (by its file), from a trace's per-pid lists: the process that read
+/// the `.c` (cc1), with what it read; and the process that wrote each `.o` (as).
+fn by_source(
+    m: &BTreeMap<i64, (BTreeSet<String>, BTreeSet<String>)>,
+    dir: &str,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = BTreeMap::new();
+    let ours = |p: &&String| p.starts_with(dir);
+    for (reads, writes) in m.values() {
+        for c in reads.iter().filter(ours).filter(|p| p.ends_with(".c")) {
+            out.insert(c.clone(), sources(reads));
+        }
+        for o in writes.iter().filter(ours).filter(|p| p.ends_with(".o")) {
+            out.insert(o.clone(), sources(writes));
+        }
+    }
+    out
+}
+
+#[test]
+fn make_j2_files_match_strace() {
+    let dir = c_project(8);
+    let out_file = tmp("files.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--files", "-o", &out_file, "--tree", "none", "--", "make", "-j2", "-s"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    let ours = by_source(&proctrace_files(&lines), &dir);
+
+    let st = Command::new("make").args(["-s", "clean"]).current_dir(&dir).status().unwrap();
+    assert!(st.success());
+    let strace_out = tmp("strace.txt");
+    let st = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=%file", "-o", &strace_out, "make", "-j2", "-s"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let truth = by_source(&strace_files(&strace_out, &dir), &dir);
+
+    assert_eq!(truth.len(), 9 + 9, "strace saw each compile's source and object: {truth:#?}");
+    assert_eq!(ours, truth, "each compile's headers and sources read, and each object written");
+    // And the link read every object.
+    let end = lines.last().unwrap();
+    assert!(end["files"].as_u64().unwrap() > 0, "{end}");
+    assert_eq!(end["files_lost"], 0, "{end}");
+}
+
+#[test]
+fn write_rename_delete_and_two_writers() {
+    let dir = tmp("wrd");
+    let dir = dir.trim_end_matches("/wrd").to_string();
+    let out_file = format!("{dir}/out.jsonl");
+    let script = "echo one > a; mv a b; rm b; sh -c 'echo x >> shared' & sh -c 'echo y >> shared'; wait";
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--files", "--backend", "ptrace", "-o", &out_file, "--tree", "none", "--", "sh", "-c", script])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    let ps = processes(&lines);
+    let root = find(&ps, &["sh", "-c", script]).pid;
+    let uses: Vec<(i64, String, String, Option<String>)> = lines
+        .iter()
+        .filter(|l| l["event"] == "file" && l["path"].as_str().unwrap().starts_with(&dir))
+        .map(|l| {
+            (
+                l["pid"].as_i64().unwrap(),
+                l["access"].as_str().unwrap().to_string(),
+                l["path"].as_str().unwrap()[dir.len()..].to_string(),
+                l["to"].as_str().map(|t| t[dir.len()..].to_string()),
+            )
+        })
+        .filter(|u| u.2 != "/out.jsonl")
+        .collect();
+    let has = |pid: i64, access: &str, path: &str| uses.iter().any(|u| u.0 == pid && u.1 == access && u.2 == path);
+    assert!(has(root, "create", "/a"), "{uses:?}");
+    assert!(has(root, "write", "/a"), "{uses:?}");
+    let mv = find(&ps, &["mv", "a", "b"]).pid;
+    assert!(
+        uses.iter().any(|u| u.0 == mv && u.1 == "rename" && u.2 == "/a" && u.3.as_deref() == Some("/b")),
+        "{uses:?}"
+    );
+    let rm = find(&ps, &["rm", "b"]).pid;
+    assert!(has(rm, "delete", "/b"), "{uses:?}");
+    // Two writers of one file: both listed.
+    let x = find(&ps, &["sh", "-c", "echo x >> shared"]).pid;
+    let y = find(&ps, &["sh", "-c", "echo y >> shared"]).pid;
+    assert!(has(x, "write", "/shared") && has(y, "write", "/shared"), "{uses:?}");
+    // The noise every process reads at start is left out.
+    assert!(
+        !lines.iter().any(|l| l["event"] == "file" && l["path"] == "/etc/ld.so.cache"),
+        "shared-library noise left out"
+    );
+}
+
+#[test]
+fn files_as_nobody_is_refused_clearly_and_leaves_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmp("nobody-files");
+    let dir = dir.trim_end_matches("/nobody-files").to_string();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out_file = format!("{dir}/never.jsonl");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([PROCTRACE, "run", "--files", "--backend", "ptrace", "-o", &out_file, "--", "true"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("--files") && err.contains("CAP_SYS_ADMIN"), "{err}");
+    assert!(!std::path::Path::new(&out_file).exists(), "the output it made is removed");
+}
+
+#[test]
+fn a_queue_overflow_is_counted() {
+    // proctrace stopped while the command opens 40,000 files: fanotify's queue (16,384 events)
+    // overflows, and the end line says so.
+    let dir = tmp("overflow");
+    let dir = dir.trim_end_matches("/overflow").to_string();
+    let (go, done) = (format!("{dir}/go"), format!("{dir}/done"));
+    let out_file = format!("{dir}/out.jsonl");
+    let py = format!(
+        "import os,time\n\
+         d='{dir}/many'; os.makedirs(d, exist_ok=True)\n\
+         while not os.path.exists('{go}'): time.sleep(0.01)\n\
+         for i in range(40000):\n    open(f'{{d}}/{{i}}', 'w').close()\n\
+         open('{done}', 'w').close()\n"
+    );
+    let mut child = Command::new(PROCTRACE)
+        .args(["run", "--files", "-o", &out_file, "--tree", "none", "--", "/usr/bin/python3", "-c", &py])
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
+    wait_for_text(&out_file, "the start line", |t| t.contains("\"start\""));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    std::fs::write(&go, "").unwrap();
+    let t0 = std::time::Instant::now();
+    while !std::path::Path::new(&done).exists() {
+        assert!(t0.elapsed().as_secs() < 60, "the flood did not finish");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let lines = read_lines(&out_file);
+    let end = lines.last().unwrap();
+    assert!(end["files_lost"].as_u64().unwrap() >= 1, "{end}");
+}
