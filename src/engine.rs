@@ -426,7 +426,9 @@ impl Session {
     fn wait_for_process(&mut self, tgid: Pid, ev: &Event) {
         let w = &mut self.files_waiting;
         while w.held >= FILES_WAITING_MAX {
-            let Some((t, old)) = w.since.pop_front() else { break };
+            let Some((t, old)) = w.since.pop_front() else {
+                break;
+            };
             w.forget(t, old);
         }
         let now = Instant::now();

@@ -50,11 +50,8 @@ const TICK: Duration = Duration::from_millis(10);
 const DIRS_CACHED: usize = 65_536;
 
 /// The events asked for.
-const MASK: u64 = libc::FAN_CLOSE_WRITE
-    | libc::FAN_CLOSE_NOWRITE
-    | libc::FAN_CREATE
-    | libc::FAN_DELETE
-    | libc::FAN_RENAME;
+const MASK: u64 =
+    libc::FAN_CLOSE_WRITE | libc::FAN_CLOSE_NOWRITE | libc::FAN_CREATE | libc::FAN_DELETE | libc::FAN_RENAME;
 
 /// What `--files` leaves out unless `--files-all`: what every process reads at start.
 pub fn is_noise(access: FileAccess, path: &str) -> bool {
@@ -64,6 +61,7 @@ pub fn is_noise(access: FileAccess, path: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "/etc/ld.so.cache",
         "/etc/localtime",
+        "/etc/locale.alias",
         "/usr/lib/locale/",
         "/usr/share/locale/",
         "/usr/share/zoneinfo/",
@@ -120,7 +118,9 @@ impl FileWatcher {
             let e = std::io::Error::last_os_error();
             let why = match e.raw_os_error() {
                 Some(libc::EPERM) => "fanotify needs CAP_SYS_ADMIN (run as root)",
-                Some(libc::EINVAL) => "this kernel's fanotify cannot report names (Linux 5.9 or later needed)",
+                Some(libc::EINVAL) => {
+                    "this kernel's fanotify cannot report names (Linux 5.9 or later needed)"
+                }
                 Some(libc::ENOSYS) => "this kernel has no fanotify",
                 _ => "fanotify_init failed",
             };
@@ -142,7 +142,9 @@ impl FileWatcher {
         let mut mounts: HashMap<[i32; 2], OwnedFd> = HashMap::new();
         let mut watched = Vec::new();
         for p in candidates {
-            let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { continue };
+            let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
+                continue;
+            };
             let Some(fsid) = fsid_of(&c) else { continue };
             if mounts.contains_key(&fsid) {
                 continue;
@@ -160,7 +162,10 @@ impl FileWatcher {
             if r != 0 {
                 let e = std::io::Error::last_os_error();
                 if watched.is_empty() && e.raw_os_error() == Some(libc::EPERM) {
-                    return Err(refused("fanotify filesystem marks need CAP_SYS_ADMIN (run as root)", e));
+                    return Err(refused(
+                        "fanotify filesystem marks need CAP_SYS_ADMIN (run as root)",
+                        e,
+                    ));
                 }
                 crate::say!(
                     "proctrace: --files: cannot watch the filesystem of {} ({e}); its files are not listed",
@@ -295,7 +300,11 @@ impl Reader {
     /// Sends the events held at least [`HOLD`].
     fn send_due(&mut self) {
         let now = Instant::now();
-        let n = self.held.iter().take_while(|(t, _)| now.duration_since(*t) >= HOLD).count();
+        let n = self
+            .held
+            .iter()
+            .take_while(|(t, _)| now.duration_since(*t) >= HOLD)
+            .count();
         if n > 0 {
             let batch: Vec<Event> = self.held.drain(..n).map(|(_, e)| e).collect();
             let _ = self.tx.send(CaptureMsg::Events(batch));
@@ -441,9 +450,8 @@ impl Reader {
         // SAFETY: h has at least handle.len() bytes; copying bytes into it.
         unsafe { std::ptr::copy_nonoverlapping(handle.as_ptr(), h.as_mut_ptr().cast::<u8>(), handle.len()) };
         // SAFETY: h holds a file_handle as the kernel gave it; the result is checked.
-        let fd = unsafe {
-            libc::open_by_handle_at(mount, h.as_mut_ptr().cast(), libc::O_PATH | libc::O_CLOEXEC)
-        };
+        let fd =
+            unsafe { libc::open_by_handle_at(mount, h.as_mut_ptr().cast(), libc::O_PATH | libc::O_CLOEXEC) };
         if fd < 0 {
             return None;
         }

@@ -105,7 +105,9 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         capture: a.common.capture_options(),
         trace2: a.trace2,
         trace2_prefixes: a.trace2_prefix,
-        files: a.files.then_some(crate::capture::files::FilesOptions { all: a.files_all }),
+        files: a
+            .files
+            .then_some(crate::capture::files::FilesOptions { all: a.files_all }),
         // The model's text: non-UTF-8 bytes kept (crate::model::bytes).
         argv: a
             .argv
@@ -123,7 +125,10 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
     // Before the outputs start: a refusal leaves nothing behind.
     let files = match &cfg.files {
-        Some(o) => Some(crate::capture::files::FileWatcher::start(backend.sender(), o.clone())?),
+        Some(o) => Some(crate::capture::files::FileWatcher::start(
+            backend.sender(),
+            o.clone(),
+        )?),
         None => None,
     };
     supervise::become_subreaper();

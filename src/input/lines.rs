@@ -656,7 +656,8 @@ pub fn capture_key(line: &[u8], _: &mut KeyState) -> Option<u64> {
             let end = value(line, br#""end""#)?;
             std::str::from_utf8(number(end)).ok()?.parse().ok().map(time_key)
         }
-        b"exec_details" | b"usage" | b"existing" | b"ancestry" => None,
+        // A file use comes from its own reader thread and can trail its process's exit.
+        b"exec_details" | b"usage" | b"existing" | b"ancestry" | b"file" => None,
         _ => {
             let v = ts.or_else(|| value(line, br#""ts""#))?;
             let n = number(v);

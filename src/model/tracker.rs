@@ -258,6 +258,13 @@ pub struct Tracker {
     first_root: Option<ProcId>,
     stats: TrackerStats,
     to_sweep: Vec<ProcId>,
+    /// Once file uses are in the trace (`--files`): records not retained wait here, with their
+    /// exit time, [`files::LATE_USES_NS`] before they are swept, so that the uses read after
+    /// the exit still find their process.
+    late: std::collections::VecDeque<(u64, ProcId)>,
+    /// Whether file uses were seen, and the latest time of a file use or exit.
+    files_seen: bool,
+    late_clock: u64,
     last_asked: Option<Pid>,
     /// How long notes are kept.
     notes_kept: NotesKept,
@@ -285,6 +292,9 @@ impl Tracker {
             first_root: None,
             stats: TrackerStats::default(),
             to_sweep: Vec::new(),
+            late: Default::default(),
+            files_seen: false,
+            late_clock: 0,
             last_asked: None,
             notes_kept: NotesKept::ToEnd,
             notes_held: 0,
@@ -438,6 +448,18 @@ impl Tracker {
             self.to_sweep.clear();
             return;
         }
+        while let Some(&(ts, id)) = self.late.front() {
+            if ts.saturating_add(files::LATE_USES_NS) > self.late_clock {
+                break;
+            }
+            self.late.pop_front();
+            if let Some(pid) = self.get(id).map(|r| r.pid) {
+                if self.exited.get(&pid) == Some(&id) {
+                    self.exited.remove(&pid);
+                }
+            }
+            self.to_sweep.push(id);
+        }
         for id in std::mem::take(&mut self.to_sweep) {
             if let Some(slot) = self.slots.get_mut(id.idx as usize) {
                 if slot.generation != id.generation {
@@ -567,7 +589,7 @@ impl Tracker {
         if self.live.get(&pid) == Some(&id) {
             self.live.remove(&pid);
         }
-        if self.opts.retain_exited {
+        if self.opts.retain_exited || self.files_seen {
             self.exited.insert(pid, id);
         }
         if status.is_some() {
@@ -585,7 +607,12 @@ impl Tracker {
         }
         // Retained records are never swept: no list of them to grow.
         if !self.opts.retain_exited && self.first_root != Some(id) {
-            self.to_sweep.push(id);
+            if self.files_seen {
+                self.late_clock = self.late_clock.max(ts);
+                self.late.push_back((ts, id));
+            } else {
+                self.to_sweep.push(id);
+            }
         }
     }
 

@@ -60,7 +60,9 @@ fn strace_files(path: &str, cwd: &str) -> BTreeMap<i64, (BTreeSet<String>, BTree
     let mut pending: BTreeMap<i64, String> = BTreeMap::new();
     for line in text.lines() {
         // 1234  openat(AT_FDCWD, "f1.c", O_RDONLY|O_NOCTTY) = 3
-        let Some((pid, rest)) = line.trim_start().split_once(' ') else { continue };
+        let Some((pid, rest)) = line.trim_start().split_once(' ') else {
+            continue;
+        };
         let Ok(pid) = pid.parse::<i64>() else { continue };
         let rest = rest.trim_start();
         if let Some(head) = rest.strip_suffix("<unfinished ...>") {
@@ -69,7 +71,9 @@ fn strace_files(path: &str, cwd: &str) -> BTreeMap<i64, (BTreeSet<String>, BTree
         }
         let joined;
         let rest = if rest.starts_with("<... open") {
-            let Some(head) = pending.remove(&pid) else { continue };
+            let Some(head) = pending.remove(&pid) else {
+                continue;
+            };
             let tail = rest.split_once("resumed>").map_or("", |(_, t)| t);
             joined = format!("{head}{tail}");
             joined.as_str()
@@ -90,7 +94,9 @@ fn strace_files(path: &str, cwd: &str) -> BTreeMap<i64, (BTreeSet<String>, BTree
             continue;
         }
         let Some(start) = rest.find('"') else { continue };
-        let Some(len) = rest[start + 1..].find('"') else { continue };
+        let Some(len) = rest[start + 1..].find('"') else {
+            continue;
+        };
         let p = &rest[start + 1..start + 1 + len];
         let abs = if p.starts_with('/') {
             p.to_string()
@@ -143,7 +149,21 @@ fn make_j2_files_match_strace() {
     let dir = c_project(8);
     let out_file = tmp("files.jsonl");
     let out = Command::new(PROCTRACE)
-        .args(["run", "--files", "-o", &out_file, "--tree", "none", "--", "make", "-j2", "-s"])
+        // ptrace: the short-lived `as` and `ld` named by argv for sure.
+        .args([
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "-o",
+            &out_file,
+            "--tree",
+            "none",
+            "--",
+            "make",
+            "-j2",
+            "-s",
+        ])
         .current_dir(&dir)
         .output()
         .unwrap();
@@ -151,23 +171,94 @@ fn make_j2_files_match_strace() {
     let lines = read_lines(&out_file);
     let ours = by_source(&proctrace_files(&lines), &dir);
 
-    let st = Command::new("make").args(["-s", "clean"]).current_dir(&dir).status().unwrap();
+    let st = Command::new("make")
+        .args(["-s", "clean"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
     assert!(st.success());
     let strace_out = tmp("strace.txt");
     let st = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=%file", "-o", &strace_out, "make", "-j2", "-s"])
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=%file",
+            "-o",
+            &strace_out,
+            "make",
+            "-j2",
+            "-s",
+        ])
         .current_dir(&dir)
         .status()
         .unwrap();
     assert!(st.success());
     let truth = by_source(&strace_files(&strace_out, &dir), &dir);
 
-    assert_eq!(truth.len(), 9 + 9, "strace saw each compile's source and object: {truth:#?}");
-    assert_eq!(ours, truth, "each compile's headers and sources read, and each object written");
-    // And the link read every object.
+    assert_eq!(
+        truth.len(),
+        9 + 9,
+        "strace saw each compile's source and object: {truth:#?}"
+    );
+    assert_eq!(
+        ours, truth,
+        "each compile's headers and sources read, and each object written"
+    );
     let end = lines.last().unwrap();
     assert!(end["files"].as_u64().unwrap() > 0, "{end}");
     assert_eq!(end["files_lost"], 0, "{end}");
+
+    // The summary: each object produced by its `as` and consumed by the link's `ld`.
+    let summary = tmp("summary.json");
+    let out = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "--summary-json", &summary, &out_file])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let ps = processes(&lines);
+    let argv0 = |p: &Proc| -> String {
+        p.execs
+            .iter()
+            .flatten()
+            .last()
+            .and_then(|a| a.first().cloned())
+            .unwrap_or_default()
+    };
+    let ld = ps
+        .values()
+        .find(|p| argv0(p).ends_with("/ld") || argv0(p) == "ld")
+        .unwrap_or_else(|| panic!("the link's ld: {ps:?}"))
+        .pid;
+    for i in 0..8 {
+        let obj = format!("{dir}/f{i}.o");
+        let p = s["files"]["produced"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == obj.as_str())
+            .unwrap_or_else(|| panic!("{obj} produced: {}", s["files"]));
+        let producer = p["producers"][0].as_i64().unwrap();
+        assert_eq!(argv0(&ps[&producer]), "as", "{p}");
+        let consumers: Vec<i64> = p["consumers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_i64().unwrap())
+            .collect();
+        assert!(consumers.contains(&ld), "{p}");
+    }
+    // The headers every compile read lead the most-read list.
+    let common = format!("{dir}/common.h");
+    let top = &s["files"]["most_read"];
+    assert!(
+        top.as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["path"] == common.as_str() && m["readers"] == 8),
+        "{top}"
+    );
 }
 
 #[test]
@@ -177,7 +268,20 @@ fn write_rename_delete_and_two_writers() {
     let out_file = format!("{dir}/out.jsonl");
     let script = "echo one > a; mv a b; rm b; sh -c 'echo x >> shared' & sh -c 'echo y >> shared'; wait";
     let out = Command::new(PROCTRACE)
-        .args(["run", "--files", "--backend", "ptrace", "-o", &out_file, "--tree", "none", "--", "sh", "-c", script])
+        .args([
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "-o",
+            &out_file,
+            "--tree",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .current_dir(&dir)
         .output()
         .unwrap();
@@ -198,12 +302,14 @@ fn write_rename_delete_and_two_writers() {
         })
         .filter(|u| u.2 != "/out.jsonl")
         .collect();
-    let has = |pid: i64, access: &str, path: &str| uses.iter().any(|u| u.0 == pid && u.1 == access && u.2 == path);
+    let has =
+        |pid: i64, access: &str, path: &str| uses.iter().any(|u| u.0 == pid && u.1 == access && u.2 == path);
     assert!(has(root, "create", "/a"), "{uses:?}");
     assert!(has(root, "write", "/a"), "{uses:?}");
     let mv = find(&ps, &["mv", "a", "b"]).pid;
     assert!(
-        uses.iter().any(|u| u.0 == mv && u.1 == "rename" && u.2 == "/a" && u.3.as_deref() == Some("/b")),
+        uses.iter()
+            .any(|u| u.0 == mv && u.1 == "rename" && u.2 == "/a" && u.3.as_deref() == Some("/b")),
         "{uses:?}"
     );
     let rm = find(&ps, &["rm", "b"]).pid;
@@ -211,10 +317,15 @@ fn write_rename_delete_and_two_writers() {
     // Two writers of one file: both listed.
     let x = find(&ps, &["sh", "-c", "echo x >> shared"]).pid;
     let y = find(&ps, &["sh", "-c", "echo y >> shared"]).pid;
-    assert!(has(x, "write", "/shared") && has(y, "write", "/shared"), "{uses:?}");
+    assert!(
+        has(x, "write", "/shared") && has(y, "write", "/shared"),
+        "{uses:?}"
+    );
     // The noise every process reads at start is left out.
     assert!(
-        !lines.iter().any(|l| l["event"] == "file" && l["path"] == "/etc/ld.so.cache"),
+        !lines
+            .iter()
+            .any(|l| l["event"] == "file" && l["path"] == "/etc/ld.so.cache"),
         "shared-library noise left out"
     );
 }
@@ -228,14 +339,27 @@ fn files_as_nobody_is_refused_clearly_and_leaves_nothing() {
     let out_file = format!("{dir}/never.jsonl");
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args([PROCTRACE, "run", "--files", "--backend", "ptrace", "-o", &out_file, "--", "true"])
+        .args([
+            PROCTRACE,
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "-o",
+            &out_file,
+            "--",
+            "true",
+        ])
         .current_dir("/")
         .output()
         .unwrap();
     let err = stderr(&out);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("--files") && err.contains("CAP_SYS_ADMIN"), "{err}");
-    assert!(!std::path::Path::new(&out_file).exists(), "the output it made is removed");
+    assert!(
+        !std::path::Path::new(&out_file).exists(),
+        "the output it made is removed"
+    );
 }
 
 #[test]
@@ -254,20 +378,43 @@ fn a_queue_overflow_is_counted() {
          open('{done}', 'w').close()\n"
     );
     let mut child = Command::new(PROCTRACE)
-        .args(["run", "--files", "-o", &out_file, "--tree", "none", "--", "/usr/bin/python3", "-c", &py])
+        .args([
+            "run",
+            "--files",
+            "-o",
+            &out_file,
+            "--tree",
+            "none",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            &py,
+        ])
         .current_dir(&dir)
         .spawn()
         .unwrap();
     wait_for_text(&out_file, "the start line", |t| t.contains("\"start\""));
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     std::fs::write(&go, "").unwrap();
     let t0 = std::time::Instant::now();
     while !std::path::Path::new(&done).exists() {
         assert!(t0.elapsed().as_secs() < 60, "the flood did not finish");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let lines = read_lines(&out_file);
     let end = lines.last().unwrap();

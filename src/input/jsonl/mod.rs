@@ -381,14 +381,16 @@ impl Decoder {
             EventName::File => {
                 let exact = l.exact();
                 let access = need(opt_cow(l.get(K::Access), "access")?, "access")?;
-                let access = FileAccess::from_name(&access)
-                    .ok_or_else(|| format!("unknown \"access\" '{access}'"))?;
+                let access =
+                    FileAccess::from_name(&access).ok_or_else(|| format!("unknown \"access\" '{access}'"))?;
                 out.push(Event::File {
                     ts: ts()?,
                     tgid: l.pid(K::Pid, "pid")?,
                     access,
                     path: need(l.bytes_text(K::Path, K::PathBase64, "path", exact)?, "path")?.into_owned(),
-                    to: l.bytes_text(K::To, K::ToBase64, "to", exact)?.map(Cow::into_owned),
+                    to: l
+                        .bytes_text(K::To, K::ToBase64, "to", exact)?
+                        .map(Cow::into_owned),
                 });
             }
             EventName::End => return summary(&l).map(Some),

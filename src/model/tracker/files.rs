@@ -13,6 +13,10 @@ pub const FILES_PER_PROCESS_MAX: usize = 100_000;
 /// Most file uses all records keep together; more are dropped and counted.
 pub const FILES_HELD_MAX: u64 = 2_000_000;
 
+/// How long after its exit a process's record waits for file uses read late (fanotify is read
+/// by a thread of its own), when records are not retained: 2 s of trace time.
+pub const LATE_USES_NS: u64 = 2_000_000_000;
+
 /// One use of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileUse {
@@ -58,12 +62,25 @@ impl Tracker {
         to: Option<&str>,
         facts: &mut Vec<Fact>,
     ) {
+        self.files_seen = true;
+        self.late_clock = self.late_clock.max(ts);
         let Some(id) = self.lookup_at(tgid, ts) else {
             // Not a process of the trace (fanotify sees the whole filesystem).
             return;
         };
         let full = self.stats.files >= FILES_HELD_MAX;
         let added = self.with(id, |r| {
+            // The program's own file, read by the exec: part of the exec, not of its work.
+            let own_program = access == FileAccess::Read
+                && r.execs.iter().any(|e| {
+                    e.details
+                        .as_ref()
+                        .and_then(|d| d.exe.as_deref())
+                        .is_some_and(|x| x == path)
+                });
+            if own_program {
+                return Some(None);
+            }
             let set = r.files.get_or_insert_with(Default::default);
             let bit = 1u8 << (access as u8);
             // A rename is kept each time (the same name can be renamed to several).

@@ -5,8 +5,9 @@
 
 use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cause, Cost, Costs, Failure, OutsideWork, PARALLEL_FULL, ParallelSpan, PathStep,
-    ProgramStat, RegionStep, Regions, RunReport, StatusJson, Step, TOP, TOP_COST,
+    Background, ByProgram, Cause, Cost, Costs, Failure, FileReaders, FilesReport, OutsideWork, PARALLEL_FULL,
+    ParallelSpan, PathStep, ProcessFiles, Produced, ProgramStat, RegionStep, Regions, RunReport, StatusJson,
+    Step, TOP, TOP_COST, TOP_FILES,
 };
 use crate::model::bytes::shown;
 use crate::model::event::{Argv, Usage};
@@ -478,6 +479,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             fix: o.client.fix,
         })
         .collect();
+    let files = files_report(t, &ids);
     RunReport {
         command: match &h.mode {
             Mode::Run { argv } => Some(if redact {
@@ -507,8 +509,107 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         parallel,
         by_program: ByProgram(programs),
         regions,
+        files,
         costs,
     }
+}
+
+/// The files report (`--files`), when any process used a file.
+fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
+    use crate::model::event::FileAccess as A;
+    use std::collections::HashMap;
+    // Per path: its writers and readers (first time, pid), and what was done to it.
+    #[derive(Default)]
+    struct Path {
+        writers: Vec<(u64, i32)>,
+        readers: Vec<(u64, i32)>,
+        created: bool,
+        deleted: bool,
+    }
+    let mut paths: HashMap<&str, Path> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_process = Vec::new();
+    let mut renamed = 0;
+    for &id in ids {
+        let Some(r) = t.get(id) else { continue };
+        let Some(set) = r.files.as_deref() else { continue };
+        if set.uses.is_empty() {
+            continue;
+        }
+        let mut wrote = Vec::new();
+        for u in &set.uses {
+            let p = paths.entry(&u.path).or_insert_with(|| {
+                order.push(&u.path);
+                Path::default()
+            });
+            match u.access {
+                A::Read => p.readers.push((u.ts, r.pid)),
+                A::Write => {
+                    p.writers.push((u.ts, r.pid));
+                    if wrote.len() < TOP_FILES * 10 {
+                        wrote.push(shown(&u.path).into_owned());
+                    }
+                }
+                A::Create => p.created = true,
+                A::Delete => p.deleted = true,
+                A::Rename => renamed += 1,
+            }
+        }
+        by_process.push(ProcessFiles {
+            pid: r.pid,
+            program: program(r),
+            read: set.count(A::Read) as u64,
+            wrote,
+        });
+    }
+    if by_process.is_empty() {
+        return None;
+    }
+    let count = |f: &dyn Fn(&Path) -> bool| paths.values().filter(|p| f(p)).count() as u64;
+    let mut most_read: Vec<(&str, u64)> = order
+        .iter()
+        .map(|&k| (k, paths[k].readers.len() as u64))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    // Most readers first; a stable sort keeps first-seen order among equals.
+    most_read.sort_by_key(|m| std::cmp::Reverse(m.1));
+    most_read.truncate(TOP_FILES);
+    let produced = order
+        .iter()
+        .filter_map(|&k| {
+            let p = &paths[k];
+            let first = p.writers.iter().map(|w| w.0).min()?;
+            let producers: Vec<i32> = p.writers.iter().map(|w| w.1).collect();
+            let consumers: Vec<i32> = p
+                .readers
+                .iter()
+                .filter(|&&(ts, pid)| ts >= first && !producers.contains(&pid))
+                .map(|r| r.1)
+                .collect();
+            (!consumers.is_empty()).then(|| Produced {
+                path: shown(k).into_owned(),
+                producers,
+                consumers,
+            })
+        })
+        .collect();
+    Some(FilesReport {
+        processes: by_process.len() as u64,
+        read: count(&|p| !p.readers.is_empty()),
+        written: count(&|p| !p.writers.is_empty()),
+        created: count(&|p| p.created),
+        deleted: count(&|p| p.deleted),
+        renamed,
+        most_read: most_read
+            .into_iter()
+            .map(|(k, n)| FileReaders {
+                path: shown(k).into_owned(),
+                readers: n,
+            })
+            .collect(),
+        produced,
+        by_process,
+    })
 }
 
 /// The longest child of image `i` of `r` running in `[from, to)`: its span, and the process

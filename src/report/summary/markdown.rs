@@ -79,6 +79,17 @@ pub fn render_markdown(r: &RunReport) -> String {
         }
         out.push('\n');
     }
+    if let Some(f) = &r.files {
+        let _ = writeln!(out, "#### Files\n");
+        let _ = writeln!(out, "{}\n", super::text::files_line(f));
+        if !f.most_read.is_empty() {
+            let _ = writeln!(out, "| read by | file |\n|---:|---|");
+            for m in &f.most_read {
+                let _ = writeln!(out, "| {} | {} |", m.readers, code(&fit(&m.path, MD_WIDTH)));
+            }
+            out.push('\n');
+        }
+    }
     if !r.outside.is_empty() {
         let _ = writeln!(out, "#### Work outside the traced tree\n");
         for w in &r.outside {

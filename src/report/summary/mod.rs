@@ -144,10 +144,74 @@ pub struct RunReport {
     /// The regions processes reported about themselves (Trace2: git's own), when there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<Regions>,
+    /// The files the processes used (`--files`), when the trace has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesReport>,
     /// What the processes cost, when the trace has the figures (see the module docs); its
     /// fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub costs: Option<Costs>,
+}
+
+/// How many files to name in the lists of the files report (JSON: most read and per process).
+pub const TOP_FILES: usize = 10;
+
+/// The files the processes used (`--files`): distinct paths by access, the files most
+/// processes read, and for each file written, who wrote it and who read it afterwards.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilesReport {
+    /// Processes that used a file.
+    pub processes: u64,
+    /// Distinct paths read.
+    pub read: u64,
+    /// Distinct paths written.
+    pub written: u64,
+    /// Distinct paths created.
+    pub created: u64,
+    /// Distinct paths deleted.
+    pub deleted: u64,
+    /// Renames.
+    pub renamed: u64,
+    /// The files read by the most processes, most first (at most [`TOP_FILES`]).
+    pub most_read: Vec<FileReaders>,
+    /// Each file written and then read by another process: its writers and its readers, in the
+    /// order first written.
+    pub produced: Vec<Produced>,
+    /// Each process that used a file, in tree order: how many it read, and what it wrote.
+    pub by_process: Vec<ProcessFiles>,
+}
+
+/// A file and how many processes read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReaders {
+    /// The path.
+    pub path: String,
+    /// Processes that read it.
+    pub readers: u64,
+}
+
+/// A file one process wrote and others read afterwards.
+#[derive(Debug, Clone, Serialize)]
+pub struct Produced {
+    /// The path.
+    pub path: String,
+    /// The processes that wrote it (pids), in order.
+    pub producers: Vec<i32>,
+    /// The processes that read it after it was first written (pids), in order.
+    pub consumers: Vec<i32>,
+}
+
+/// What one process did with files.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessFiles {
+    /// Process id.
+    pub pid: i32,
+    /// Program.
+    pub program: String,
+    /// Distinct paths it read.
+    pub read: u64,
+    /// Paths it wrote, in order (at most [`TOP_FILES`] × 10).
+    pub wrote: Vec<String>,
 }
 
 /// A kind of client whose work ran outside the traced tree.

@@ -436,6 +436,30 @@ pub fn outside_words(o: &super::OutsideWork) -> String {
     )
 }
 
+/// `45 read, 9 written, 9 created, 1 deleted, 1 renamed by 18 processes; 9 written then read by
+/// another`.
+pub(super) fn files_line(f: &super::FilesReport) -> String {
+    let mut parts = vec![format!("{} read", f.read), format!("{} written", f.written)];
+    for (n, what) in [
+        (f.created, "created"),
+        (f.deleted, "deleted"),
+        (f.renamed, "renamed"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let mut s = format!(
+        "{} by {}",
+        parts.join(", "),
+        plural(f.processes, "process", "processes")
+    );
+    if !f.produced.is_empty() {
+        s.push_str(&format!("; {} written then read by another", f.produced.len()));
+    }
+    s
+}
+
 /// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
 /// the tree when `o.color`. A failed command's summary opens with its causes.
 pub fn render_text(r: &RunReport, o: TextOptions) -> String {
@@ -490,6 +514,17 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
         }
     }
 
+    if let Some(f) = &r.files {
+        let _ = writeln!(out, "{} {}", p.emphasis("files:"), files_line(f));
+        for m in f.most_read.iter().take(5) {
+            let _ = writeln!(
+                out,
+                "  {} {}",
+                p.secondary(&format!("read by {:>3}:", m.readers)),
+                fit(&crate::model::escape::text(&m.path), o.width.saturating_sub(16))
+            );
+        }
+    }
     if !r.failures.is_empty() {
         let _ = writeln!(out, "{}", p.emphasis("failures:"));
         let w = pidw(&mut r.failures.iter().take(TOP).map(|f| f.pid));
