@@ -152,6 +152,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
+        files: files.is_some(),
     };
     let (listener, env) = if cfg.trace2 {
         let clock = Clock {

@@ -96,6 +96,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
+        files: false,
     };
     s.start(&header);
 

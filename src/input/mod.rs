@@ -151,6 +151,7 @@ impl InputOptions {
             }),
             backend: None,
             refused: Vec::new(),
+            files: false,
         }
     }
 }

@@ -95,6 +95,9 @@ pub struct Header {
     /// in the order tried (empty when the first one ran or one was named).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// `--files`: the trace has the files each process used (`file` events).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files: bool,
 }
 
 impl Header {

@@ -70,6 +70,9 @@ pub struct Checked {
     pub images: Vec<ImageSlice>,
     /// Image slices on the same lane as their process's slice.
     pub images_on_process_lane: usize,
+    /// Flow arrows (`s` → `f` pairs, `--files`): (writer pid, reader pid, `name`), each end
+    /// inside a process slice on its lane.
+    pub flows: Vec<(i64, i64, String)>,
 }
 
 /// An image's slice (see [`Checked::images`]).
@@ -137,6 +140,8 @@ fn validate_impl(
     let mut mem_spans: Vec<(i64, i64, i64)> = Vec::new();
     // (tid, start, dur) of every slice, in file order.
     let mut x_order: Vec<(i64, i64, i64)> = Vec::new();
+    // Flow points by id: (is the start, tid, ts, name).
+    let mut flow_points: BTreeMap<i64, Vec<(bool, i64, i64, String)>> = BTreeMap::new();
     // Region slices: (pid, tid, start, end, name), and process slices by pid: (tid, start, end).
     let mut regions: Vec<(i64, i64, i64, i64, String)> = Vec::new();
     let mut procs: HashMap<i64, Vec<(i64, i64, i64)>> = HashMap::new();
@@ -308,6 +313,22 @@ fn validate_impl(
                 out.counters += 1;
                 out.peak_running = out.peak_running.max(v);
             }
+            "s" | "f" => {
+                let id = ev["id"]
+                    .as_i64()
+                    .ok_or_else(|| format!("{}: a flow without an integer id", at()))?;
+                if ev["cat"].as_str().is_none() {
+                    return Err(format!("{}: a flow without cat", at()));
+                }
+                if ph == "f" && ev["bp"].as_str() != Some("e") {
+                    return Err(format!("{}: a flow end not bound to its enclosing slice", at()));
+                }
+                let name = ev["name"].as_str().unwrap_or_default().to_string();
+                flow_points
+                    .entry(id)
+                    .or_default()
+                    .push((ph == "s", tid, ts, name));
+            }
             other => return Err(format!("{}: unexpected phase {other}", at())),
         }
     }
@@ -363,6 +384,38 @@ fn validate_impl(
         }
     }
     out.lanes = by_tid.len();
+    // Each flow: one start and one end, the end not before the start, each inside a process
+    // slice on its own lane (the slice the viewer binds it to).
+    let slice_at = |tid: i64, ts: i64| -> Option<i64> {
+        procs
+            .iter()
+            .filter_map(|(p, v)| {
+                v.iter()
+                    .find(|x| x.0 == tid && x.1 <= ts && ts <= x.2)
+                    .map(|x| (*p, x.2 - x.1))
+            })
+            .min_by_key(|x| x.1)
+            .map(|x| x.0)
+    };
+    for (id, pts) in &flow_points {
+        let (Some(s), Some(f), 2) = (pts.iter().find(|p| p.0), pts.iter().find(|p| !p.0), pts.len()) else {
+            return Err(format!(
+                "flow {id}: {} points, not one start and one end",
+                pts.len()
+            ));
+        };
+        if f.2 < s.2 || s.3 != f.3 {
+            return Err(format!(
+                "flow {id}: its end comes before its start, or is named otherwise"
+            ));
+        }
+        let (Some(from), Some(to)) = (slice_at(s.1, s.2), slice_at(f.1, f.2)) else {
+            return Err(format!(
+                "flow {id}: an end outside every process slice of its lane"
+            ));
+        };
+        out.flows.push((from, to, s.3.clone()));
+    }
     // The counter says how many slices cover each moment it names.
     let mut starts: Vec<i64> = all_spans.iter().map(|s| s.0).collect();
     let mut ends: Vec<i64> = all_spans.iter().map(|s| s.1).collect();

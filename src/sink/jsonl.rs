@@ -191,6 +191,9 @@ impl Sink for JsonLines {
         opt_str(b, Key::Version, Some(&h.tool.version));
         opt_str(b, Key::Backend, h.backend.as_deref());
         strings_field(b, Key::Refused, &h.refused);
+        if h.files {
+            bool_field(b, Key::Files, true);
+        }
         key(b, Key::WallOffset);
         let off = h.real_minus_mono;
         if off < 0 {

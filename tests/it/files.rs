@@ -420,3 +420,57 @@ fn a_queue_overflow_is_counted() {
     let end = lines.last().unwrap();
     assert!(end["files_lost"].as_u64().unwrap() >= 1, "{end}");
 }
+
+#[test]
+fn perfetto_gets_arrows_from_each_object_to_the_link() {
+    let dir = c_project(3);
+    let (jsonl, chrome) = (tmp("flows.jsonl"), tmp("flows.json"));
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "-o",
+            &jsonl,
+            "--chrome",
+            &chrome,
+        ])
+        .args(["--tree", "none", "--", "make", "-j2", "-s"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&jsonl);
+    let text = std::fs::read_to_string(&chrome).unwrap();
+    let got = crate::chrome_check::validate(&text, &crate::chrome_out::expected(&lines))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ps = processes(&lines);
+    let argv0 = |pid: i64| -> String {
+        ps[&pid]
+            .execs
+            .iter()
+            .flatten()
+            .last()
+            .and_then(|a| a.first().cloned())
+            .unwrap_or_default()
+    };
+    for i in 0..3 {
+        let obj = format!("{dir}/f{i}.o");
+        assert!(
+            got.flows
+                .iter()
+                .any(|(from, to, name)| *name == obj && argv0(*from) == "as" && argv0(*to).ends_with("ld")),
+            "{obj}: an arrow from its as to the link's ld: {:?}",
+            got.flows
+        );
+    }
+    // And the same bytes again from the JSON Lines.
+    let again = tmp("again.json");
+    let out = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "--chrome", &again, &jsonl])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), text);
+}

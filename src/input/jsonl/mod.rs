@@ -520,6 +520,7 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     };
     base.backend = opt_string(l.get(K::Backend), "backend")?;
     base.refused = opt_strings(l.get(K::Refused), "refused", &mut Vec::new())?.unwrap_or_default();
+    base.files = flag(l.get(K::Files), "files")?;
     if let Some(v) = opt_string(l.get(K::Version), "version")? {
         base.tool.version = v;
     }

@@ -891,6 +891,7 @@ mod tests {
             },
             backend: None,
             refused: Vec::new(),
+            files: false,
         };
         let mem = Memory::default();
         let mut sinks = Fanout::new();
