@@ -80,6 +80,8 @@ pub use normalize::{normalize_argv, normalize_word};
 pub use render::{render_json, render_text};
 
 use std::collections::HashMap;
+
+use crate::model::bytes::shown;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -295,6 +297,37 @@ pub struct DiffReport {
     pub max_rss_kib: OldNew<Option<u64>>,
     /// Commands whose CPU or peak memory changed beyond the thresholds.
     pub costs: CostDiff,
+    /// Commands in both runs that read or wrote other files now (both runs traced with
+    /// `--files`; `null` otherwise), in order of their first fork. Paths are compared with
+    /// their volatile parts replaced as argv is (`/tmp/<TMP>.s`).
+    pub files: Option<Vec<FilesChange>>,
+}
+
+/// Most paths each list of a [`FilesChange`] names (the counts are whole).
+pub const FILES_LISTED: usize = 20;
+
+/// What a command read and wrote differently (`diff` of two `--files` traces).
+#[derive(Debug, Clone, Serialize)]
+pub struct FilesChange {
+    /// The command (normalised argv, redacted as asked).
+    pub argv: Vec<String>,
+    /// Paths it reads now and did not before (at most [`FILES_LISTED`]: the build's own first,
+    /// then those under `/usr/`).
+    pub newly_read: Vec<String>,
+    /// How many it newly reads.
+    pub newly_read_count: usize,
+    /// Paths it no longer reads.
+    pub no_longer_read: Vec<String>,
+    /// How many it no longer reads.
+    pub no_longer_read_count: usize,
+    /// Paths it writes now and did not before.
+    pub newly_written: Vec<String>,
+    /// How many it newly writes.
+    pub newly_written_count: usize,
+    /// Paths it no longer writes.
+    pub no_longer_written: Vec<String>,
+    /// How many it no longer writes.
+    pub no_longer_written_count: usize,
 }
 
 /// A group of processes present in both runs with cost figures in both, compared by CPU or
@@ -415,6 +448,9 @@ struct Group {
     measured: u64,
     cpu_ns: u64,
     max_rss_kib: u64,
+    /// The paths its processes read and wrote (`--files`), normalised.
+    reads: std::collections::BTreeSet<String>,
+    writes: std::collections::BTreeSet<String>,
 }
 
 impl Group {
@@ -571,6 +607,17 @@ fn groups(s: Side<'_>) -> HashMap<Vec<String>, Group> {
             if let Some(st) = status.filter(|st| !st.success()) {
                 g.failed += 1;
                 g.first_status.get_or_insert(st);
+            }
+            if let Some(f) = r.files.as_deref() {
+                use crate::model::event::FileAccess;
+                for u in &f.uses {
+                    let set = match u.access {
+                        FileAccess::Read => &mut g.reads,
+                        FileAccess::Write => &mut g.writes,
+                        _ => continue,
+                    };
+                    set.insert(normalize::normalize_word(&u.path));
+                }
             }
             if let Some(u) = &r.usage {
                 g.measured += 1;
@@ -1008,6 +1055,45 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
     gone.sort_by(by_size);
 
     let costs = compare_costs(&go, &gn, o);
+    let files = (old.header.files && new.header.files).then(|| {
+        let mut both: Vec<(&Vec<String>, &Group, &Group)> =
+            gn.iter().filter_map(|(k, b)| Some((k, go.get(k)?, b))).collect();
+        both.sort_by_key(|(_, _, b)| b.rank);
+        let listed = |from: &std::collections::BTreeSet<String>, not: &std::collections::BTreeSet<String>| {
+            // The build's own files first: the system's headers and libraries (under `/usr/`)
+            // after them.
+            let mut all: Vec<&String> = from.difference(not).collect();
+            all.sort_by_key(|p| (p.starts_with("/usr/"), *p));
+            let n = all.len();
+            (
+                all.into_iter()
+                    .take(FILES_LISTED)
+                    .map(|p| shown(p).into_owned())
+                    .collect(),
+                n,
+            )
+        };
+        both.into_iter()
+            .filter_map(|(k, a, b)| {
+                let (newly_read, newly_read_count) = listed(&b.reads, &a.reads);
+                let (no_longer_read, no_longer_read_count) = listed(&a.reads, &b.reads);
+                let (newly_written, newly_written_count) = listed(&b.writes, &a.writes);
+                let (no_longer_written, no_longer_written_count) = listed(&a.writes, &b.writes);
+                (newly_read_count + no_longer_read_count + newly_written_count + no_longer_written_count > 0)
+                    .then(|| FilesChange {
+                        argv: redacted(k, o.redact),
+                        newly_read,
+                        newly_read_count,
+                        no_longer_read,
+                        no_longer_read_count,
+                        newly_written,
+                        newly_written_count,
+                        no_longer_written,
+                        no_longer_written_count,
+                    })
+            })
+            .collect()
+    });
     let (cpu_old, rss_old) = run_costs(old);
     let (cpu_new, rss_new) = run_costs(new);
     let (mut po, _) = path_of(old, o.redact);
@@ -1045,6 +1131,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
             new: rss_new,
         },
         costs,
+        files,
     }
 }
 

@@ -474,3 +474,108 @@ fn perfetto_gets_arrows_from_each_object_to_the_link() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&again).unwrap(), text);
 }
+
+#[test]
+fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
+    let dir = c_project(3);
+    let run = |out: &str| {
+        let o = Command::new(PROCTRACE)
+            .args([
+                "run",
+                "--files",
+                "--backend",
+                "ptrace",
+                "-o",
+                out,
+                "--tree",
+                "none",
+                "--",
+                "make",
+                "-j2",
+                "-s",
+            ])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            Command::new("make")
+                .args(["-s", "clean"])
+                .current_dir(&dir)
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    let (old, new) = (tmp("old.jsonl"), tmp("new.jsonl"));
+    run(&old);
+    // f1.c now also includes new.h; f2.c no longer includes h2.h.
+    std::fs::write(format!("{dir}/new.h"), "#define NEW 1\n").unwrap();
+    std::fs::write(
+        format!("{dir}/f1.c"),
+        "#include \"common.h\"\n#include \"h1.h\"\n#include \"new.h\"\n#include <stdio.h>\nint f1(void) { return NEW; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        format!("{dir}/f2.c"),
+        "#include \"common.h\"\nint f2(void) { return COMMON; }\n",
+    )
+    .unwrap();
+    run(&new);
+    let out = Command::new(PROCTRACE)
+        .args(["diff", &old, &new])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("files read or written differently: (2)"), "{text}");
+    let line = |src: &str| {
+        text.lines()
+            .find(|l| l.contains("cc1") && l.contains(src))
+            .unwrap_or_else(|| panic!("a line for the compile of {src}: {text}"))
+            .to_string()
+    };
+    assert!(
+        line("f1.c").contains(&format!("newly reads {dir}/new.h")),
+        "{text}"
+    );
+    // f2.c dropped stdio.h too: the text names the build's own header first and counts the rest.
+    assert!(
+        line("f2.c").contains(&format!("no longer reads {dir}/h2.h (+")),
+        "{text}"
+    );
+    let json = Command::new(PROCTRACE)
+        .args(["diff", "--json", &old, &new])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{v}");
+    assert!(
+        files
+            .iter()
+            .any(|f| f["newly_read"][0] == format!("{dir}/new.h").as_str() && f["newly_read_count"] == 1)
+    );
+    let h2 = format!("{dir}/h2.h");
+    assert!(
+        files.iter().any(|f| f["no_longer_read"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == h2.as_str())),
+        "{v}"
+    );
+    // Traces without --files compare no files.
+    let plain = tmp("plain.jsonl");
+    let o = Command::new(PROCTRACE)
+        .args(["run", "-o", &plain, "--tree", "none", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let json = Command::new(PROCTRACE)
+        .args(["diff", "--json", &plain, &plain])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["files"].is_null(), "{v}");
+}

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{CostEntry, DiffReport, Entry, RegionEntry};
+use super::{CostEntry, DiffReport, Entry, FilesChange, RegionEntry};
 use crate::model::naming::{cut, short_argv};
 use crate::sink::text::{Paint, exit_text, fmt_duration, fmt_kib};
 
@@ -257,7 +257,41 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     region_list(&mut out, "regions faster:", &rg.faster);
     region_list(&mut out, "regions new:", &rg.new);
     region_list(&mut out, "regions gone:", &rg.gone);
+    let files_line = |e: &FilesChange| {
+        let part = |verb: &str, list: &[String], n: usize| -> Option<String> {
+            let first = list.first()?;
+            let more = if n > 1 {
+                format!(" (+{} more)", n - 1)
+            } else {
+                String::new()
+            };
+            Some(format!("{verb} {}{more}", crate::model::escape::text(first)))
+        };
+        let parts: Vec<String> = [
+            part("newly reads", &e.newly_read, e.newly_read_count),
+            part("no longer reads", &e.no_longer_read, e.no_longer_read_count),
+            part("newly writes", &e.newly_written, e.newly_written_count),
+            part(
+                "no longer writes",
+                &e.no_longer_written,
+                e.no_longer_written_count,
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        format!("{}: {}", cut(&path_label(&e.argv), cmd_w), parts.join("; "))
+    };
+    let files = r.files.as_deref().unwrap_or(&[]);
+    write_list(
+        &mut out,
+        p,
+        "files read or written differently:",
+        files,
+        &files_line,
+    );
     if r.slower.is_empty()
+        && files.is_empty()
         && r.faster.is_empty()
         && r.failed.is_empty()
         && r.new.is_empty()
