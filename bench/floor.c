@@ -3,7 +3,12 @@
  *   floor ptrace OUT CMD [ARGS...]   run CMD under an event-only ptrace tracer (PTRACE_SEIZE with
  *                                    FORK|VFORK|CLONE|EXEC, no syscall stops); at each exec stop it
  *                                    reads /proc/PID/cmdline and appends "exec PID ARGV..." to OUT
- *                                    (stdio-buffered); exits with CMD's status.
+ *                                    (stdio-buffered); exits with CMD's status. Per spawn: one
+ *                                    blocking waitpid per stop, one PTRACE_CONT per stop, and
+ *                                    open/read/close of cmdline.
+ *   floor ptrace-exit OUT CMD [...]  the same with PTRACE_O_TRACEEXIT too: one more stop per exiting
+ *                                    task, answered with PTRACE_CONT and nothing read (the floor
+ *                                    under `run --backend ptrace` with usage, which reads at it).
  *   floor listen                     subscribe to the kernel's process events connector, print
  *                                    READY, then receive (blocking) and count every message until
  *                                    SIGINT/SIGTERM; prints the count on stderr.
@@ -26,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int trace(const char *out, char **argv)
+static int trace(const char *out, char **argv, int exit_stops)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
@@ -48,6 +53,8 @@ static int trace(const char *out, char **argv)
     }
     close(p[0]);
     long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+    if (exit_stops)
+        opts |= PTRACE_O_TRACEEXIT;
     if (ptrace(PTRACE_SEIZE, c, 0, (void *)opts) < 0) {
         perror("PTRACE_SEIZE");
         kill(c, SIGKILL);
@@ -148,9 +155,11 @@ static int listen_connector(void)
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "ptrace"))
-        return trace(argv[2], argv + 3);
+        return trace(argv[2], argv + 3, 0);
+    if (argc >= 4 && !strcmp(argv[1], "ptrace-exit"))
+        return trace(argv[2], argv + 3, 1);
     if (argc == 2 && !strcmp(argv[1], "listen"))
         return listen_connector();
-    fprintf(stderr, "usage: floor ptrace OUT CMD [ARGS...] | floor listen\n");
+    fprintf(stderr, "usage: floor ptrace|ptrace-exit OUT CMD [ARGS...] | floor listen\n");
     return 64;
 }

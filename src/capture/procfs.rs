@@ -12,15 +12,30 @@ use std::sync::Arc;
 
 /// Reads the exec details of process `pid`. Never fails: missing pieces are `None`.
 pub fn exec_details(pid: Pid) -> ExecDetails {
+    // `/proc/PID` is looked up once and everything else relative to it (one path component
+    // each, and all from the same process even if the pid were reused meanwhile).
+    match sys::ProcDir::open(pid) {
+        Some(dir) => details_from(&dir),
+        None => ExecDetails::default(),
+    }
+}
+
+/// [`exec_details`] of a process that cannot go away while it is read — a tracee held in a
+/// ptrace stop, whose pid cannot be reused before the tracer resumes it — each file by its
+/// path (`/proc/PID/cmdline`, `readlink /proc/PID/exe`, …): no directory handle to open and
+/// close, two system calls fewer per exec. Not for a running process (the connector's).
+pub fn stopped_exec_details(pid: Pid) -> ExecDetails {
+    match sys::ProcPath::new(pid) {
+        Some(path) => details_from(&path),
+        None => ExecDetails::default(),
+    }
+}
+
+fn details_from(dir: &impl sys::ProcFiles) -> ExecDetails {
     // Cheapest first and fewest: every read here competes with the process we are reading
     // (cmdline needs its memory map), so no /proc/PID/status: the owner of /proc/PID is the
-    // process's effective uid, and comm is read only when argv could not be. `/proc/PID` is
-    // looked up once and everything else relative to it (one path component each, and all from
-    // the same process even if the pid were reused meanwhile). Buffers are on the stack: the
-    // only allocations are the strings handed back.
-    let Some(dir) = sys::ProcDir::open(pid) else {
-        return ExecDetails::default();
-    };
+    // process's effective uid, and comm is read only when argv could not be. Buffers are on the
+    // stack: the only allocations are the strings handed back.
     let mut buf = [0u8; 4096];
     let mut spill = Vec::new();
     // cmdline first: it is the piece that races the process's exit.
@@ -60,61 +75,25 @@ mod sys {
 
     use crate::model::event::Pid;
 
-    /// `/proc/<pid>` held open as a directory (`O_PATH`: a handle for lookups, nothing read).
-    pub struct ProcDir(OwnedFd);
+    /// Where [`super::details_from`] reads a process's files: the open calls differ, the
+    /// reading does not.
+    pub trait ProcFiles {
+        /// Opens file `name` of the process for reading: a descriptor, or negative.
+        fn open_file(&self, name: &CStr) -> libc::c_int;
+        /// `readlink` of link `name` of the process into `buf`: its length, or negative.
+        fn read_link(&self, name: &CStr, buf: &mut [u8]) -> isize;
+        /// Owner of the process's `/proc` directory: its effective uid (root when it is not
+        /// dumpable).
+        fn owner(&self) -> Option<u32>;
 
-    impl ProcDir {
-        /// `None` when the process is gone (or `pid` is not a pid).
-        pub fn open(pid: Pid) -> Option<ProcDir> {
-            if pid <= 0 {
-                return None;
-            }
-            // "/proc/" + at most 10 digits + NUL, built without allocating.
-            let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0\0";
-            let mut digits = [0u8; 10];
-            let mut n = pid as u32;
-            let mut len = 0;
-            loop {
-                digits[len] = b'0' + (n % 10) as u8;
-                len += 1;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            for (i, d) in digits[..len].iter().rev().enumerate() {
-                path[6 + i] = *d;
-            }
-            // SAFETY: `path` is NUL-terminated (its last byte is never written) and outlives
-            // the call.
-            let fd = unsafe {
-                libc::open(
-                    path.as_ptr().cast(),
-                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                )
-            };
+        /// All of file `name`: in `buf` when it fits, else in `spill`. `None` when it cannot be
+        /// opened or read.
+        fn read<'a>(&self, name: &CStr, buf: &'a mut [u8], spill: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+            let fd = self.open_file(name);
             if fd < 0 {
                 return None;
             }
-            // SAFETY: `fd` was just returned by open and belongs to nothing else.
-            Some(ProcDir(unsafe { OwnedFd::from_raw_fd(fd) }))
-        }
-
-        /// All of file `name` in this directory: in `buf` when it fits, else in `spill`. `None`
-        /// when it cannot be opened or read.
-        pub fn read<'a>(&self, name: &CStr, buf: &'a mut [u8], spill: &'a mut Vec<u8>) -> Option<&'a [u8]> {
-            // SAFETY: `name` is NUL-terminated and the directory descriptor is open.
-            let fd = unsafe {
-                libc::openat(
-                    self.0.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
-                )
-            };
-            if fd < 0 {
-                return None;
-            }
-            // SAFETY: `fd` was just returned by openat and belongs to nothing else.
+            // SAFETY: `fd` was just returned by open/openat and belongs to nothing else.
             let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
             let n = f.read(buf).ok()?;
             if n < buf.len() {
@@ -132,31 +111,159 @@ mod sys {
             }
         }
 
-        /// Target of symlink `name` in this directory (`exe`, `cwd`). The kernel fails these
-        /// with ENAMETOOLONG beyond PATH_MAX − 1 bytes, so a 4 KiB `buf` holds any of them.
-        pub fn readlink<'a>(&self, name: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+        /// Target of symlink `name` (`exe`, `cwd`). The kernel fails these with ENAMETOOLONG
+        /// beyond PATH_MAX − 1 bytes, so a 4 KiB `buf` holds any of them.
+        fn readlink<'a>(&self, name: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+            let n = self.read_link(name, buf);
+            if n < 0 || n as usize >= buf.len() {
+                return None; // gone (or, not possible for /proc, truncated)
+            }
+            Some(&buf[..n as usize])
+        }
+    }
+
+    /// `/proc/<pid>/` as NUL-terminated bytes and its length without the NUL, built without
+    /// allocating: "/proc/" + at most 10 digits + "/".
+    fn pid_dir(pid: Pid) -> Option<([u8; 18], usize)> {
+        if pid <= 0 {
+            return None;
+        }
+        let mut path = [0u8; 18];
+        path[..6].copy_from_slice(b"/proc/");
+        let mut digits = [0u8; 10];
+        let mut n = pid as u32;
+        let mut len = 0;
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for (i, d) in digits[..len].iter().rev().enumerate() {
+            path[6 + i] = *d;
+        }
+        path[6 + len] = b'/';
+        Some((path, 7 + len))
+    }
+
+    /// `/proc/<pid>` held open as a directory (`O_PATH`: a handle for lookups, nothing read).
+    pub struct ProcDir(OwnedFd);
+
+    impl ProcDir {
+        /// `None` when the process is gone (or `pid` is not a pid).
+        pub fn open(pid: Pid) -> Option<ProcDir> {
+            let (path, _) = pid_dir(pid)?;
+            // SAFETY: `path` is NUL-terminated (its last byte is never written) and outlives
+            // the call.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr().cast(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: `fd` was just returned by open and belongs to nothing else.
+            Some(ProcDir(unsafe { OwnedFd::from_raw_fd(fd) }))
+        }
+    }
+
+    impl ProcFiles for ProcDir {
+        fn open_file(&self, name: &CStr) -> libc::c_int {
+            // SAFETY: `name` is NUL-terminated and the directory descriptor is open.
+            unsafe {
+                libc::openat(
+                    self.0.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+                )
+            }
+        }
+
+        fn read_link(&self, name: &CStr, buf: &mut [u8]) -> isize {
             // SAFETY: `name` is NUL-terminated; readlinkat writes at most `buf.len()` bytes into
             // `buf`, which is live and exclusively borrowed.
-            let n = unsafe {
+            unsafe {
                 libc::readlinkat(
                     self.0.as_raw_fd(),
                     name.as_ptr(),
                     buf.as_mut_ptr().cast(),
                     buf.len(),
                 )
-            };
-            if n < 0 || n as usize >= buf.len() {
-                return None; // gone (or, not possible for /proc, truncated)
             }
-            Some(&buf[..n as usize])
         }
 
-        /// Owner of the directory: the process's effective uid (root when it is not dumpable).
-        pub fn owner(&self) -> Option<u32> {
+        fn owner(&self) -> Option<u32> {
             // SAFETY: all-zero is a valid `stat` (plain integers).
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
             // SAFETY: `st` is a live `stat` to write into; fstat accepts O_PATH descriptors.
             let rc = unsafe { libc::fstat(self.0.as_raw_fd(), &mut st) };
+            (rc == 0).then_some(st.st_uid)
+        }
+    }
+
+    /// `/proc/<pid>/` as a path, each file opened by its full path (for a process that cannot
+    /// be replaced by another of the same pid while it is read).
+    pub struct ProcPath {
+        dir: [u8; 18],
+        len: usize,
+    }
+
+    impl ProcPath {
+        /// `None` when `pid` is not a pid.
+        pub fn new(pid: Pid) -> Option<ProcPath> {
+            let (dir, len) = pid_dir(pid)?;
+            Some(ProcPath { dir, len })
+        }
+
+        /// `/proc/<pid>/<name>` NUL-terminated in `out` (`None` for a name too long, which
+        /// only this file's own names could be).
+        fn path<'a>(&self, name: &CStr, out: &'a mut [u8; 64]) -> Option<&'a mut [u8; 64]> {
+            let name = name.to_bytes_with_nul();
+            if self.len + name.len() > out.len() {
+                return None;
+            }
+            out[..self.len].copy_from_slice(&self.dir[..self.len]);
+            out[self.len..self.len + name.len()].copy_from_slice(name);
+            Some(out)
+        }
+    }
+
+    impl ProcFiles for ProcPath {
+        fn open_file(&self, name: &CStr) -> libc::c_int {
+            let mut buf = [0u8; 64];
+            let Some(path) = self.path(name, &mut buf) else {
+                return -1;
+            };
+            // SAFETY: `path` is NUL-terminated (written by `path`) and outlives the call.
+            unsafe {
+                libc::open(
+                    path.as_ptr().cast(),
+                    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+                )
+            }
+        }
+
+        fn read_link(&self, name: &CStr, buf: &mut [u8]) -> isize {
+            let mut p = [0u8; 64];
+            let Some(path) = self.path(name, &mut p) else {
+                return -1;
+            };
+            // SAFETY: `path` is NUL-terminated; readlink writes at most `buf.len()` bytes into
+            // `buf`, which is live and exclusively borrowed.
+            unsafe { libc::readlink(path.as_ptr().cast(), buf.as_mut_ptr().cast(), buf.len()) }
+        }
+
+        fn owner(&self) -> Option<u32> {
+            let mut dir = self.dir;
+            dir[self.len - 1] = 0; // "/proc/<pid>", without the slash
+            // SAFETY: all-zero is a valid `stat` (plain integers).
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: `dir` is NUL-terminated; `st` is a live `stat` to write into.
+            let rc = unsafe { libc::stat(dir.as_ptr().cast(), &mut st) };
             (rc == 0).then_some(st.st_uid)
         }
     }

@@ -25,19 +25,28 @@
 //! wait status and performs the machine's actions (the `ptrace` requests, the `/proc` reads, the
 //! events out).
 //!
-//! The tracer sleeps in `sigtimedwait` for SIGCHLD (blocked in every thread), which the kernel
-//! sends for every stop and exit, and which the other threads send to it (`tgkill`) with a
-//! request: fewer system calls per stop than a poll on a signalfd and an eventfd, which this VM
-//! made expensive.
+//! The floor of the mechanism is one blocking `waitpid` and one `PTRACE_CONT` per stop, and the
+//! tracer keeps to it: it sleeps in a blocking `waitpid` (no signal wait before it, no empty
+//! `WNOHANG` poll after each stop), asks the kernel only what the stop needs (a fork's new pid;
+//! an exec's former thread id only when the process has had threads) and reads an exec's `/proc`
+//! files by path. A batch of events goes out at the first stop [`BATCH_PAUSE_NS`] after it began.
+//! What else must wake it — a request from another thread, a batch left when the stops cease, a
+//! held task to let go — comes as a signal of its own ([`sys::Alarm`]: a POSIX timer aimed at
+//! the tracer thread, with a handler that does nothing and no `SA_RESTART`), which ends the
+//! `waitpid` with `EINTR`. The timer runs (every [`TICK`]) only while there is something to send
+//! or a task held, and a requester sets it going at once: a signal that lands just before the
+//! `waitpid` is followed by the next one.
+//! SIGCHLD stays blocked and is never taken (the kernel queues one and drops the rest).
 //!
 //! Timestamps are CLOCK_MONOTONIC read when the tracer collects the stop (not when it happened):
 //! precise to the tracer's wakeup latency, typically tens of microseconds, more under load.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::stops::{Action, CommandStart, Found, Stop, Tracees};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
@@ -48,14 +57,18 @@ use crate::model::session::CaptureSummary;
 
 mod stops;
 
-/// Longest a batch waits before it goes to the model thread (one wakeup per burst).
-const BATCH_PAUSE: Duration = Duration::from_millis(2);
 /// Batch size that is sent at once.
 const BATCH_MAX: usize = 512;
-/// Stops answered before the tracer looks at requests and sends what it has.
+/// Stops collected, at most, before a marker or the end goes out.
 const COLLECT_MAX: usize = 256;
-/// How often the tracer wakes while a task is held (see [`stops::HOLD_MAX_NS`]).
-const HOLD_MAX: Duration = Duration::from_nanos(stops::HOLD_MAX_NS);
+/// How long a batch waits for more before a stop sends it to the model thread (one wake-up of
+/// it per burst), in the stops' clock (ns).
+const BATCH_PAUSE_NS: u64 = 2_000_000;
+/// The alarm's period while it runs: how long a batch can wait once the stops cease (twice
+/// that if a signal is lost just before a `waitpid`), and how often a held task is looked at
+/// (against [`stops::HOLD_MAX_NS`]). Longer than [`BATCH_PAUSE_NS`]: in a burst the stops send the
+/// batches, and each tick costs a wake-up of its own.
+const TICK: Duration = Duration::from_millis(10);
 
 enum Request {
     Spawn(
@@ -74,16 +87,16 @@ pub struct PtraceBackend {
     tx: Sender<CaptureMsg>,
     requests: Sender<Request>,
     recycle: Sender<Vec<Event>>,
-    /// The tracer thread's id, to wake it with a SIGCHLD of its own.
-    tracer_tid: Pid,
+    /// Wakes the tracer thread.
+    alarm: Arc<sys::Alarm>,
     thread: Option<JoinHandle<()>>,
     /// Reads exec details at each exec stop.
     pub enrich: bool,
 }
 
 impl PtraceBackend {
-    /// Starts the tracer thread. SIGCHLD must be blocked in every thread (see
-    /// [`crate::capture::signals::block_stop_signals`]): the tracer takes it with `sigtimedwait`.
+    /// Starts the tracer thread. SIGCHLD is best blocked in every thread (see
+    /// [`crate::capture::signals::block_stop_signals`]): nobody takes it.
     pub fn start(opts: &CaptureOptions) -> Result<PtraceBackend, crate::ProctraceError> {
         let io = |what: &str, e: std::io::Error| crate::ProctraceError::Io(what.into(), e);
         let (tx, rx) = mpsc::channel();
@@ -106,27 +119,33 @@ impl PtraceBackend {
             unprivileged: !sys::has_cap_sys_ptrace(),
             my_pid: std::process::id() as Pid,
         };
-        let (tid_tx, tid_rx) = mpsc::sync_channel(1);
+        let (alarm_tx, alarm_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("pt-ptrace".into())
             .spawn(move || {
                 sys::block_sigchld();
-                let _ = tid_tx.send(sys::gettid());
-                tracer.run()
+                match sys::Alarm::new(sys::gettid()) {
+                    Ok(alarm) => {
+                        let alarm = Arc::new(alarm);
+                        let _ = alarm_tx.send(Ok(alarm.clone()));
+                        tracer.run(&alarm)
+                    }
+                    Err(e) => {
+                        let _ = alarm_tx.send(Err(e));
+                    }
+                }
             })
             .map_err(|e| io("starting the ptrace thread", e))?;
-        let tracer_tid = tid_rx.recv().map_err(|_| {
-            io(
-                "starting the ptrace thread",
-                std::io::Error::other("it ended at once"),
-            )
-        })?;
+        let alarm = alarm_rx
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("it ended at once")))
+            .map_err(|e| io("starting the ptrace thread's timer", e))?;
         Ok(PtraceBackend {
             rx,
             tx,
             requests,
             recycle,
-            tracer_tid,
+            alarm,
             thread: Some(thread),
             enrich: opts.enrich,
         })
@@ -134,8 +153,8 @@ impl PtraceBackend {
 
     fn ask(&self, r: Request) -> bool {
         let ok = self.requests.send(r).is_ok();
-        // SIGCHLD is what the tracer waits for anyway: one sent to its thread wakes it.
-        sys::wake(self.tracer_tid);
+        // After the send: the tracer looks at its requests after each wake-up.
+        self.alarm.kick();
         ok
     }
 }
@@ -240,60 +259,44 @@ struct Tracer {
 }
 
 impl Tracer {
-    fn run(mut self) {
+    fn run(mut self, alarm: &sys::Alarm) {
         let mut markers: Vec<u32> = Vec::new();
-        let mut since: Option<Instant> = None;
-        let mut more = false;
+        // When the first event of the batch at hand was collected (stops' clock), and whether
+        // this thread set the alarm going (a requester may have too).
+        let mut since: Option<u64> = None;
+        let mut armed = false;
+        let mut first: Option<Request> = None;
         loop {
-            // With events waiting to go out, wake in time to send them; with tasks held, in time
-            // to let them go; with stops left uncollected, not at all. Otherwise only for a stop,
-            // an exit or a request (no timer to arm and cancel on every wait).
-            let mut timeout = since.map(|t| BATCH_PAUSE.saturating_sub(t.elapsed()));
-            if self.tracees.has_held() {
-                timeout = Some(timeout.map_or(HOLD_MAX, |t| t.min(HOLD_MAX)));
-            }
-            if more {
-                timeout = Some(Duration::ZERO);
-            }
-            // One system call per wakeup: SIGCHLD stays blocked and pending until taken here.
-            sys::wait_sigchld(timeout);
+            // Requests: no system call when there are none.
             let mut stopping = false;
-            while let Ok(r) = self.requests.try_recv() {
+            while let Some(r) = first.take().or_else(|| self.requests.try_recv().ok()) {
                 match r {
                     Request::Spawn(argv, env, reply) => {
                         let r = self.spawn(&argv, &env);
                         // The command's fork and exec go out before the caller learns its pid.
                         self.send_batch();
+                        since = None;
                         let _ = reply.send(r);
                     }
                     Request::Marker(n) => markers.push(n),
                     Request::Stop => stopping = true,
                 }
             }
-            more = self.collect();
-            if self.tracees.has_held() {
-                let mut actions = std::mem::take(&mut self.actions);
-                self.tracees
-                    .release_overdue(procfs::mono_now(), procfs::tgid_ppid, &mut actions);
-                self.perform(actions);
-            }
-            let due = since.is_some_and(|t| t.elapsed() >= BATCH_PAUSE);
-            if stopping
-                || due
-                || !markers.is_empty()
-                || !self.notices.is_empty()
-                || self.batch.len() >= BATCH_MAX
-            {
-                self.send_batch();
+            if stopping || !markers.is_empty() {
+                // Everything that happened before the request is collected first (the one
+                // place an empty `WNOHANG` poll is worth it: a marker or the end), up to a
+                // bound (a storm of stops does not hold the answer back).
+                for _ in 0..COLLECT_MAX {
+                    let Some((pid, status)) = sys::wait_any() else {
+                        break;
+                    };
+                    self.on_stop(pid, status);
+                }
+                self.send_out();
                 since = None;
-            } else if !self.batch.is_empty() && since.is_none() {
-                since = Some(Instant::now());
-            }
-            for n in std::mem::take(&mut self.notices) {
-                let _ = self.tx.send(CaptureMsg::Notice(n));
-            }
-            for n in markers.drain(..) {
-                let _ = self.tx.send(CaptureMsg::Notice(Notice::Marker(n)));
+                for n in markers.drain(..) {
+                    let _ = self.tx.send(CaptureMsg::Notice(Notice::Marker(n)));
+                }
             }
             if stopping {
                 let mut actions = std::mem::take(&mut self.actions);
@@ -313,10 +316,77 @@ impl Tracer {
                     untraced: self.untraced,
                     ..CaptureSummary::default()
                 }));
+                alarm.set(false);
                 // Returning detaches every remaining tracee; they run on untraced.
                 return;
             }
+            match sys::wait_blocking() {
+                sys::Waited::Stop(pid, status) => {
+                    let ts = self.on_stop(pid, status);
+                    if self.tracees.has_held() {
+                        self.release_overdue(ts);
+                    }
+                    if !self.notices.is_empty() || self.batch.len() >= BATCH_MAX {
+                        self.send_out();
+                        since = None;
+                    } else if !self.batch.is_empty() {
+                        match since {
+                            // A batch goes out at the first stop a pause after it began.
+                            Some(t) if ts.saturating_sub(t) >= BATCH_PAUSE_NS => {
+                                self.send_batch();
+                                since = None;
+                            }
+                            Some(_) => {}
+                            None => since = Some(ts),
+                        }
+                    }
+                    if !armed && (since.is_some() || self.tracees.has_held()) {
+                        alarm.set(true);
+                        armed = true;
+                    }
+                }
+                sys::Waited::Interrupted => {
+                    // The alarm (or a requester): what waited goes out.
+                    let idle = self.batch.is_empty();
+                    if self.tracees.has_held() {
+                        self.release_overdue(procfs::mono_now());
+                    }
+                    self.send_out();
+                    since = None;
+                    if idle && !self.tracees.has_held() {
+                        // Nothing came since the last tick: the alarm stops (and a request sent
+                        // before this is seen at the top of the loop, after it).
+                        alarm.set(false);
+                        armed = false;
+                    }
+                }
+                sys::Waited::NoChildren => {
+                    // No tracee and no child: nothing can stop until a request comes.
+                    self.send_out();
+                    since = None;
+                    alarm.set(false);
+                    armed = false;
+                    match self.requests.recv() {
+                        Ok(r) => first = Some(r),
+                        Err(_) => first = Some(Request::Stop),
+                    }
+                }
+            }
         }
+    }
+
+    /// Sends the batch and then the notices.
+    fn send_out(&mut self) {
+        self.send_batch();
+        for n in std::mem::take(&mut self.notices) {
+            let _ = self.tx.send(CaptureMsg::Notice(n));
+        }
+    }
+
+    fn release_overdue(&mut self, now: u64) {
+        let mut actions = std::mem::take(&mut self.actions);
+        self.tracees.release_overdue(now, procfs::tgid_ppid, &mut actions);
+        self.perform(actions);
     }
 
     fn send_batch(&mut self) {
@@ -329,23 +399,25 @@ impl Tracer {
         let _ = self.tx.send(CaptureMsg::Events(batch));
     }
 
-    /// Collects the stops that are waiting, answering each; true when it stopped at
-    /// [`COLLECT_MAX`] with more perhaps waiting (their SIGCHLD may already be taken).
-    fn collect(&mut self) -> bool {
-        for _ in 0..COLLECT_MAX {
-            let Some((pid, status)) = sys::wait_any() else {
-                return false;
-            };
-            self.on_stop(pid, status);
-        }
-        true
-    }
-
-    fn on_stop(&mut self, pid: Pid, status: i32) {
+    /// Answers one stop; returns when it was collected (CLOCK_MONOTONIC ns).
+    fn on_stop(&mut self, pid: Pid, status: i32) -> u64 {
         self.stops += 1;
         let ts = procfs::mono_now();
+        // An exec's event message (the thread that exec'd) is asked for only when the process
+        // has had other threads: otherwise it is the process's own pid.
+        let known = (status >> 16) & 0xffff == libc::PTRACE_EVENT_EXEC && self.tracees.single_threaded(pid);
         // /proc/TID/task lists the threads of TID's process, whichever of them TID is.
-        let stop = stops::decode(status, || sys::event_msg(pid), |new| sys::is_thread_of(pid, new));
+        let stop = stops::decode(
+            status,
+            || {
+                if known {
+                    Some(pid as u64)
+                } else {
+                    sys::event_msg(pid)
+                }
+            },
+            |new| sys::is_thread_of(pid, new),
+        );
         let mut actions = std::mem::take(&mut self.actions);
         if stop == (Stop::Signal { sig: libc::SIGCHLD }) {
             // One more request per child exit of a traced parent: who sent it. A sender the
@@ -362,6 +434,7 @@ impl Tracer {
         }
         self.tracees.on_stop(pid, stop, ts, &mut actions);
         self.perform(actions);
+        ts
     }
 
     /// Performs the actions in order (the `/proc` reads while the task is still stopped, before
@@ -378,7 +451,9 @@ impl Tracer {
                 Action::Hold { .. } => {}
                 Action::Emit(event) => self.batch.push(event),
                 Action::ReadExec { tgid } => {
-                    let details = procfs::exec_details(tgid);
+                    // Stopped at its exec: its pid cannot be taken by another before it is
+                    // resumed, so its files are read by path.
+                    let details = procfs::stopped_exec_details(tgid);
                     self.warn_about(tgid, &details);
                     self.batch.push(Event::ExecDetails { tgid, details });
                 }
@@ -618,29 +693,129 @@ mod sys {
         unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     }
 
-    /// Waits for SIGCHLD (up to `timeout`, if given) and takes it.
-    pub fn wait_sigchld(timeout: Option<std::time::Duration>) {
-        let set = sigchld_set();
-        match timeout {
-            Some(t) => {
-                let ts = libc::timespec {
-                    tv_sec: t.as_secs() as libc::time_t,
-                    tv_nsec: t.subsec_nanos() as libc::c_long,
-                };
-                // SAFETY: valid set and timespec; the siginfo is not needed.
-                unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
-            }
-            // SAFETY: valid set; the siginfo is not needed.
-            None => unsafe {
-                libc::sigwaitinfo(&set, std::ptr::null_mut());
-            },
+    /// The signal that ends the tracer thread's `waitpid` (see [`Alarm`]). A real-time one
+    /// nothing else in proctrace uses; only ever sent to the tracer thread.
+    fn wake_signal() -> libc::c_int {
+        libc::SIGRTMAX() - 3
+    }
+
+    extern "C" fn on_wake(_: libc::c_int) {
+        // Nothing: being run is the point (the interrupted `waitpid` returns EINTR).
+    }
+
+    /// Installs the wake signal's handler, once per process: no `SA_RESTART`, so that a
+    /// blocking `waitpid` returns `EINTR` (the tracer's other calls do not block, or are
+    /// retried by std).
+    fn install_wake_handler() -> io::Result<()> {
+        static INSTALLED: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+        let failed = INSTALLED.get_or_init(|| {
+            // SAFETY: sigaction is plain data; all zeroes (no flags, empty mask) is valid.
+            let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+            sa.sa_sigaction = on_wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // SAFETY: a valid signal number and action; the old action is not needed.
+            let r = unsafe { libc::sigaction(wake_signal(), &sa, std::ptr::null_mut()) };
+            (r != 0).then(|| io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        });
+        match failed {
+            Some(e) => Err(io::Error::from_raw_os_error(*e)),
+            None => Ok(()),
         }
     }
 
-    /// Wakes the tracer thread `tid` of this process.
-    pub fn wake(tid: Pid) {
-        // SAFETY: tgkill to a thread of our own process with a valid signal.
-        unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGCHLD) };
+    /// A POSIX timer that sends the wake signal to the tracer thread: every [`TICK`] while
+    /// set, so a signal that lands just before the thread enters `waitpid` (and so is lost on
+    /// it) is followed by another.
+    ///
+    /// [`TICK`]: super::TICK
+    pub struct Alarm {
+        timer: libc::timer_t,
+    }
+
+    // SAFETY: a timer id is a handle of the kernel's, valid in every thread of the process; the
+    // timer_* calls on it may be made from any thread at once.
+    unsafe impl Send for Alarm {}
+    // SAFETY: as above.
+    unsafe impl Sync for Alarm {}
+
+    impl Alarm {
+        /// A stopped alarm for thread `tid` (the calling thread, which gets the wake signal
+        /// unblocked).
+        pub fn new(tid: Pid) -> io::Result<Alarm> {
+            install_wake_handler()?;
+            let set = crate::capture::signals::sigset(&[wake_signal()]);
+            // SAFETY: set is initialised; the old mask is not needed.
+            unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+            // SAFETY: sigevent is plain data; all zeroes is a valid start.
+            let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+            sev.sigev_notify = libc::SIGEV_THREAD_ID;
+            sev.sigev_signo = wake_signal();
+            sev.sigev_notify_thread_id = tid;
+            let mut timer: libc::timer_t = std::ptr::null_mut();
+            // SAFETY: valid clock, sigevent and out pointer.
+            check(unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut timer) })?;
+            Ok(Alarm { timer })
+        }
+
+        fn arm(&self, first: std::time::Duration, every: std::time::Duration) {
+            let ts = |d: std::time::Duration| libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            };
+            let spec = libc::itimerspec {
+                it_interval: ts(every),
+                it_value: ts(first),
+            };
+            // SAFETY: a live timer and a valid itimerspec; the old value is not needed.
+            unsafe { libc::timer_settime(self.timer, 0, &spec, std::ptr::null_mut()) };
+        }
+
+        /// Starts the alarm (the first signal after a [`TICK`](super::TICK)), or stops it.
+        pub fn set(&self, on: bool) {
+            let every = if on {
+                super::TICK
+            } else {
+                std::time::Duration::ZERO
+            };
+            self.arm(every, every);
+        }
+
+        /// Wakes the tracer now, and again every [`TICK`](super::TICK) until it has nothing
+        /// left to do (from any thread).
+        pub fn kick(&self) {
+            self.arm(std::time::Duration::from_nanos(1), super::TICK);
+        }
+    }
+
+    impl Drop for Alarm {
+        fn drop(&mut self) {
+            // SAFETY: the timer was created by timer_create and is deleted once, here.
+            unsafe { libc::timer_delete(self.timer) };
+        }
+    }
+
+    /// What a blocking wait gave.
+    pub enum Waited {
+        /// A stop or exit of a tracee or child: its pid and wait status.
+        Stop(Pid, i32),
+        /// The wake signal came.
+        Interrupted,
+        /// Nothing to wait for: no tracee and no child.
+        NoChildren,
+    }
+
+    /// The next stop or exit of any tracee or child, blocking until one comes or the wake
+    /// signal does.
+    pub fn wait_blocking() -> Waited {
+        let mut status = 0;
+        // SAFETY: waitpid with a valid out pointer.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if pid > 0 {
+            return Waited::Stop(pid, status);
+        }
+        if pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            return Waited::Interrupted;
+        }
+        Waited::NoChildren
     }
 
     /// One waiting stop or exit of any tracee or child, without blocking.

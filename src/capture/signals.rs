@@ -1,8 +1,8 @@
 //! The signal mask and the process groups proctrace runs with, which the backends rely on.
 //!
-//! - The forwarded signals (taken by `supervise`'s signal thread) and SIGCHLD (taken by the
-//!   ptrace tracer with `sigtimedwait`) are blocked in every thread; the command gets the mask
-//!   back before it execs.
+//! - The forwarded signals (taken by `supervise`'s signal thread) and SIGCHLD (which nobody
+//!   takes: the ptrace tracer waits with `waitpid`) are blocked in every thread; the command gets
+//!   the mask back before it execs.
 //! - The command runs in its own process group (set in the child before exec, and by the parent,
 //!   the way a shell sets up a job), so a signal sent to proctrace's group — a terminal's, a
 //!   `timeout`'s, a process manager's — reaches proctrace alone, and proctrace passes it on once.
@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 /// The signals proctrace forwards.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-/// Blocked in every thread: the forwarded signals (taken by the signal thread) and SIGCHLD (taken
-/// by the ptrace backend with sigtimedwait).
+/// Blocked in every thread: the forwarded signals (taken by the signal thread) and SIGCHLD (left
+/// pending: no thread is interrupted by it).
 const BLOCKED: [i32; 5] = [
     libc::SIGINT,
     libc::SIGTERM,
@@ -58,7 +58,7 @@ pub(crate) fn sigset(sigs: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// Blocks the forwarded signals (and SIGCHLD, which the ptrace backend takes with sigtimedwait)
+/// Blocks the forwarded signals (and SIGCHLD)
 /// in the calling thread and every thread it starts afterwards. Call before any thread exists.
 pub fn block_stop_signals() {
     let set = sigset(&BLOCKED);

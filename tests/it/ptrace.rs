@@ -420,3 +420,75 @@ fn a_make_build_in_a_container_like_sandbox_is_complete() {
     let err = stderr(&out);
     assert!(err.contains("make -s -j2 check"), "the tree: {err}");
 }
+
+/// The exec stop's `/proc` reads go by path (`readlink /proc/PID/exe` and `/proc/PID/cwd`, no
+/// directory handle): a program whose file was deleted before it exec'd (it runs through its
+/// descriptor) and a working directory named with a space, a line break and a byte that is not
+/// UTF-8 come out exactly as the kernel gives them, with the process's uid, exe and cwd of every
+/// other exec unchanged.
+#[test]
+fn exe_deleted_before_its_exec_and_an_odd_cwd_are_read_exactly() {
+    use base64::Engine as _;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut dir = tmp("odd").into_bytes();
+    dir.extend_from_slice(b" a\nb\xff");
+    let dir = std::path::PathBuf::from(OsStr::from_bytes(&dir));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy("/bin/true", dir.join("prog")).unwrap();
+    let out_file = tmp("deleted.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--backend",
+            "ptrace",
+            "--tree",
+            "none",
+            "-q",
+            "-o",
+            &out_file,
+            "--",
+        ])
+        .args([
+            "/bin/sh",
+            "-c",
+            "exec 3< ./prog && rm ./prog && exec /proc/self/fd/3 x",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    // A field's exact bytes: its `_base64` twin when it has one, else the string.
+    let bytes = |l: &Value, k: &str| match l[format!("{k}_base64")].as_str() {
+        Some(b) => b64.decode(b).unwrap(),
+        None => l[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {k}: {l}"))
+            .as_bytes()
+            .to_vec(),
+    };
+    // sh, rm, then the deleted program under sh's pid.
+    let execs: Vec<&Value> = lines.iter().filter(|l| l["event"] == "exec").collect();
+    assert_eq!(execs.len(), 3, "{execs:?}");
+    let (sh, prog) = (execs[0], execs[2]);
+    assert_eq!(execs[1]["argv"][0], "rm", "{execs:?}");
+    assert_eq!(
+        prog["argv"],
+        serde_json::json!(["/proc/self/fd/3", "x"]),
+        "{prog}"
+    );
+    let mut deleted = dir.join("prog").as_os_str().as_bytes().to_vec();
+    deleted.extend_from_slice(b" (deleted)");
+    assert_eq!(bytes(prog, "exe"), deleted, "{prog}");
+    assert_eq!(
+        bytes(sh, "exe"),
+        std::fs::canonicalize("/bin/sh").unwrap().as_os_str().as_bytes()
+    );
+    for e in execs {
+        assert_eq!(bytes(e, "cwd"), dir.as_os_str().as_bytes(), "{e}");
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(e["uid"], unsafe { libc::geteuid() }, "{e}");
+    }
+}

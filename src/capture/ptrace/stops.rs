@@ -275,6 +275,9 @@ pub struct Tracees {
     recent_set: HashSet<Pid>,
     /// Untraced processes already reported.
     untraced: HashSet<Pid>,
+    /// Processes that have had a thread besides their leader since they were seen starting
+    /// (until the leader's exit): only their execs may come from another thread.
+    threaded: HashSet<Pid>,
 }
 
 impl Tracees {
@@ -286,6 +289,12 @@ impl Tracees {
             enrich,
             ..Tracees::default()
         }
+    }
+
+    /// Whether process `tgid` has had no thread but its leader: an exec stop of it is then
+    /// the leader's own, and its former thread id need not be asked for.
+    pub fn single_threaded(&self, tgid: Pid) -> bool {
+        self.tasks.contains_key(&tgid) && !self.threaded.contains(&tgid)
     }
 
     /// Whether a task is held (the caller then wakes within [`HOLD_MAX_NS`] to let it go).
@@ -501,6 +510,9 @@ impl Tracees {
     }
 
     fn add_task(&mut self, tid: Pid, t: Task) {
+        if t.tgid != tid {
+            self.threaded.insert(t.tgid);
+        }
         if self.usage {
             *self.running.entry(t.tgid).or_default() += 1;
         }
@@ -575,6 +587,10 @@ impl Tracees {
             return;
         }
         let task = self.tasks.remove(&pid);
+        if task.is_some_and(|t| t.tgid == pid) {
+            // The leader is reported last: the pid is free for a new process.
+            self.threaded.remove(&pid);
+        }
         match task {
             Some(_) => self.exited(pid),
             // Not a task of the traced tree: an untraced process, reparented to proctrace (the

@@ -366,6 +366,35 @@ fn a_thread_is_a_task_of_its_process_whose_parent_is_the_processs_parent() {
     assert_eq!(r.stop(202, Stop::Exiting), [resume(202)]);
 }
 
+/// The shell skips `PTRACE_GETEVENTMSG` at an exec stop when [`Tracees::single_threaded`]
+/// says so: it must say so only for a process that never had another thread (else a non-leader
+/// exec would be taken for the leader's), and again for a new process under a reused pid.
+#[test]
+fn only_a_process_that_never_had_threads_execs_without_asking_which_thread() {
+    let mut r = Run::plain();
+    assert!(r.t.single_threaded(CMD), "the command, one thread");
+    assert!(!r.t.single_threaded(300), "an unknown pid");
+    r.process_with_threads(&[201]);
+    assert!(!r.t.single_threaded(200), "a thread was cloned");
+    r.stop(CMD, Stop::Fork { child: 210 });
+    r.stop(210, FIRST_STOP);
+    assert!(r.t.single_threaded(210), "a forked child");
+    // Its thread gone, the process may still exec from it no more, but it is asked anyway.
+    r.stop(201, Stop::Exited { status: 0 });
+    assert!(!r.t.single_threaded(200));
+    // A thread whose first stop came before its creator's clone event, let go as a thread by
+    // what /proc says after waiting too long: its process counts as threaded too.
+    r.stop(220, FIRST_STOP);
+    let mut out = Vec::new();
+    r.t.release_overdue(r.ts + HOLD_MAX_NS, |_| Some((210, CMD)), &mut out);
+    assert!(!r.t.single_threaded(210), "{out:?}");
+    // The leader's exit frees the pid: a new process under it starts single-threaded.
+    r.stop(200, Stop::Exited { status: 0 });
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    assert!(r.t.single_threaded(200), "a new process under a reused pid");
+}
+
 #[test]
 fn exec_from_a_thread_in_the_order_the_kernel_reports_it() {
     // A3: leader L (200), thread B (201) sleeping, thread C (202) execs. L gets EVENT_EXIT and
