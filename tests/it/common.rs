@@ -48,7 +48,8 @@ pub fn tmp(name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
-/// Defines a test module whose body runs once per backend: `fn connector` and `fn ptrace`.
+/// Defines a test module whose body runs once per backend: `fn connector`, `fn ptrace` and
+/// `fn ebpf`.
 macro_rules! both_backends {
     ($(#[$m:meta])* fn $name:ident($b:ident: &str) $body:block) => {
         $(#[$m])*
@@ -63,6 +64,10 @@ macro_rules! both_backends {
             #[test]
             fn ptrace() {
                 body("ptrace")
+            }
+            #[test]
+            fn ebpf() {
+                body("ebpf")
             }
         }
     };
