@@ -83,8 +83,12 @@ fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        // aya repeats a cause in its own message: said once.
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
         src = c.source();
     }
     s
@@ -116,16 +120,12 @@ fn kernel_version() -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// Whether proctrace runs in the initial pid namespace (the kernel side's pids are its own).
+/// Whether proctrace runs in the initial pid namespace (the kernel side's pids are its own):
+/// that namespace's inode number is fixed (`PROC_PID_INIT_INO`, include/linux/proc_ns.h).
 fn in_initial_pid_ns() -> bool {
-    // The init namespace's inode is fixed (PROC_PID_INIT_INO); elsewhere NSpid lists more than one.
-    match std::fs::read_to_string("/proc/self/status") {
-        Ok(s) => s
-            .lines()
-            .find_map(|l| l.strip_prefix("NSpid:"))
-            .is_none_or(|v| v.split_whitespace().count() == 1),
-        Err(_) => false,
-    }
+    const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").is_ok_and(|m| m.ino() == PROC_PID_INIT_INO)
 }
 
 /// An eventfd to wake the reader with.
