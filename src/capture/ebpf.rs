@@ -351,13 +351,18 @@ impl EbpfBackend {
 /// dropped.
 fn self_test(loaded: &mut Loaded) -> Result<(), crate::ProctraceError> {
     use std::os::unix::process::CommandExt;
-    let mut child = std::process::Command::new("/proc/self/exe")
-        .arg0("proctrace-ebpf-self-test")
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
+    // /bin/true where it exists (small: quick to exec), else proctrace itself.
+    let spawn = |prog: &str, args: &[&str]| {
+        std::process::Command::new(prog)
+            .arg0("proctrace-ebpf-self-test")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    };
+    let mut child = spawn("/bin/true", &[])
+        .or_else(|_| spawn("/proc/self/exe", &["--version"]))
         .map_err(|e| unavailable(format!("the self-test could not start a process: {e}")))?;
     let pid = child.id() as Pid;
     let status = child
