@@ -45,8 +45,13 @@ typedef int pid_t;
 typedef struct { int counter; } atomic_t;
 typedef struct { unsigned int val; } kuid_t;
 
+typedef struct { unsigned int val; } kgid_t;
+
 struct cred {
+	kuid_t uid;
+	kgid_t gid;
 	kuid_t euid;
+	kgid_t egid;
 } __attribute__((preserve_access_index));
 
 struct mm_struct {
@@ -67,7 +72,7 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
-	const struct cred *cred;
+	const struct cred *real_cred;
 	char comm[16];
 } __attribute__((preserve_access_index));
 
@@ -79,6 +84,7 @@ struct linux_binprm {
 #define KIND_FORK 1
 #define KIND_EXEC 2
 #define KIND_EXIT 3
+#define KIND_RENAME 4
 
 #define ARGV_CAP 32768   // argv bytes copied at most (the full length is recorded)
 #define FILENAME_CAP 4096 // bprm->filename bytes copied at most, NUL included
@@ -91,6 +97,7 @@ struct fork_record {
 	__u32 child_tgid;  // != child_pid: a thread (CLONE_THREAD)
 	__u32 creator_tgid; // the process that called fork/clone
 	__u32 creator_leader; // 1: that process is a session leader (it called setsid)
+	__u32 ruid, euid, rgid, egid; // the new task's (its creator's at the fork)
 };
 
 struct exit_record {
@@ -101,6 +108,18 @@ struct exit_record {
 	__u32 exit_code;   // the wait status (task->exit_code), as the connector's
 	__u32 parent_tgid;
 	__u32 flags;       // EXIT_GROUP_DEAD, EXIT_SESSION_LEADER
+	__u32 ruid, euid, rgid, egid;
+};
+
+// A thread renamed (prctl PR_SET_NAME, /proc/TID/comm, and the exec's own renaming, which the
+// reader tells apart: it is followed by that process's exec with the same name).
+struct rename_record {
+	__u32 kind;
+	__u32 pid;
+	__u64 ts;
+	__u32 tgid;
+	__u32 pad;
+	char comm[16];
 };
 
 #define EXIT_GROUP_DEAD 1     // the process's last task
@@ -115,12 +134,13 @@ struct exec_record {
 	__u64 ts;
 	__u32 old_pid;      // the exec'ing thread's id before the exec (!= tgid: a non-leader's exec)
 	__u32 parent_tgid;
-	__u32 euid;
+	__u32 euid;         // after the exec (a set-user-ID program's owner)
 	__u32 flags;
 	__u64 argv_full;    // arg_end - arg_start: more than argv_len means truncated
 	__u32 argv_len;     // argv bytes that follow the filename
 	__u32 filename_len; // bprm->filename bytes (no NUL) at the start of data
 	char comm[16];
+	__u32 ruid, rgid, egid, pad;
 	__u8 data[FILENAME_CAP + ARGV_CAP];
 };
 
@@ -179,6 +199,15 @@ static __always_inline __u64 wake_flags(void)
 									   : BPF_RB_NO_WAKEUP;
 }
 
+#define CREDS(r, t)                                                                                \
+	do {                                                                                       \
+		const struct cred *c = (t)->real_cred;                                             \
+		(r)->ruid = c->uid.val;                                                            \
+		(r)->euid = c->euid.val;                                                           \
+		(r)->rgid = c->gid.val;                                                            \
+		(r)->egid = c->egid.val;                                                           \
+	} while (0)
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -203,6 +232,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	r->child_tgid = tgid;
 	r->creator_tgid = creator;
 	r->creator_leader = parent->signal->leader != 0;
+	CREDS(r, child);
 	bpf_ringbuf_submit(r, wake_flags());
 	return 0;
 }
@@ -224,7 +254,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	r->tgid = tgid;
 	r->old_pid = old_pid;
 	r->parent_tgid = p->real_parent->tgid;
-	r->euid = p->cred->euid.val;
+	{
+		const struct cred *c = p->real_cred;
+		r->ruid = c->uid.val;
+		r->euid = c->euid.val;
+		r->rgid = c->gid.val;
+		r->egid = c->egid.val;
+		r->pad = 0;
+	}
 	r->flags = p->signal->leader ? EXEC_SESSION_LEADER : 0;
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), p->comm);
 
@@ -276,6 +313,28 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	r->exit_code = p->exit_code;
 	r->parent_tgid = p->real_parent->tgid;
 	r->flags = (group_dead ? EXIT_GROUP_DEAD : 0) | (p->signal->leader ? EXIT_SESSION_LEADER : 0);
+	CREDS(r, p);
+	bpf_ringbuf_submit(r, wake_flags());
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
+{
+	__u32 tgid = task->tgid;
+	if (!is_traced(tgid))
+		return 0;
+	struct rename_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_lost(0);
+		return 0;
+	}
+	r->kind = KIND_RENAME;
+	r->ts = bpf_ktime_get_ns();
+	r->pid = task->pid;
+	r->tgid = tgid;
+	r->pad = 0;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
 	bpf_ringbuf_submit(r, wake_flags());
 	return 0;
 }

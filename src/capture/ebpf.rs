@@ -64,11 +64,12 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long the self-test waits for its child's exec.
 const SELF_TEST_WAIT: Duration = Duration::from_secs(5);
 
-/// The tracepoints, each with its program.
-const PROGRAMS: [(&str, &str); 3] = [
+/// The tracepoints, each with its program; the last is optional (without it renames are not seen).
+const PROGRAMS: [(&str, &str); 4] = [
     ("on_fork", "sched_process_fork"),
     ("on_exec", "sched_process_exec"),
     ("on_exit", "sched_process_exit"),
+    ("on_rename", "task_rename"),
 ];
 
 /// Oldest kernel with what the program needs (the BPF ring buffer is 5.8).
@@ -218,10 +219,21 @@ impl Loaded {
                 .ok_or_else(|| unavailable(format!("the object has no program {name}")))?
                 .try_into()
                 .map_err(|e: aya::programs::ProgramError| unavailable(chain(&e)))?;
-            prog.load(tracepoint, &btf)
-                .map_err(|e| unavailable(format!("loading {tracepoint}: {}", refusal(&e))))?;
-            prog.attach()
-                .map_err(|e| unavailable(format!("attaching {tracepoint}: {}", refusal(&e))))?;
+            let attached = prog
+                .load(tracepoint, &btf)
+                .map_err(|e| format!("loading {tracepoint}: {}", refusal(&e)))
+                .and_then(|()| {
+                    prog.attach()
+                        .map(drop)
+                        .map_err(|e| format!("attaching {tracepoint}: {}", refusal(&e)))
+                });
+            match attached {
+                Ok(()) => {}
+                Err(e) if tracepoint == "task_rename" => {
+                    crate::say!("proctrace: eBPF: renames will not be seen: {e}");
+                }
+                Err(e) => return Err(unavailable(e)),
+            }
         }
         let map = |ebpf: &mut Ebpf, name: &str| {
             ebpf.take_map(name)
@@ -321,7 +333,7 @@ impl EbpfBackend {
             events: 0,
             rejected: 0,
             lost_seen: (0, 0),
-            leaders: std::collections::HashSet::new(),
+            state: State::default(),
         };
         let thread = std::thread::Builder::new()
             .name("pt-ebpf".into())
@@ -468,8 +480,8 @@ struct Reader {
     rejected: u64,
     /// The loss counters as last passed on.
     lost_seen: (u64, u64),
-    /// Session leaders already reported ([`Event::Sid`]), until they exit.
-    leaders: std::collections::HashSet<Pid>,
+    /// What the records are compared with.
+    state: State,
 }
 
 impl Reader {
@@ -487,7 +499,7 @@ impl Reader {
             if stopping && let Some(u) = self.usage.as_mut() {
                 u.finish();
             }
-            if !self.drain() {
+            if !self.drain(stopping) {
                 return;
             }
             for n in markers {
@@ -512,7 +524,7 @@ impl Reader {
     }
 
     /// Takes everything in the ring to the model; false when the model is gone.
-    fn drain(&mut self) -> bool {
+    fn drain(&mut self, final_drain: bool) -> bool {
         self.items.clear();
         let (ring_lost, map_lost) = self.loaded.lost();
         let new = ring_lost.wrapping_sub(self.lost_seen.0) + map_lost.wrapping_sub(self.lost_seen.1);
@@ -524,10 +536,17 @@ impl Reader {
         while let Some(item) = self.loaded.ring.next() {
             self.events += 1;
             match record::decode(&item) {
-                Some(r) => convert(&r, self.enrich, &mut self.leaders, &mut self.items),
+                Some(r) => self.state.convert(&r, self.enrich, &mut self.items),
                 None => self.rejected += 1,
             }
         }
+        // A rename not followed by its process's exec within RENAME_HOLD is a rename.
+        let before = if final_drain {
+            u64::MAX
+        } else {
+            crate::capture::procfs::mono_now().saturating_sub(RENAME_HOLD_NS)
+        };
+        self.state.release_renames(before, &mut self.items);
         if self.items.is_empty() {
             return true;
         }
@@ -541,61 +560,172 @@ impl Reader {
     }
 }
 
-/// One record as the model's events. There is no tracepoint for `setsid`: a process is
-/// reported a session leader ([`Event::Sid`]) the first time one of its records finds it one
-/// (its fork of a child, its exec, its exit), at that record's time.
-fn convert(r: &Record<'_>, enrich: bool, leaders: &mut std::collections::HashSet<Pid>, out: &mut Vec<Event>) {
-    let mut leader = |ts, tgid, is: bool, out: &mut Vec<Event>| {
-        if is && leaders.insert(tgid) {
+/// How long a rename waits for its process's exec (the exec's own renaming is followed by the
+/// exec record within microseconds).
+const RENAME_HOLD_NS: u64 = 5_000_000;
+
+/// What the reader remembers between records: session leaders reported, each process's
+/// credentials as last seen, renames held back.
+#[derive(Default)]
+struct State {
+    /// Session leaders already reported ([`Event::Sid`]), until they exit.
+    leaders: std::collections::HashSet<Pid>,
+    /// Each process's credentials as last seen, until it exits.
+    creds: std::collections::HashMap<Pid, record::Creds>,
+    /// Renames held until it is known whether they are an exec's own (ts, pid, tgid, comm).
+    renames: Vec<(u64, Pid, Pid, [u8; 16])>,
+}
+
+fn comm_text(comm: &[u8]) -> String {
+    let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+    crate::model::bytes::encode(&comm[..end]).into_owned()
+}
+
+impl State {
+    /// There is no tracepoint for `setsid` or for credential changes: a process is reported a
+    /// session leader ([`Event::Sid`]) the first time one of its records (its fork of a child,
+    /// its exec, its exit) finds it one, and its new uid/gid ([`Event::Gid`], [`Event::Uid`])
+    /// when a record finds them changed since the last, at that record's time.
+    fn leader(&mut self, ts: u64, tgid: Pid, is: bool, out: &mut Vec<Event>) {
+        if is && self.leaders.insert(tgid) {
             out.push(Event::Sid { ts, tgid });
         }
-    };
-    match *r {
-        Record::Fork {
-            ts,
-            parent_tgid,
-            child_pid,
-            child_tgid,
-            creator_tgid,
-            creator_leader,
-        } => {
-            leader(ts, creator_tgid, creator_leader, out);
-            out.push(Event::Fork {
+    }
+
+    fn creds_seen(&mut self, ts: u64, tgid: Pid, c: record::Creds, out: &mut Vec<Event>) {
+        let Some(old) = self.creds.insert(tgid, c) else {
+            return;
+        };
+        if (old.rgid, old.egid) != (c.rgid, c.egid) {
+            out.push(Event::Gid {
+                ts,
+                tgid,
+                rgid: c.rgid,
+                egid: c.egid,
+            });
+        }
+        if (old.ruid, old.euid) != (c.ruid, c.euid) {
+            out.push(Event::Uid {
+                ts,
+                tgid,
+                ruid: c.ruid,
+                euid: c.euid,
+            });
+        }
+    }
+
+    /// Passes on the held renames of `tgid` (before any other record of it).
+    fn renames_of(&mut self, tgid: Pid, out: &mut Vec<Event>) {
+        if self.renames.iter().any(|r| r.2 == tgid) {
+            self.release(|r| r.2 == tgid, out);
+        }
+    }
+
+    /// Passes on the held renames made before `before` (all: `u64::MAX`).
+    fn release_renames(&mut self, before: u64, out: &mut Vec<Event>) {
+        if !self.renames.is_empty() {
+            self.release(|r| r.0 < before, out);
+        }
+    }
+
+    fn release(&mut self, which: impl Fn(&(u64, Pid, Pid, [u8; 16])) -> bool, out: &mut Vec<Event>) {
+        self.renames.retain(|r| {
+            if !which(r) {
+                return true;
+            }
+            out.push(Event::Comm {
+                ts: r.0,
+                pid: r.1,
+                tgid: r.2,
+                comm: comm_text(&r.3),
+            });
+            false
+        });
+    }
+
+    /// One record as the model's events.
+    fn convert(&mut self, r: &Record<'_>, enrich: bool, out: &mut Vec<Event>) {
+        match *r {
+            Record::Fork {
                 ts,
                 parent_tgid,
                 child_pid,
                 child_tgid,
-            })
-        }
-        Record::Exit {
-            ts,
-            pid,
-            tgid,
-            status,
-            parent_tgid,
-            group_dead,
-            session_leader,
-        } => {
-            if group_dead {
-                leader(ts, tgid, session_leader, out);
-                leaders.remove(&tgid);
+                creator_tgid,
+                creator_leader,
+                creds,
+            } => {
+                self.renames_of(creator_tgid, out);
+                self.leader(ts, creator_tgid, creator_leader, out);
+                if self.creds.contains_key(&creator_tgid) {
+                    self.creds_seen(ts, creator_tgid, creds, out);
+                }
+                if child_pid == child_tgid {
+                    self.creds.insert(child_tgid, creds);
+                }
+                out.push(Event::Fork {
+                    ts,
+                    parent_tgid,
+                    child_pid,
+                    child_tgid,
+                })
             }
-            out.push(Event::Exit {
+            Record::Exit {
                 ts,
                 pid,
                 tgid,
                 status,
                 parent_tgid,
-            })
-        }
-        Record::Exec { ts, tgid, flags, .. } => {
-            leader(ts, tgid, flags & record::EXEC_SESSION_LEADER != 0, out);
-            out.push(Event::Exec { ts, tgid });
-            if enrich {
-                out.push(Event::ExecDetails {
+                group_dead,
+                session_leader,
+                creds,
+            } => {
+                self.renames_of(tgid, out);
+                if group_dead {
+                    self.leader(ts, tgid, session_leader, out);
+                    self.leaders.remove(&tgid);
+                    self.creds_seen(ts, tgid, creds, out);
+                    self.creds.remove(&tgid);
+                }
+                out.push(Event::Exit {
+                    ts,
+                    pid,
                     tgid,
-                    details: details(r),
-                });
+                    status,
+                    parent_tgid,
+                })
+            }
+            Record::Exec {
+                ts,
+                tgid,
+                flags,
+                creds,
+                comm,
+                ..
+            } => {
+                // The exec's own renaming (to the program's name) is the last one held for
+                // the process, with that name: not a rename.
+                if let Some(i) = self.renames.iter().rposition(|h| h.2 == tgid)
+                    && comm_text(&self.renames[i].3) == comm_text(comm)
+                {
+                    self.renames.remove(i);
+                }
+                self.renames_of(tgid, out);
+                self.leader(ts, tgid, flags & record::EXEC_SESSION_LEADER != 0, out);
+                self.creds_seen(ts, tgid, creds, out);
+                out.push(Event::Exec { ts, tgid });
+                if enrich {
+                    out.push(Event::ExecDetails {
+                        tgid,
+                        details: details(r),
+                    });
+                }
+            }
+            Record::Rename { ts, pid, tgid, comm } => {
+                let mut c = [0u8; 16];
+                let n = comm.len().min(16);
+                c[..n].copy_from_slice(&comm[..n]);
+                self.renames.push((ts, pid, tgid, c));
             }
         }
     }
@@ -608,7 +738,7 @@ fn convert(r: &Record<'_>, enrich: bool, leaders: &mut std::collections::HashSet
 fn details(r: &Record<'_>) -> ExecDetails {
     let Record::Exec {
         tgid,
-        euid,
+        creds,
         flags,
         argv_full,
         argv,
@@ -641,7 +771,7 @@ fn details(r: &Record<'_>) -> ExecDetails {
         argv,
         exe,
         cwd,
-        uid: Some(euid),
+        uid: Some(creds.euid),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::model::event::Pid;
 const KIND_FORK: u32 = 1;
 const KIND_EXEC: u32 = 2;
 const KIND_EXIT: u32 = 3;
+const KIND_RENAME: u32 = 4;
 
 /// `exec_record.flags`: the argv copy failed (the process's argv is read from `/proc`).
 pub const EXEC_ARGV_READ_FAILED: u32 = 1;
@@ -23,7 +24,20 @@ const EXIT_SESSION_LEADER: u32 = 2;
 pub const ARGV_CAP: u64 = 32768;
 
 /// Offset of `exec_record.data`.
-const EXEC_DATA: usize = 64;
+const EXEC_DATA: usize = 80;
+
+/// A task's real and effective uid and gid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Creds {
+    /// Real uid.
+    pub ruid: u32,
+    /// Effective uid.
+    pub euid: u32,
+    /// Real gid.
+    pub rgid: u32,
+    /// Effective gid.
+    pub egid: u32,
+}
 
 /// One decoded record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +56,8 @@ pub enum Record<'a> {
         creator_tgid: Pid,
         /// That process is a session leader.
         creator_leader: bool,
+        /// The new task's credentials (its creator's).
+        creds: Creds,
     },
     /// `sched_process_exec`.
     Exec {
@@ -51,8 +67,8 @@ pub enum Record<'a> {
         tgid: Pid,
         /// The exec'ing thread before the exec.
         old_pid: Pid,
-        /// Effective uid.
-        euid: u32,
+        /// Credentials after the exec.
+        creds: Creds,
         /// [`EXEC_ARGV_READ_FAILED`].
         flags: u32,
         /// The whole argv's length in the process's memory.
@@ -80,6 +96,19 @@ pub enum Record<'a> {
         group_dead: bool,
         /// The process is a session leader.
         session_leader: bool,
+        /// Credentials at exit.
+        creds: Creds,
+    },
+    /// `task_rename`: a thread's new name (the exec's own renaming included).
+    Rename {
+        /// When.
+        ts: u64,
+        /// The thread.
+        pid: Pid,
+        /// Its process.
+        tgid: Pid,
+        /// The new name, NUL-padded.
+        comm: &'a [u8],
     },
 }
 
@@ -96,6 +125,14 @@ pub fn decode(b: &[u8]) -> Option<Record<'_>> {
     let kind = u32_at(b, 0)?;
     let ts = u64_at(b, 8)?;
     let pid = |off| u32_at(b, off).map(|v| v as Pid);
+    let creds = |ruid, euid, rgid, egid| {
+        Some(Creds {
+            ruid: u32_at(b, ruid)?,
+            euid: u32_at(b, euid)?,
+            rgid: u32_at(b, rgid)?,
+            egid: u32_at(b, egid)?,
+        })
+    };
     match kind {
         KIND_FORK => Some(Record::Fork {
             ts,
@@ -104,6 +141,7 @@ pub fn decode(b: &[u8]) -> Option<Record<'_>> {
             child_tgid: pid(20)?,
             creator_tgid: pid(24)?,
             creator_leader: u32_at(b, 28)? != 0,
+            creds: creds(32, 36, 40, 44)?,
         }),
         KIND_EXIT => Some(Record::Exit {
             ts,
@@ -113,6 +151,13 @@ pub fn decode(b: &[u8]) -> Option<Record<'_>> {
             parent_tgid: pid(24)?,
             group_dead: u32_at(b, 28)? & EXIT_GROUP_DEAD != 0,
             session_leader: u32_at(b, 28)? & EXIT_SESSION_LEADER != 0,
+            creds: creds(32, 36, 40, 44)?,
+        }),
+        KIND_RENAME => Some(Record::Rename {
+            ts,
+            pid: pid(4)?,
+            tgid: pid(16)?,
+            comm: b.get(24..40)?,
         }),
         KIND_EXEC => {
             let argv_len = u32_at(b, 40)? as usize;
@@ -124,7 +169,7 @@ pub fn decode(b: &[u8]) -> Option<Record<'_>> {
                 ts,
                 tgid: pid(4)?,
                 old_pid: pid(16)?,
-                euid: u32_at(b, 24)?,
+                creds: creds(64, 24, 68, 72)?,
                 flags: u32_at(b, 28)?,
                 argv_full: u64_at(b, 32)?,
                 comm: b.get(48..64)?,
