@@ -14,6 +14,13 @@ pub fn shapes() -> &'static str {
     BIN.get_or_init(|| compile_fixture("shapes"))
 }
 
+/// `tests/fixtures/nobpf.c`: runs a command under a seccomp filter refusing `bpf()` (as
+/// Docker's default profile does), compiled once per test run.
+pub fn nobpf() -> &'static str {
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| compile_fixture("nobpf"))
+}
+
 /// Compiles `tests/fixtures/NAME.c` (with threads) to `NAME` in the tests' scratch directory;
 /// returns its path. Callers keep it in a `OnceLock` to compile once per test run.
 pub fn compile_fixture(name: &str) -> String {

@@ -3,12 +3,6 @@
 //! kernel-side filter, `watch`, and the way `auto` goes on where eBPF is refused.
 use super::common::*;
 use std::process::Command;
-use std::sync::OnceLock;
-
-fn nobpf() -> &'static str {
-    static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| compile_fixture("nobpf"))
-}
 
 /// Every exec line's argv, in order.
 fn exec_argvs(lines: &[serde_json::Value]) -> Vec<Vec<String>> {
