@@ -333,7 +333,10 @@ impl EbpfBackend {
             events: 0,
             rejected: 0,
             lost_seen: (0, 0),
-            state: State::default(),
+            state: State {
+                me: std::process::id() as Pid,
+                ..State::default()
+            },
         };
         let thread = std::thread::Builder::new()
             .name("pt-ebpf".into())
@@ -574,6 +577,10 @@ struct State {
     creds: std::collections::HashMap<Pid, record::Creds>,
     /// Renames held until it is known whether they are an exec's own (ts, pid, tgid, comm).
     renames: Vec<(u64, Pid, Pid, [u8; 16])>,
+    /// proctrace itself: in the traced map (`run`) so that its children are, but its own
+    /// threads' records are not passed on (the taskstats join would count proctrace, never
+    /// seen starting, as a process with incomplete figures).
+    me: Pid,
 }
 
 fn comm_text(comm: &[u8]) -> String {
@@ -645,6 +652,13 @@ impl State {
 
     /// One record as the model's events.
     fn convert(&mut self, r: &Record<'_>, enrich: bool, out: &mut Vec<Event>) {
+        let own = match *r {
+            Record::Fork { child_tgid, .. } => child_tgid,
+            Record::Exit { tgid, .. } | Record::Exec { tgid, .. } | Record::Rename { tgid, .. } => tgid,
+        };
+        if own == self.me {
+            return;
+        }
         match *r {
             Record::Fork {
                 ts,
