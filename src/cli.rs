@@ -109,6 +109,17 @@ fn backend_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(std::iter::once(auto).chain(named))
 }
 
+/// `watch --backend`: `auto`, or a backend that can follow processes it did not start.
+fn watch_backend_names() -> clap::builder::PossibleValuesParser {
+    let auto =
+        clap::builder::PossibleValue::new("auto").help("Each backend in turn: the first that works here");
+    let named = crate::capture::BACKENDS
+        .iter()
+        .filter(|b| b.watches)
+        .map(|b| clap::builder::PossibleValue::new(b.name).help(b.help));
+    clap::builder::PossibleValuesParser::new(std::iter::once(auto).chain(named))
+}
+
 /// `--tree`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum TreeArg {
@@ -251,6 +262,10 @@ pub struct WatchArgs {
     /// Stop after SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// How to observe processes: eBPF, the kernel connector, or auto (eBPF where the kernel
+    /// allows it, else the connector).
+    #[arg(long, default_value = "auto", value_parser = watch_backend_names())]
+    pub backend: String,
     /// At the end, print the summary (slowest, by program, failures; with -p the critical
     /// path) on stderr. Keeps exited processes in memory until then.
     #[arg(long)]
@@ -437,6 +452,7 @@ impl Common {
             // times an event's 832 bytes: the same size holds more exits than the connector
             // holds events.
             usage_buffer: self.usage_buffer.unwrap_or(self.buffer),
+            whole_system: false,
         }
     }
 }

@@ -66,6 +66,9 @@ pub enum ProctraceError {
     /// The connector refused or is missing.
     #[error("cannot listen to process events: {0}")]
     Connector(#[from] cnproc::OpenError),
+    /// A capture backend cannot be used here (exit 69: `auto` tries the next).
+    #[error("{0}")]
+    Unavailable(String),
     /// An I/O step failed.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
@@ -81,7 +84,7 @@ impl ProctraceError {
     /// The exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ProctraceError::Connector(_) => exit_codes::UNAVAILABLE,
+            ProctraceError::Connector(_) | ProctraceError::Unavailable(_) => exit_codes::UNAVAILABLE,
             ProctraceError::Usage(_) => exit_codes::USAGE,
             ProctraceError::Io(..) => exit_codes::INTERNAL,
             ProctraceError::Input(_) => exit_codes::DATA,

@@ -327,29 +327,7 @@ impl super::CaptureBackend for ConnectorBackend {
         argv: &[String],
         env: &[(std::ffi::OsString, std::ffi::OsString)],
     ) -> Result<Pid, SpawnError> {
-        let Some((prog, args)) = argv.split_first() else {
-            return Err(SpawnError::from_io(std::io::ErrorKind::NotFound.into()));
-        };
-        // The model's text stands for bytes (crate::model::bytes): run as those bytes.
-        use crate::model::bytes::to_os;
-        let mut command = std::process::Command::new(to_os(prog));
-        command.args(args.iter().map(|a| to_os(a)));
-        command.envs(env.iter().map(|(k, v)| (k, v)));
-        // SAFETY: the closure only calls async-signal-safe functions (setpgid, tcsetpgrp,
-        // sigaction, sigprocmask via the helper).
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-                signals::child_before_exec();
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(SpawnError::from_io)?;
-        let pid = child.id() as Pid;
-        signals::command_forked(pid);
-        drop(child); // reaped by the reaper thread, not by std
-        spawn_reaper(pid, self.capture.sender(), Arc::clone(&self.reaper_stop))
-            .map_err(SpawnError::from_io)?;
-        Ok(pid)
+        spawn_command(argv, env, self.capture.sender(), Arc::clone(&self.reaper_stop))
     }
 
     fn rx(&self) -> &std::sync::mpsc::Receiver<CaptureMsg> {
@@ -382,6 +360,38 @@ impl super::CaptureBackend for ConnectorBackend {
     fn receive_buffer(&self) -> u64 {
         self.receive_buffer
     }
+}
+
+/// Spawns the command with a clean signal mask and starts reaping it (and adopted orphans):
+/// its status comes as [`Notice::CommandExited`] on `notify`. Shared with the eBPF backend.
+pub(super) fn spawn_command(
+    argv: &[String],
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    notify: Sender<CaptureMsg>,
+    stop: Arc<AtomicBool>,
+) -> Result<Pid, SpawnError> {
+    let Some((prog, args)) = argv.split_first() else {
+        return Err(SpawnError::from_io(std::io::ErrorKind::NotFound.into()));
+    };
+    // The model's text stands for bytes (crate::model::bytes): run as those bytes.
+    use crate::model::bytes::to_os;
+    let mut command = std::process::Command::new(to_os(prog));
+    command.args(args.iter().map(|a| to_os(a)));
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    // SAFETY: the closure only calls async-signal-safe functions (setpgid, tcsetpgrp,
+    // sigaction, sigprocmask via the helper).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            signals::child_before_exec();
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(SpawnError::from_io)?;
+    let pid = child.id() as Pid;
+    signals::command_forked(pid);
+    drop(child); // reaped by the reaper thread, not by std
+    spawn_reaper(pid, notify, stop).map_err(SpawnError::from_io)?;
+    Ok(pid)
 }
 
 /// Reaps every child of proctrace (the command and adopted orphans) and reports the command's

@@ -2,7 +2,11 @@
 //! subscribing or attaching, spawning the command, reaping it — and yields only the model's
 //! [`Event`]s, plus notices about the command on the same queue.
 //!
-//! Two backends:
+//! Three backends, tried by `auto` in this order:
+//! - [`ebpf`]: BTF tracepoints on fork, exec and exit writing to a ring buffer; argv is copied in
+//!   the kernel at the exec (always complete, whatever the process's life), kernel timestamps,
+//!   only the traced tree costs anything (`run`). Needs root (or CAP_BPF+CAP_PERFMON), kernel
+//!   BTF and 5.8+; refused in containers' seccomp profiles and user namespaces.
 //! - [`connector`]: the kernel's process events connector. System-wide, kernel timestamps, no
 //!   effect on the traced processes beyond a wakeup; argv is read from `/proc` by a racing
 //!   reader ([`enrich`]). Refused in containers (private network namespace), user and pid
@@ -21,6 +25,7 @@ use crate::model::event::{Event, Pid};
 use crate::model::session::CaptureSummary;
 
 pub mod connector;
+pub mod ebpf;
 pub mod enrich;
 pub mod files;
 pub mod procfs;
@@ -68,6 +73,9 @@ pub struct CaptureOptions {
     pub usage: bool,
     /// Taskstats receive buffer to request, bytes (connector).
     pub usage_buffer: usize,
+    /// Every process of the machine (`watch`), not only the command's tree (`run`): backends
+    /// that can filter in the kernel (eBPF) do so only when this is false.
+    pub whole_system: bool,
 }
 
 /// Why the command could not be started.
@@ -130,7 +138,7 @@ pub trait CaptureBackend {
     }
 }
 
-/// Opens a backend; an [`Unavailable`](crate::ProctraceError::Connector)-kind error (exit 69)
+/// Opens a backend; an [`Unavailable`](crate::ProctraceError::Unavailable)-kind error (exit 69)
 /// lets `auto` try the next.
 pub type OpenBackend = fn(&CaptureOptions) -> Result<Box<dyn CaptureBackend>, crate::ProctraceError>;
 
@@ -142,19 +150,29 @@ pub struct BackendSpec {
     pub help: &'static str,
     /// Opens it.
     pub open: OpenBackend,
+    /// It can follow processes it did not start (`watch`).
+    pub watches: bool,
 }
 
 /// Every backend, in the order `--backend auto` tries them.
 pub const BACKENDS: &[BackendSpec] = &[
     BackendSpec {
+        name: "ebpf",
+        help: "BTF tracepoints (argv copied in the kernel): root or CAP_BPF+CAP_PERFMON, kernel 5.8+ with BTF",
+        open: |o| Ok(Box::new(ebpf::EbpfBackend::open(o)?)),
+        watches: true,
+    },
+    BackendSpec {
         name: "connector",
         help: "The kernel's process events connector",
         open: |o| Ok(Box::new(connector::ConnectorBackend::open(o)?)),
+        watches: true,
     },
     BackendSpec {
         name: "ptrace",
         help: "ptrace (event stops only): works in containers and user namespaces",
         open: |o| Ok(Box::new(ptrace::PtraceBackend::start(o)?)),
+        watches: false,
     },
 ];
 
@@ -174,11 +192,16 @@ impl Backend {
         }
         let mut last = None;
         let mut refused = Vec::new();
-        for (i, b) in BACKENDS.iter().enumerate() {
+        // `watch` (whole_system) only with the backends that can follow what they did not start.
+        let usable: Vec<&BackendSpec> = BACKENDS
+            .iter()
+            .filter(|b| b.watches || !opts.whole_system)
+            .collect();
+        for (i, b) in usable.iter().enumerate() {
             match (b.open)(opts) {
                 Ok(b) => return Ok(Backend(b, refused)),
-                Err(e) if e.exit_code() == crate::exit_codes::UNAVAILABLE && i + 1 < BACKENDS.len() => {
-                    crate::say!("proctrace: {e}; tracing with {} instead", BACKENDS[i + 1].name);
+                Err(e) if e.exit_code() == crate::exit_codes::UNAVAILABLE && i + 1 < usable.len() => {
+                    crate::say!("proctrace: {e}; tracing with {} instead", usable[i + 1].name);
                     refused.push(format!("{}: {e}", b.name));
                     last = Some(e);
                 }
@@ -188,7 +211,7 @@ impl Backend {
         Err(last.unwrap_or_else(|| crate::ProctraceError::Usage("no backend".into())))
     }
 
-    /// The backend's name (`connector`, `ptrace`).
+    /// The backend's name (`ebpf`, `connector`, `ptrace`).
     pub fn name(&self) -> &'static str {
         self.0.name()
     }

@@ -271,7 +271,7 @@ mod sys {
 
 /// The kernel names a process after the path it exec'd (base name, at most 15 bytes), which is
 /// almost always `argv[0]`; the resolved executable stands in when `argv[0]` is empty.
-fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
+pub fn comm_from_argv0(argv0: &str, exe: Option<&str>) -> String {
     let src = if argv0.is_empty() {
         exe.unwrap_or(argv0)
     } else {

@@ -23,8 +23,10 @@ pub struct WatchConfig {
     pub outputs: Outputs,
     /// Stop after this long.
     pub duration: Option<Duration>,
-    /// Capture settings (watch uses the connector).
+    /// Capture settings (`whole_system` is set by [`watch`]).
     pub capture: CaptureOptions,
+    /// Which backend (`None`: auto, among those that can watch).
+    pub backend: Option<String>,
     /// Which facts reach the outputs.
     pub filter: FactFilter,
 }
@@ -57,6 +59,7 @@ pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
             .map(|v| crate::cli::secs(v, "--duration"))
             .transpose()?,
         capture: a.common.capture_options(),
+        backend: (a.backend != "auto").then_some(a.backend),
     })
 }
 
@@ -71,7 +74,8 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
             return Err(ProctraceError::Usage(format!("no process with pid {root}")));
         }
     }
-    let backend = Backend::open(Some("connector"), &cfg.capture)?;
+    cfg.capture.whole_system = true;
+    let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
     let sinks = cfg.outputs.start()?;
     let scope = if cfg.root.is_some() {
         Scope::Tree

@@ -331,7 +331,7 @@ fn tick_step(span_ns: u64, px_per_tick: f64) -> (u64, u64, &'static str) {
 }
 
 fn tick_label(t: u64, unit: u64, name: &str) -> String {
-    if t % unit == 0 {
+    if t.is_multiple_of(unit) {
         format!("{} {name}", t / unit)
     } else {
         let v = t as f64 / unit as f64;

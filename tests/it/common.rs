@@ -14,6 +14,13 @@ pub fn shapes() -> &'static str {
     BIN.get_or_init(|| compile_fixture("shapes"))
 }
 
+/// `tests/fixtures/nobpf.c`: runs a command under a seccomp filter refusing `bpf()` (as
+/// Docker's default profile does), compiled once per test run.
+pub fn nobpf() -> &'static str {
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| compile_fixture("nobpf"))
+}
+
 /// Compiles `tests/fixtures/NAME.c` (with threads) to `NAME` in the tests' scratch directory;
 /// returns its path. Callers keep it in a `OnceLock` to compile once per test run.
 pub fn compile_fixture(name: &str) -> String {
@@ -48,7 +55,8 @@ pub fn tmp(name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
-/// Defines a test module whose body runs once per backend: `fn connector` and `fn ptrace`.
+/// Defines a test module whose body runs once per backend: `fn connector`, `fn ptrace` and
+/// `fn ebpf`.
 macro_rules! both_backends {
     ($(#[$m:meta])* fn $name:ident($b:ident: &str) $body:block) => {
         $(#[$m])*
@@ -63,6 +71,10 @@ macro_rules! both_backends {
             #[test]
             fn ptrace() {
                 body("ptrace")
+            }
+            #[test]
+            fn ebpf() {
+                body("ebpf")
             }
         }
     };

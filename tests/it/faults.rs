@@ -16,7 +16,20 @@ fn forced_overflow_is_reported_and_matches_the_kernels_drop_counter() {
         + " wait";
     let out = Command::new(PROCTRACE)
         .args([
-            "run", "--buffer", "1", "--tree", "none", "-o", &out_file, "--", "sh", "-c", &script,
+            // The connector's socket is what overflows (eBPF's ring is not sized by --buffer).
+            "run",
+            "--backend",
+            "connector",
+            "--buffer",
+            "1",
+            "--tree",
+            "none",
+            "-o",
+            &out_file,
+            "--",
+            "sh",
+            "-c",
+            &script,
         ])
         .output()
         .unwrap();

@@ -15,6 +15,7 @@ mod cli;
 mod creds;
 mod diff;
 mod diff_builds;
+mod ebpf;
 mod elsewhere;
 mod errors;
 mod failures;

@@ -46,9 +46,20 @@ const SMALL: &str = "ls / >/dev/null; /bin/echo hi; exit 3";
 #[test]
 fn auto_picks_ptrace_in_a_private_network_namespace() {
     let out_file = tmp("netns.jsonl");
+    // Under a seccomp filter refusing bpf() too (as Docker's default profile does): eBPF works
+    // in a private network namespace as root.
     let out = Command::new("unshare")
         .args([
-            "--net", PROCTRACE, "run", "-o", &out_file, "--", "sh", "-c", SMALL,
+            "--net",
+            nobpf(),
+            PROCTRACE,
+            "run",
+            "-o",
+            &out_file,
+            "--",
+            "sh",
+            "-c",
+            SMALL,
         ])
         .output()
         .expect("unshare (util-linux)");
@@ -389,9 +400,20 @@ fn a_make_build_in_a_container_like_sandbox_is_complete() {
     )
     .unwrap();
     let out_file = tmp("make.jsonl");
+    // Container-like: a private network namespace and a seccomp filter refusing bpf().
     let out = Command::new("unshare")
         .args([
-            "--net", PROCTRACE, "run", "-o", &out_file, "--", "make", "-s", "-j2", "check",
+            "--net",
+            nobpf(),
+            PROCTRACE,
+            "run",
+            "-o",
+            &out_file,
+            "--",
+            "make",
+            "-s",
+            "-j2",
+            "check",
         ])
         .current_dir(&dir)
         .output()

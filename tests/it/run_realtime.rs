@@ -54,7 +54,10 @@ fn check_rate(what: &str, n: usize, execs: usize, lines: &[Value], parent: i64) 
 fn argv_is_read_for_vfork_children() {
     let sh = shapes();
     let n = 1000;
-    let (out, lines) = run(&["--tree", "none"], &[sh, "vfork", &n.to_string()]);
+    let (out, lines) = run(
+        &["--backend", "connector", "--tree", "none"],
+        &[sh, "vfork", &n.to_string()],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let root = find(&processes(&lines), &[sh, "vfork"]).pid;
     check_rate("vfork loop", n, n, &lines, root);
@@ -64,7 +67,10 @@ fn argv_is_read_for_vfork_children() {
 fn argv_is_read_for_posix_spawn_children() {
     let sh = shapes();
     let n = 1000;
-    let (out, lines) = run(&["--tree", "none"], &[sh, "posix_spawn", &n.to_string()]);
+    let (out, lines) = run(
+        &["--backend", "connector", "--tree", "none"],
+        &[sh, "posix_spawn", &n.to_string()],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let root = find(&processes(&lines), &[sh, "posix_spawn"]).pid;
     check_rate("posix_spawn loop", n, n, &lines, root);
@@ -74,7 +80,10 @@ fn argv_is_read_for_posix_spawn_children() {
 fn argv_is_read_for_a_dash_loop() {
     let n = 1000;
     let script = format!("for i in $(seq 1 {n}); do /bin/true; done");
-    let (out, lines) = run(&["--tree", "none"], &["/bin/sh", "-c", &script]);
+    let (out, lines) = run(
+        &["--backend", "connector", "--tree", "none"],
+        &["/bin/sh", "-c", &script],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let root = find(&processes(&lines), &["/bin/sh", "-c"]).pid;
     // The loop's children: n × /bin/true and one seq.
@@ -96,7 +105,16 @@ fn traced_command_and_descendants_do_not_inherit_real_time() {
     // The command prints its own scheduling and its parent's (proctrace's) threads', then that
     // of a child and a grandchild.
     let out = Command::new(PROCTRACE)
-        .args(["run", "-o", &out_file, "--tree", "none", "--"])
+        .args([
+            "run",
+            "--backend",
+            "connector",
+            "-o",
+            &out_file,
+            "--tree",
+            "none",
+            "--",
+        ])
         .args([sh, "sched", "2", "parent"])
         .env("NO_COLOR", "1")
         .output()
@@ -139,13 +157,16 @@ fn traced_command_and_descendants_do_not_inherit_real_time() {
 
 #[test]
 fn end_line_names_the_reader_mode() {
-    let (out, lines) = run(&["--tree", "none"], &["/bin/true"]);
+    let (out, lines) = run(&["--backend", "connector", "--tree", "none"], &["/bin/true"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let end = lines.last().unwrap();
     if is_root() {
         assert_eq!(end["argv_reader"], "realtime", "{end}");
     }
-    let (out, lines) = run(&["--tree", "none", "--no-enrich"], &["/bin/true"]);
+    let (out, lines) = run(
+        &["--backend", "connector", "--tree", "none", "--no-enrich"],
+        &["/bin/true"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(lines.last().unwrap()["argv_reader"], "off");
 }

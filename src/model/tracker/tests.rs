@@ -198,7 +198,7 @@ fn many_records_across_chunks_and_reused_pids() {
     let n = 3 * CHUNK as u64 + 17;
     // Pids cycle through a small range (each comes round again) and every third is above
     // 2^30, so neighbouring and far-apart pids share the table.
-    let pid_of = |i: u64| 1000 + (i % 5000) as i32 + if i % 3 == 0 { 1 << 30 } else { 0 };
+    let pid_of = |i: u64| 1000 + (i % 5000) as i32 + if i.is_multiple_of(3) { 1 << 30 } else { 0 };
     for i in 0..n {
         t.apply(&fork(i * 10, 1, pid_of(i)), &mut f);
         t.apply(&exit(i * 10 + 5, pid_of(i), (i % 7) as u32), &mut f);

@@ -166,7 +166,7 @@ fn run(args: &[String]) -> i32 {
         }
         "006data" => {
             let usage_error = "expect <cat0> <k0> <v0> [<cat1> <k1> <v1> [...]]";
-            if a.len() % 3 != 0 {
+            if !a.len().is_multiple_of(3) {
                 die("%s", usage_error);
             }
             for t in a.chunks(3) {
