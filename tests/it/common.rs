@@ -14,11 +14,11 @@ pub fn shapes() -> &'static str {
     BIN.get_or_init(|| compile_fixture("shapes"))
 }
 
-/// `tests/fixtures/nobpf.c`: runs a command under a seccomp filter refusing `bpf()` (as
+/// `tests/fixtures/deny-bpf.c`: runs a command under a seccomp filter refusing `bpf()` (as
 /// Docker's default profile does), compiled once per test run.
 pub fn nobpf() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| compile_fixture("nobpf"))
+    BIN.get_or_init(|| compile_fixture("deny-bpf"))
 }
 
 /// Compiles `tests/fixtures/NAME.c` (with threads) to `NAME` in the tests' scratch directory;

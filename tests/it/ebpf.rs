@@ -236,64 +236,7 @@ fn watch_sees_processes_it_did_not_start() {
     assert_eq!(t.exits[0]["code"], 0);
 }
 
-#[test]
-fn auto_goes_on_when_ebpf_is_refused() {
-    // A seccomp filter refusing bpf() (Docker's default profile does).
-    let out = Command::new(nobpf())
-        .args([PROCTRACE, "run", "--backend", "ebpf", "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot trace with eBPF"),
-        "{}",
-        stderr(&out)
-    );
-    let out = Command::new(nobpf())
-        .args([PROCTRACE, "run", "--tree", "none", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("cannot trace with eBPF") && err.contains("tracing with connector instead"),
-        "{err}"
-    );
-
-    // Without privileges (a user without capabilities).
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            PROCTRACE,
-            "run",
-            "--tree",
-            "none",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("cannot trace with eBPF") && err.contains("tracing with connector instead"),
-        "{err}"
-    );
-
-    // In a user namespace: eBPF refused, then the connector, then ptrace works.
-    let out = Command::new("unshare")
-        .args(["--user", PROCTRACE, "run", "--tree", "none", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("cannot trace with eBPF") && err.contains("tracing with ptrace instead"),
-        "{err}"
-    );
-}
+// The fallback when eBPF is refused (seccomp, nobody, user namespaces): tests/it/fallback.rs.
 
 #[test]
 fn inside_a_pid_namespace_of_its_own_it_refuses_and_auto_goes_on() {

@@ -4,16 +4,15 @@
 //! stderr line, named in the JSON Lines start and end lines (`refused`) and in the closing line;
 //! a backend asked for by name is never swapped for another.
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::common::*;
 
-/// `tests/fixtures/deny-bpf.c`: runs a command with `bpf()` refused (EPERM, or ENOSYS).
+/// `tests/fixtures/deny-bpf.c`: runs a command with `bpf()` refused (EPERM, or ENOSYS with
+/// `--enosys`).
 fn deny_bpf() -> &'static str {
-    static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| compile_fixture("deny-bpf"))
+    nobpf()
 }
 
 const SMALL: &str = "ls / >/dev/null; /bin/echo hi; exit 3";
@@ -53,9 +52,16 @@ fn assert_traced_with(out: &Output, lines: &[Value], backend: &str, refused: &[&
         }
     }
     assert_eq!(end["execs"], 3, "{end}");
-    assert_eq!(end["execs_with_argv"], 3, "{end}");
+    // The connector's `/proc` reader (at normal priority without privileges) can miss a
+    // short-lived process's argv; the other two never do.
+    if backend != "connector" {
+        assert_eq!(end["execs_with_argv"], 3, "{end}");
+    }
     let ps = processes(lines);
-    assert_eq!(find(&ps, &["/bin/echo", "hi"]).exits[0]["code"], 0);
+    assert_eq!(ps.len(), 3, "{ps:?}");
+    if backend != "connector" {
+        assert_eq!(find(&ps, &["/bin/echo", "hi"]).exits[0]["code"], 0);
+    }
     // One line per fallback, each naming the next backend; the closing line names them again.
     let said: Vec<&str> = err.lines().filter(|l| l.contains("tracing with")).collect();
     assert_eq!(said.len(), refused.len(), "{err}");
@@ -85,6 +91,7 @@ fn a_seccomp_filter_denying_bpf_falls_back_to_the_connector() {
         assert_traced_with(&out, &lines, "connector", &["ebpf"]);
         let why = lines[0]["refused"][0].as_str().unwrap();
         assert!(why.contains("bpf"), "the reason names bpf(): {why}");
+        assert!(stderr(&out).contains("cannot trace with eBPF"), "{}", stderr(&out));
     }
 }
 
