@@ -23,7 +23,9 @@ use sha2::Digest as _;
 use crate::model::bytes::shown;
 use crate::model::event::ExitStatus;
 use crate::model::images::images;
-use crate::model::naming::{command_line, fit, image_command_line, quote_argv, short_command_line};
+use crate::model::naming::{
+    command_line, fit, image_command_line, image_program, quote_argv, short_command_line,
+};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, Tracker};
 use crate::output::FinishedRun;
@@ -343,13 +345,16 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             if k > 0 {
                 path.push(',');
             }
+            let label = strings.id(&s.step.label);
             let _ = write!(
                 path,
-                "[{},{},{},{}]",
+                "[{},{},{},{},{},{},{label}]",
                 p.map_or(-1, |p| p as i64),
                 s.step.image.unwrap_or(0),
                 s.depth,
-                s.own_ns / 1000
+                s.own_ns / 1000,
+                s.step.start_ns.div_euclid(1000),
+                s.step.duration_ns / 1000,
             );
         }
     }
@@ -379,6 +384,57 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             x.window_ns / 1000,
             x.full_ns / 1000
         );
+    }
+    // The tables the summary has, as it computes them (src/report/summary): every image the
+    // slowest list draws from, in its order; every program; how the cost lists name a process
+    // (where not by its command line).
+    let mut slow = String::new();
+    {
+        let mut all = rep.slowest_all.clone();
+        all.sort_unstable_by(summary::slowest_order);
+        for &(dur, _, _, id, im) in &all {
+            let (Some(&p), Some(r)) = (index.get(&id), t.get(id)) else {
+                continue;
+            };
+            let Some(image) = images(t, r).get(im) else {
+                continue;
+            };
+            if !slow.is_empty() {
+                slow.push(',');
+            }
+            let program = strings.id(&image_program(&image));
+            let _ = write!(slow, "{p},{im},{},{program}", dur / 1000);
+        }
+    }
+    let mut programs = String::new();
+    for (k, (name, st)) in rep.by_program.0.iter().enumerate() {
+        if k > 0 {
+            programs.push(',');
+        }
+        let _ = write!(
+            programs,
+            "[{},{},{},{},{},{}]",
+            strings.id(name),
+            st.count,
+            st.total_ns / 1000,
+            st.max_ns / 1000,
+            opt(st.cpu_ns.map(|c| c / 1000)),
+            opt(st.max_rss_kib)
+        );
+    }
+    let mut cost_labels = String::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(r) = t.get(id) else { continue };
+        if r.usage.is_none() {
+            continue;
+        }
+        let l = summary::cost_label(t, r, redact);
+        if l != command_line(r, redact) {
+            if !cost_labels.is_empty() {
+                cost_labels.push(',');
+            }
+            let _ = write!(cost_labels, "{i},{}", strings.id(&l));
+        }
     }
     let causes: Vec<String> = ids
         .iter()
@@ -468,7 +524,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     }
     let _ = write!(
         out,
-        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}]}}",
+        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}],\"slow\":[{slow}],\"programs\":[{programs}],\"cost_labels\":[{cost_labels}]}}",
         causes.join(",")
     );
     out

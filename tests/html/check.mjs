@@ -79,6 +79,13 @@ try {
         await page.waitForFunction(() => document.body.dataset.shown !== undefined, { timeout: opts.timeout });
         out.search = { query: opts.search, rows: await page.evaluate(() => Number(document.body.dataset.shown)) };
       } else {
+      // every table's columns and first 20 rows as shown at load (each cell's text, and a
+      // number's value in data-v), before any search or sort
+      out.tables = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('section.table table')].map((t) => [t.id, {
+        cols: [...t.querySelectorAll('thead th')].map((th) => th.dataset.col),
+        rows: [...t.querySelectorAll('tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
+          .map((tr) => [...tr.cells].map((td) => (td.dataset.v !== undefined ? { t: td.textContent, v: Number(td.dataset.v) } : { t: td.textContent }))),
+      }])));
       // search: type into the field as a person would
       const ts = Date.now();
       await page.click('#search');
@@ -153,6 +160,12 @@ try {
       await page.mouse.move(gb[0] + hx, gb[1] + hr[2]);
       out.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
       if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-hover.png') });
+      // the critical path's every step, as listed once its folded lines are opened:
+      // [step, label, duration text]
+      await page.evaluate(() => { const b = document.querySelector('#path + button.more'); if (b && !b.hidden) b.click(); });
+      await page.evaluate(() => document.querySelectorAll('#path li.fold').forEach((li) => li.click()));
+      out.path_steps = await page.evaluate(() => [...document.querySelectorAll('#path li[data-step]')].map((li) => [
+        Number(li.dataset.step), li.querySelector('code').textContent.trim(), li.querySelector('.dur').textContent]));
       }
     } catch (e) {
       out.error = String(e && e.stack || e);

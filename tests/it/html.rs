@@ -519,3 +519,200 @@ fn a_watched_process_in_a_browser() {
     );
     assert!(!text.contains("Still running"), "{text}");
 }
+
+/// Seconds of `--summary-json` as the page's microseconds (its figures are the summary's, cut
+/// to whole µs).
+fn us_of(secs: &Value) -> i64 {
+    (secs.as_f64().unwrap() * 1e6).round() as i64
+}
+
+/// The page's table `id` at load: its rows as `col key → cell` maps.
+fn table_rows(r: &Value, id: &str) -> Vec<std::collections::HashMap<String, Value>> {
+    let t = &r["tables"][id];
+    let cols: Vec<String> = t["cols"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no table {id}"))
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            cols.iter()
+                .cloned()
+                .zip(row.as_array().unwrap().iter().cloned())
+                .collect()
+        })
+        .collect()
+}
+
+/// A cell's number (`data-v`) or text.
+fn cell_v(c: &Value) -> i64 {
+    c["v"]
+        .as_f64()
+        .map_or_else(|| c["t"].as_str().unwrap().parse().unwrap(), |v| v as i64)
+}
+
+/// The page's tables and critical path say what `analyze --summary-json` of the same capture
+/// says: the slowest images, by program, failures and causes, the hungriest by CPU and by
+/// memory (names, pids, durations, counts, in the summary's order), and the same critical path
+/// step for step.
+#[test]
+fn the_pages_tables_are_the_summarys() {
+    let names = ["make-fails", "libffi-run1"];
+    let pages: Vec<String> = names.iter().map(|n| tmp(&format!("agree-{n}.html"))).collect();
+    let mut sums = Vec::new();
+    for (n, p) in names.iter().zip(&pages) {
+        write_page(&["replay", &capture(n), "--tree", "none", "--quiet"], p, 0);
+        let json = tmp(&format!("agree-{n}.json"));
+        let out = Command::new(PROCTRACE)
+            .args([
+                "analyze",
+                "--summary-json",
+                &json,
+                "--tree",
+                "none",
+                "--quiet",
+                &capture(n),
+            ])
+            .output()
+            .unwrap();
+        assert!(Path::new(&json).exists(), "analyze: {}", stderr(&out));
+        sums.push(serde_json::from_str::<Value>(&std::fs::read_to_string(&json).unwrap()).unwrap());
+    }
+    let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
+    let got = check(&refs, &["--search", "cc1"]);
+    for ((r, s), page) in got.iter().zip(&sums).zip(&pages) {
+        let data = embedded(page);
+        assert_sound(r, &data);
+        // slowest: the summary's ten, then more of the same list
+        let slow = table_rows(r, "slowest");
+        let want = s["slowest"].as_array().unwrap();
+        assert!(!want.is_empty() && slow.len() >= want.len(), "{page}: {slow:?}");
+        for (row, w) in slow.iter().zip(want) {
+            assert_eq!(
+                cell_v(&row["pid"]),
+                w["pid"].as_i64().unwrap(),
+                "{page}: {row:?} vs {w}"
+            );
+            assert_eq!(row["program"]["t"], w["program"], "{page}: {row:?} vs {w}");
+            assert!(
+                (cell_v(&row["duration"]) - us_of(&w["duration_s"])).abs() <= 1,
+                "{page}: {row:?} vs {w}"
+            );
+        }
+        // by program: most total time first, ties by name (the summary's order)
+        let mut progs: Vec<(&String, &Value)> = s["by_program"].as_object().unwrap().iter().collect();
+        progs.sort_by(|a, b| {
+            us_of(&b.1["total_s"])
+                .cmp(&us_of(&a.1["total_s"]))
+                .then(a.0.cmp(b.0))
+        });
+        let by = table_rows(r, "by-program");
+        assert_eq!(by.len(), progs.len().min(20), "{page}");
+        for (row, (name, w)) in by.iter().zip(&progs) {
+            assert_eq!(
+                row["program"]["t"].as_str(),
+                Some(name.as_str()),
+                "{page}: {row:?}"
+            );
+            assert_eq!(
+                cell_v(&row["count"]),
+                w["count"].as_i64().unwrap(),
+                "{page}: {name}"
+            );
+            assert!(
+                (cell_v(&row["total"]) - us_of(&w["total_s"])).abs() <= 1,
+                "{page}: {name}"
+            );
+            if !w["cpu_s"].is_null() {
+                assert!(
+                    (cell_v(&row["cpu"]) - us_of(&w["cpu_s"])).abs() <= 1,
+                    "{page}: {name}"
+                );
+            }
+        }
+        // failures and causes: the causes, then the other failures, then the handled exits,
+        // each in the summary's order (start, then pid)
+        let pids = |v: &Value, pick: &dyn Fn(&Value) -> bool| -> Vec<i64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| pick(f))
+                .map(|f| f["pid"].as_i64().unwrap())
+                .collect()
+        };
+        let causes = pids(&s["causes"], &|_| true);
+        let mut want = causes.clone();
+        want.extend(pids(&s["failures"], &|f| {
+            !causes.contains(&f["pid"].as_i64().unwrap())
+        }));
+        want.extend(pids(&s["nonzero_exits"], &|f| f["handled"] == true));
+        let fails: Vec<i64> = table_rows(r, "failures")
+            .iter()
+            .map(|row| cell_v(&row["pid"]))
+            .collect();
+        assert_eq!(fails, want[..want.len().min(20)], "{page}");
+        let kinds: Vec<String> = table_rows(r, "failures")
+            .iter()
+            .take(causes.len())
+            .map(|row| row["rank"]["t"].as_str().unwrap().to_string())
+            .collect();
+        assert!(kinds.iter().all(|k| k == "cause"), "{page}: {kinds:?}");
+        // the hungriest: the summary's five by CPU and by peak RSS
+        for (id, list, key, json) in [
+            ("hungry-cpu", "top_cpu", "cpu", "cpu_s"),
+            ("hungry-mem", "top_rss", "rss", "max_rss_kib"),
+        ] {
+            let rows = table_rows(r, id);
+            let want = s[list].as_array().unwrap();
+            assert_eq!(want.len(), 5, "{page}: {list}");
+            for (row, w) in rows.iter().zip(want) {
+                assert_eq!(
+                    cell_v(&row["pid"]),
+                    w["pid"].as_i64().unwrap(),
+                    "{page}: {id} {row:?} vs {w}"
+                );
+                let v = if json == "cpu_s" {
+                    us_of(&w[json])
+                } else {
+                    w[json].as_i64().unwrap()
+                };
+                assert!((cell_v(&row[key]) - v).abs() <= 1, "{page}: {id} {row:?} vs {w}");
+            }
+        }
+        // libffi's biggest compile is named as the summary names it: cc1 doing gcc's work
+        if page.contains("libffi") {
+            let first = &table_rows(r, "hungry-cpu")[0]["command"]["t"];
+            assert!(first.as_str().unwrap().starts_with("cc1, for: gcc "), "{first}");
+        }
+        // the critical path: the same steps, in order, each its pid, program and time
+        let steps = r["path_steps"].as_array().unwrap();
+        let want = s["critical_path"].as_array().unwrap();
+        assert!(!want.is_empty(), "{page}");
+        assert_eq!(
+            steps.len(),
+            want.len(),
+            "{page}: every step listed once its lines are opened"
+        );
+        for (k, (st, w)) in steps.iter().zip(want).enumerate() {
+            assert_eq!(st[0].as_u64(), Some(k as u64), "{page}");
+            let d = &data["path"][k];
+            let proc = d[0].as_i64().unwrap();
+            assert!(proc >= 0, "{page}: step {k} has its record");
+            assert_eq!(data["procs"][proc as usize][0], w["pid"], "{page}: step {k}");
+            assert!(
+                (d[5].as_i64().unwrap() - us_of(&w["duration_s"])).abs() <= 1,
+                "{page}: step {k}"
+            );
+            let label = st[1].as_str().unwrap();
+            let program = w["program"].as_str().unwrap();
+            assert!(
+                label.contains(program.trim_start_matches("[fork of ").trim_end_matches(']')),
+                "{page}: step {k}: {label:?} vs {program}"
+            );
+        }
+    }
+}

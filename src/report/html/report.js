@@ -155,9 +155,14 @@
   (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-path')); s.appendChild(document.createTextNode('critical path')); legend.appendChild(s); })();
 
   // ---- critical path -----------------------------------------------------------------------
-  var PATH = (D.path || []).filter(function (s) { return s[0] >= 0 && s[0] < N; });
+  // The summary's steps, each [process (-1: none of the data's records), image, depth, own,
+  // start, duration, label]: listed as the summary lists them, even a step of no record.
+  var PATH = D.path || [];
+  function stepOf(s) { return s[0] >= 0 && s[0] < N; }
+  function stepDur(s) { if (s.length > 5) return s[5]; var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; return im[1] - im[0]; }
+  function stepLabel(s) { if (s.length > 6) return str(s[6]); var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; return str(im[2]); }
   var onPath = new Map(); // proc -> Set of image indices
-  PATH.forEach(function (s) { if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
+  PATH.forEach(function (s) { if (!stepOf(s)) return; if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
   var parAt = new Map(); (D.parallel || []).forEach(function (x) { parAt.set(x[0], x); });
   // Steps shorter than 0.5% of the run that follow one another are one line ("… 12 shorter
   // steps"), opened by a click: a configure's path is hundreds of probes of a millisecond.
@@ -166,9 +171,9 @@
     if (!PATH.length) { ol.appendChild(el('li', 'empty', 'No critical path (no single command, or its end is unknown).')); return; }
     var SHORT = TEND * 0.005, items = [], run = null;
     PATH.forEach(function (s, k) {
-      var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
-      var short = k > 0 && im[1] - im[0] < SHORT && !parAt.has(k);
-      if (short) { if (!run) { run = { from: k, to: k, us: 0 }; items.push(run); } run.to = k; run.us += im[1] - im[0]; }
+      var d = stepDur(s);
+      var short = k > 0 && d < SHORT && !parAt.has(k);
+      if (short) { if (!run) { run = { from: k, to: k, us: 0 }; items.push(run); } run.to = k; run.us += d; }
       else { run = null; items.push(k); }
     });
     var shown = 0, btn = null;
@@ -197,12 +202,13 @@
       return li;
     }
     function step(k) {
-      var s = PATH[k], im = imgs(s[0])[s[1]] || imgs(s[0])[0];
+      var s = PATH[k];
       var li = el('li');
       li.value = k + 1;
-      li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + str(im[2])));
+      li.dataset.step = String(k);
+      li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + stepLabel(s)));
       li.appendChild(document.createTextNode(' '));
-      li.appendChild(el('span', 'dur', fmtUs(im[1] - im[0]) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
+      li.appendChild(el('span', 'dur', fmtUs(stepDur(s)) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
       var par = parAt.get(k);
       if (par) {
         var t = 'bounded by parallelism: ' + par[1] + ' job slots busy ' + fmtUs(par[3]) + ' of ' + fmtUs(par[2]);
@@ -216,7 +222,7 @@
           li.appendChild(el('span', 'dur', fmtUs(end[par[4]] - start[par[4]])));
         }
       }
-      li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
+      if (stepOf(s)) li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
       return li;
     }
   })();
@@ -231,7 +237,7 @@
   // The rows banded as the critical path's: its steps of at least 0.5% of the run (every step
   // is outlined).
   var banded = new Uint8Array(N);
-  PATH.forEach(function (s) { var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; if (im[1] - im[0] >= TEND * 0.005) banded[s[0]] = 1; });
+  PATH.forEach(function (s) { if (stepOf(s) && stepDur(s) >= TEND * 0.005) banded[s[0]] = 1; });
   var query = '';
   var rows = new Int32Array(N), nrows = 0, matches = N;
   function rebuildRows() {
@@ -626,53 +632,44 @@
   function onRowClick(ev) { var d = ev.currentTarget.dataset; if (d.proc != null) reveal(Number(d.proc), d.image != null ? Number(d.image) : null); }
   function refreshTables() { tables.forEach(function (st) { filterRows(st); st.limit = TOP; sortRows(st); render(st); }); }
 
-  // Slowest images, as the summary defines them (src/report/summary/mod.rs): images with a known
-  // start and end, not the root's, not a background child's; an image taking >= 90% of the
-  // parent's image it was forked from is folded into that parent (never into a fork image: the
-  // fork image is left out instead).
+  // The tables the summary has are the summary's (src/report/summary): the data carries its
+  // figures — every image its slowest list draws from, in its order (`slow`), every program
+  // (`programs`), how its cost lists name a process (`cost_labels`) — so the page and
+  // `--summary-json` agree; failures follow its order (start, then pid).
   var seq = 0;
-  var slowRows = [], progs = new Map(), costRows = [], failRows = [];
+  var slowRows = [], progRows = [], costRows = [], failRows = [];
   (function aggregates() {
-    var dropFork = new Set(), foldImg = new Set(), fold = new Uint8Array(N);
-    for (var i = 0; i < N; i++) {
-      var pa = parent[i]; if (pa < 0 || pa >= N || P[i][2] == null || P[i][3] == null) continue;
-      var pl = imgs(pa), k = 0;
-      for (; k < pl.length - 1; k++) if (start[i] < pl[k][1]) break;
-      var pim = pl[k], pd = pim[1] - pim[0], d = end[i] - start[i];
-      if (pd <= 0 || P[pa][3] == null) continue;
-      if (d >= 0.9 * pd && !pim[4]) fold[i] = 1; // the whole process did the parent's work
-      var cl = imgs(i);
-      for (var k3 = 0; k3 < cl.length; k3++) {
-        if (cl[k3][1] - cl[k3][0] < 0.9 * pd) continue;
-        if (pim[4]) dropFork.add(pa + ':' + k); else foldImg.add(i + ':' + k3);
-      }
+    var SL = D.slow || [];
+    for (var q = 0; q + 3 < SL.length; q += 4) {
+      var i = SL[q], k = SL[q + 1];
+      if (i < 0 || i >= N) continue;
+      var im = imgs(i)[k] || imgs(i)[0];
+      slowRows.push({ proc: i, image: k, seq: seq++, duration: SL[q + 2], command: str(im[2]), program: str(SL[q + 3]), pid: P[i][0], status: statusText(i), start: im[0] });
     }
+    (D.programs || []).forEach(function (g) {
+      var name = str(g[0]);
+      progRows.push({ program: name, count: g[1], total: g[2], max: g[3], mean: g[1] ? g[2] / g[1] : null, cpu: g[4], rss: g[5], text: name.toLowerCase(), seq: seq++ });
+    });
+    var costLabel = new Map(), CL = D.cost_labels || [];
+    for (q = 0; q + 1 < CL.length; q += 2) costLabel.set(CL[q], CL[q + 1]);
+    var fails = [];
     for (i = 0; i < N; i++) {
-      var p = P[i], list = imgs(i), bg = outcome[i] === 4;
-      for (k = 0; k < list.length; k++) {
-        var im = list[k], known = p[2] != null && (im[1] != null) && !(p[3] == null && k === list.length - 1);
-        var prog = programOf(im), dur = im[1] - im[0];
-        if (known) {
-          var g = progs.get(prog);
-          if (!g) { g = { program: prog, count: 0, total: 0, max: 0, cpu: null, rss: null, text: prog.toLowerCase(), seq: seq++ }; progs.set(prog, g); }
-          g.count++; g.total += dur; if (dur > g.max) g.max = dur;
-          if (k === list.length - 1) {
-            if (p[9] != null) g.cpu = (g.cpu || 0) + p[9];
-            if (p[10] != null && (g.rss == null || p[10] > g.rss)) g.rss = p[10];
-          }
-        }
-        if (!known || parent[i] < 0 || bg || foldImg.has(i + ':' + k) || dropFork.has(i + ':' + k)) continue;
-        slowRows.push({ proc: i, image: k, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
-      }
+      var p = P[i];
       if (p[9] != null || p[10] != null) {
-        var forWhat = '';
-        if (fold[i] && parent[i] >= 0 && (p[9] || 0) > (P[parent[i]][9] || 0)) forWhat = ', for: ' + label(parent[i]);
-        costRows.push({ proc: i, seq: seq++, cpu: p[9], rss: p[10], read: p[11], written: p[12], duration: end[i] - start[i], command: forWhat ? programOf(list[list.length - 1]) + forWhat : label(i), pid: p[0] });
+        var known = p[2] != null && p[3] != null && p[4] != null && outcome[i] !== 4;
+        costRows.push({ proc: i, seq: seq++, cpu: p[9], rss: p[10], read: p[11], written: p[12], duration: known ? p[3] - p[2] : null, command: costLabel.has(i) ? str(costLabel.get(i)) : label(i), pid: p[0] });
       }
-      if (outcome[i] === 1 || outcome[i] === 2 || outcome[i] === 3 || causeSet.has(i)) {
-        failRows.push({ proc: i, seq: seq++, cause: causeSet.has(i), kind: causeSet.has(i) ? 'cause' : outcome[i] === 1 ? 'failure' : outcome[i] === 2 ? 'handled' : 'killed', status: statusText(i), duration: end[i] - start[i], command: label(i), cwd: P[i][8] >= 0 ? str(P[i][8]) : '', pid: p[0], rank: causeSet.has(i) ? 0 : outcome[i] === 1 ? 1 : 2, start: start[i] });
-      }
+      if (outcome[i] === 1 || outcome[i] === 2 || outcome[i] === 3 || causeSet.has(i)) fails.push(i);
     }
+    fails.sort(function (a, b) {
+      var x = P[a][2], y = P[b][2];
+      if (x !== y) { if (x == null) return -1; if (y == null) return 1; return x - y; }
+      return P[a][0] - P[b][0] || a - b;
+    });
+    fails.forEach(function (i) {
+      var c = causeSet.has(i);
+      failRows.push({ proc: i, seq: seq++, cause: c, kind: c ? 'cause' : outcome[i] === 1 ? 'failure' : outcome[i] === 2 ? 'handled' : 'killed', status: statusText(i), duration: end[i] - start[i], command: label(i), cwd: P[i][8] >= 0 ? str(P[i][8]) : '', pid: P[i][0], rank: c ? 0 : outcome[i] === 1 ? 1 : 2, start: start[i] });
+    });
   })();
   // By directory, for compiles: a compiler driver's `-c` of a source file, grouped by the
   // file's directory (resolved against the process's cwd); time is the driver's, CPU that of its
@@ -717,14 +714,12 @@
     }
     return Array.from(dirs.values());
   })();
-  var progRows = Array.from(progs.values());
-  progRows.forEach(function (g) { g.mean = g.total / g.count; });
   var dur = function (v) { return fmtUs(v); };
   makeTable({ id: 'slowest', title: 'Slowest', sort: 'duration', rows: slowRows,
     hint: 'Programs run (images), longest first; a child doing nearly all of its parent\u2019s work (\u2265 90%) is folded into the parent. Click a row to find it in the chart.',
     cols: [{ key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'program', label: 'Program' }, { key: 'command', label: 'Command', mono: true }, { key: 'status', label: 'Status' }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'by-program', title: 'By program', sort: 'total', rows: progRows,
-    hint: 'Every image with a known start and end, grouped by program (argv[0]\u2019s base name). CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
+    hint: 'Every image, grouped by program (argv[0]\u2019s base name), as the summary counts them: time is that of the images of processes that exited; CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
     cols: [{ key: 'program', label: 'Program', mono: true }, { key: 'count', label: 'Runs', num: true, fmt: fmtInt }, { key: 'total', label: 'Total time', num: true, fmt: dur }, { key: 'mean', label: 'Mean', num: true, fmt: dur }, { key: 'max', label: 'Longest', num: true, fmt: dur }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }] });
   if (dirRows.length) makeTable({ id: 'by-directory', title: 'Compiles by directory', sort: 'total', rows: dirRows,
     hint: 'Each compiler driver run with -c, grouped by its source file\u2019s directory; CPU counts the compiler it ran (cc1, as).',
@@ -734,10 +729,10 @@
     cols: [{ key: 'rank', label: 'Kind', num: false, fmt: function (v, r) { return r.kind; } }, { key: 'status', label: 'Status' }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'cwd', label: 'Directory', mono: true }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'hungry-cpu', title: 'Hungriest by CPU', sort: 'cpu', rows: costRows,
     hint: 'User + system CPU of each process itself (not its children).',
-    cols: [{ key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'read', label: 'Read', num: true, fmt: fmtBytes }, { key: 'written', label: 'Written', num: true, fmt: fmtBytes }] });
+    cols: [{ key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'read', label: 'Read', num: true, fmt: fmtBytes }, { key: 'written', label: 'Written', num: true, fmt: fmtBytes }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'hungry-mem', title: 'Hungriest by memory', sort: 'rss', rows: costRows.slice(),
     hint: 'Peak resident set of each process.',
-    cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }] });
+    cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'pid', label: 'PID', num: true }] });
 
   // ---- search ----------------------------------------------------------------------------------
   var search = document.getElementById('search'), timer = 0;
