@@ -451,9 +451,19 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             }
             let name = strings.id(&summary::region_name(&g.category, &g.label));
             let thread = strings.id(&crate::model::escape::text(&g.thread));
+            let category = strings.id(&crate::model::escape::text(&g.category));
+            let label = strings.id(&crate::model::escape::text(&g.label));
+            let msg = g.msg.as_deref().map_or(-1, |m| {
+                let m = if redact {
+                    crate::redact::redact_arg(m)
+                } else {
+                    m.into()
+                };
+                strings.id(&crate::model::escape::text(&m)) as i64
+            });
             let _ = write!(
                 regions,
-                "[{i},{},{},{name},{thread},{}]",
+                "[{i},{},{},{name},{thread},{},{category},{label},{msg}]",
                 us(g.ts, origin),
                 us(g.end, origin),
                 g.nesting

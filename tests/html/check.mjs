@@ -160,6 +160,40 @@ try {
       await page.mouse.move(gb[0] + hx, gb[1] + hr[2]);
       out.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
       if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-hover.png') });
+      // the concurrency graph hovered at 45% of its time axis (after Fit): the tooltip, and
+      // the exact time it is for
+      await page.click('#zoom-fit');
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+      await page.$eval('#conc', (c) => c.scrollIntoView({ block: 'center' }));
+      const cb = await page.$eval('#conc', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top, b.width, b.height]; });
+      await page.mouse.move(cb[0] + 320 + (cb[2] - 328) * 0.45, cb[1] + cb[3] / 2);
+      out.conc_hover = await page.evaluate(() => ({ t: Number(document.getElementById('tip').dataset.t), text: document.getElementById('tip').innerText }));
+      if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-conc.png') });
+      await page.evaluate(() => window.scrollTo(0, 0));
+      // a Trace2 region (the widest of the most nested in its process), shown as a click in a
+      // table shows a process, then hovered at its middle: the tooltip, and the canvas's colour there
+      const reg = await page.evaluate(() => {
+        const d = JSON.parse(document.getElementById('proctrace-data').textContent), rs = d.regions || [];
+        if (!rs.length) return null;
+        const deepest = new Map();
+        for (const g of rs) deepest.set(g[0], Math.max(deepest.get(g[0]) ?? -1, g[5]));
+        let best = null;
+        for (const g of rs) if (g[5] === deepest.get(g[0]) && (!best || g[2] - g[1] > best[2] - best[1])) best = g;
+        window.proctrace.reveal(best[0], best[1], best[2]);
+        return { proc: best[0], start: best[1], end: best[2], nesting: best[5], name: d.strings[best[3]], count: rs.length };
+      });
+      if (reg) {
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+        const at = await page.evaluate((g) => window.proctrace.at(g.proc, (g.start + g.end) / 2), reg);
+        if (at) {
+          const rb = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top]; });
+          await page.mouse.move(rb[0] + at[0], rb[1] + at[1]);
+          reg.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
+          reg.pixel = await page.evaluate((xy) => { const c = document.getElementById('gantt'), k = window.devicePixelRatio || 1; return [...c.getContext('2d').getImageData(Math.round(xy[0] * k), Math.round(xy[1] * k), 1, 1).data]; }, at);
+          if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-region.png') });
+        }
+        out.region = reg;
+      }
       // the critical path's every step, as listed once its folded lines are opened:
       // [step, label, duration text]
       await page.evaluate(() => { const b = document.querySelector('#path + button.more'); if (b && !b.hidden) b.click(); });

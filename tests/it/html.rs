@@ -159,11 +159,103 @@ fn assert_sound(r: &Value, data: &Value) {
         tip.contains("cwd: ") && tip.contains("status: ") && tip.contains("peak RSS: "),
         "{page}: {tip}"
     );
+    assert_concurrency_hover(r, data);
     assert!(
         r["load_ms"].as_u64().unwrap() < 30_000,
         "{page}: {}",
         r["load_ms"]
     );
+}
+
+/// The concurrency graph's tooltip at the time it was hovered says what ran then, counted here
+/// from the data: processes running (started at or before it, not ended), jobs (images that
+/// forked no child, as the page defines them) and cores in use (each measured process's CPU
+/// spread evenly over its life).
+fn assert_concurrency_hover(r: &Value, data: &Value) {
+    let page = r["page"].as_str().unwrap();
+    let h = &r["conc_hover"];
+    let t = h["t"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{page}: not hovered: {h}"));
+    let tip = h["text"].as_str().unwrap();
+    let procs = data["procs"].as_array().unwrap();
+    let images = data["images"].as_array().unwrap();
+    let wall = data["run"]["wall_us"].as_f64().unwrap();
+    let tend = procs
+        .iter()
+        .filter_map(|p| p[3].as_f64())
+        .fold(wall.max(1.0), f64::max);
+    let start = |p: &Value| p[2].as_f64().unwrap_or(0.0);
+    let end = |p: &Value| p[3].as_f64().unwrap_or(tend);
+    let live = |s: f64, e: f64| i64::from(s <= t) - i64::from(e <= t);
+    // which image of its parent each child was forked in
+    let mut forked = vec![false; images.len()];
+    let mut forked_one = vec![false; procs.len()];
+    for p in procs {
+        let Some(pa) = p[1].as_i64().filter(|&pa| pa >= 0) else {
+            continue;
+        };
+        let pp = &procs[pa as usize];
+        let first = pp[13].as_i64().unwrap();
+        if first < 0 {
+            forked_one[pa as usize] = true;
+            continue;
+        }
+        let n = pp[14].as_u64().unwrap() as usize;
+        let k = (0..n - 1)
+            .find(|&k| {
+                images[first as usize + k][1]
+                    .as_f64()
+                    .is_some_and(|e| start(p) < e)
+            })
+            .unwrap_or(n - 1);
+        forked[first as usize + k] = true;
+    }
+    let (mut running, mut jobs, mut cores) = (0i64, 0i64, 0f64);
+    for (i, p) in procs.iter().enumerate() {
+        if p[2].is_null() {
+            continue;
+        }
+        let (s, e) = (start(p), end(p));
+        running += live(s, e);
+        if let Some(cpu) = p[9].as_f64().filter(|_| e > s) {
+            cores += cpu / (e - s) * live(s, e) as f64;
+        }
+        let first = p[13].as_i64().unwrap();
+        if first < 0 {
+            if !forked_one[i] {
+                jobs += live(s, e);
+            }
+            continue;
+        }
+        for k in 0..p[14].as_u64().unwrap() as usize {
+            let im = &images[first as usize + k];
+            if !forked[first as usize + k] {
+                jobs += live(im[0].as_f64().unwrap_or(s), im[1].as_f64().unwrap_or(e));
+            }
+        }
+    }
+    assert!(
+        tip.contains(&format!("\njobs running: {jobs} (")),
+        "{page}: at {t}: {tip}"
+    );
+    assert!(
+        tip.contains(&format!("\nprocesses running: {running}\n")),
+        "{page}: at {t}: {tip}"
+    );
+    if data["run"]["cpu_us"].is_null() {
+        assert!(tip.contains("CPU in use: not measured"), "{page}: {tip}");
+    } else {
+        let at = tip
+            .find("CPU in use: ")
+            .unwrap_or_else(|| panic!("{page}: {tip}"))
+            + 12;
+        let shown: f64 = tip[at..].split(' ').next().unwrap().parse().unwrap();
+        assert!(
+            (shown - cores.max(0.0)).abs() <= 0.011,
+            "{page}: at {t}: {shown} vs {cores}"
+        );
+    }
 }
 
 fn string(data: &Value, i: &Value) -> String {
@@ -715,4 +807,108 @@ fn the_pages_tables_are_the_summarys() {
             );
         }
     }
+}
+
+/// `run --trace2 --html` of a real git: git's own regions are in the page's data, inside the
+/// git process, drawn in its row (the canvas is a region's green there) and named by the
+/// tooltip when hovered.
+#[test]
+fn git_trace2_regions_inside_their_process() {
+    let dir = tmp("t2repo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .current_dir(&dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("GIT_TRACE2_EVENT")
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    for i in 0..20 {
+        std::fs::write(Path::new(&dir).join(format!("f{i}")), format!("{i}\n")).unwrap();
+    }
+    git(&["add", "."]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]);
+    let page = tmp("trace2.html");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--backend",
+            "ptrace",
+            "--trace2",
+            "--tree",
+            "none",
+            "--quiet",
+            "--html",
+            &page,
+        ])
+        // under a shell, so the git process is a child (the slowest list leaves the root out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("git -C {dir} status --porcelain; true"),
+        ])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_EVENT")
+        .env_remove("GIT_TRACE2_PARENT_SID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = embedded(&page);
+    let regions = data["regions"].as_array().unwrap();
+    assert!(!regions.is_empty(), "no region in the data: {}", stderr(&out));
+    // every region is the git process's, within its life, with its category and label
+    for g in regions {
+        let p = &data["procs"][g[0].as_u64().unwrap() as usize];
+        assert_eq!(string(&data, &p[7][0]), "git", "{g}");
+        let (s, e) = (g[1].as_i64().unwrap(), g[2].as_i64().unwrap());
+        assert!(
+            p[2].as_i64().unwrap() <= s && s <= e && e <= p[3].as_i64().unwrap(),
+            "{g} in {p}"
+        );
+        let name = string(&data, &g[3]);
+        let (cat, label) = (string(&data, &g[6]), string(&data, &g[7]));
+        assert_eq!(name, format!("{cat}:{label}"), "{g}");
+    }
+    assert!(
+        regions
+            .iter()
+            .any(|g| string(&data, &g[3]) == "index:do_read_index"),
+        "git status reads its index"
+    );
+    let r = &check(&[&page], &["--search", "git"])[0];
+    assert_sound(r, &data);
+    let reg = &r["region"];
+    let name = reg["name"].as_str().unwrap();
+    let tip = reg["tooltip"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not hovered: {reg}"));
+    assert!(tip.starts_with(&format!("Trace2 region {name}\n")), "{tip}");
+    assert!(
+        tip.contains("category: ") && tip.contains("time: ") && tip.contains("nesting "),
+        "{tip}"
+    );
+    assert!(
+        tip.contains("in the process\ngit -C "),
+        "the process below it: {tip}"
+    );
+    // the region's own colour at its middle: one of the greens, not the bar's blue
+    let px: Vec<u64> = reg["pixel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(px[1] > px[0] + 40 && px[1] > px[2] + 20, "{px:?} at {reg}");
+    let text = r["text"].as_str().unwrap();
+    assert!(
+        text.contains("git Trace2 region (inside its process)"),
+        "the legend"
+    );
 }

@@ -90,6 +90,14 @@
     if (a >= 1e3) return (us / 1e3).toFixed(a >= 10e3 ? 1 : 2) + ' ms';
     return Math.round(us) + ' µs';
   }
+  // a time axis tick: in the unit of its size, with the decimals its step needs (4.963 ms at a
+  // 1 µs step, not 4.96 ms ten times)
+  function fmtTick(t, step) {
+    var a = Math.abs(t), unit = a >= 1e6 ? 1e6 : a >= 1e3 ? 1e3 : 1, name = unit === 1e6 ? ' s' : unit === 1e3 ? ' ms' : ' µs';
+    if (a >= 60e6 && step >= 1e6) return fmtUs(t);
+    var dec = Math.max(0, Math.min(6, Math.ceil(Math.log10(unit / step) - 1e-9)));
+    return (t / unit).toFixed(dec) + name;
+  }
   function fmtKiB(k) {
     if (k == null) return '—';
     if (k >= 1048576) return (k / 1048576).toFixed(2) + ' GiB';
@@ -153,6 +161,7 @@
   var legend = document.getElementById('legend');
   OUTCOME.forEach(function (o, k) { var s = el('span'); s.appendChild(el('span', 'swatch sw-' + k)); s.appendChild(document.createTextNode(o)); legend.appendChild(s); });
   (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-path')); s.appendChild(document.createTextNode('critical path')); legend.appendChild(s); })();
+  if ((D.regions || []).length) (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-region')); s.appendChild(document.createTextNode('git Trace2 region (inside its process)')); legend.appendChild(s); })();
 
   // ---- critical path -----------------------------------------------------------------------
   // The summary's steps, each [process (-1: none of the data's records), image, depth, own,
@@ -294,7 +303,7 @@
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var x = Math.round(tx(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + height); ctx.stroke();
-      tick(ctx, fmtUs(t), x);
+      tick(ctx, fmtTick(t, step), x);
     }
   }
   var scheduled = false;
@@ -337,10 +346,23 @@
           ctx.restore();
         }
       }
+      // its Trace2 regions, inside its bar: each nesting level inset 2 px more, outer ones
+      // first, named where wide enough
       var rg = regionsOf.get(i);
       if (rg) for (k = 0; k < rg.length; k++) {
-        var g = rg[k]; ctx.fillStyle = '#1f7a3a';
-        ctx.fillRect(tx(g[1]), y + ROWH - 4 - Math.min(g[5] || 0, 3), Math.max(1, tx(g[2]) - tx(g[1])), 2);
+        var g = rg[k];
+        if (g[2] < view.t0 || g[1] > view.t1) continue;
+        var lv = regionLevel(g, i), gx0 = Math.max(LABELW - 2, tx(g[1])), gw = Math.max(1, Math.min(W + 2, tx(g[2])) - gx0);
+        var gy = y + 3 + lv * 2, gh = Math.max(2, ROWH - 6 - lv * 4);
+        ctx.fillStyle = REGION_COLORS[lv % REGION_COLORS.length];
+        ctx.fillRect(gx0, gy, gw, gh);
+        if (gw > 3) { ctx.strokeStyle = '#0f4d24'; ctx.lineWidth = 1; ctx.strokeRect(gx0 + 0.5, gy + 0.5, gw - 1, gh - 1); }
+        if (gw > 50 && gh >= 8) {
+          ctx.save(); ctx.beginPath(); ctx.rect(gx0, gy, gw, gh); ctx.clip();
+          ctx.fillStyle = '#ffffff'; ctx.font = '10px system-ui, sans-serif';
+          ctx.fillText(str(g[3]), Math.max(gx0, LABELW) + 3, y + ROWH / 2);
+          ctx.restore(); ctx.font = '11px system-ui, sans-serif';
+        }
       }
     }
     ctx.restore();
@@ -369,14 +391,29 @@
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var xx = Math.round(tx(t)) + 0.5;
       ctx.strokeStyle = '#aab2bf'; ctx.beginPath(); ctx.moveTo(xx, AXIS - 6); ctx.lineTo(xx, AXIS); ctx.stroke();
-      tick(ctx, fmtUs(t), xx);
+      tick(ctx, fmtTick(t, step), xx);
     }
     ctx.restore();
   }
 
-  // regions by process
-  var regionsOf = new Map();
-  (D.regions || []).forEach(function (g) { if (g[0] >= 0 && g[0] < N) { if (!regionsOf.has(g[0])) regionsOf.set(g[0], []); regionsOf.get(g[0]).push(g); } });
+  // Trace2 regions by process, outer (least nested) first, each [proc, start, end, name,
+  // thread, nesting, category, label, message]; a level is the nesting less the process's least
+  var regionsOf = new Map(), regionBase = new Map();
+  var REGION_COLORS = ['#1f7a3a', '#2f9a52', '#49b36c', '#6cc78a'];
+  (D.regions || []).forEach(function (g) {
+    if (!(g[0] >= 0 && g[0] < N)) return;
+    if (!regionsOf.has(g[0])) regionsOf.set(g[0], []);
+    regionsOf.get(g[0]).push(g);
+    var b = regionBase.get(g[0]); if (b == null || (g[5] || 0) < b) regionBase.set(g[0], g[5] || 0);
+  });
+  regionsOf.forEach(function (l) { l.sort(function (a, b) { return (a[5] || 0) - (b[5] || 0) || a[1] - b[1]; }); });
+  function regionLevel(g, i) { return Math.min(3, Math.max(0, (g[5] || 0) - (regionBase.get(i) || 0))); }
+  // the innermost region of process i running at t (within `slack`), or null
+  function regionAt(i, t, slack) {
+    var rg = regionsOf.get(i), best = null;
+    if (rg) for (var k = 0; k < rg.length; k++) { var g = rg[k]; if (t >= g[1] - slack && t <= g[2] + slack && (!best || (g[5] || 0) >= (best[5] || 0))) best = g; }
+    return best;
+  }
 
   // ---- concurrency: processes, jobs (images that forked nothing), CPU spread over each life -----
   var conc = (function () {
@@ -454,7 +491,33 @@
     ctx.fillStyle = '#b8d0ea'; ctx.fillRect(6, top + 22, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('processes', 20, top + 27);
     ctx.fillStyle = '#3f6fa5'; ctx.fillRect(6, top + 40, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('jobs', 20, top + 45);
     if (conc.anyCpu) { ctx.fillStyle = '#d2691e'; ctx.fillRect(6, top + 62, 10, 2); ctx.fillStyle = '#1d2330'; ctx.fillText('cores in use', 20, top + 63); }
+    if (concHover != null && concHover >= view.t0 && concHover <= view.t1) {
+      var hx = Math.round(tx(concHover)) + 0.5;
+      ctx.strokeStyle = '#1d2330'; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(hx, top); ctx.lineTo(hx, bottom); ctx.stroke();
+    }
   }
+  // what ran at time t: [processes, jobs, cores in use], after every start and end at or before t
+  function concAt(t) {
+    var lo = 0, hi = conc.n - 1, at = -1;
+    while (lo <= hi) { var mid = (lo + hi) >> 1; if (conc.t[mid] <= t) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+    return at < 0 ? [0, 0, 0] : [conc.procs[at], conc.jobs[at], conc.cpu[at]];
+  }
+  var concHover = null;
+  cc.addEventListener('mousemove', function (ev) {
+    if (drag && drag.moved) { hideTip(); return; }
+    var xy = localXY(ev, cc);
+    if (xy[0] < LABELW) { hideTip(); if (concHover != null) { concHover = null; redraw(); } return; }
+    var t = xt(xy[0]), v = concAt(t);
+    concHover = t; redraw();
+    tip.textContent = '';
+    tip.dataset.t = String(t);
+    tip.appendChild(el('div', 't', 'at ' + fmtUs(t)));
+    line('jobs running', fmtInt(v[1]) + ' (images that forked nothing)');
+    line('processes running', fmtInt(v[0]));
+    line('CPU in use', conc.anyCpu ? v[2].toFixed(2) + ' cores (each process’s CPU spread over its life)' : 'not measured');
+    placeTip(ev.clientX, ev.clientY);
+  });
+  cc.addEventListener('mouseleave', function () { hideTip(); concHover = null; redraw(); });
 
   // ---- interaction: zoom, pan, fold, hover --------------------------------------------------
   function zoom(f, at) {
@@ -507,9 +570,17 @@
   var tip = document.getElementById('tip');
   function hideTip() { tip.className = 'hidden'; }
   function line(k, v) { var d = el('div'); d.appendChild(el('span', 'k', k + ': ')); d.appendChild(document.createTextNode(v)); tip.appendChild(d); }
-  function showTip(i, k, cx0, cy0) {
+  function showTip(i, k, cx0, cy0, region) {
     tip.textContent = '';
     var p = P[i], list = imgs(i), im = list[k];
+    if (region) {
+      var g = region;
+      tip.appendChild(el('div', 't', 'Trace2 region ' + str(g[3])));
+      if (g.length > 6) { line('category', str(g[6]) || '—'); line('label', str(g[7]) || '—'); if (g[8] >= 0) line('message', str(g[8])); }
+      line('time', fmtUs(g[1]) + ' → ' + fmtUs(g[2]) + ' (' + fmtUs(g[2] - g[1]) + ')');
+      line('thread', str(g[4]) + ', nesting ' + g[5]);
+      tip.appendChild(el('div', 'sep', 'in the process'));
+    }
     tip.appendChild(el('div', 't', label(i)));
     if (list.length > 1) line('image ' + (k + 1) + ' of ' + list.length, str(im[2]) + (im[4] ? ' (before its first exec)' : ''));
     // an image's own argv; a process of one image has its last exec's; a fork image has none
@@ -525,10 +596,13 @@
     line('I/O', 'read ' + fmtBytes(p[11]) + ', written ' + fmtBytes(p[12]));
     if (onPath.has(i)) line('critical path', 'on it');
     var rg = regionsOf.get(i);
-    if (rg) {
+    if (rg && !region) {
       var names = rg.slice(0, 6).map(function (g) { return str(g[3]) + ' ' + fmtUs(g[2] - g[1]); });
       line('Trace2 regions', names.join(', ') + (rg.length > 6 ? ', \u2026 (' + rg.length + ')' : ''));
     }
+    placeTip(cx0, cy0);
+  }
+  function placeTip(cx0, cy0) {
     tip.className = '';
     var tw = tip.offsetWidth, th = tip.offsetHeight;
     var left = cx0 + 14, topp = cy0 + 14;
@@ -540,17 +614,18 @@
     if (drag && drag.moved) { hideTip(); return; }
     var xy = localXY(ev, gc), r = rowAt(xy[1]);
     if (r < 0) { hideTip(); return; }
-    var i = rows[r], list = imgs(i), t = xt(xy[0]), k = 0;
+    var i = rows[r], list = imgs(i), t = xt(xy[0]), k = 0, region = null;
     if (xy[0] >= LABELW) {
       var slack = 3 / (W - LABELW) * (view.t1 - view.t0);
       for (k = 0; k < list.length; k++) if (t >= list[k][0] - slack && t <= list[k][1] + slack) break;
       if (k === list.length) { hideTip(); return; }
+      region = regionAt(i, t, 1 / (W - LABELW) * (view.t1 - view.t0));
     }
     gc.style.cursor = xy[0] < LABELW ? (nkids[i] ? 'pointer' : 'default') : '';
-    showTip(i, k, ev.clientX, ev.clientY);
+    showTip(i, k, ev.clientX, ev.clientY, region);
   });
   gc.addEventListener('mouseleave', hideTip);
-  function reveal(i, k) {
+  function reveal(i, k, from, to) {
     // unfold its ancestors, clear a search that hides it, scroll to it and fit its time
     for (var a = parent[i]; a >= 0 && a < N; a = parent[a]) collapsed[a] = 0;
     if (query && haystack()[i].indexOf(query) < 0) { query = ''; search.value = ''; refreshTables(); }
@@ -558,6 +633,7 @@
     for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
     wrap.scrollTop = Math.max(0, r * ROWH - (H - AXIS) / 3);
     var im = k != null ? imgs(i)[k] : null, a = im ? im[0] : start[i], b = im ? im[1] : end[i];
+    if (from != null) { a = from; b = to; }
     var span = Math.max(b - a, 10);
     view.t0 = a - span * 0.5; view.t1 = b + span * 0.5; clampView(); redraw();
     wrap.scrollIntoView({ block: 'nearest' });
@@ -760,6 +836,14 @@
     view: function () { return [view.t0, view.t1]; },
     // the Gantt's row r as [process index, its label, the y of its middle on the canvas]
     row: function (r) { return r >= 0 && r < nrows ? [rows[r], label(rows[r]), AXIS + r * ROWH - wrap.scrollTop + ROWH / 2] : null; },
+    // show process i (and the time from..to, else its life) as a click on it in a table does
+    reveal: function (i, from, to) { reveal(i, null, from, to); drawGantt(); drawConc(); },
+    // where on the Gantt's canvas time t of process i's row is: [x, y], null when not in view
+    at: function (i, t) {
+      for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
+      var y = AXIS + r * ROWH - wrap.scrollTop + ROWH / 2;
+      return r < nrows && y > AXIS && y < H && t >= view.t0 && t <= view.t1 ? [tx(t), y] : null;
+    },
     setupMs: 0
   };
   document.body.dataset.records = String(N);
