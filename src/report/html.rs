@@ -38,9 +38,13 @@ use crate::sink::text::{Paint, exit_text};
 const PAGE: &str = include_str!("html/page.html");
 /// The page's style: a run's page and a diff's.
 const STYLE: &str = concat!(include_str!("html/report.css"), include_str!("html/diff.css"));
-/// The page's code: a run's page (`report.js`) and a diff's (`diff.js`); each draws only the
-/// data of its kind (`format`).
-const SCRIPT: &str = concat!(include_str!("html/report.js"), include_str!("html/diff.js"));
+/// The page's code: the sortable tables both use (`table.js`), a run's page (`report.js`) and a
+/// diff's (`diff.js`); each draws only the data of its kind (`format`).
+const SCRIPT: &str = concat!(
+    include_str!("html/table.js"),
+    include_str!("html/report.js"),
+    include_str!("html/diff.js")
+);
 
 /// Columns of a Gantt row's label ([`fit`] keeps the file a compile works on).
 const ROW_LABEL: usize = 40;

@@ -75,6 +75,21 @@ try {
       if (out.diff) {
         // a diff's page (diff.js): its lists and paths, filtered by its search field
         out.diff_rows = await page.evaluate(() => Number(document.body.dataset.rows));
+        // the largest table as it opens, then sorted by each of its columns in turn, the change
+        // bar last (its first 20 rows' values: a number's data-v, else the text), then by the
+        // change bar a second time (ascending)
+        const values = (id) => page.evaluate((id) => [...document.querySelectorAll('#' + id + ' tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
+          .map((tr) => [...tr.cells].map((td) => (td.dataset.v !== undefined ? Number(td.dataset.v) : td.textContent))), id);
+        const big = await page.evaluate(() => { let best = null, n = -1; for (const t of document.querySelectorAll('.diff-tables table')) { const k = t.querySelectorAll('tbody tr:not(:has(td.empty))').length; if (k > n) { n = k; best = t.id; } } return best; });
+        out.diff_sort = { table: big, cols: await page.evaluate((id) => [...document.querySelectorAll('#' + id + ' thead th')].map((th) => th.dataset.col), big), by: {} };
+        out.diff_sort.first = await values(big);
+        for (const col of [...out.diff_sort.cols.filter((c) => c !== 'bar'), 'bar']) {
+          await page.click(`#${big} th[data-col="${col}"]`);
+          out.diff_sort.by[col] = await values(big);
+        }
+        await page.click(`#${big} th[data-col="bar"]`);
+        out.diff_sort.bar_asc = await values(big);
+        out.diff_paths = await page.evaluate(() => ['old', 'new'].map((k) => [...document.querySelectorAll('#path-' + k + ' li')].map((li) => ({ text: li.innerText, change: li.dataset.change === undefined ? null : Number(li.dataset.change), bars: li.querySelectorAll('.share-bar, .bar').length }))));
         await page.type('input.search', opts.search);
         await page.waitForFunction(() => document.body.dataset.shown !== undefined, { timeout: opts.timeout });
         out.search = { query: opts.search, rows: await page.evaluate(() => Number(document.body.dataset.shown)) };

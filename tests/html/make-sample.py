@@ -226,7 +226,7 @@ def synthetic(n):
 
 def page(data, title):
     read = lambda f: open(os.path.join(ASSETS, f), encoding='utf-8').read()
-    css, js, tpl = read('report.css'), read('report.js'), read('page.html')
+    css, js, tpl = read('report.css') + read('diff.css'), read('table.js') + read('report.js') + read('diff.js'), read('page.html')
     h = lambda s: "'sha256-%s'" % base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
     csp = "default-src 'none'; script-src %s; style-src %s; img-src data:; base-uri 'none'; form-action 'none'" % (h(js), h(css))
     esc = lambda s: s.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;').replace('"', '&quot;').replace("'", '&#39;')

@@ -321,6 +321,75 @@ fn image_label(data: &Value, proc: usize, image: usize) -> (String, i64) {
     )
 }
 
+/// A diff page's largest table sorts by each column as a run page's do (numbers largest first,
+/// text A to Z, a second click reverses; rows without the figure last), and its critical paths
+/// stand side by side, the new run's steps with their change bars.
+fn assert_diff_sorts(r: &Value) {
+    let page = r["page"].as_str().unwrap();
+    assert!(r["error"].is_null(), "{page}: {}", r["error"]);
+    let s = &r["diff_sort"];
+    let cols: Vec<&str> = s["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(cols.first(), Some(&"bar"), "{page}: {cols:?}");
+    assert_eq!(cols.last(), Some(&"command"), "{page}: {cols:?}");
+    let column = |rows: &Value, col: &str| -> Vec<Value> {
+        let k = cols.iter().position(|c| *c == col).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row[k].clone())
+            .collect()
+    };
+    let n = s["first"].as_array().unwrap().len();
+    // as it opens: by its change bar, largest first; and so again after the other sorts
+    assert_eq!(s["first"], s["by"]["bar"], "{page}");
+    for col in &cols {
+        let v = column(&s["by"][*col], col);
+        assert_eq!(v.len(), n, "{page}: {col}");
+        if *col == "command" {
+            let t: Vec<&str> = v.iter().map(|x| x.as_str().unwrap()).collect();
+            assert!(t.windows(2).all(|w| w[0] <= w[1]), "{page}: by command: {t:?}");
+        } else {
+            // numbers largest first, the rows without one (shown as –) after them
+            let nums: Vec<Option<f64>> = v.iter().map(Value::as_f64).collect();
+            let known: Vec<f64> = nums.iter().map_while(|x| *x).collect();
+            assert!(
+                nums[known.len()..].iter().all(Option::is_none),
+                "{page}: {col}: {nums:?}"
+            );
+            assert!(known.windows(2).all(|w| w[0] >= w[1]), "{page}: {col}: {known:?}");
+        }
+    }
+    let asc: Vec<f64> = column(&s["bar_asc"], "bar")
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(
+        asc.windows(2).all(|w| w[0] <= w[1]),
+        "{page}: a second click: {asc:?}"
+    );
+    if n > 1 {
+        assert_ne!(s["bar_asc"], s["first"], "{page}");
+    }
+    // the paths: both runs' columns, each step with its share bar; the new run's with a change
+    // bar where the old run had the step
+    let paths = r["diff_paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{page}");
+    for (k, side) in paths.iter().enumerate() {
+        let steps = side.as_array().unwrap();
+        assert!(!steps.is_empty(), "{page}: side {k}");
+        for st in steps {
+            let bars = st["bars"].as_u64().unwrap();
+            let want = if k == 1 && !st["change"].is_null() { 2 } else { 1 };
+            assert_eq!(bars, want, "{page}: {st}");
+        }
+    }
+}
+
 #[test]
 fn recorded_builds_in_a_browser() {
     let names = ["make-fails", "libffi-run1", "dash-subshell"];
@@ -341,10 +410,32 @@ fn recorded_builds_in_a_browser() {
         .output()
         .unwrap();
     assert!(Path::new(&diff_page).exists(), "diff --html: {}", stderr(&out));
+    // and of a diff between two different builds (the failing make, then libffi): long lists
+    let diff2_page = tmp("diff2.html");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "diff",
+            &capture("make-fails"),
+            &capture("libffi-run1"),
+            "--html",
+            &diff2_page,
+        ])
+        .output()
+        .unwrap();
+    assert!(Path::new(&diff2_page).exists(), "diff --html: {}", stderr(&out));
     let mut refs: Vec<&str> = pages.iter().map(String::as_str).collect();
     refs.push(&diff_page);
+    refs.push(&diff2_page);
     let mut got = check(&refs, &["--search", "cc1"]);
+    assert_diff_sorts(&got.pop().unwrap());
     let diff = got.pop().unwrap();
+    assert_diff_sorts(&diff);
+    // libffi's two runs share their path's steps: the new run's mostly have change bars, the
+    // configure's faster (run 2 took 5.12 s, not 5.65 s)
+    let new_path = diff["diff_paths"][1].as_array().unwrap();
+    let changed = new_path.iter().filter(|s| !s["change"].is_null()).count();
+    assert!(changed * 2 > new_path.len(), "{new_path:?}");
+    assert!(new_path[0]["change"].as_f64().unwrap() < -0.4, "{}", new_path[0]);
     assert!(diff["error"].is_null(), "{}", diff["error"]);
     for k in ["console_errors", "page_errors", "foreign_requests"] {
         assert_eq!(diff[k], serde_json::json!([]), "diff page: {k}");

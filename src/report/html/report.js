@@ -640,73 +640,19 @@
   }
 
   // ---- tables --------------------------------------------------------------------------------
-  var TOP = 20;
+  // The tables: table.js's, filtered by the search (a row of a process by the process's text,
+  // else by its own), a click on a row finds it in the Gantt.
   var tables = [];
   function makeTable(spec) {
-    var sec = el('section', 'table');
-    var h = el('h2', null, spec.title); var count = el('span', 'count'); h.appendChild(count);
-    sec.appendChild(h);
-    if (spec.hint) sec.appendChild(el('p', 'hint', spec.hint));
-    var tbl = el('table'); tbl.id = spec.id;
-    var thead = el('thead'), tr = el('tr'), tb = el('tbody');
-    var more = el('button', 'more', 'Show more'); more.type = 'button';
-    var st = { spec: spec, key: spec.sort, desc: spec.desc !== false, limit: TOP, shown: spec.rows, ths: [] };
-    spec.cols.forEach(function (c, ci) {
-      var th = el('th', c.num ? 'num' : '', c.label); th.dataset.col = c.key;
-      th.title = 'Sort by ' + c.label;
-      th.addEventListener('click', function () {
-        if (st.key === c.key) st.desc = !st.desc; else { st.key = c.key; st.desc = !!c.num; }
-        st.limit = TOP; sortRows(st); render(st);
-      });
-      st.ths.push(th); tr.appendChild(th);
-    });
-    thead.appendChild(tr); tbl.appendChild(thead); tbl.appendChild(tb); sec.appendChild(tbl);
-    more.addEventListener('click', function () { st.limit *= 4; render(st); });
-    sec.appendChild(more);
-    st.tb = tb; st.more = more; st.count = count; st.table = tbl;
-    document.getElementById('tables').appendChild(sec);
-    tables.push(st); filterRows(st); sortRows(st); render(st);
+    spec.match = function (r, q) { return r.text != null ? r.text.indexOf(q) >= 0 : haystack()[r.proc].indexOf(q) >= 0; };
+    spec.onRow = function (r) { if (r.proc != null) reveal(r.proc, r.image != null ? r.image : null); };
+    spec.rowClass = function (r) { return r.cause ? 'cause-row' : ''; };
+    var st = proctraceTables.make(document.getElementById('tables'), spec);
+    if (query) st.filter(query);
+    tables.push(st);
     return st;
   }
-  function filterRows(st) {
-    var rs = st.spec.rows;
-    if (!query) { st.shown = rs.slice(); return; }
-    var h = haystack();
-    st.shown = rs.filter(function (r) { return r.text != null ? r.text.indexOf(query) >= 0 : h[r.proc].indexOf(query) >= 0; });
-  }
-  function sortRows(st) {
-    var k = st.key, d = st.desc ? -1 : 1;
-    st.shown.sort(function (a, b) {
-      var x = a[k], y = b[k];
-      if (x == null && y == null) return 0; if (x == null) return 1; if (y == null) return -1;
-      return (x < y ? -1 : x > y ? 1 : 0) * d || (a.seq - b.seq);
-    });
-  }
-  function render(st) {
-    st.tb.textContent = '';
-    st.ths.forEach(function (th) { var on = th.dataset.col === st.key; th.classList.toggle('sorted', on); th.classList.toggle('asc', on && !st.desc); });
-    var n = Math.min(st.limit, st.shown.length);
-    var frag = document.createDocumentFragment();
-    for (var r = 0; r < n; r++) {
-      var row = st.shown[r], tr = el('tr', row.cause ? 'cause-row' : '');
-      st.spec.cols.forEach(function (c) {
-        var v = row[c.key];
-        var td = el('td', c.num ? 'num' : (c.mono ? 'cmd' : ''), c.fmt ? c.fmt(v, row) : (v == null ? '—' : String(v)));
-        if (v != null && c.num) td.dataset.v = String(v);
-        if (c.mono && v != null) td.title = String(v);
-        tr.appendChild(td);
-      });
-      if (row.proc != null) { tr.dataset.proc = String(row.proc); if (row.image != null) tr.dataset.image = String(row.image); tr.addEventListener('click', onRowClick); }
-      frag.appendChild(tr);
-    }
-    st.tb.appendChild(frag);
-    if (!st.shown.length) { var e = el('tr'); var td = el('td', 'empty', query ? 'Nothing matches the filter.' : 'None.'); td.colSpan = st.spec.cols.length; e.appendChild(td); st.tb.appendChild(e); }
-    st.count.textContent = st.shown.length > n ? '(first ' + fmtInt(n) + ' of ' + fmtInt(st.shown.length) + ')' : '(' + fmtInt(st.shown.length) + ')';
-    st.more.className = st.shown.length > n ? 'more' : 'more hidden-btn';
-    st.more.hidden = !(st.shown.length > n);
-  }
-  function onRowClick(ev) { var d = ev.currentTarget.dataset; if (d.proc != null) reveal(Number(d.proc), d.image != null ? Number(d.image) : null); }
-  function refreshTables() { tables.forEach(function (st) { filterRows(st); st.limit = TOP; sortRows(st); render(st); }); }
+  function refreshTables() { tables.forEach(function (st) { st.filter(query); }); }
 
   // The tables the summary has are the summary's (src/report/summary): the data carries its
   // figures — every image its slowest list draws from, in its order (`slow`), every program
