@@ -1,6 +1,6 @@
 // Loads proctrace HTML reports in headless Chromium (/usr/bin/chromium, through puppeteer-core,
 // which downloads no browser) and prints ONE JSON object per page on stdout, one a line:
-//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] PAGE.html...
+//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] [--load-only] PAGE.html...
 // For each page: console and page errors, every request that was not for the page itself (an
 // offline page makes none: requests are intercepted and refused), the record count in
 // #proctrace-data and the rows the Gantt draws, the visible text, the rows left after typing
@@ -12,13 +12,15 @@ import { pathToFileURL } from 'node:url';
 import puppeteer from 'puppeteer-core';
 
 const args = process.argv.slice(2);
-const opts = { search: 'cc1', screenshot: null, timeout: 60000 };
+const opts = { search: 'cc1', screenshot: null, timeout: 60000, loadOnly: false };
 const pages = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--search') opts.search = args[++i];
   else if (a === '--screenshot') opts.screenshot = args[++i];
   else if (a === '--timeout') opts.timeout = Number(args[++i]);
+  // for bench/html-scale: load, report the times and the heap, nothing else
+  else if (a === '--load-only') opts.loadOnly = true;
   else if (a.startsWith('--')) { console.error(`check.mjs: unknown option ${a}`); process.exit(2); }
   else pages.push(resolve(a));
 }
@@ -48,6 +50,7 @@ try {
       });
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') out.console_errors.push(`${m.type()}: ${m.text()}`); });
       page.on('pageerror', (e) => out.page_errors.push(String(e && e.message || e)));
+      checks: {
       const t0 = Date.now();
       await page.goto(url, { waitUntil: 'load', timeout: opts.timeout });
       await page.waitForSelector('body[data-ready="1"]', { timeout: opts.timeout });
@@ -67,10 +70,20 @@ try {
           text: document.body.innerText,
         };
       }));
+      if (opts.loadOnly) {
+        out.heap_mb = await page.evaluate(() => performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1048576) : null);
+        delete out.text;
+        break checks;
+      }
       if (opts.screenshot) {
         out.screenshot = resolve(opts.screenshot, basename(file).replace(/\.html?$/, '') + '.png');
         await page.screenshot({ path: out.screenshot, fullPage: true });
         await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
+        // and each part on its own (a full page is too tall to look at in one)
+        for (const id of ['path-section', 'conc-section', 'tables']) {
+          const part = await page.$('#' + id + ':not([hidden])');
+          if (part) await part.screenshot({ path: out.screenshot.replace(/\.png$/, '-' + id + '.png') });
+        }
       }
       if (out.diff) {
         // a diff's page (diff.js): its lists and paths, filtered by its search field
@@ -215,6 +228,7 @@ try {
       await page.evaluate(() => document.querySelectorAll('#path li.fold').forEach((li) => li.click()));
       out.path_steps = await page.evaluate(() => [...document.querySelectorAll('#path li[data-step]')].map((li) => [
         Number(li.dataset.step), li.querySelector('code').textContent.trim(), li.querySelector('.dur').textContent]));
+      }
       }
     } catch (e) {
       out.error = String(e && e.stack || e);

@@ -144,7 +144,7 @@
       ['mode', R.mode || '—'], ['tool', R.tool || '—']
     ];
     var dl = document.getElementById('facts');
-    facts.forEach(function (f) { var d = el('div'); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
+    facts.forEach(function (f) { var d = el('div', f[0] === 'start' || f[0] === 'host' ? 'wide' : null); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
     var cz = document.getElementById('causes');
     (D.causes || []).forEach(function (c) {
       if (c < 0 || c >= N) return;
