@@ -385,7 +385,8 @@
     ctx.fillStyle = '#f5f7fa'; ctx.fillRect(0, 0, W, AXIS);
     ctx.strokeStyle = '#d8dde6'; ctx.beginPath(); ctx.moveTo(0, AXIS - 0.5); ctx.lineTo(W, AXIS - 0.5); ctx.stroke();
     ctx.fillStyle = '#5b6475'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
-    ctx.fillText(fmtInt(nrows) + ' rows · ' + fmtUs(view.t0) + ' – ' + fmtUs(view.t1), 6, 12);
+    var vstep = niceStep(view.t1 - view.t0, W - LABELW);
+    ctx.fillText(fmtInt(nrows) + ' rows · ' + fmtTick(view.t0, vstep / 10) + ' – ' + fmtTick(view.t1, vstep / 10), 6, 12);
     ctx.save(); ctx.beginPath(); ctx.rect(LABELW, 0, W - LABELW, AXIS); ctx.clip();
     var step = niceStep(view.t1 - view.t0, W - LABELW);
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
