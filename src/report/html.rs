@@ -23,7 +23,9 @@ use sha2::Digest as _;
 use crate::model::bytes::shown;
 use crate::model::event::ExitStatus;
 use crate::model::images::images;
-use crate::model::naming::{command_line, fit, image_command_line, quote_argv, short_command_line};
+use crate::model::naming::{
+    command_line, fit, image_command_line, image_program, quote_argv, short_command_line,
+};
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, Tracker};
 use crate::output::FinishedRun;
@@ -36,9 +38,13 @@ use crate::sink::text::{Paint, exit_text};
 const PAGE: &str = include_str!("html/page.html");
 /// The page's style: a run's page and a diff's.
 const STYLE: &str = concat!(include_str!("html/report.css"), include_str!("html/diff.css"));
-/// The page's code: a run's page (`report.js`) and a diff's (`diff.js`); each draws only the
-/// data of its kind (`format`).
-const SCRIPT: &str = concat!(include_str!("html/report.js"), include_str!("html/diff.js"));
+/// The page's code: the sortable tables both use (`table.js`), a run's page (`report.js`) and a
+/// diff's (`diff.js`); each draws only the data of its kind (`format`).
+const SCRIPT: &str = concat!(
+    include_str!("html/table.js"),
+    include_str!("html/report.js"),
+    include_str!("html/diff.js")
+);
 
 /// Columns of a Gantt row's label ([`fit`] keeps the file a compile works on).
 const ROW_LABEL: usize = 40;
@@ -61,11 +67,13 @@ pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
     make: crate::output::Make::WholeRun(|run, w| w.write_all(render(run).as_bytes())),
 };
 
-/// Interned text: each distinct string once.
+/// Interned text: each distinct string once, in one allocation shared by the list and the
+/// index (a 100,000-process page interns some 200,000 labels: a copy each for both was a
+/// tenth of writing the page).
 #[derive(Default)]
 struct Strings {
-    list: Vec<String>,
-    index: HashMap<String, usize>,
+    list: Vec<std::rc::Rc<str>>,
+    index: HashMap<std::rc::Rc<str>, usize>,
 }
 
 impl Strings {
@@ -73,8 +81,9 @@ impl Strings {
         if let Some(&i) = self.index.get(s) {
             return i;
         }
-        self.list.push(s.to_string());
-        self.index.insert(s.to_string(), self.list.len() - 1);
+        let s: std::rc::Rc<str> = s.into();
+        self.list.push(s.clone());
+        self.index.insert(s, self.list.len() - 1);
         self.list.len() - 1
     }
 }
@@ -118,6 +127,21 @@ impl<T: std::fmt::Display> std::fmt::Display for Opt<T> {
             None => f.write_str("null"),
         }
     }
+}
+
+/// Integers written into the data with `itoa` (a 100,000-process page writes some two million:
+/// `write!`'s formatting machinery was a tenth of writing the page).
+fn num(out: &mut String, v: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
+/// `null` or the integer, then `sep`.
+fn num_or_null(out: &mut String, v: Option<impl itoa::Integer>, sep: char) {
+    match v {
+        Some(v) => num(out, v),
+        None => out.push_str("null"),
+    }
+    out.push(sep);
 }
 
 /// `null` or the number.
@@ -224,11 +248,13 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             if k > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "{}", strings.id(&shown(w)));
+            num(out, strings.id(&shown(w)));
         };
         if redact {
-            for (k, w) in crate::redact::redact_argv(a).iter().enumerate() {
-                push(k, w);
+            // word by word, as redact_argv does, without its Vec
+            let mut red = crate::redact::Argv::default();
+            for (k, w) in a.iter().enumerate() {
+                push(k, &red.word(w));
             }
         } else {
             for (k, w) in a.iter().enumerate() {
@@ -303,21 +329,41 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
         if i > 0 {
             procs.push(',');
         }
-        let _ = write!(
-            procs,
-            "[{},{parent},{},{},{},{outcome},{label},{argv},{cwd},{},{},{},{},{first},{count},{row_label}]",
-            r.pid,
-            opt(r.start_ns.map(|s| us(s, origin))),
-            opt(r.exit.map(|x| us(x.ts, origin))),
-            opt(status.map(|s| match s {
-                ExitStatus::Code(c) => i64::from(c),
-                ExitStatus::Signal { signal, .. } => -i64::from(signal),
-            })),
-            opt(u.map(|u| u.cpu_user_ns.saturating_add(u.cpu_sys_ns) / 1000)),
-            opt(u.map(|u| u.max_rss_kib)),
-            opt(u.map(|u| u.read_chars)),
-            opt(u.map(|u| u.write_chars)),
+        // [pid,parent,start,end,status,outcome,label,argv,cwd,cpu,rss,read,written,first,count,row_label]
+        procs.push('[');
+        num(&mut procs, r.pid);
+        procs.push(',');
+        num(&mut procs, parent);
+        procs.push(',');
+        num_or_null(&mut procs, r.start_ns.map(|s| us(s, origin)), ',');
+        num_or_null(&mut procs, r.exit.map(|x| us(x.ts, origin)), ',');
+        let code = status.map(|s| match s {
+            ExitStatus::Code(c) => i64::from(c),
+            ExitStatus::Signal { signal, .. } => -i64::from(signal),
+        });
+        num_or_null(&mut procs, code, ',');
+        num(&mut procs, outcome);
+        procs.push(',');
+        num(&mut procs, label);
+        procs.push(',');
+        procs.push_str(&argv);
+        procs.push(',');
+        num(&mut procs, cwd);
+        procs.push(',');
+        num_or_null(
+            &mut procs,
+            u.map(|u| u.cpu_user_ns.saturating_add(u.cpu_sys_ns) / 1000),
+            ',',
         );
+        num_or_null(&mut procs, u.map(|u| u.max_rss_kib), ',');
+        num_or_null(&mut procs, u.map(|u| u.read_chars), ',');
+        num_or_null(&mut procs, u.map(|u| u.write_chars), ',');
+        num(&mut procs, first);
+        procs.push(',');
+        num(&mut procs, count);
+        procs.push(',');
+        num(&mut procs, row_label);
+        procs.push(']');
         argv_buf = argv;
     }
 
@@ -343,13 +389,16 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             if k > 0 {
                 path.push(',');
             }
+            let label = strings.id(&s.step.label);
             let _ = write!(
                 path,
-                "[{},{},{},{}]",
+                "[{},{},{},{},{},{},{label}]",
                 p.map_or(-1, |p| p as i64),
                 s.step.image.unwrap_or(0),
                 s.depth,
-                s.own_ns / 1000
+                s.own_ns / 1000,
+                s.step.start_ns.div_euclid(1000),
+                s.step.duration_ns / 1000,
             );
         }
     }
@@ -380,6 +429,63 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             x.full_ns / 1000
         );
     }
+    // The tables the summary has, as it computes them (src/report/summary): every image the
+    // slowest list draws from, in its order; every program; how the cost lists name a process
+    // (where not by its command line).
+    let mut slow = String::new();
+    {
+        let mut all = rep.slowest_all.clone();
+        all.sort_unstable_by(summary::slowest_order);
+        for &(dur, _, _, id, im) in &all {
+            let (Some(&p), Some(r)) = (index.get(&id), t.get(id)) else {
+                continue;
+            };
+            let Some(image) = images(t, r).get(im) else {
+                continue;
+            };
+            if !slow.is_empty() {
+                slow.push(',');
+            }
+            let program = strings.id(&image_program(&image));
+            num(&mut slow, p);
+            slow.push(',');
+            num(&mut slow, im);
+            slow.push(',');
+            num(&mut slow, dur / 1000);
+            slow.push(',');
+            num(&mut slow, program);
+        }
+    }
+    let mut programs = String::new();
+    for (k, (name, st)) in rep.by_program.0.iter().enumerate() {
+        if k > 0 {
+            programs.push(',');
+        }
+        let _ = write!(
+            programs,
+            "[{},{},{},{},{},{}]",
+            strings.id(name),
+            st.count,
+            st.total_ns / 1000,
+            st.max_ns / 1000,
+            opt(st.cpu_ns.map(|c| c / 1000)),
+            opt(st.max_rss_kib)
+        );
+    }
+    let mut cost_labels = String::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(r) = t.get(id) else { continue };
+        if r.usage.is_none() {
+            continue;
+        }
+        let l = summary::cost_label(t, r, redact);
+        if l != command_line(r, redact) {
+            if !cost_labels.is_empty() {
+                cost_labels.push(',');
+            }
+            let _ = write!(cost_labels, "{i},{}", strings.id(&l));
+        }
+    }
     let causes: Vec<String> = ids
         .iter()
         .enumerate()
@@ -395,9 +501,19 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             }
             let name = strings.id(&summary::region_name(&g.category, &g.label));
             let thread = strings.id(&crate::model::escape::text(&g.thread));
+            let category = strings.id(&crate::model::escape::text(&g.category));
+            let label = strings.id(&crate::model::escape::text(&g.label));
+            let msg = g.msg.as_deref().map_or(-1, |m| {
+                let m = if redact {
+                    crate::redact::redact_arg(m)
+                } else {
+                    m.into()
+                };
+                strings.id(&crate::model::escape::text(&m)) as i64
+            });
             let _ = write!(
                 regions,
-                "[{i},{},{},{name},{thread},{}]",
+                "[{i},{},{},{name},{thread},{},{category},{label},{msg}]",
                 us(g.ts, origin),
                 us(g.end, origin),
                 g.nesting
@@ -468,7 +584,7 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     }
     let _ = write!(
         out,
-        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}]}}",
+        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}],\"slow\":[{slow}],\"programs\":[{programs}],\"cost_labels\":[{cost_labels}]}}",
         causes.join(",")
     );
     out

@@ -1,6 +1,6 @@
 // Loads proctrace HTML reports in headless Chromium (/usr/bin/chromium, through puppeteer-core,
 // which downloads no browser) and prints ONE JSON object per page on stdout, one a line:
-//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] PAGE.html...
+//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] [--load-only] PAGE.html...
 // For each page: console and page errors, every request that was not for the page itself (an
 // offline page makes none: requests are intercepted and refused), the record count in
 // #proctrace-data and the rows the Gantt draws, the visible text, the rows left after typing
@@ -12,13 +12,15 @@ import { pathToFileURL } from 'node:url';
 import puppeteer from 'puppeteer-core';
 
 const args = process.argv.slice(2);
-const opts = { search: 'cc1', screenshot: null, timeout: 60000 };
+const opts = { search: 'cc1', screenshot: null, timeout: 60000, loadOnly: false };
 const pages = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--search') opts.search = args[++i];
   else if (a === '--screenshot') opts.screenshot = args[++i];
   else if (a === '--timeout') opts.timeout = Number(args[++i]);
+  // for bench/html-scale: load, report the times and the heap, nothing else
+  else if (a === '--load-only') opts.loadOnly = true;
   else if (a.startsWith('--')) { console.error(`check.mjs: unknown option ${a}`); process.exit(2); }
   else pages.push(resolve(a));
 }
@@ -48,6 +50,7 @@ try {
       });
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') out.console_errors.push(`${m.type()}: ${m.text()}`); });
       page.on('pageerror', (e) => out.page_errors.push(String(e && e.message || e)));
+      checks: {
       const t0 = Date.now();
       await page.goto(url, { waitUntil: 'load', timeout: opts.timeout });
       await page.waitForSelector('body[data-ready="1"]', { timeout: opts.timeout });
@@ -67,18 +70,50 @@ try {
           text: document.body.innerText,
         };
       }));
+      if (opts.loadOnly) {
+        out.heap_mb = await page.evaluate(() => performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1048576) : null);
+        delete out.text;
+        break checks;
+      }
       if (opts.screenshot) {
         out.screenshot = resolve(opts.screenshot, basename(file).replace(/\.html?$/, '') + '.png');
         await page.screenshot({ path: out.screenshot, fullPage: true });
         await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
+        // and each part on its own (a full page is too tall to look at in one)
+        for (const id of ['path-section', 'conc-section', 'tables']) {
+          const part = await page.$('#' + id + ':not([hidden])');
+          if (part) await part.screenshot({ path: out.screenshot.replace(/\.png$/, '-' + id + '.png') });
+        }
       }
       if (out.diff) {
         // a diff's page (diff.js): its lists and paths, filtered by its search field
         out.diff_rows = await page.evaluate(() => Number(document.body.dataset.rows));
+        // the largest table as it opens, then sorted by each of its columns in turn, the change
+        // bar last (its first 20 rows' values: a number's data-v, else the text), then by the
+        // change bar a second time (ascending)
+        const values = (id) => page.evaluate((id) => [...document.querySelectorAll('#' + id + ' tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
+          .map((tr) => [...tr.cells].map((td) => (td.dataset.v !== undefined ? Number(td.dataset.v) : td.textContent))), id);
+        const big = await page.evaluate(() => { let best = null, n = -1; for (const t of document.querySelectorAll('.diff-tables table')) { const k = t.querySelectorAll('tbody tr:not(:has(td.empty))').length; if (k > n) { n = k; best = t.id; } } return best; });
+        out.diff_sort = { table: big, cols: await page.evaluate((id) => [...document.querySelectorAll('#' + id + ' thead th')].map((th) => th.dataset.col), big), by: {} };
+        out.diff_sort.first = await values(big);
+        for (const col of [...out.diff_sort.cols.filter((c) => c !== 'bar'), 'bar']) {
+          await page.click(`#${big} th[data-col="${col}"]`);
+          out.diff_sort.by[col] = await values(big);
+        }
+        await page.click(`#${big} th[data-col="bar"]`);
+        out.diff_sort.bar_asc = await values(big);
+        out.diff_paths = await page.evaluate(() => ['old', 'new'].map((k) => [...document.querySelectorAll('#path-' + k + ' li')].map((li) => ({ text: li.innerText, change: li.dataset.change === undefined ? null : Number(li.dataset.change), bars: li.querySelectorAll('.share-bar, .bar').length }))));
         await page.type('input.search', opts.search);
         await page.waitForFunction(() => document.body.dataset.shown !== undefined, { timeout: opts.timeout });
         out.search = { query: opts.search, rows: await page.evaluate(() => Number(document.body.dataset.shown)) };
       } else {
+      // every table's columns and first 20 rows as shown at load (each cell's text, and a
+      // number's value in data-v), before any search or sort
+      out.tables = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('section.table table')].map((t) => [t.id, {
+        cols: [...t.querySelectorAll('thead th')].map((th) => th.dataset.col),
+        rows: [...t.querySelectorAll('tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
+          .map((tr) => [...tr.cells].map((td) => (td.dataset.v !== undefined ? { t: td.textContent, v: Number(td.dataset.v) } : { t: td.textContent }))),
+      }])));
       // search: type into the field as a person would
       const ts = Date.now();
       await page.click('#search');
@@ -153,6 +188,47 @@ try {
       await page.mouse.move(gb[0] + hx, gb[1] + hr[2]);
       out.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
       if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-hover.png') });
+      // the concurrency graph hovered at 45% of its time axis (after Fit): the tooltip, and
+      // the exact time it is for
+      await page.click('#zoom-fit');
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+      await page.$eval('#conc', (c) => c.scrollIntoView({ block: 'center' }));
+      const cb = await page.$eval('#conc', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top, b.width, b.height]; });
+      await page.mouse.move(cb[0] + 320 + (cb[2] - 328) * 0.45, cb[1] + cb[3] / 2);
+      out.conc_hover = await page.evaluate(() => ({ t: Number(document.getElementById('tip').dataset.t), text: document.getElementById('tip').innerText }));
+      if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-conc.png') });
+      await page.evaluate(() => window.scrollTo(0, 0));
+      // a Trace2 region (the widest of the most nested in its process), shown as a click in a
+      // table shows a process, then hovered at its middle: the tooltip, and the canvas's colour there
+      const reg = await page.evaluate(() => {
+        const d = JSON.parse(document.getElementById('proctrace-data').textContent), rs = d.regions || [];
+        if (!rs.length) return null;
+        const deepest = new Map();
+        for (const g of rs) deepest.set(g[0], Math.max(deepest.get(g[0]) ?? -1, g[5]));
+        let best = null;
+        for (const g of rs) if (g[5] === deepest.get(g[0]) && (!best || g[2] - g[1] > best[2] - best[1])) best = g;
+        window.proctrace.reveal(best[0], best[1], best[2]);
+        return { proc: best[0], start: best[1], end: best[2], nesting: best[5], name: d.strings[best[3]], count: rs.length };
+      });
+      if (reg) {
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+        const at = await page.evaluate((g) => window.proctrace.at(g.proc, (g.start + g.end) / 2), reg);
+        if (at) {
+          const rb = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top]; });
+          await page.mouse.move(rb[0] + at[0], rb[1] + at[1]);
+          reg.tooltip = await page.evaluate(() => document.getElementById('tip').innerText);
+          reg.pixel = await page.evaluate((xy) => { const c = document.getElementById('gantt'), k = window.devicePixelRatio || 1; return [...c.getContext('2d').getImageData(Math.round(xy[0] * k), Math.round(xy[1] * k), 1, 1).data]; }, at);
+          if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-region.png') });
+        }
+        out.region = reg;
+      }
+      // the critical path's every step, as listed once its folded lines are opened:
+      // [step, label, duration text]
+      await page.evaluate(() => { const b = document.querySelector('#path + button.more'); if (b && !b.hidden) b.click(); });
+      await page.evaluate(() => document.querySelectorAll('#path li.fold').forEach((li) => li.click()));
+      out.path_steps = await page.evaluate(() => [...document.querySelectorAll('#path li[data-step]')].map((li) => [
+        Number(li.dataset.step), li.querySelector('code').textContent.trim(), li.querySelector('.dur').textContent]));
+      }
       }
     } catch (e) {
       out.error = String(e && e.stack || e);

@@ -165,8 +165,27 @@ def from_events(events):
         'handled': sum(1 for x in rows if x[5] == 2), 'lost': stats.get('lost', 0), 'untraced': 0,
         'background': 0,
     }
+    # the summary's tables, roughly: every image of a process with a known start and end but the
+    # root's, longest first; programs by argv[0]'s base name
+    slow, progs = [], {}
+    for i, x in enumerate(rows):
+        if x[2] is None or x[3] is None:
+            continue
+        ims = [[x[2], x[3], x[6], x[7], 0]] if x[13] < 0 else images[x[13]:x[13] + x[14]]
+        for k, im in enumerate(ims):
+            d = (im[1] if im[1] is not None else x[3]) - (im[0] if im[0] is not None else x[2])
+            name = S.list[im[3][0]].rsplit('/', 1)[-1] if im[3] else S.list[im[2]].split(' ')[0]
+            g = progs.setdefault(name, [S(name), 0, 0, 0, None, None])
+            g[1] += 1; g[2] += d; g[3] = max(g[3], d)
+            if x[1] >= 0:
+                slow.append((-d, x[2], x[0], k, i, S(name)))
+    flat = []
+    for d, _, _, k, i, name in sorted(slow):
+        flat += [i, k, -d, name]
+    programs = sorted(progs.values(), key=lambda g: (-g[2], S.list[g[0]]))
     return {'format': 'proctrace-html', 'version': 1, 'run': run, 'strings': S.list, 'procs': rows,
-            'images': images, 'path': path, 'parallel': [], 'causes': sorted(causes), 'regions': []}
+            'images': images, 'path': path, 'parallel': [], 'causes': sorted(causes), 'regions': [],
+            'slow': flat, 'programs': programs, 'cost_labels': []}
 
 
 def synthetic(n):
@@ -207,7 +226,7 @@ def synthetic(n):
 
 def page(data, title):
     read = lambda f: open(os.path.join(ASSETS, f), encoding='utf-8').read()
-    css, js, tpl = read('report.css'), read('report.js'), read('page.html')
+    css, js, tpl = read('report.css') + read('diff.css'), read('table.js') + read('report.js') + read('diff.js'), read('page.html')
     h = lambda s: "'sha256-%s'" % base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
     csp = "default-src 'none'; script-src %s; style-src %s; img-src data:; base-uri 'none'; form-action 'none'" % (h(js), h(css))
     esc = lambda s: s.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;').replace('"', '&quot;').replace("'", '&#39;')

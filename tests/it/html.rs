@@ -159,11 +159,103 @@ fn assert_sound(r: &Value, data: &Value) {
         tip.contains("cwd: ") && tip.contains("status: ") && tip.contains("peak RSS: "),
         "{page}: {tip}"
     );
+    assert_concurrency_hover(r, data);
     assert!(
         r["load_ms"].as_u64().unwrap() < 30_000,
         "{page}: {}",
         r["load_ms"]
     );
+}
+
+/// The concurrency graph's tooltip at the time it was hovered says what ran then, counted here
+/// from the data: processes running (started at or before it, not ended), jobs (images that
+/// forked no child, as the page defines them) and cores in use (each measured process's CPU
+/// spread evenly over its life).
+fn assert_concurrency_hover(r: &Value, data: &Value) {
+    let page = r["page"].as_str().unwrap();
+    let h = &r["conc_hover"];
+    let t = h["t"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{page}: not hovered: {h}"));
+    let tip = h["text"].as_str().unwrap();
+    let procs = data["procs"].as_array().unwrap();
+    let images = data["images"].as_array().unwrap();
+    let wall = data["run"]["wall_us"].as_f64().unwrap();
+    let tend = procs
+        .iter()
+        .filter_map(|p| p[3].as_f64())
+        .fold(wall.max(1.0), f64::max);
+    let start = |p: &Value| p[2].as_f64().unwrap_or(0.0);
+    let end = |p: &Value| p[3].as_f64().unwrap_or(tend);
+    let live = |s: f64, e: f64| i64::from(s <= t) - i64::from(e <= t);
+    // which image of its parent each child was forked in
+    let mut forked = vec![false; images.len()];
+    let mut forked_one = vec![false; procs.len()];
+    for p in procs {
+        let Some(pa) = p[1].as_i64().filter(|&pa| pa >= 0) else {
+            continue;
+        };
+        let pp = &procs[pa as usize];
+        let first = pp[13].as_i64().unwrap();
+        if first < 0 {
+            forked_one[pa as usize] = true;
+            continue;
+        }
+        let n = pp[14].as_u64().unwrap() as usize;
+        let k = (0..n - 1)
+            .find(|&k| {
+                images[first as usize + k][1]
+                    .as_f64()
+                    .is_some_and(|e| start(p) < e)
+            })
+            .unwrap_or(n - 1);
+        forked[first as usize + k] = true;
+    }
+    let (mut running, mut jobs, mut cores) = (0i64, 0i64, 0f64);
+    for (i, p) in procs.iter().enumerate() {
+        if p[2].is_null() {
+            continue;
+        }
+        let (s, e) = (start(p), end(p));
+        running += live(s, e);
+        if let Some(cpu) = p[9].as_f64().filter(|_| e > s) {
+            cores += cpu / (e - s) * live(s, e) as f64;
+        }
+        let first = p[13].as_i64().unwrap();
+        if first < 0 {
+            if !forked_one[i] {
+                jobs += live(s, e);
+            }
+            continue;
+        }
+        for k in 0..p[14].as_u64().unwrap() as usize {
+            let im = &images[first as usize + k];
+            if !forked[first as usize + k] {
+                jobs += live(im[0].as_f64().unwrap_or(s), im[1].as_f64().unwrap_or(e));
+            }
+        }
+    }
+    assert!(
+        tip.contains(&format!("\njobs running: {jobs} (")),
+        "{page}: at {t}: {tip}"
+    );
+    assert!(
+        tip.contains(&format!("\nprocesses running: {running}\n")),
+        "{page}: at {t}: {tip}"
+    );
+    if data["run"]["cpu_us"].is_null() {
+        assert!(tip.contains("CPU in use: not measured"), "{page}: {tip}");
+    } else {
+        let at = tip
+            .find("CPU in use: ")
+            .unwrap_or_else(|| panic!("{page}: {tip}"))
+            + 12;
+        let shown: f64 = tip[at..].split(' ').next().unwrap().parse().unwrap();
+        assert!(
+            (shown - cores.max(0.0)).abs() <= 0.011,
+            "{page}: at {t}: {shown} vs {cores}"
+        );
+    }
 }
 
 fn string(data: &Value, i: &Value) -> String {
@@ -229,6 +321,75 @@ fn image_label(data: &Value, proc: usize, image: usize) -> (String, i64) {
     )
 }
 
+/// A diff page's largest table sorts by each column as a run page's do (numbers largest first,
+/// text A to Z, a second click reverses; rows without the figure last), and its critical paths
+/// stand side by side, the new run's steps with their change bars.
+fn assert_diff_sorts(r: &Value) {
+    let page = r["page"].as_str().unwrap();
+    assert!(r["error"].is_null(), "{page}: {}", r["error"]);
+    let s = &r["diff_sort"];
+    let cols: Vec<&str> = s["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(cols.first(), Some(&"bar"), "{page}: {cols:?}");
+    assert_eq!(cols.last(), Some(&"command"), "{page}: {cols:?}");
+    let column = |rows: &Value, col: &str| -> Vec<Value> {
+        let k = cols.iter().position(|c| *c == col).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row[k].clone())
+            .collect()
+    };
+    let n = s["first"].as_array().unwrap().len();
+    // as it opens: by its change bar, largest first; and so again after the other sorts
+    assert_eq!(s["first"], s["by"]["bar"], "{page}");
+    for col in &cols {
+        let v = column(&s["by"][*col], col);
+        assert_eq!(v.len(), n, "{page}: {col}");
+        if *col == "command" {
+            let t: Vec<&str> = v.iter().map(|x| x.as_str().unwrap()).collect();
+            assert!(t.windows(2).all(|w| w[0] <= w[1]), "{page}: by command: {t:?}");
+        } else {
+            // numbers largest first, the rows without one (shown as –) after them
+            let nums: Vec<Option<f64>> = v.iter().map(Value::as_f64).collect();
+            let known: Vec<f64> = nums.iter().map_while(|x| *x).collect();
+            assert!(
+                nums[known.len()..].iter().all(Option::is_none),
+                "{page}: {col}: {nums:?}"
+            );
+            assert!(known.windows(2).all(|w| w[0] >= w[1]), "{page}: {col}: {known:?}");
+        }
+    }
+    let asc: Vec<f64> = column(&s["bar_asc"], "bar")
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(
+        asc.windows(2).all(|w| w[0] <= w[1]),
+        "{page}: a second click: {asc:?}"
+    );
+    if n > 1 {
+        assert_ne!(s["bar_asc"], s["first"], "{page}");
+    }
+    // the paths: both runs' columns, each step with its share bar; the new run's with a change
+    // bar where the old run had the step
+    let paths = r["diff_paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{page}");
+    for (k, side) in paths.iter().enumerate() {
+        let steps = side.as_array().unwrap();
+        assert!(!steps.is_empty(), "{page}: side {k}");
+        for st in steps {
+            let bars = st["bars"].as_u64().unwrap();
+            let want = if k == 1 && !st["change"].is_null() { 2 } else { 1 };
+            assert_eq!(bars, want, "{page}: {st}");
+        }
+    }
+}
+
 #[test]
 fn recorded_builds_in_a_browser() {
     let names = ["make-fails", "libffi-run1", "dash-subshell"];
@@ -249,10 +410,32 @@ fn recorded_builds_in_a_browser() {
         .output()
         .unwrap();
     assert!(Path::new(&diff_page).exists(), "diff --html: {}", stderr(&out));
+    // and of a diff between two different builds (the failing make, then libffi): long lists
+    let diff2_page = tmp("diff2.html");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "diff",
+            &capture("make-fails"),
+            &capture("libffi-run1"),
+            "--html",
+            &diff2_page,
+        ])
+        .output()
+        .unwrap();
+    assert!(Path::new(&diff2_page).exists(), "diff --html: {}", stderr(&out));
     let mut refs: Vec<&str> = pages.iter().map(String::as_str).collect();
     refs.push(&diff_page);
+    refs.push(&diff2_page);
     let mut got = check(&refs, &["--search", "cc1"]);
+    assert_diff_sorts(&got.pop().unwrap());
     let diff = got.pop().unwrap();
+    assert_diff_sorts(&diff);
+    // libffi's two runs share their path's steps: the new run's mostly have change bars, the
+    // configure's faster (run 2 took 5.12 s, not 5.65 s)
+    let new_path = diff["diff_paths"][1].as_array().unwrap();
+    let changed = new_path.iter().filter(|s| !s["change"].is_null()).count();
+    assert!(changed * 2 > new_path.len(), "{new_path:?}");
+    assert!(new_path[0]["change"].as_f64().unwrap() < -0.4, "{}", new_path[0]);
     assert!(diff["error"].is_null(), "{}", diff["error"]);
     for k in ["console_errors", "page_errors", "foreign_requests"] {
         assert_eq!(diff[k], serde_json::json!([]), "diff page: {k}");
@@ -518,4 +701,305 @@ fn a_watched_process_in_a_browser() {
         "{text}"
     );
     assert!(!text.contains("Still running"), "{text}");
+}
+
+/// Seconds of `--summary-json` as the page's microseconds (its figures are the summary's, cut
+/// to whole µs).
+fn us_of(secs: &Value) -> i64 {
+    (secs.as_f64().unwrap() * 1e6).round() as i64
+}
+
+/// The page's table `id` at load: its rows as `col key → cell` maps.
+fn table_rows(r: &Value, id: &str) -> Vec<std::collections::HashMap<String, Value>> {
+    let t = &r["tables"][id];
+    let cols: Vec<String> = t["cols"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no table {id}"))
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            cols.iter()
+                .cloned()
+                .zip(row.as_array().unwrap().iter().cloned())
+                .collect()
+        })
+        .collect()
+}
+
+/// A cell's number (`data-v`) or text.
+fn cell_v(c: &Value) -> i64 {
+    c["v"]
+        .as_f64()
+        .map_or_else(|| c["t"].as_str().unwrap().parse().unwrap(), |v| v as i64)
+}
+
+/// The page's tables and critical path say what `analyze --summary-json` of the same capture
+/// says: the slowest images, by program, failures and causes, the hungriest by CPU and by
+/// memory (names, pids, durations, counts, in the summary's order), and the same critical path
+/// step for step.
+#[test]
+fn the_pages_tables_are_the_summarys() {
+    let names = ["make-fails", "libffi-run1"];
+    let pages: Vec<String> = names.iter().map(|n| tmp(&format!("agree-{n}.html"))).collect();
+    let mut sums = Vec::new();
+    for (n, p) in names.iter().zip(&pages) {
+        write_page(&["replay", &capture(n), "--tree", "none", "--quiet"], p, 0);
+        let json = tmp(&format!("agree-{n}.json"));
+        let out = Command::new(PROCTRACE)
+            .args([
+                "analyze",
+                "--summary-json",
+                &json,
+                "--tree",
+                "none",
+                "--quiet",
+                &capture(n),
+            ])
+            .output()
+            .unwrap();
+        assert!(Path::new(&json).exists(), "analyze: {}", stderr(&out));
+        sums.push(serde_json::from_str::<Value>(&std::fs::read_to_string(&json).unwrap()).unwrap());
+    }
+    let refs: Vec<&str> = pages.iter().map(String::as_str).collect();
+    let got = check(&refs, &["--search", "cc1"]);
+    for ((r, s), page) in got.iter().zip(&sums).zip(&pages) {
+        let data = embedded(page);
+        assert_sound(r, &data);
+        // slowest: the summary's ten, then more of the same list
+        let slow = table_rows(r, "slowest");
+        let want = s["slowest"].as_array().unwrap();
+        assert!(!want.is_empty() && slow.len() >= want.len(), "{page}: {slow:?}");
+        for (row, w) in slow.iter().zip(want) {
+            assert_eq!(
+                cell_v(&row["pid"]),
+                w["pid"].as_i64().unwrap(),
+                "{page}: {row:?} vs {w}"
+            );
+            assert_eq!(row["program"]["t"], w["program"], "{page}: {row:?} vs {w}");
+            assert!(
+                (cell_v(&row["duration"]) - us_of(&w["duration_s"])).abs() <= 1,
+                "{page}: {row:?} vs {w}"
+            );
+        }
+        // by program: most total time first, ties by name (the summary's order)
+        let mut progs: Vec<(&String, &Value)> = s["by_program"].as_object().unwrap().iter().collect();
+        progs.sort_by(|a, b| {
+            us_of(&b.1["total_s"])
+                .cmp(&us_of(&a.1["total_s"]))
+                .then(a.0.cmp(b.0))
+        });
+        let by = table_rows(r, "by-program");
+        assert_eq!(by.len(), progs.len().min(20), "{page}");
+        for (row, (name, w)) in by.iter().zip(&progs) {
+            assert_eq!(
+                row["program"]["t"].as_str(),
+                Some(name.as_str()),
+                "{page}: {row:?}"
+            );
+            assert_eq!(
+                cell_v(&row["count"]),
+                w["count"].as_i64().unwrap(),
+                "{page}: {name}"
+            );
+            assert!(
+                (cell_v(&row["total"]) - us_of(&w["total_s"])).abs() <= 1,
+                "{page}: {name}"
+            );
+            if !w["cpu_s"].is_null() {
+                assert!(
+                    (cell_v(&row["cpu"]) - us_of(&w["cpu_s"])).abs() <= 1,
+                    "{page}: {name}"
+                );
+            }
+        }
+        // failures and causes: the causes, then the other failures, then the handled exits,
+        // each in the summary's order (start, then pid)
+        let pids = |v: &Value, pick: &dyn Fn(&Value) -> bool| -> Vec<i64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| pick(f))
+                .map(|f| f["pid"].as_i64().unwrap())
+                .collect()
+        };
+        let causes = pids(&s["causes"], &|_| true);
+        let mut want = causes.clone();
+        want.extend(pids(&s["failures"], &|f| {
+            !causes.contains(&f["pid"].as_i64().unwrap())
+        }));
+        want.extend(pids(&s["nonzero_exits"], &|f| f["handled"] == true));
+        let fails: Vec<i64> = table_rows(r, "failures")
+            .iter()
+            .map(|row| cell_v(&row["pid"]))
+            .collect();
+        assert_eq!(fails, want[..want.len().min(20)], "{page}");
+        let kinds: Vec<String> = table_rows(r, "failures")
+            .iter()
+            .take(causes.len())
+            .map(|row| row["rank"]["t"].as_str().unwrap().to_string())
+            .collect();
+        assert!(kinds.iter().all(|k| k == "cause"), "{page}: {kinds:?}");
+        // the hungriest: the summary's five by CPU and by peak RSS
+        for (id, list, key, json) in [
+            ("hungry-cpu", "top_cpu", "cpu", "cpu_s"),
+            ("hungry-mem", "top_rss", "rss", "max_rss_kib"),
+        ] {
+            let rows = table_rows(r, id);
+            let want = s[list].as_array().unwrap();
+            assert_eq!(want.len(), 5, "{page}: {list}");
+            for (row, w) in rows.iter().zip(want) {
+                assert_eq!(
+                    cell_v(&row["pid"]),
+                    w["pid"].as_i64().unwrap(),
+                    "{page}: {id} {row:?} vs {w}"
+                );
+                let v = if json == "cpu_s" {
+                    us_of(&w[json])
+                } else {
+                    w[json].as_i64().unwrap()
+                };
+                assert!((cell_v(&row[key]) - v).abs() <= 1, "{page}: {id} {row:?} vs {w}");
+            }
+        }
+        // libffi's biggest compile is named as the summary names it: cc1 doing gcc's work
+        if page.contains("libffi") {
+            let first = &table_rows(r, "hungry-cpu")[0]["command"]["t"];
+            assert!(first.as_str().unwrap().starts_with("cc1, for: gcc "), "{first}");
+        }
+        // the critical path: the same steps, in order, each its pid, program and time
+        let steps = r["path_steps"].as_array().unwrap();
+        let want = s["critical_path"].as_array().unwrap();
+        assert!(!want.is_empty(), "{page}");
+        assert_eq!(
+            steps.len(),
+            want.len(),
+            "{page}: every step listed once its lines are opened"
+        );
+        for (k, (st, w)) in steps.iter().zip(want).enumerate() {
+            assert_eq!(st[0].as_u64(), Some(k as u64), "{page}");
+            let d = &data["path"][k];
+            let proc = d[0].as_i64().unwrap();
+            assert!(proc >= 0, "{page}: step {k} has its record");
+            assert_eq!(data["procs"][proc as usize][0], w["pid"], "{page}: step {k}");
+            assert!(
+                (d[5].as_i64().unwrap() - us_of(&w["duration_s"])).abs() <= 1,
+                "{page}: step {k}"
+            );
+            let label = st[1].as_str().unwrap();
+            let program = w["program"].as_str().unwrap();
+            assert!(
+                label.contains(program.trim_start_matches("[fork of ").trim_end_matches(']')),
+                "{page}: step {k}: {label:?} vs {program}"
+            );
+        }
+    }
+}
+
+/// `run --trace2 --html` of a real git: git's own regions are in the page's data, inside the
+/// git process, drawn in its row (the canvas is a region's green there) and named by the
+/// tooltip when hovered.
+#[test]
+fn git_trace2_regions_inside_their_process() {
+    let dir = tmp("t2repo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .current_dir(&dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("GIT_TRACE2_EVENT")
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    for i in 0..20 {
+        std::fs::write(Path::new(&dir).join(format!("f{i}")), format!("{i}\n")).unwrap();
+    }
+    git(&["add", "."]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]);
+    let page = tmp("trace2.html");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--backend",
+            "ptrace",
+            "--trace2",
+            "--tree",
+            "none",
+            "--quiet",
+            "--html",
+            &page,
+        ])
+        // under a shell, so the git process is a child (the slowest list leaves the root out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("git -C {dir} status --porcelain; true"),
+        ])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_TRACE2_EVENT")
+        .env_remove("GIT_TRACE2_PARENT_SID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = embedded(&page);
+    let regions = data["regions"].as_array().unwrap();
+    assert!(!regions.is_empty(), "no region in the data: {}", stderr(&out));
+    // every region is the git process's, within its life, with its category and label
+    for g in regions {
+        let p = &data["procs"][g[0].as_u64().unwrap() as usize];
+        assert_eq!(string(&data, &p[7][0]), "git", "{g}");
+        let (s, e) = (g[1].as_i64().unwrap(), g[2].as_i64().unwrap());
+        assert!(
+            p[2].as_i64().unwrap() <= s && s <= e && e <= p[3].as_i64().unwrap(),
+            "{g} in {p}"
+        );
+        let name = string(&data, &g[3]);
+        let (cat, label) = (string(&data, &g[6]), string(&data, &g[7]));
+        assert_eq!(name, format!("{cat}:{label}"), "{g}");
+    }
+    assert!(
+        regions
+            .iter()
+            .any(|g| string(&data, &g[3]) == "index:do_read_index"),
+        "git status reads its index"
+    );
+    let r = &check(&[&page], &["--search", "git"])[0];
+    assert_sound(r, &data);
+    let reg = &r["region"];
+    let name = reg["name"].as_str().unwrap();
+    let tip = reg["tooltip"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not hovered: {reg}"));
+    assert!(tip.starts_with(&format!("Trace2 region {name}\n")), "{tip}");
+    assert!(
+        tip.contains("category: ") && tip.contains("time: ") && tip.contains("nesting "),
+        "{tip}"
+    );
+    assert!(
+        tip.contains("in the process\ngit -C "),
+        "the process below it: {tip}"
+    );
+    // the region's own colour at its middle: one of the greens, not the bar's blue
+    let px: Vec<u64> = reg["pixel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(px[1] > px[0] + 40 && px[1] > px[2] + 20, "{px:?} at {reg}");
+    let text = r["text"].as_str().unwrap();
+    assert!(
+        text.contains("git Trace2 region (inside its process)"),
+        "the legend"
+    );
 }

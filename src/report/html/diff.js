@@ -96,60 +96,80 @@
   search.placeholder = "filter by command…";
   root.appendChild(search);
 
-  // Lists of what changed, each entry with a bar as long as its change.
-  const lists = [];
-  function list(title, entries, value, what) {
-    const sec = node("section", "diff-list");
-    sec.appendChild(node("h2", null, title + " (" + entries.length + ")"));
-    if (!entries.length) {
-      sec.appendChild(node("p", "none", "none"));
-      root.appendChild(sec);
-      return;
-    }
-    const max = Math.max(...entries.map((e) => Math.abs(value(e)) || 0), 1e-9);
-    const t = node("table", "diff-table");
-    entries.slice(0, 500).forEach((e) => {
-      const tr = node("tr", "entry");
-      const v = value(e);
-      const bar = node("td", "bar-cell");
-      const b = node("div", v >= 0 ? "bar up" : "bar down");
-      b.style.width = Math.max(1, (Math.abs(v) / max) * 120).toFixed(0) + "px";
-      bar.appendChild(b);
-      tr.appendChild(bar);
-      tr.appendChild(node("td", "num", what(e)));
-      tr.appendChild(node("td", "cmd", argvText(e)));
-      tr.dataset.text = argvText(e).toLowerCase();
-      t.appendChild(tr);
+  // What changed: sortable tables (table.js, as a run's page has them), each entry with a bar
+  // as long as its change.
+  const tables = [];
+  const wrap = node("section", "tables diff-tables");
+  root.appendChild(wrap);
+  const t = (key, label, fmt) => ({ key, label, num: true, fmt });
+  const cmdCol = { key: "command", label: "Command", mono: true };
+  function list(id, title, entries, bar, cols, hint) {
+    const rows = entries.map((e, k) => {
+      const r = Object.assign({}, e);
+      r.command = argvText(e);
+      r.text = r.command.toLowerCase();
+      r.bar = bar(e);
+      r.seq = k;
+      return r;
     });
-    sec.appendChild(t);
-    root.appendChild(sec);
-    lists.push(t);
+    tables.push(proctraceTables.make(wrap, {
+      id, title, hint, rows, sort: "bar",
+      cols: [{ key: "bar", label: "Change", bar: true }].concat(cols, [cmdCol]),
+    }));
   }
   const own = (e) => e.delta_own_s || 0;
-  list("slower", d.slower || [], own, (e) => signed(own(e)) + " own, " + secs(e.old_s) + " → " + secs(e.new_s));
-  list("faster", d.faster || [], own, (e) => signed(own(e)) + " own, " + secs(e.old_s) + " → " + secs(e.new_s));
-  list("failed now", d.failed || [], (e) => e.new_s || 0, (e) => "exit ≠ 0 ×" + (e.new_failed || 1));
-  list("fixed", d.fixed || [], (e) => e.old_s || 0, () => "now exits 0");
-  list("new", d.new || [], (e) => e.new_s || 0, (e) => secs(e.new_s) + " ×" + (e.new_count || e.count));
-  list("gone", d.gone || [], (e) => -(e.old_s || 0), (e) => secs(e.old_s) + " ×" + (e.old_count || e.count));
+  const runs = t("count", "Runs", (v) => (v == null ? "–" : String(v)));
+  const timeCols = [
+    t("delta_own_s", "Own change", signed), t("old_s", "Old", secs), t("new_s", "New", secs), runs,
+  ];
+  list("diff-slower", "slower", d.slower || [], own, timeCols, "Commands whose own time grew (their children's time aside), most first.");
+  list("diff-faster", "faster", d.faster || [], own, timeCols, "Commands whose own time shrank, most first.");
+  list("diff-failed", "failed now", d.failed || [], (e) => e.new_s || 0,
+    [t("new_failed", "Failed", (v) => "×" + (v || 1)), t("new_s", "New", secs), t("old_s", "Old", secs)],
+    "Commands that exited non-zero in the new run and did not in the old.");
+  list("diff-fixed", "fixed", d.fixed || [], (e) => e.old_s || 0, [t("old_s", "Old", secs), t("new_s", "New", secs)]);
+  list("diff-new", "new", d.new || [], (e) => e.new_s || 0,
+    [t("new_s", "Time", secs), t("new_count", "Runs", (v, r) => String(v || r.count || 0))], "Run only in the new run.");
+  list("diff-gone", "gone", d.gone || [], (e) => -(e.old_s || 0),
+    [t("old_s", "Time", secs), t("old_count", "Runs", (v, r) => String(v || r.count || 0))], "Run only in the old run.");
 
-  // The critical paths side by side: each run's steps that held ≥ 2% of its wall time.
+  // The critical paths side by side: each run's steps that held ≥ 2% of its wall time, with a
+  // bar for the step's share of its run and, in the new run's, a change bar against the old
+  // run's same step.
+  const lists = [];
   const paths = node("section", "diff-paths");
   paths.appendChild(node("h2", null, "critical paths"));
   const grid = node("div", "paths-grid");
+  const maxChange = Math.max(1e-9, ...(d.critical_path.new || [])
+    .filter((s) => s.other_s !== null && s.other_s !== undefined)
+    .map((s) => Math.abs(s.duration_s - s.other_s)));
   ["old", "new"].forEach((k) => {
     const col = node("div", "path-col");
-    col.appendChild(node("h3", null, k + " (" + (d.critical_path[k] || []).length + " steps)"));
+    col.appendChild(node("h3", null, k + " (" + (d.critical_path[k] || []).length + " steps, " + secs(sides[k].run.wall_us / 1e6) + ")"));
     const wall = sides[k].run.wall_us / 1e6 || 1;
     const steps = (d.critical_path[k] || []).filter((s) => s.duration_s >= 0.02 * wall).slice(0, 60);
     const ol = node("ol", "path");
+    ol.id = "path-" + k;
     steps.forEach((s) => {
       const li = node("li", "step");
+      const share = node("span", "share");
+      const sb = node("span", "share-bar");
+      sb.style.width = Math.max(1, Math.min(1, s.duration_s / wall) * 60).toFixed(0) + "px";
+      share.appendChild(sb);
+      li.appendChild(share);
       li.appendChild(node("span", "num", secs(s.duration_s)));
+      const cb = node("span", "change-cell");
       if (k === "new" && s.other_s !== null && s.other_s !== undefined) {
         const ch = s.duration_s - s.other_s;
-        li.appendChild(node("span", ch > 0 ? "change up" : "change down", signed(ch)));
+        const bar = node("span", ch > 0 ? "bar up" : "bar down");
+        bar.style.width = Math.max(1, (Math.abs(ch) / maxChange) * 50).toFixed(0) + "px";
+        cb.appendChild(bar);
+        cb.appendChild(node("span", ch > 0 ? "change up" : "change down", signed(ch)));
+        li.dataset.change = String(ch);
+      } else if (k === "new") {
+        cb.appendChild(node("span", "change", "new"));
       }
+      if (k === "new") li.appendChild(cb);
       const text = words(s.argv);
       const lab = node("span", "cmd", "\u00a0".repeat(2 * Math.min(s.depth, 8)) + text);
       lab.title = text;
@@ -162,11 +182,13 @@
     lists.push(ol);
   });
   paths.appendChild(grid);
-  root.appendChild(paths);
+  // the paths before the tables: what gated each run first
+  root.insertBefore(paths, wrap);
 
   search.addEventListener("input", () => {
     const q = search.value.toLowerCase();
     let shown = 0;
+    tables.forEach((st) => { st.filter(q); shown += st.shown.length; });
     lists.forEach((t) => {
       for (const r of t.children) {
         if (r.dataset.text === undefined) continue;
@@ -177,6 +199,7 @@
     });
     document.body.dataset.shown = String(shown);
   });
-  document.body.dataset.rows = String(lists.reduce((n, t) => n + t.children.length, 0));
+  document.body.dataset.rows = String(tables.reduce((n, st) => n + st.spec.rows.length, 0) +
+    lists.reduce((n, t) => n + t.children.length, 0));
   document.body.dataset.ready = "1";
 })();

@@ -90,6 +90,14 @@
     if (a >= 1e3) return (us / 1e3).toFixed(a >= 10e3 ? 1 : 2) + ' ms';
     return Math.round(us) + ' µs';
   }
+  // a time axis tick: in the unit of its size, with the decimals its step needs (4.963 ms at a
+  // 1 µs step, not 4.96 ms ten times)
+  function fmtTick(t, step) {
+    var a = Math.abs(t), unit = a >= 1e6 ? 1e6 : a >= 1e3 ? 1e3 : 1, name = unit === 1e6 ? ' s' : unit === 1e3 ? ' ms' : ' µs';
+    if (a >= 60e6 && step >= 1e6) return fmtUs(t);
+    var dec = Math.max(0, Math.min(6, Math.ceil(Math.log10(unit / step) - 1e-9)));
+    return (t / unit).toFixed(dec) + name;
+  }
   function fmtKiB(k) {
     if (k == null) return '—';
     if (k >= 1048576) return (k / 1048576).toFixed(2) + ' GiB';
@@ -136,7 +144,7 @@
       ['mode', R.mode || '—'], ['tool', R.tool || '—']
     ];
     var dl = document.getElementById('facts');
-    facts.forEach(function (f) { var d = el('div'); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
+    facts.forEach(function (f) { var d = el('div', f[0] === 'start' || f[0] === 'host' ? 'wide' : null); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
     var cz = document.getElementById('causes');
     (D.causes || []).forEach(function (c) {
       if (c < 0 || c >= N) return;
@@ -153,11 +161,17 @@
   var legend = document.getElementById('legend');
   OUTCOME.forEach(function (o, k) { var s = el('span'); s.appendChild(el('span', 'swatch sw-' + k)); s.appendChild(document.createTextNode(o)); legend.appendChild(s); });
   (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-path')); s.appendChild(document.createTextNode('critical path')); legend.appendChild(s); })();
+  if ((D.regions || []).length) (function () { var s = el('span'); s.appendChild(el('span', 'swatch sw-region')); s.appendChild(document.createTextNode('git Trace2 region (inside its process)')); legend.appendChild(s); })();
 
   // ---- critical path -----------------------------------------------------------------------
-  var PATH = (D.path || []).filter(function (s) { return s[0] >= 0 && s[0] < N; });
+  // The summary's steps, each [process (-1: none of the data's records), image, depth, own,
+  // start, duration, label]: listed as the summary lists them, even a step of no record.
+  var PATH = D.path || [];
+  function stepOf(s) { return s[0] >= 0 && s[0] < N; }
+  function stepDur(s) { if (s.length > 5) return s[5]; var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; return im[1] - im[0]; }
+  function stepLabel(s) { if (s.length > 6) return str(s[6]); var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; return str(im[2]); }
   var onPath = new Map(); // proc -> Set of image indices
-  PATH.forEach(function (s) { if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
+  PATH.forEach(function (s) { if (!stepOf(s)) return; if (!onPath.has(s[0])) onPath.set(s[0], new Set()); onPath.get(s[0]).add(s[1]); });
   var parAt = new Map(); (D.parallel || []).forEach(function (x) { parAt.set(x[0], x); });
   // Steps shorter than 0.5% of the run that follow one another are one line ("… 12 shorter
   // steps"), opened by a click: a configure's path is hundreds of probes of a millisecond.
@@ -166,9 +180,9 @@
     if (!PATH.length) { ol.appendChild(el('li', 'empty', 'No critical path (no single command, or its end is unknown).')); return; }
     var SHORT = TEND * 0.005, items = [], run = null;
     PATH.forEach(function (s, k) {
-      var im = imgs(s[0])[s[1]] || imgs(s[0])[0];
-      var short = k > 0 && im[1] - im[0] < SHORT && !parAt.has(k);
-      if (short) { if (!run) { run = { from: k, to: k, us: 0 }; items.push(run); } run.to = k; run.us += im[1] - im[0]; }
+      var d = stepDur(s);
+      var short = k > 0 && d < SHORT && !parAt.has(k);
+      if (short) { if (!run) { run = { from: k, to: k, us: 0 }; items.push(run); } run.to = k; run.us += d; }
       else { run = null; items.push(k); }
     });
     var shown = 0, btn = null;
@@ -197,12 +211,13 @@
       return li;
     }
     function step(k) {
-      var s = PATH[k], im = imgs(s[0])[s[1]] || imgs(s[0])[0];
+      var s = PATH[k];
       var li = el('li');
       li.value = k + 1;
-      li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + str(im[2])));
+      li.dataset.step = String(k);
+      li.appendChild(el('code', null, '\u00a0'.repeat(Math.min(s[2], 20) * 2) + stepLabel(s)));
       li.appendChild(document.createTextNode(' '));
-      li.appendChild(el('span', 'dur', fmtUs(im[1] - im[0]) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
+      li.appendChild(el('span', 'dur', fmtUs(stepDur(s)) + (s[3] != null ? ', own ' + fmtUs(s[3]) : '')));
       var par = parAt.get(k);
       if (par) {
         var t = 'bounded by parallelism: ' + par[1] + ' job slots busy ' + fmtUs(par[3]) + ' of ' + fmtUs(par[2]);
@@ -216,7 +231,7 @@
           li.appendChild(el('span', 'dur', fmtUs(end[par[4]] - start[par[4]])));
         }
       }
-      li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
+      if (stepOf(s)) li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
       return li;
     }
   })();
@@ -231,7 +246,7 @@
   // The rows banded as the critical path's: its steps of at least 0.5% of the run (every step
   // is outlined).
   var banded = new Uint8Array(N);
-  PATH.forEach(function (s) { var im = imgs(s[0])[s[1]] || imgs(s[0])[0]; if (im[1] - im[0] >= TEND * 0.005) banded[s[0]] = 1; });
+  PATH.forEach(function (s) { if (stepOf(s) && stepDur(s) >= TEND * 0.005) banded[s[0]] = 1; });
   var query = '';
   var rows = new Int32Array(N), nrows = 0, matches = N;
   function rebuildRows() {
@@ -288,7 +303,7 @@
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var x = Math.round(tx(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + height); ctx.stroke();
-      tick(ctx, fmtUs(t), x);
+      tick(ctx, fmtTick(t, step), x);
     }
   }
   var scheduled = false;
@@ -331,10 +346,23 @@
           ctx.restore();
         }
       }
+      // its Trace2 regions, inside its bar: each nesting level inset 2 px more, outer ones
+      // first, named where wide enough
       var rg = regionsOf.get(i);
       if (rg) for (k = 0; k < rg.length; k++) {
-        var g = rg[k]; ctx.fillStyle = '#1f7a3a';
-        ctx.fillRect(tx(g[1]), y + ROWH - 4 - Math.min(g[5] || 0, 3), Math.max(1, tx(g[2]) - tx(g[1])), 2);
+        var g = rg[k];
+        if (g[2] < view.t0 || g[1] > view.t1) continue;
+        var lv = regionLevel(g, i), gx0 = Math.max(LABELW - 2, tx(g[1])), gw = Math.max(1, Math.min(W + 2, tx(g[2])) - gx0);
+        var gy = y + 3 + lv * 2, gh = Math.max(2, ROWH - 6 - lv * 4);
+        ctx.fillStyle = REGION_COLORS[lv % REGION_COLORS.length];
+        ctx.fillRect(gx0, gy, gw, gh);
+        if (gw > 3) { ctx.strokeStyle = '#0f4d24'; ctx.lineWidth = 1; ctx.strokeRect(gx0 + 0.5, gy + 0.5, gw - 1, gh - 1); }
+        if (gw > 50 && gh >= 8) {
+          ctx.save(); ctx.beginPath(); ctx.rect(gx0, gy, gw, gh); ctx.clip();
+          ctx.fillStyle = '#ffffff'; ctx.font = '10px system-ui, sans-serif';
+          ctx.fillText(str(g[3]), Math.max(gx0, LABELW) + 3, y + ROWH / 2);
+          ctx.restore(); ctx.font = '11px system-ui, sans-serif';
+        }
       }
     }
     ctx.restore();
@@ -357,20 +385,36 @@
     ctx.fillStyle = '#f5f7fa'; ctx.fillRect(0, 0, W, AXIS);
     ctx.strokeStyle = '#d8dde6'; ctx.beginPath(); ctx.moveTo(0, AXIS - 0.5); ctx.lineTo(W, AXIS - 0.5); ctx.stroke();
     ctx.fillStyle = '#5b6475'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
-    ctx.fillText(fmtInt(nrows) + ' rows · ' + fmtUs(view.t0) + ' – ' + fmtUs(view.t1), 6, 12);
+    var vstep = niceStep(view.t1 - view.t0, W - LABELW);
+    ctx.fillText(fmtInt(nrows) + ' rows · ' + fmtTick(view.t0, vstep / 10) + ' – ' + fmtTick(view.t1, vstep / 10), 6, 12);
     ctx.save(); ctx.beginPath(); ctx.rect(LABELW, 0, W - LABELW, AXIS); ctx.clip();
     var step = niceStep(view.t1 - view.t0, W - LABELW);
     for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       var xx = Math.round(tx(t)) + 0.5;
       ctx.strokeStyle = '#aab2bf'; ctx.beginPath(); ctx.moveTo(xx, AXIS - 6); ctx.lineTo(xx, AXIS); ctx.stroke();
-      tick(ctx, fmtUs(t), xx);
+      tick(ctx, fmtTick(t, step), xx);
     }
     ctx.restore();
   }
 
-  // regions by process
-  var regionsOf = new Map();
-  (D.regions || []).forEach(function (g) { if (g[0] >= 0 && g[0] < N) { if (!regionsOf.has(g[0])) regionsOf.set(g[0], []); regionsOf.get(g[0]).push(g); } });
+  // Trace2 regions by process, outer (least nested) first, each [proc, start, end, name,
+  // thread, nesting, category, label, message]; a level is the nesting less the process's least
+  var regionsOf = new Map(), regionBase = new Map();
+  var REGION_COLORS = ['#1f7a3a', '#2f9a52', '#49b36c', '#6cc78a'];
+  (D.regions || []).forEach(function (g) {
+    if (!(g[0] >= 0 && g[0] < N)) return;
+    if (!regionsOf.has(g[0])) regionsOf.set(g[0], []);
+    regionsOf.get(g[0]).push(g);
+    var b = regionBase.get(g[0]); if (b == null || (g[5] || 0) < b) regionBase.set(g[0], g[5] || 0);
+  });
+  regionsOf.forEach(function (l) { l.sort(function (a, b) { return (a[5] || 0) - (b[5] || 0) || a[1] - b[1]; }); });
+  function regionLevel(g, i) { return Math.min(3, Math.max(0, (g[5] || 0) - (regionBase.get(i) || 0))); }
+  // the innermost region of process i running at t (within `slack`), or null
+  function regionAt(i, t, slack) {
+    var rg = regionsOf.get(i), best = null;
+    if (rg) for (var k = 0; k < rg.length; k++) { var g = rg[k]; if (t >= g[1] - slack && t <= g[2] + slack && (!best || (g[5] || 0) >= (best[5] || 0))) best = g; }
+    return best;
+  }
 
   // ---- concurrency: processes, jobs (images that forked nothing), CPU spread over each life -----
   var conc = (function () {
@@ -448,7 +492,33 @@
     ctx.fillStyle = '#b8d0ea'; ctx.fillRect(6, top + 22, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('processes', 20, top + 27);
     ctx.fillStyle = '#3f6fa5'; ctx.fillRect(6, top + 40, 10, 10); ctx.fillStyle = '#1d2330'; ctx.fillText('jobs', 20, top + 45);
     if (conc.anyCpu) { ctx.fillStyle = '#d2691e'; ctx.fillRect(6, top + 62, 10, 2); ctx.fillStyle = '#1d2330'; ctx.fillText('cores in use', 20, top + 63); }
+    if (concHover != null && concHover >= view.t0 && concHover <= view.t1) {
+      var hx = Math.round(tx(concHover)) + 0.5;
+      ctx.strokeStyle = '#1d2330'; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(hx, top); ctx.lineTo(hx, bottom); ctx.stroke();
+    }
   }
+  // what ran at time t: [processes, jobs, cores in use], after every start and end at or before t
+  function concAt(t) {
+    var lo = 0, hi = conc.n - 1, at = -1;
+    while (lo <= hi) { var mid = (lo + hi) >> 1; if (conc.t[mid] <= t) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+    return at < 0 ? [0, 0, 0] : [conc.procs[at], conc.jobs[at], conc.cpu[at]];
+  }
+  var concHover = null;
+  cc.addEventListener('mousemove', function (ev) {
+    if (drag && drag.moved) { hideTip(); return; }
+    var xy = localXY(ev, cc);
+    if (xy[0] < LABELW) { hideTip(); if (concHover != null) { concHover = null; redraw(); } return; }
+    var t = xt(xy[0]), v = concAt(t);
+    concHover = t; redraw();
+    tip.textContent = '';
+    tip.dataset.t = String(t);
+    tip.appendChild(el('div', 't', 'at ' + fmtUs(t)));
+    line('jobs running', fmtInt(v[1]) + ' (images that forked nothing)');
+    line('processes running', fmtInt(v[0]));
+    line('CPU in use', conc.anyCpu ? v[2].toFixed(2) + ' cores (each process’s CPU spread over its life)' : 'not measured');
+    placeTip(ev.clientX, ev.clientY);
+  });
+  cc.addEventListener('mouseleave', function () { hideTip(); concHover = null; redraw(); });
 
   // ---- interaction: zoom, pan, fold, hover --------------------------------------------------
   function zoom(f, at) {
@@ -501,9 +571,17 @@
   var tip = document.getElementById('tip');
   function hideTip() { tip.className = 'hidden'; }
   function line(k, v) { var d = el('div'); d.appendChild(el('span', 'k', k + ': ')); d.appendChild(document.createTextNode(v)); tip.appendChild(d); }
-  function showTip(i, k, cx0, cy0) {
+  function showTip(i, k, cx0, cy0, region) {
     tip.textContent = '';
     var p = P[i], list = imgs(i), im = list[k];
+    if (region) {
+      var g = region;
+      tip.appendChild(el('div', 't', 'Trace2 region ' + str(g[3])));
+      if (g.length > 6) { line('category', str(g[6]) || '—'); line('label', str(g[7]) || '—'); if (g[8] >= 0) line('message', str(g[8])); }
+      line('time', fmtUs(g[1]) + ' → ' + fmtUs(g[2]) + ' (' + fmtUs(g[2] - g[1]) + ')');
+      line('thread', str(g[4]) + ', nesting ' + g[5]);
+      tip.appendChild(el('div', 'sep', 'in the process'));
+    }
     tip.appendChild(el('div', 't', label(i)));
     if (list.length > 1) line('image ' + (k + 1) + ' of ' + list.length, str(im[2]) + (im[4] ? ' (before its first exec)' : ''));
     // an image's own argv; a process of one image has its last exec's; a fork image has none
@@ -519,10 +597,13 @@
     line('I/O', 'read ' + fmtBytes(p[11]) + ', written ' + fmtBytes(p[12]));
     if (onPath.has(i)) line('critical path', 'on it');
     var rg = regionsOf.get(i);
-    if (rg) {
+    if (rg && !region) {
       var names = rg.slice(0, 6).map(function (g) { return str(g[3]) + ' ' + fmtUs(g[2] - g[1]); });
       line('Trace2 regions', names.join(', ') + (rg.length > 6 ? ', \u2026 (' + rg.length + ')' : ''));
     }
+    placeTip(cx0, cy0);
+  }
+  function placeTip(cx0, cy0) {
     tip.className = '';
     var tw = tip.offsetWidth, th = tip.offsetHeight;
     var left = cx0 + 14, topp = cy0 + 14;
@@ -534,17 +615,18 @@
     if (drag && drag.moved) { hideTip(); return; }
     var xy = localXY(ev, gc), r = rowAt(xy[1]);
     if (r < 0) { hideTip(); return; }
-    var i = rows[r], list = imgs(i), t = xt(xy[0]), k = 0;
+    var i = rows[r], list = imgs(i), t = xt(xy[0]), k = 0, region = null;
     if (xy[0] >= LABELW) {
       var slack = 3 / (W - LABELW) * (view.t1 - view.t0);
       for (k = 0; k < list.length; k++) if (t >= list[k][0] - slack && t <= list[k][1] + slack) break;
       if (k === list.length) { hideTip(); return; }
+      region = regionAt(i, t, 1 / (W - LABELW) * (view.t1 - view.t0));
     }
     gc.style.cursor = xy[0] < LABELW ? (nkids[i] ? 'pointer' : 'default') : '';
-    showTip(i, k, ev.clientX, ev.clientY);
+    showTip(i, k, ev.clientX, ev.clientY, region);
   });
   gc.addEventListener('mouseleave', hideTip);
-  function reveal(i, k) {
+  function reveal(i, k, from, to) {
     // unfold its ancestors, clear a search that hides it, scroll to it and fit its time
     for (var a = parent[i]; a >= 0 && a < N; a = parent[a]) collapsed[a] = 0;
     if (query && haystack()[i].indexOf(query) < 0) { query = ''; search.value = ''; refreshTables(); }
@@ -552,127 +634,65 @@
     for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
     wrap.scrollTop = Math.max(0, r * ROWH - (H - AXIS) / 3);
     var im = k != null ? imgs(i)[k] : null, a = im ? im[0] : start[i], b = im ? im[1] : end[i];
+    if (from != null) { a = from; b = to; }
     var span = Math.max(b - a, 10);
     view.t0 = a - span * 0.5; view.t1 = b + span * 0.5; clampView(); redraw();
     wrap.scrollIntoView({ block: 'nearest' });
   }
 
   // ---- tables --------------------------------------------------------------------------------
-  var TOP = 20;
+  // The tables: table.js's, filtered by the search (a row of a process by the process's text,
+  // else by its own), a click on a row finds it in the Gantt.
   var tables = [];
   function makeTable(spec) {
-    var sec = el('section', 'table');
-    var h = el('h2', null, spec.title); var count = el('span', 'count'); h.appendChild(count);
-    sec.appendChild(h);
-    if (spec.hint) sec.appendChild(el('p', 'hint', spec.hint));
-    var tbl = el('table'); tbl.id = spec.id;
-    var thead = el('thead'), tr = el('tr'), tb = el('tbody');
-    var more = el('button', 'more', 'Show more'); more.type = 'button';
-    var st = { spec: spec, key: spec.sort, desc: spec.desc !== false, limit: TOP, shown: spec.rows, ths: [] };
-    spec.cols.forEach(function (c, ci) {
-      var th = el('th', c.num ? 'num' : '', c.label); th.dataset.col = c.key;
-      th.title = 'Sort by ' + c.label;
-      th.addEventListener('click', function () {
-        if (st.key === c.key) st.desc = !st.desc; else { st.key = c.key; st.desc = !!c.num; }
-        st.limit = TOP; sortRows(st); render(st);
-      });
-      st.ths.push(th); tr.appendChild(th);
-    });
-    thead.appendChild(tr); tbl.appendChild(thead); tbl.appendChild(tb); sec.appendChild(tbl);
-    more.addEventListener('click', function () { st.limit *= 4; render(st); });
-    sec.appendChild(more);
-    st.tb = tb; st.more = more; st.count = count; st.table = tbl;
-    document.getElementById('tables').appendChild(sec);
-    tables.push(st); filterRows(st); sortRows(st); render(st);
+    spec.match = function (r, q) { return r.text != null ? r.text.indexOf(q) >= 0 : haystack()[r.proc].indexOf(q) >= 0; };
+    spec.onRow = function (r) { if (r.proc != null) reveal(r.proc, r.image != null ? r.image : null); };
+    spec.rowClass = function (r) { return r.cause ? 'cause-row' : ''; };
+    var st = proctraceTables.make(document.getElementById('tables'), spec);
+    if (query) st.filter(query);
+    tables.push(st);
     return st;
   }
-  function filterRows(st) {
-    var rs = st.spec.rows;
-    if (!query) { st.shown = rs.slice(); return; }
-    var h = haystack();
-    st.shown = rs.filter(function (r) { return r.text != null ? r.text.indexOf(query) >= 0 : h[r.proc].indexOf(query) >= 0; });
-  }
-  function sortRows(st) {
-    var k = st.key, d = st.desc ? -1 : 1;
-    st.shown.sort(function (a, b) {
-      var x = a[k], y = b[k];
-      if (x == null && y == null) return 0; if (x == null) return 1; if (y == null) return -1;
-      return (x < y ? -1 : x > y ? 1 : 0) * d || (a.seq - b.seq);
-    });
-  }
-  function render(st) {
-    st.tb.textContent = '';
-    st.ths.forEach(function (th) { var on = th.dataset.col === st.key; th.classList.toggle('sorted', on); th.classList.toggle('asc', on && !st.desc); });
-    var n = Math.min(st.limit, st.shown.length);
-    var frag = document.createDocumentFragment();
-    for (var r = 0; r < n; r++) {
-      var row = st.shown[r], tr = el('tr', row.cause ? 'cause-row' : '');
-      st.spec.cols.forEach(function (c) {
-        var v = row[c.key];
-        var td = el('td', c.num ? 'num' : (c.mono ? 'cmd' : ''), c.fmt ? c.fmt(v, row) : (v == null ? '—' : String(v)));
-        if (v != null && c.num) td.dataset.v = String(v);
-        if (c.mono && v != null) td.title = String(v);
-        tr.appendChild(td);
-      });
-      if (row.proc != null) { tr.dataset.proc = String(row.proc); if (row.image != null) tr.dataset.image = String(row.image); tr.addEventListener('click', onRowClick); }
-      frag.appendChild(tr);
-    }
-    st.tb.appendChild(frag);
-    if (!st.shown.length) { var e = el('tr'); var td = el('td', 'empty', query ? 'Nothing matches the filter.' : 'None.'); td.colSpan = st.spec.cols.length; e.appendChild(td); st.tb.appendChild(e); }
-    st.count.textContent = st.shown.length > n ? '(first ' + fmtInt(n) + ' of ' + fmtInt(st.shown.length) + ')' : '(' + fmtInt(st.shown.length) + ')';
-    st.more.className = st.shown.length > n ? 'more' : 'more hidden-btn';
-    st.more.hidden = !(st.shown.length > n);
-  }
-  function onRowClick(ev) { var d = ev.currentTarget.dataset; if (d.proc != null) reveal(Number(d.proc), d.image != null ? Number(d.image) : null); }
-  function refreshTables() { tables.forEach(function (st) { filterRows(st); st.limit = TOP; sortRows(st); render(st); }); }
+  function refreshTables() { tables.forEach(function (st) { st.filter(query); }); }
 
-  // Slowest images, as the summary defines them (src/report/summary/mod.rs): images with a known
-  // start and end, not the root's, not a background child's; an image taking >= 90% of the
-  // parent's image it was forked from is folded into that parent (never into a fork image: the
-  // fork image is left out instead).
+  // The tables the summary has are the summary's (src/report/summary): the data carries its
+  // figures — every image its slowest list draws from, in its order (`slow`), every program
+  // (`programs`), how its cost lists name a process (`cost_labels`) — so the page and
+  // `--summary-json` agree; failures follow its order (start, then pid).
   var seq = 0;
-  var slowRows = [], progs = new Map(), costRows = [], failRows = [];
+  var slowRows = [], progRows = [], costRows = [], failRows = [];
   (function aggregates() {
-    var dropFork = new Set(), foldImg = new Set(), fold = new Uint8Array(N);
-    for (var i = 0; i < N; i++) {
-      var pa = parent[i]; if (pa < 0 || pa >= N || P[i][2] == null || P[i][3] == null) continue;
-      var pl = imgs(pa), k = 0;
-      for (; k < pl.length - 1; k++) if (start[i] < pl[k][1]) break;
-      var pim = pl[k], pd = pim[1] - pim[0], d = end[i] - start[i];
-      if (pd <= 0 || P[pa][3] == null) continue;
-      if (d >= 0.9 * pd && !pim[4]) fold[i] = 1; // the whole process did the parent's work
-      var cl = imgs(i);
-      for (var k3 = 0; k3 < cl.length; k3++) {
-        if (cl[k3][1] - cl[k3][0] < 0.9 * pd) continue;
-        if (pim[4]) dropFork.add(pa + ':' + k); else foldImg.add(i + ':' + k3);
-      }
+    var SL = D.slow || [];
+    for (var q = 0; q + 3 < SL.length; q += 4) {
+      var i = SL[q], k = SL[q + 1];
+      if (i < 0 || i >= N) continue;
+      var im = imgs(i)[k] || imgs(i)[0];
+      slowRows.push({ proc: i, image: k, seq: seq++, duration: SL[q + 2], command: str(im[2]), program: str(SL[q + 3]), pid: P[i][0], status: statusText(i), start: im[0] });
     }
+    (D.programs || []).forEach(function (g) {
+      var name = str(g[0]);
+      progRows.push({ program: name, count: g[1], total: g[2], max: g[3], mean: g[1] ? g[2] / g[1] : null, cpu: g[4], rss: g[5], text: name.toLowerCase(), seq: seq++ });
+    });
+    var costLabel = new Map(), CL = D.cost_labels || [];
+    for (q = 0; q + 1 < CL.length; q += 2) costLabel.set(CL[q], CL[q + 1]);
+    var fails = [];
     for (i = 0; i < N; i++) {
-      var p = P[i], list = imgs(i), bg = outcome[i] === 4;
-      for (k = 0; k < list.length; k++) {
-        var im = list[k], known = p[2] != null && (im[1] != null) && !(p[3] == null && k === list.length - 1);
-        var prog = programOf(im), dur = im[1] - im[0];
-        if (known) {
-          var g = progs.get(prog);
-          if (!g) { g = { program: prog, count: 0, total: 0, max: 0, cpu: null, rss: null, text: prog.toLowerCase(), seq: seq++ }; progs.set(prog, g); }
-          g.count++; g.total += dur; if (dur > g.max) g.max = dur;
-          if (k === list.length - 1) {
-            if (p[9] != null) g.cpu = (g.cpu || 0) + p[9];
-            if (p[10] != null && (g.rss == null || p[10] > g.rss)) g.rss = p[10];
-          }
-        }
-        if (!known || parent[i] < 0 || bg || foldImg.has(i + ':' + k) || dropFork.has(i + ':' + k)) continue;
-        slowRows.push({ proc: i, image: k, seq: seq++, duration: dur, command: str(im[2]), program: prog, pid: p[0], status: statusText(i), start: im[0] });
-      }
+      var p = P[i];
       if (p[9] != null || p[10] != null) {
-        var forWhat = '';
-        if (fold[i] && parent[i] >= 0 && (p[9] || 0) > (P[parent[i]][9] || 0)) forWhat = ', for: ' + label(parent[i]);
-        costRows.push({ proc: i, seq: seq++, cpu: p[9], rss: p[10], read: p[11], written: p[12], duration: end[i] - start[i], command: forWhat ? programOf(list[list.length - 1]) + forWhat : label(i), pid: p[0] });
+        var known = p[2] != null && p[3] != null && p[4] != null && outcome[i] !== 4;
+        costRows.push({ proc: i, seq: seq++, cpu: p[9], rss: p[10], read: p[11], written: p[12], duration: known ? p[3] - p[2] : null, command: costLabel.has(i) ? str(costLabel.get(i)) : label(i), pid: p[0] });
       }
-      if (outcome[i] === 1 || outcome[i] === 2 || outcome[i] === 3 || causeSet.has(i)) {
-        failRows.push({ proc: i, seq: seq++, cause: causeSet.has(i), kind: causeSet.has(i) ? 'cause' : outcome[i] === 1 ? 'failure' : outcome[i] === 2 ? 'handled' : 'killed', status: statusText(i), duration: end[i] - start[i], command: label(i), cwd: P[i][8] >= 0 ? str(P[i][8]) : '', pid: p[0], rank: causeSet.has(i) ? 0 : outcome[i] === 1 ? 1 : 2, start: start[i] });
-      }
+      if (outcome[i] === 1 || outcome[i] === 2 || outcome[i] === 3 || causeSet.has(i)) fails.push(i);
     }
+    fails.sort(function (a, b) {
+      var x = P[a][2], y = P[b][2];
+      if (x !== y) { if (x == null) return -1; if (y == null) return 1; return x - y; }
+      return P[a][0] - P[b][0] || a - b;
+    });
+    fails.forEach(function (i) {
+      var c = causeSet.has(i);
+      failRows.push({ proc: i, seq: seq++, cause: c, kind: c ? 'cause' : outcome[i] === 1 ? 'failure' : outcome[i] === 2 ? 'handled' : 'killed', status: statusText(i), duration: end[i] - start[i], command: label(i), cwd: P[i][8] >= 0 ? str(P[i][8]) : '', pid: P[i][0], rank: c ? 0 : outcome[i] === 1 ? 1 : 2, start: start[i] });
+    });
   })();
   // By directory, for compiles: a compiler driver's `-c` of a source file, grouped by the
   // file's directory (resolved against the process's cwd); time is the driver's, CPU that of its
@@ -717,14 +737,12 @@
     }
     return Array.from(dirs.values());
   })();
-  var progRows = Array.from(progs.values());
-  progRows.forEach(function (g) { g.mean = g.total / g.count; });
   var dur = function (v) { return fmtUs(v); };
   makeTable({ id: 'slowest', title: 'Slowest', sort: 'duration', rows: slowRows,
     hint: 'Programs run (images), longest first; a child doing nearly all of its parent\u2019s work (\u2265 90%) is folded into the parent. Click a row to find it in the chart.',
     cols: [{ key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'program', label: 'Program' }, { key: 'command', label: 'Command', mono: true }, { key: 'status', label: 'Status' }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'by-program', title: 'By program', sort: 'total', rows: progRows,
-    hint: 'Every image with a known start and end, grouped by program (argv[0]\u2019s base name). CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
+    hint: 'Every image, grouped by program (argv[0]\u2019s base name), as the summary counts them: time is that of the images of processes that exited; CPU is the sum over processes whose last program it is; peak memory the largest one process reached.',
     cols: [{ key: 'program', label: 'Program', mono: true }, { key: 'count', label: 'Runs', num: true, fmt: fmtInt }, { key: 'total', label: 'Total time', num: true, fmt: dur }, { key: 'mean', label: 'Mean', num: true, fmt: dur }, { key: 'max', label: 'Longest', num: true, fmt: dur }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }] });
   if (dirRows.length) makeTable({ id: 'by-directory', title: 'Compiles by directory', sort: 'total', rows: dirRows,
     hint: 'Each compiler driver run with -c, grouped by its source file\u2019s directory; CPU counts the compiler it ran (cc1, as).',
@@ -734,10 +752,10 @@
     cols: [{ key: 'rank', label: 'Kind', num: false, fmt: function (v, r) { return r.kind; } }, { key: 'status', label: 'Status' }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'cwd', label: 'Directory', mono: true }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'hungry-cpu', title: 'Hungriest by CPU', sort: 'cpu', rows: costRows,
     hint: 'User + system CPU of each process itself (not its children).',
-    cols: [{ key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'read', label: 'Read', num: true, fmt: fmtBytes }, { key: 'written', label: 'Written', num: true, fmt: fmtBytes }] });
+    cols: [{ key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'read', label: 'Read', num: true, fmt: fmtBytes }, { key: 'written', label: 'Written', num: true, fmt: fmtBytes }, { key: 'pid', label: 'PID', num: true }] });
   makeTable({ id: 'hungry-mem', title: 'Hungriest by memory', sort: 'rss', rows: costRows.slice(),
     hint: 'Peak resident set of each process.',
-    cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }] });
+    cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'pid', label: 'PID', num: true }] });
 
   // ---- search ----------------------------------------------------------------------------------
   var search = document.getElementById('search'), timer = 0;
@@ -765,6 +783,14 @@
     view: function () { return [view.t0, view.t1]; },
     // the Gantt's row r as [process index, its label, the y of its middle on the canvas]
     row: function (r) { return r >= 0 && r < nrows ? [rows[r], label(rows[r]), AXIS + r * ROWH - wrap.scrollTop + ROWH / 2] : null; },
+    // show process i (and the time from..to, else its life) as a click on it in a table does
+    reveal: function (i, from, to) { reveal(i, null, from, to); drawGantt(); drawConc(); },
+    // where on the Gantt's canvas time t of process i's row is: [x, y], null when not in view
+    at: function (i, t) {
+      for (var r = 0; r < nrows; r++) if (rows[r] === i) break;
+      var y = AXIS + r * ROWH - wrap.scrollTop + ROWH / 2;
+      return r < nrows && y > AXIS && y < H && t >= view.t0 && t <= view.t1 ? [tx(t), y] : null;
+    },
     setupMs: 0
   };
   document.body.dataset.records = String(N);

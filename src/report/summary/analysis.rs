@@ -238,12 +238,14 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
                 programs.push((name, ProgramStat::default()));
                 programs.len() - 1
             });
-            programs[i].1.count += 1;
-            programs[i].1.total_ns = programs[i].1.total_ns.saturating_add(if r.exit.is_some() {
+            let d = if r.exit.is_some() {
                 im.duration_ns().unwrap_or(0)
             } else {
                 0
-            });
+            };
+            programs[i].1.count += 1;
+            programs[i].1.total_ns = programs[i].1.total_ns.saturating_add(d);
+            programs[i].1.max_ns = programs[i].1.max_ns.max(d);
         }
         if let Some(u) = r.usage.as_deref() {
             let st = &mut programs[i].1;
@@ -326,15 +328,10 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
     }
     // Longest first; the argv of only the few kept is copied.
-    let slowest: Vec<Step> = first_n(&candidates, TOP, |a, b| {
-        b.0.cmp(&a.0)
-            .then(a.1.cmp(&b.1))
-            .then(a.2.cmp(&b.2))
-            .then(a.4.cmp(&b.4))
-    })
-    .iter()
-    .filter_map(|&(dur, s, _, id, k)| Some(step(&images(t, t.get(id)?).get(k)?, s, dur)))
-    .collect();
+    let slowest: Vec<Step> = first_n(&candidates, TOP, slowest_order)
+        .iter()
+        .filter_map(|&(dur, s, _, id, k)| Some(step(&images(t, t.get(id)?).get(k)?, s, dur)))
+        .collect();
     programs.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
     let regions = (!region_list.is_empty()).then(|| {
         let count = region_list.len() as u64;
@@ -381,40 +378,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         let cost = |id: ProcId| -> Option<Cost> {
             let r = t.get(id)?;
             let u = r.usage.as_deref()?;
-            // A process doing its parent's work — most of its time, as the slowest list folds
-            // it, and more CPU than the parent: `cc1` of `cc -c f4.c` — is named with the
-            // parent's command, which says what the work was.
-            // Not for a wrapper script's: its child's own command says what the work was
-            // (`pip wheel …`, not `python3, for: psutil.sh`).
-            let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
-                if crate::model::naming::script(p).is_some() {
-                    return false;
-                }
-                let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
-                    return false;
-                };
-                let pcpu = p.usage.as_deref().map_or(0, cpu_of);
-                d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu_of(u)
-            });
-            let ims = images(t, r);
-            let label = if ims.total() > 1 {
-                // Its cost is all its images': name each (`[fork of sh] → /bin/sleep 0.4`).
-                let mut s = String::new();
-                for im in ims.clone() {
-                    if im.is_last() {
-                        s.push_str(&label(r));
-                    } else {
-                        s.push_str(&image_program(&im));
-                        s.push_str(" → ");
-                    }
-                }
-                s
-            } else {
-                match parent {
-                    Some(p) => format!("{}, for: {}", program(r), label(p)),
-                    None => label(r),
-                }
-            };
+            let label = cost_label(t, r, redact);
             Some(Cost {
                 pid: r.pid,
                 program: program(r),
@@ -511,6 +475,58 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         regions,
         files,
         costs,
+        slowest_all: candidates,
+    }
+}
+
+/// The slowest list's order of its candidates ([`RunReport::slowest_all`]): longest first, then
+/// the earliest, the lowest pid, the first image.
+pub fn slowest_order(
+    a: &(u64, u64, i32, ProcId, usize),
+    b: &(u64, u64, i32, ProcId, usize),
+) -> std::cmp::Ordering {
+    b.0.cmp(&a.0)
+        .then(a.1.cmp(&b.1))
+        .then(a.2.cmp(&b.2))
+        .then(a.4.cmp(&b.4))
+}
+
+/// How the lists by CPU and by peak memory name a measured process: a process doing its
+/// parent's work — most of its time, as the slowest list folds it, and more CPU than the
+/// parent: `cc1` of `cc -c f4.c` — is named with the parent's command, which says what the
+/// work was; not for a wrapper script's: its child's own command says what the work was (`pip
+/// wheel …`, not `python3, for: psutil.sh`). A process of several images names each, its cost
+/// being all of theirs (`[fork of sh] → /bin/sleep 0.4`).
+pub fn cost_label(t: &Tracker, r: &ProcessRecord, redact: bool) -> String {
+    let label = |r: &ProcessRecord| command_line(r, redact);
+    let cpu = r.usage.as_deref().map_or(0, cpu_of);
+    let parent = r.parent.and_then(|p| t.get(p)).filter(|p| {
+        if crate::model::naming::script(p).is_some() {
+            return false;
+        }
+        let (Some(d), Some(pd)) = (r.duration_ns(), p.duration_ns()) else {
+            return false;
+        };
+        let pcpu = p.usage.as_deref().map_or(0, cpu_of);
+        d as f64 >= FOLD_SHARE * pd as f64 && pcpu < cpu
+    });
+    let ims = images(t, r);
+    if ims.total() > 1 {
+        let mut s = String::new();
+        for im in ims.clone() {
+            if im.is_last() {
+                s.push_str(&label(r));
+            } else {
+                s.push_str(&image_program(&im));
+                s.push_str(" → ");
+            }
+        }
+        s
+    } else {
+        match parent {
+            Some(p) => format!("{}, for: {}", program(r), label(p)),
+            None => label(r),
+        }
     }
 }
 

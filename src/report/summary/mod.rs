@@ -76,7 +76,7 @@ use crate::model::event::ExitStatus;
 use crate::sink::text::signal_name;
 
 pub use crate::model::naming::region_name;
-pub use analysis::{all_records, summarize, wall};
+pub use analysis::{all_records, cost_label, slowest_order, summarize, wall};
 pub(crate) use json::json_string;
 pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
@@ -151,6 +151,10 @@ pub struct RunReport {
     /// fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub costs: Option<Costs>,
+    /// Every image the slowest list draws from (its first [`TOP`] are `slowest`), unsorted:
+    /// (duration, start, pid, record, image index). For the HTML report's full table; not in the JSON.
+    #[serde(skip)]
+    pub slowest_all: Vec<(u64, u64, i32, crate::model::tracker::ProcId, usize)>,
 }
 
 /// How many files to name in the lists of the files report (JSON: most read and per process).
@@ -379,8 +383,9 @@ pub struct Step {
     /// Start to the next exec or the exit, seconds.
     #[serde(rename = "duration_s", serialize_with = "json::secs")]
     pub duration_ns: u64,
+    /// How people are shown it (`naming::image_command_line`).
     #[serde(skip)]
-    label: String,
+    pub(crate) label: String,
 }
 
 /// One step of the critical path: an image.
@@ -500,6 +505,9 @@ pub struct ProgramStat {
     /// The largest peak memory of one of them, KiB; absent when none was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rss_kib: Option<u64>,
+    /// The longest of their images (those with a known exit), for the HTML report; not in the JSON.
+    #[serde(skip)]
+    pub max_ns: u64,
 }
 
 /// Programs, most total time first; serialized as a JSON object in that order.
