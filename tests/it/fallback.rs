@@ -91,7 +91,11 @@ fn a_seccomp_filter_denying_bpf_falls_back_to_the_connector() {
         assert_traced_with(&out, &lines, "connector", &["ebpf"]);
         let why = lines[0]["refused"][0].as_str().unwrap();
         assert!(why.contains("bpf"), "the reason names bpf(): {why}");
-        assert!(stderr(&out).contains("cannot trace with eBPF"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("cannot trace with eBPF"),
+            "{}",
+            stderr(&out)
+        );
     }
 }
 
