@@ -517,7 +517,7 @@ impl Reader {
                     socket_drops: ring,
                     events: self.events,
                     usage_lost: self.usage.as_ref().map_or(0, |u| u.lost()),
-                    usage_incomplete: self.usage.as_ref().map_or(0, |u| u.incomplete()),
+                    usage_incomplete: self.usage.as_ref().map_or(0, |u| u.incomplete_traced()),
                     untraced: map,
                     ..CaptureSummary::default()
                 }));
@@ -846,16 +846,20 @@ fn with_usage(items: &mut Vec<Event>, usage: &mut UsageJoin, batch: &mut Vec<Eve
                 drained = true;
             }
         }
-        if let Event::Exit { tgid, .. } = items[i]
-            && let Some((u, comm)) = usage.take_named(tgid)
-        {
-            if let Some(comm) = comm {
-                batch.push(Event::ExitName { tgid, comm });
+        if let Event::Exit { tgid, pid, .. } = items[i] {
+            match usage.take_named(tgid) {
+                Some((u, comm)) => {
+                    if let Some(comm) = comm {
+                        batch.push(Event::ExitName { tgid, comm });
+                    }
+                    batch.push(Event::Usage {
+                        tgid,
+                        usage: Box::new(u),
+                    });
+                }
+                None if pid == tgid => usage.ended_without_figures(tgid),
+                None => {}
             }
-            batch.push(Event::Usage {
-                tgid,
-                usage: Box::new(u),
-            });
         }
         // Moved out without a copy (the placeholder allocates nothing).
         batch.push(std::mem::replace(

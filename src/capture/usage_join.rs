@@ -48,6 +48,9 @@ pub struct Joiner {
     lost: u64,
     /// Processes left out because some of their threads' records were lost.
     incomplete: u64,
+    /// Which (at most [`TGIDS_KEPT`]): a backend that sees only the traced tree counts those
+    /// of its own processes ([`UsageJoin::incomplete_traced`]).
+    incomplete_tgids: std::collections::HashSet<u32>,
     /// Groups left out because their leader's record had gone out alone, before the event of a
     /// thread's creation was seen (not a loss).
     split: u64,
@@ -88,6 +91,9 @@ impl Joiner {
                             self.predates += 1;
                         } else {
                             self.incomplete += 1;
+                            if self.incomplete_tgids.len() < TGIDS_KEPT {
+                                self.incomplete_tgids.insert(p.tgid);
+                            }
                         }
                         self.ready.remove(&p.tgid);
                         continue;
@@ -163,8 +169,13 @@ impl Joiner {
     }
 }
 
+/// Most process ids the join keeps to tell which incomplete processes were traced.
+const TGIDS_KEPT: usize = 1 << 20;
+
 /// The taskstats listener and the join, owned by the connector's drain thread.
 pub struct UsageJoin {
+    /// Traced processes that ended without figures ([`UsageJoin::ended_without_figures`]).
+    unfigured: std::collections::HashSet<u32>,
     listener: Listener,
     /// When the listener registered.
     opened: std::time::Instant,
@@ -185,6 +196,7 @@ impl UsageJoin {
         Ok(UsageJoin {
             listener,
             opened: std::time::Instant::now(),
+            unfigured: Default::default(),
             joiner,
             items: Vec::with_capacity(256),
             failed: None,
@@ -242,9 +254,24 @@ impl UsageJoin {
         self.joiner.lost()
     }
 
-    /// Processes left out because a thread's record was lost.
+    /// Processes left out because a thread's record was lost (every process of the machine:
+    /// taskstats reports them all).
     pub fn incomplete(&self) -> u64 {
         self.joiner.incomplete()
+    }
+
+    /// A traced process ended with no figures: remembered, for [`incomplete_traced`](Self::incomplete_traced).
+    pub fn ended_without_figures(&mut self, tgid: Pid) {
+        if self.unfigured.len() < TGIDS_KEPT {
+            self.unfigured.insert(tgid as u32);
+        }
+    }
+
+    /// Of the processes left out because a thread's record was lost, those that were traced
+    /// (ended without figures): for a backend that does not see the rest of the machine's
+    /// threads start (eBPF filtered to the tree), whose other processes would count otherwise.
+    pub fn incomplete_traced(&self) -> u64 {
+        self.joiner.incomplete_tgids.intersection(&self.unfigured).count() as u64
     }
 
     /// Receive buffer the kernel granted, bytes.
