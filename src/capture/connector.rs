@@ -289,16 +289,7 @@ impl ConnectorBackend {
         let argv_reader = enricher.as_ref().map_or("off", |e| e.reader_priority().as_str());
         // Taskstats registers after the connector, so every exit it reports has its cn_proc
         // message; where it is refused, say so once and go on without figures.
-        let usage = match opts.usage {
-            true => match UsageJoin::open(opts.usage_buffer) {
-                Ok(u) => Some(u),
-                Err(e) => {
-                    crate::say!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
-                    None
-                }
-            },
-            false => None,
-        };
+        let usage = UsageJoin::when_asked(opts);
         let capture = Capture::start(conn, usage)
             .map_err(|e| crate::ProctraceError::Io("starting capture".into(), e))?;
         Ok(ConnectorBackend {

@@ -306,16 +306,7 @@ impl EbpfBackend {
     pub fn open(opts: &CaptureOptions) -> Result<EbpfBackend, crate::ProctraceError> {
         let mut loaded = Loaded::open(opts.whole_system)?;
         self_test(&mut loaded)?;
-        let usage = match opts.usage {
-            true => match UsageJoin::open(opts.usage_buffer) {
-                Ok(u) => Some(u),
-                Err(e) => {
-                    crate::say!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
-                    None
-                }
-            },
-            false => None,
-        };
+        let usage = UsageJoin::when_asked(opts);
         let io = |e| crate::ProctraceError::Io("starting the eBPF reader".into(), e);
         let wake = Arc::new(eventfd().map_err(io)?);
         let (tx, rx) = mpsc::channel();

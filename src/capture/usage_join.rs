@@ -203,6 +203,21 @@ impl UsageJoin {
         })
     }
 
+    /// The join when costs are asked for (`opts.usage`) and taskstats can be used here; where it
+    /// is refused, says so once and the capture goes on without figures.
+    pub fn when_asked(opts: &super::CaptureOptions) -> Option<UsageJoin> {
+        if !opts.usage {
+            return None;
+        }
+        match UsageJoin::open(opts.usage_buffer) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                crate::say!("proctrace: no per-process cost figures (CPU, memory, I/O): taskstats: {e}");
+                None
+            }
+        }
+    }
+
     /// Takes every record queued now, without waiting. After a receive error the join stops
     /// (exits go on without figures) and [`failure`](Self::failure) says why.
     pub fn drain(&mut self) {

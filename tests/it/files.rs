@@ -144,29 +144,33 @@ fn by_source(
     out
 }
 
-#[test]
-fn make_j2_files_match_strace() {
-    let dir = c_project(8);
-    let out_file = tmp("files.jsonl");
-    let out = Command::new(PROCTRACE)
-        // ptrace: the short-lived `as` and `ld` named by argv for sure.
+/// `proctrace run --files --backend ptrace -o OUT --tree none [extra] -- argv` in `dir` (ptrace:
+/// the short-lived `as` and `ld` are named by their argv for sure).
+fn run_files(dir: &str, out: &str, extra: &[&str], argv: &[&str]) -> std::process::Output {
+    Command::new(PROCTRACE)
         .args([
             "run",
             "--files",
             "--backend",
             "ptrace",
             "-o",
-            &out_file,
+            out,
             "--tree",
             "none",
-            "--",
-            "make",
-            "-j2",
-            "-s",
         ])
-        .current_dir(&dir)
+        .args(extra)
+        .arg("--")
+        .args(argv)
+        .current_dir(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn make_j2_files_match_strace() {
+    let dir = c_project(8);
+    let out_file = tmp("files.jsonl");
+    let out = run_files(&dir, &out_file, &[], &["make", "-j2", "-s"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&out_file);
     let ours = by_source(&proctrace_files(&lines), &dir);
@@ -267,24 +271,7 @@ fn write_rename_delete_and_two_writers() {
     let dir = dir.trim_end_matches("/wrd").to_string();
     let out_file = format!("{dir}/out.jsonl");
     let script = "echo one > a; mv a b; rm b; sh -c 'echo x >> shared' & sh -c 'echo y >> shared'; wait";
-    let out = Command::new(PROCTRACE)
-        .args([
-            "run",
-            "--files",
-            "--backend",
-            "ptrace",
-            "-o",
-            &out_file,
-            "--tree",
-            "none",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let out = run_files(&dir, &out_file, &[], &["sh", "-c", script]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&out_file);
     let ps = processes(&lines);
@@ -425,21 +412,7 @@ fn a_queue_overflow_is_counted() {
 fn perfetto_gets_arrows_from_each_object_to_the_link() {
     let dir = c_project(3);
     let (jsonl, chrome) = (tmp("flows.jsonl"), tmp("flows.json"));
-    let out = Command::new(PROCTRACE)
-        .args([
-            "run",
-            "--files",
-            "--backend",
-            "ptrace",
-            "-o",
-            &jsonl,
-            "--chrome",
-            &chrome,
-        ])
-        .args(["--tree", "none", "--", "make", "-j2", "-s"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let out = run_files(&dir, &jsonl, &["--chrome", &chrome], &["make", "-j2", "-s"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&jsonl);
     let text = std::fs::read_to_string(&chrome).unwrap();
@@ -479,24 +452,7 @@ fn perfetto_gets_arrows_from_each_object_to_the_link() {
 fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
     let dir = c_project(3);
     let run = |out: &str| {
-        let o = Command::new(PROCTRACE)
-            .args([
-                "run",
-                "--files",
-                "--backend",
-                "ptrace",
-                "-o",
-                out,
-                "--tree",
-                "none",
-                "--",
-                "make",
-                "-j2",
-                "-s",
-            ])
-            .current_dir(&dir)
-            .output()
-            .unwrap();
+        let o = run_files(&dir, out, &[], &["make", "-j2", "-s"]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(
             Command::new("make")
