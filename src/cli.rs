@@ -270,6 +270,13 @@ pub struct WatchArgs {
     /// path) on stderr. Keeps exited processes in memory until then.
     #[arg(long)]
     pub summary: bool,
+    /// With -p: list the files each process of the tree read, wrote, created, renamed and
+    /// deleted (fanotify, as root; see run --files).
+    #[arg(long, requires = "pid")]
+    pub files: bool,
+    /// With --files, keep every file (shared libraries and locale files too).
+    #[arg(long, requires = "files")]
+    pub files_all: bool,
 }
 
 /// Replay a capture recorded with --record through the model and outputs.

@@ -63,6 +63,9 @@ impl Engine {
 
     /// Emits the header to the sinks.
     pub fn start(&mut self, h: &Header) {
+        if h.files {
+            self.tracker.expect_files();
+        }
         self.sinks.start(h);
     }
 

@@ -29,6 +29,8 @@ pub struct WatchConfig {
     pub backend: Option<String>,
     /// Which facts reach the outputs.
     pub filter: FactFilter,
+    /// `--files` (with `-p`): watch file accesses.
+    pub files: Option<crate::capture::files::FilesOptions>,
 }
 
 /// `proctrace watch`: the command line checked (every output before any file is touched), then
@@ -60,6 +62,9 @@ pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
             .transpose()?,
         capture: a.common.capture_options(),
         backend: (a.backend != "auto").then_some(a.backend),
+        files: a
+            .files
+            .then_some(crate::capture::files::FilesOptions { all: a.files_all }),
     })
 }
 
@@ -76,6 +81,14 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     }
     cfg.capture.whole_system = true;
     let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
+    // Before the outputs start: a refusal leaves nothing behind.
+    let files = match &cfg.files {
+        Some(o) => Some(crate::capture::files::FileWatcher::start(
+            backend.sender(),
+            o.clone(),
+        )?),
+        None => None,
+    };
     let sinks = cfg.outputs.start()?;
     let scope = if cfg.root.is_some() {
         Scope::Tree
@@ -100,7 +113,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
-        files: false,
+        files: files.is_some(),
     };
     s.start(&header);
 
@@ -145,8 +158,11 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     // Watching is over: a signal from now on hurries the end (after a signal stopped watching,
     // the next one ends proctrace at once).
     supervise::finishing(None);
+    // What the watched processes did to files is queued by now: read it all.
+    let files_lost = files.map_or(0, |f| f.finish());
     s.stop();
-    let sum = s.summary(None, 0, None);
+    let mut sum = s.summary(None, 0, None);
+    sum.capture.files_lost = files_lost;
     s.engine.finish(&sum);
     let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
     if cfg.outputs.summary_text {

@@ -535,3 +535,46 @@ fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
     let v: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(v["files"].is_null(), "{v}");
 }
+
+#[test]
+fn watch_p_lists_the_files_of_the_tree_it_watches() {
+    let dir = tmp("watchfiles");
+    let dir = dir.trim_end_matches("/watchfiles").to_string();
+    std::fs::write(format!("{dir}/input.txt"), "x\n").unwrap();
+    let out_file = format!("{dir}/watch.jsonl");
+    // The tree waits for the watcher's start line before it touches anything.
+    let script = format!(
+        "while ! grep -q start {out_file} 2>/dev/null; do sleep 0.02; done; sleep 0.3; \
+         cat {dir}/input.txt > {dir}/output.txt; sleep 0.3"
+    );
+    let (out, _) = watch_sh(&script, &["--files", "-o", &out_file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    assert_eq!(lines[0]["files"], true, "{}", lines[0]);
+    let uses: Vec<(i64, &str, &str)> = lines
+        .iter()
+        .filter(|l| l["event"] == "file")
+        .map(|l| {
+            (
+                l["pid"].as_i64().unwrap(),
+                l["access"].as_str().unwrap(),
+                l["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let input = format!("{dir}/input.txt");
+    let output = format!("{dir}/output.txt");
+    assert!(
+        uses.iter().any(|u| u.1 == "read" && u.2 == input),
+        "cat read its input: {uses:?}"
+    );
+    // The shell opened the redirection: the write is the watched shell's (or its fork's).
+    assert!(uses.iter().any(|u| u.1 == "write" && u.2 == output), "{uses:?}");
+    assert!(uses.iter().all(|u| u.0 != std::process::id() as i64));
+    // Without -p there is no tree to list files for: a usage error.
+    let out = Command::new(PROCTRACE)
+        .args(["watch", "--files", "--duration", "0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

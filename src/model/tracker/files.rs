@@ -52,6 +52,12 @@ impl FileSet {
 }
 
 impl Tracker {
+    /// File uses will come (`--files`): from the start, records not retained wait
+    /// [`LATE_USES_NS`] after their exit for uses read late.
+    pub fn expect_files(&mut self) {
+        self.files_seen = true;
+    }
+
     /// A file use of the instance of `tgid` running at `ts`, kept the first time (both paths).
     pub(super) fn apply_file(
         &mut self,
