@@ -491,13 +491,15 @@ fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
             .unwrap_or_else(|| panic!("a line for the compile of {src}: {text}"))
             .to_string()
     };
+    // Paths are compared normalised: a project under /tmp (a CI clone) has its temporary-looking
+    // parts replaced, so the test looks at the end of each path.
     assert!(
-        line("f1.c").contains(&format!("newly reads {dir}/new.h")),
+        line("f1.c").contains("newly reads ") && line("f1.c").ends_with("/proj/new.h"),
         "{text}"
     );
     // f2.c dropped stdio.h too: the text names the build's own header first and counts the rest.
     assert!(
-        line("f2.c").contains(&format!("no longer reads {dir}/h2.h (+")),
+        line("f2.c").contains("no longer reads ") && line("f2.c").contains("/proj/h2.h (+"),
         "{text}"
     );
     let json = Command::new(PROCTRACE)
@@ -507,18 +509,19 @@ fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
     let v: Value = serde_json::from_slice(&json.stdout).unwrap();
     let files = v["files"].as_array().unwrap();
     assert_eq!(files.len(), 2, "{v}");
+    let ends = |p: &Value, tail: &str| p.as_str().is_some_and(|p| p.ends_with(tail));
     assert!(
         files
             .iter()
-            .any(|f| f["newly_read"][0] == format!("{dir}/new.h").as_str() && f["newly_read_count"] == 1)
+            .any(|f| ends(&f["newly_read"][0], "/proj/new.h") && f["newly_read_count"] == 1),
+        "{v}"
     );
-    let h2 = format!("{dir}/h2.h");
     assert!(
         files.iter().any(|f| f["no_longer_read"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|p| p == h2.as_str())),
+            .any(|p| ends(p, "/proj/h2.h"))),
         "{v}"
     );
     // Traces without --files compare no files.

@@ -124,7 +124,7 @@ fn run_env(extra: &[&str], env: &[(&str, &str)], argv: &[String]) -> (Output, Ve
 
 /// How many spans a run's JSON Lines make: one per process, and one more per image of a process
 /// of several (`src/model/images.rs`: each exec, and the fork image when a child was forked
-/// before the first exec or it ran 10 ms before it) — which a fork slowed past 10 ms by a
+/// before the first exec or it ran 100 ms before it: `FORK_IMAGE_MIN_NS`) — which a fork slowed past 100 ms by a
 /// loaded machine becomes.
 pub(crate) fn spans_of(lines: &[Value]) -> usize {
     let ts = |l: &Value| (l["ts"].as_f64().unwrap() * 1e9).round() as u64;
@@ -152,7 +152,7 @@ pub(crate) fn spans_of(lines: &[Value]) -> usize {
         .filter(|v| v.fork.is_some())
         .map(|v| {
             let stands = match (v.fork, v.execs.first()) {
-                (Some(f), Some(&x)) => x - f >= 10_000_000 || v.first_child.is_some_and(|c| c < x),
+                (Some(f), Some(&x)) => x - f >= 100_000_000 || v.first_child.is_some_and(|c| c < x),
                 _ => false,
             };
             let images = v.execs.len() + usize::from(stands || v.execs.is_empty());

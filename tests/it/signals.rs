@@ -511,7 +511,7 @@ fn a_huge_otlp_timeout_is_capped() {
     // The cap is 30 s (docs/otlp.md); the guard is far above what is left once it is waited out.
     assert!(took < Duration::from_secs(30) + GUARD, "took {took:?}: {err}");
     assert!(err.contains("using 30 s"), "says the timeout was capped: {err}");
-    // One process: one span (three if its fork ran 10 ms before its exec on a loaded
+    // One process: one span (three if its fork ran 100 ms before its exec on a loaded
     // machine: its images).
     let lines = read_lines(&jsonl);
     assert_eq!(processes(&lines).len(), 1, "{lines:?}");
