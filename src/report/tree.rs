@@ -42,6 +42,23 @@ pub struct TreeOptions {
 /// How `r` ended, as shown: a failure in red, a handled non-zero exit (`handled`: not part of
 /// the command's failure, [`Failures`]) muted.
 fn status(r: &ProcessRecord, handled: bool, p: Paint) -> String {
+    let s = status_only(r, handled, p);
+    // `--files`: what it read and wrote, after how it ended.
+    match r.files.as_deref() {
+        Some(f) if !f.uses.is_empty() => {
+            use crate::model::event::FileAccess;
+            let files = format!(
+                " · reads {}, writes {}",
+                f.count(FileAccess::Read),
+                f.count(FileAccess::Write)
+            );
+            format!("{s}{}", p.secondary(&files))
+        }
+        _ => s,
+    }
+}
+
+fn status_only(r: &ProcessRecord, handled: bool, p: Paint) -> String {
     if let Some(x) = r.exit {
         let s = exit_text_handled(x.status, handled, p);
         if r.background.is_some() {

@@ -581,3 +581,42 @@ fn watch_p_lists_the_files_of_the_tree_it_watches() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn the_tree_says_what_each_process_read_and_wrote() {
+    let dir = c_project(2);
+    let out_file = tmp("tree.jsonl");
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "-o",
+            &out_file,
+            "--tree",
+            "full",
+            "--",
+        ])
+        .args(["make", "-j2", "-s"])
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let cc1: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("cc1 ") && l.contains("f0.c") && l.contains(" · reads "))
+        .collect();
+    assert_eq!(cc1.len(), 1, "{err}");
+    // f0.c, common.h, h0.h, stdio.h and what it includes; the assembler input it wrote.
+    let reads: usize = cc1[0]
+        .split(" · reads ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", cc1[0]));
+    assert!(reads >= 4, "{}", cc1[0]);
+    assert!(cc1[0].ends_with(", writes 1"), "{}", cc1[0]);
+}
