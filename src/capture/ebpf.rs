@@ -1,5 +1,5 @@
-//! The eBPF backend: three BTF tracepoints (`tp_btf/sched_process_{fork,exec,exit}`) write each
-//! fork, exec and exit into a ring buffer, with argv copied from the new image's memory at the
+//! The eBPF backend: BTF tracepoints (`tp_btf/sched_process_{fork,exec,exit}` and
+//! `tp_btf/task_rename`) write each fork, exec, exit and rename into a ring buffer, with argv copied from the new image's memory at the
 //! exec, so a process that exits at once still has its argv (the connector reads it from `/proc`
 //! and loses that race for the shortest ones).
 //!

@@ -194,6 +194,7 @@ impl FileWatcher {
             fan,
             mounts,
             dirs: HashMap::new(),
+            key: Vec::with_capacity(64),
             held: VecDeque::new(),
             tx,
             me: std::process::id() as i32,
@@ -253,6 +254,8 @@ struct Reader {
     mounts: HashMap<[i32; 2], OwnedFd>,
     /// Directory paths by fsid + handle bytes (`None`: could not be resolved).
     dirs: HashMap<Vec<u8>, Option<String>>,
+    /// Scratch: the key of the directory being looked up (no allocation per event).
+    key: Vec<u8>,
     /// Events read, with when, waiting for [`HOLD`].
     held: VecDeque<(Instant, Event)>,
     tx: Sender<CaptureMsg>,
@@ -334,15 +337,7 @@ impl Reader {
                 continue;
             }
             let info = &ev[(m.metadata_len as usize).min(ev.len())..];
-            let (mut name, mut old, mut new) = (None, None, None);
-            for (kind, path) in self.records(info) {
-                match kind {
-                    libc::FAN_EVENT_INFO_TYPE_DFID_NAME => name = path,
-                    libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME => old = path,
-                    libc::FAN_EVENT_INFO_TYPE_NEW_DFID_NAME => new = path,
-                    _ => {}
-                }
-            }
+            let [name, old, new] = self.records(info);
             let mut push = |access: FileAccess, path: Option<String>, to: Option<String>| {
                 let Some(path) = path else { return };
                 if !self.all && is_noise(access, &path) {
@@ -375,9 +370,9 @@ impl Reader {
         }
     }
 
-    /// The info records of one event: each name record's type and full path.
-    fn records(&mut self, mut b: &[u8]) -> Vec<(u8, Option<String>)> {
-        let mut out = Vec::new();
+    /// The full paths an event's info records name: `[entry, rename's old, rename's new]`.
+    fn records(&mut self, mut b: &[u8]) -> [Option<String>; 3] {
+        let mut out = [None, None, None];
         // struct fanotify_event_info_header { u8 info_type; u8 pad; u16 len; }
         while b.len() >= 4 {
             let kind = b[0];
@@ -387,15 +382,13 @@ impl Reader {
             }
             let (rec, rest) = b.split_at(len);
             b = rest;
-            if !matches!(
-                kind,
-                libc::FAN_EVENT_INFO_TYPE_DFID_NAME
-                    | libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME
-                    | libc::FAN_EVENT_INFO_TYPE_NEW_DFID_NAME
-            ) {
-                continue;
-            }
-            out.push((kind, self.name_record(&rec[4..])));
+            let slot = match kind {
+                libc::FAN_EVENT_INFO_TYPE_DFID_NAME => 0,
+                libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME => 1,
+                libc::FAN_EVENT_INFO_TYPE_NEW_DFID_NAME => 2,
+                _ => continue,
+            };
+            out[slot] = self.name_record(&rec[4..]);
         }
         out
     }
@@ -417,17 +410,18 @@ impl Reader {
         let handle = &r[8..hend];
         let name_bytes = &r[hend..];
         let name = &name_bytes[..memchr::memchr(0, name_bytes).unwrap_or(name_bytes.len())];
-        let mut key = Vec::with_capacity(8 + handle.len());
-        key.extend_from_slice(&r[0..8]);
-        key.extend_from_slice(handle);
-        let dir = match self.dirs.get(&key) {
+        self.key.clear();
+        self.key.extend_from_slice(&r[0..8]);
+        self.key.extend_from_slice(handle);
+        // The one allocation per event: the path, grown from a copy of the directory's.
+        let dir = match self.dirs.get(self.key.as_slice()) {
             Some(d) => d.clone(),
             None => {
                 let d = self.resolve(fsid, handle);
                 if self.dirs.len() >= DIRS_CACHED {
                     self.dirs.clear();
                 }
-                self.dirs.insert(key, d.clone());
+                self.dirs.insert(self.key.clone(), d.clone());
                 d
             }
         }?;

@@ -3,7 +3,7 @@
 //! [`Event`]s, plus notices about the command on the same queue.
 //!
 //! Three backends, tried by `auto` in this order:
-//! - [`ebpf`]: BTF tracepoints on fork, exec and exit writing to a ring buffer; argv is copied in
+//! - [`ebpf`]: BTF tracepoints on fork, exec, exit and rename writing to a ring buffer; argv is copied in
 //!   the kernel at the exec (always complete, whatever the process's life), kernel timestamps,
 //!   only the traced tree costs anything (`run`). Needs root (or CAP_BPF+CAP_PERFMON), kernel
 //!   BTF and 5.8+; refused in containers' seccomp profiles and user namespaces.

@@ -489,7 +489,7 @@ pub const EVENTS: &[EventSchema] = &[
                 Strings,
                 "`run`/`watch` with `--backend auto`: each backend tried before this one, as `name: why it was refused`, in the order tried (absent when the first one ran)",
             ),
-            opt(Key::Files, Bool, "`true`: `run --files`, the trace has `file` lines"),
+            opt(Key::Files, Bool, "`true`: `run --files` or `watch -p --files`, the trace has `file` lines"),
             always(
                 Key::WallOffset,
                 SignedSeconds,

@@ -14,8 +14,8 @@ pub fn shapes() -> &'static str {
     BIN.get_or_init(|| compile_fixture("shapes"))
 }
 
-/// `tests/fixtures/deny-bpf.c`: runs a command under a seccomp filter refusing `bpf()` (as
-/// Docker's default profile does), compiled once per test run.
+/// `tests/fixtures/deny-bpf.c`: runs a command under a seccomp filter refusing `bpf()` with
+/// EPERM (as Docker's default profile does; `--enosys` first: ENOSYS), compiled once per test run.
 pub fn nobpf() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
     BIN.get_or_init(|| compile_fixture("deny-bpf"))

@@ -9,12 +9,6 @@ use serde_json::Value;
 
 use crate::common::*;
 
-/// `tests/fixtures/deny-bpf.c`: runs a command with `bpf()` refused (EPERM, or ENOSYS with
-/// `--enosys`).
-fn deny_bpf() -> &'static str {
-    nobpf()
-}
-
 const SMALL: &str = "ls / >/dev/null; /bin/echo hi; exit 3";
 
 /// Runs `wrapper… proctrace run -o FILE [extra] -- sh -c SMALL`; returns the output and lines.
@@ -85,7 +79,7 @@ fn assert_traced_with(out: &Output, lines: &[Value], backend: &str, refused: &[&
 fn a_seccomp_filter_denying_bpf_falls_back_to_the_connector() {
     for how in [&[][..], &["--enosys"][..]] {
         let out_file = tmp("seccomp.jsonl");
-        let mut wrapper = vec![deny_bpf()];
+        let mut wrapper = vec![nobpf()];
         wrapper.extend_from_slice(how);
         let (out, lines) = run_under(&wrapper, &[], &out_file);
         assert_traced_with(&out, &lines, "connector", &["ebpf"]);
@@ -103,7 +97,7 @@ fn a_seccomp_filter_denying_bpf_falls_back_to_the_connector() {
 fn ebpf_asked_for_by_name_is_refused_not_swapped() {
     let out_file = tmp("named.jsonl");
     std::fs::write(&out_file, "what the user had\n").unwrap();
-    let out = Command::new(deny_bpf())
+    let out = Command::new(nobpf())
         .args([
             PROCTRACE,
             "run",
@@ -163,7 +157,7 @@ fn a_private_network_namespace_keeps_ebpf_and_without_bpf_takes_ptrace() {
     let (out, lines) = run_under(&["unshare", "--net"], &[], &out_file);
     assert_traced_with(&out, &lines, "ebpf", &[]);
     let out_file = tmp("netns-seccomp.jsonl");
-    let (out, lines) = run_under(&["unshare", "--net", deny_bpf()], &[], &out_file);
+    let (out, lines) = run_under(&["unshare", "--net", nobpf()], &[], &out_file);
     assert_traced_with(&out, &lines, "ptrace", &["ebpf", "connector"]);
 }
 
