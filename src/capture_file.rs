@@ -143,6 +143,10 @@ pub enum EventLine {
         start_ns: Option<u64>,
         /// What it runs.
         details: Option<ExecDetails>,
+        /// When `/proc` was read for it: its fork and exec stamped earlier are not applied
+        /// again (absent from earlier proctraces' captures, which replay such duplicates as they were).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen_ns: Option<u64>,
     },
     /// `background`: it outlived the command.
     Background {

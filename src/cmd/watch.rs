@@ -126,6 +126,9 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
                 if *pid != root {
                     in_tree.push(*pid);
                 }
+                // Taken before the read: what the process did before it is in what is read,
+                // and its fork or exec arriving later from the backend is not applied again.
+                let seen = procfs::mono_now();
                 let details = procfs::exec_details(*pid);
                 let start = Some(clocks.starttime_to_mono(st.starttime));
                 s.feed(&Event::Existing {
@@ -133,6 +136,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
                     ppid: st.ppid,
                     start_ns: start,
                     details: Some(details),
+                    seen_ns: Some(seen),
                 });
             }
         }

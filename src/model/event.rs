@@ -291,6 +291,11 @@ pub enum Event {
         start_ns: Option<u64>,
         /// What it runs.
         details: Option<ExecDetails>,
+        /// When `/proc` was read for it (CLOCK_MONOTONIC, taken before the read): its fork and
+        /// exec stamped earlier are already in what was read, and when they arrive afterwards
+        /// from the backend (subscribed before the read, so nothing falls between) they are not
+        /// applied again. `None` for a saved trace's, which has no such duplicates.
+        seen_ns: Option<u64>,
     },
     /// The process outlived the traced command (`run` decides this after the command exits).
     Background {

@@ -275,6 +275,10 @@ pub struct Tracker {
     /// Notes over the caps, taken back out of their record (its last region, else its last
     /// datum) at the next [`release_notes`](Self::release_notes).
     to_pop: Vec<(ProcId, bool)>,
+    /// Processes taken in from `/proc` ([`Event::Existing`]) with when they were read: their
+    /// fork and exec stamped before that are already in the record and are not applied again.
+    /// Only `watch -p`'s seeding fills it (a handful of processes); an entry goes at the exit.
+    seeded: PidMap<u64>,
 }
 
 impl Tracker {
@@ -300,6 +304,7 @@ impl Tracker {
             notes_held: 0,
             to_release: Vec::new(),
             to_pop: Vec::new(),
+            seeded: PidMap::default(),
         }
     }
 
@@ -333,8 +338,12 @@ impl Tracker {
         ppid: Pid,
         start_ns: Option<u64>,
         details: Option<ExecDetails>,
+        seen_ns: Option<u64>,
         facts: &mut Vec<Fact>,
     ) -> ProcId {
+        if let Some(seen) = seen_ns {
+            self.seeded.insert(pid, seen);
+        }
         let parent = self.live.get(&ppid).copied();
         let mut rec = ProcessRecord::new(pid, ppid, parent, start_ns, true);
         if let Some(d) = details {
@@ -674,8 +683,9 @@ impl Tracker {
                 ppid,
                 start_ns,
                 details,
+                seen_ns,
             } => {
-                self.add_existing(tgid, ppid, start_ns, details, facts);
+                self.add_existing(tgid, ppid, start_ns, details, seen_ns, facts);
                 Followup::None
             }
             ev => self.apply(&ev, facts),
@@ -736,8 +746,9 @@ impl Tracker {
                 ppid,
                 start_ns,
                 ref details,
+                seen_ns,
             } => {
-                self.add_existing(tgid, ppid, start_ns, details.clone(), facts);
+                self.add_existing(tgid, ppid, start_ns, details.clone(), seen_ns, facts);
                 Followup::None
             }
             Event::Gone { ts, tgid } => {
@@ -806,6 +817,9 @@ impl Tracker {
     /// reuse). Outside the followed trees, after a loss, the parent may be a descendant whose
     /// FORK was dropped: ask for its ancestry.
     fn fork(&mut self, ts: u64, parent_tgid: Pid, child_tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        if self.read_before(child_tgid, ts) {
+            return Followup::None;
+        }
         let parent = match self.live.get(&parent_tgid) {
             Some(&p) => Some(p),
             None if self.expected_roots.contains(&parent_tgid) => self.adopt_unknown(parent_tgid, 0, facts),
@@ -879,6 +893,9 @@ impl Tracker {
     /// An EXEC: a new exec record; the process is single-threaded again (a provisional leader
     /// exit was a non-leader exec's doing). Its fact waits for the details when they are wanted.
     fn exec(&mut self, ts: u64, tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        if self.read_before(tgid, ts) {
+            return Followup::None;
+        }
         let id = match self.subject(tgid, 0, facts) {
             Ok(id) => id,
             Err(f) => return f,
@@ -928,7 +945,17 @@ impl Tracker {
 
     /// The leader's EXIT: final, unless other known threads live on (then provisional, see the
     /// module docs).
+    /// Whether process `pid` was read from `/proc` after `ts` ([`Event::Existing`]): an event
+    /// about its fork or exec stamped then is already in its record (the backend subscribed
+    /// before the read, so such events arrive after it).
+    fn read_before(&self, pid: Pid, ts: u64) -> bool {
+        !self.seeded.is_empty() && self.seeded.get(&pid).is_some_and(|&seen| ts < seen)
+    }
+
     fn exit(&mut self, ts: u64, tgid: Pid, status: u32, parent_tgid: Pid, facts: &mut Vec<Fact>) -> Followup {
+        if !self.seeded.is_empty() {
+            self.seeded.remove(&tgid);
+        }
         let id = match self.subject(tgid, parent_tgid, facts) {
             Ok(id) => id,
             Err(f) => return f,

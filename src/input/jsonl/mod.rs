@@ -169,6 +169,7 @@ impl Decoder {
                 ppid: h.ppid,
                 start_ns: h.start_ns,
                 details,
+                seen_ns: None,
             });
             if synthetic {
                 return Ok(None);
@@ -407,6 +408,7 @@ impl Decoder {
                 ppid: h.ppid,
                 start_ns: h.start_ns,
                 details: None,
+                seen_ns: None,
             });
         }
     }

@@ -447,3 +447,40 @@ fn a_flood_of_notes_is_capped_and_counted() {
     assert_eq!(live, 0);
     assert_eq!(t.stats().notes_dropped, 0);
 }
+
+/// `watch -p`: the backend is subscribed before `/proc` is read, so a fork or exec that lands
+/// between the two arrives after the process was taken in from `/proc` with what it runs then.
+/// Applied again, it made a second record (the fork: pid reuse) or a second exec of the same
+/// image; applied when it came after the read, it is a real new fork or exec.
+#[test]
+fn a_fork_or_exec_already_in_what_proc_said_is_not_applied_twice() {
+    let existing = |tgid, ppid, seen| Event::Existing {
+        tgid,
+        ppid,
+        start_ns: Some(5),
+        details: Some(ExecDetails::default()),
+        seen_ns: Some(seen),
+    };
+    let mut t = tracker(Scope::Tree, true, false);
+    let mut f = Vec::new();
+    t.apply(&existing(10, 1, 100), &mut f);
+    t.apply(&existing(11, 10, 110), &mut f);
+    // Queued before the reads: the child's fork, the exec of each.
+    t.apply(&fork(20, 10, 11), &mut f);
+    t.apply(&Event::Exec { ts: 50, tgid: 10 }, &mut f);
+    t.apply(&Event::Exec { ts: 105, tgid: 11 }, &mut f);
+    assert_eq!(t.stats().processes, 2, "{f:?}");
+    assert_eq!(t.stats().execs, 0);
+    let execs = f.iter().filter(|x| matches!(x, Fact::Exec { .. })).count();
+    assert_eq!(execs, 2, "one exec each, from /proc: {f:?}");
+    // After the reads: real ones.
+    t.apply(&Event::Exec { ts: 120, tgid: 11 }, &mut f);
+    t.apply(&fork(130, 11, 12), &mut f);
+    assert_eq!((t.stats().processes, t.stats().execs), (3, 1));
+    let r = t.get(t.lookup(11).unwrap()).unwrap();
+    assert_eq!(r.execs.len(), 2);
+    // The pid's next life is not the seeded one: after its exit nothing is held back.
+    t.apply(&exit(140, 11, 0), &mut f);
+    t.apply(&fork(150, 10, 11), &mut f);
+    assert_eq!(t.stats().processes, 4);
+}
