@@ -9,9 +9,10 @@
 //!   ≥ 5.17): no file descriptor is opened per event, and a deleted or renamed file is still
 //!   named. A directory handle is turned into a path with `open_by_handle_at` once and cached.
 //! - Filesystem marks (`FAN_MARK_FILESYSTEM`, needs CAP_SYS_ADMIN) on the filesystems of the
-//!   working directory, `/`, `/tmp`, `$TMPDIR` and `$HOME`: every access on them by any process;
-//!   the events of processes not in the trace are dropped by the tracker. Other filesystems
-//!   (a build directory on another mount, a `tmpfs` not among those) are not seen: said at start.
+//!   working directory, `/`, `/tmp`, `$TMPDIR` and `$HOME` (a failure said), then on every other
+//!   mounted filesystem that holds files, and on each one mounted while watching (the reader polls
+//!   `/proc/self/mountinfo`, which signals mounts): every access on them by any process; the
+//!   events of processes not in the trace are dropped by the tracker.
 //! - Read = closed after opening for reading only (`FAN_CLOSE_NOWRITE`), write = closed after
 //!   opening for writing (`FAN_CLOSE_WRITE`), create, delete, rename. Directories themselves are
 //!   not reported (`mkdir`, listing a directory).
@@ -27,7 +28,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -94,8 +95,6 @@ pub struct FileWatcher {
     stop: Arc<AtomicBool>,
     lost: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
-    /// The filesystems watched (a path on each).
-    pub watched: Vec<String>,
 }
 
 /// Why `--files` cannot run.
@@ -128,10 +127,9 @@ impl FileWatcher {
         }
         // SAFETY: fd is a new descriptor this function owns.
         let fan = unsafe { OwnedFd::from_raw_fd(fd) };
+        let cwd = std::env::current_dir().ok();
         let mut candidates: Vec<std::path::PathBuf> = Vec::new();
-        if let Ok(d) = std::env::current_dir() {
-            candidates.push(d);
-        }
+        candidates.extend(cwd.clone());
         candidates.push("/".into());
         candidates.push("/tmp".into());
         for var in ["TMPDIR", "HOME"] {
@@ -139,29 +137,24 @@ impl FileWatcher {
                 candidates.push(v.into());
             }
         }
-        let mut mounts: HashMap<[i32; 2], OwnedFd> = HashMap::new();
-        let mut watched = Vec::new();
-        for p in candidates {
-            let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
-                continue;
-            };
-            let Some(fsid) = fsid_of(&c) else { continue };
-            if mounts.contains_key(&fsid) {
-                continue;
-            }
-            // SAFETY: c is a valid C string; the result is checked.
-            let r = unsafe {
-                libc::fanotify_mark(
-                    fan.as_raw_fd(),
-                    libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
-                    MASK,
-                    libc::AT_FDCWD,
-                    c.as_ptr(),
-                )
-            };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                if watched.is_empty() && e.raw_os_error() == Some(libc::EPERM) {
+        let lost = Arc::new(AtomicU64::new(0));
+        let mut reader = Reader {
+            fan,
+            mounts: HashMap::new(),
+            mountinfo: std::fs::File::open("/proc/self/mountinfo").ok(),
+            cwd,
+            dirs: HashMap::new(),
+            key: Vec::with_capacity(64),
+            held: VecDeque::new(),
+            tx,
+            me: std::process::id() as i32,
+            all: opts.all,
+            lost: lost.clone(),
+        };
+        // The paths a build is likely to use first: their failures are said.
+        for p in &candidates {
+            if let Err(e) = reader.mark(p) {
+                if reader.mounts.is_empty() && e.raw_os_error() == Some(libc::EPERM) {
                     return Err(refused(
                         "fanotify filesystem marks need CAP_SYS_ADMIN (run as root)",
                         e,
@@ -171,36 +164,18 @@ impl FileWatcher {
                     "proctrace: --files: cannot watch the filesystem of {} ({e}); its files are not listed",
                     p.display()
                 );
-                continue;
             }
-            // SAFETY: c is a valid C string; the result is checked.
-            let m = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-            if m < 0 {
-                continue;
-            }
-            // SAFETY: m is a new descriptor owned here.
-            mounts.insert(fsid, unsafe { OwnedFd::from_raw_fd(m) });
-            watched.push(p.display().to_string());
         }
-        if watched.is_empty() {
+        if reader.mounts.is_empty() {
             return Err(refused(
                 "no filesystem could be watched",
                 std::io::Error::from_raw_os_error(libc::ENODEV),
             ));
         }
+        // Then every other filesystem mounted (a build directory on a mount of its own, a
+        // tmpfs that is not /tmp), and later the ones mounted while watching.
+        reader.mark_mounted();
         let stop = Arc::new(AtomicBool::new(false));
-        let lost = Arc::new(AtomicU64::new(0));
-        let mut reader = Reader {
-            fan,
-            mounts,
-            dirs: HashMap::new(),
-            key: Vec::with_capacity(64),
-            held: VecDeque::new(),
-            tx,
-            me: std::process::id() as i32,
-            all: opts.all,
-            lost: lost.clone(),
-        };
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("proctrace-files".into())
@@ -210,7 +185,6 @@ impl FileWatcher {
             stop,
             lost,
             thread: Some(thread),
-            watched,
         })
     }
 
@@ -235,6 +209,76 @@ impl Drop for FileWatcher {
     }
 }
 
+/// Each mount's point and filesystem type, from `/proc/self/mountinfo`
+/// (`36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw`); the point's `\ooo`
+/// escapes decoded to its bytes.
+fn mount_points(text: &[u8]) -> Vec<(Vec<u8>, String)> {
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        let mut words = line.split(|&b| b == b' ');
+        let Some(point) = words.nth(4) else { continue };
+        let Some(fstype) = words.skip_while(|w| *w != b"-").nth(1) else {
+            continue;
+        };
+        out.push((unescape(point), String::from_utf8_lossy(fstype).into_owned()));
+    }
+    out
+}
+
+/// A mountinfo field with its `\ooo` octal escapes (space, tab, newline, backslash) decoded.
+fn unescape(w: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(w.len());
+    let mut i = 0;
+    while i < w.len() {
+        let oct = w
+            .get(i + 1..i + 4)
+            .filter(|d| w[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) => {
+                out.push(
+                    d.iter()
+                        .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
+                );
+                i += 4;
+            }
+            None => {
+                out.push(w[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether a filesystem type holds files a build would use: not the kernel's own views
+/// (`proc`, `sysfs`, `cgroup2`, `devpts`, …), whose events are noise or not reported.
+fn holds_files(fstype: &str) -> bool {
+    !matches!(
+        fstype,
+        "proc"
+            | "sysfs"
+            | "devtmpfs"
+            | "devpts"
+            | "cgroup"
+            | "cgroup2"
+            | "securityfs"
+            | "debugfs"
+            | "tracefs"
+            | "bpf"
+            | "pstore"
+            | "mqueue"
+            | "hugetlbfs"
+            | "configfs"
+            | "fusectl"
+            | "binfmt_misc"
+            | "autofs"
+            | "efivarfs"
+            | "nsfs"
+            | "rpc_pipefs"
+            | "selinuxfs"
+    )
+}
+
 /// The filesystem id of the filesystem holding `path`.
 fn fsid_of(path: &CString) -> Option<[i32; 2]> {
     // SAFETY: statfs fills the zeroed struct; the result is checked.
@@ -252,6 +296,10 @@ struct Reader {
     fan: OwnedFd,
     /// A directory on each watched filesystem, by fsid (for `open_by_handle_at`).
     mounts: HashMap<[i32; 2], OwnedFd>,
+    /// `/proc/self/mountinfo`, polled: it signals a mount or unmount (`POLLPRI`).
+    mountinfo: Option<std::fs::File>,
+    /// The working directory: a filesystem mounted under it that cannot be watched is said.
+    cwd: Option<std::path::PathBuf>,
     /// Directory paths by fsid + handle bytes (`None`: could not be resolved).
     dirs: HashMap<Vec<u8>, Option<String>>,
     /// Scratch: the key of the directory being looked up (no allocation per event).
@@ -290,13 +338,81 @@ impl Reader {
                 return;
             }
             self.send_due();
-            let mut pfd = libc::pollfd {
-                fd: self.fan.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, TICK.as_millis() as i32) };
+            let mut pfd = [
+                libc::pollfd {
+                    fd: self.fan.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.mountinfo.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                    events: libc::POLLPRI,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfds (a negative fd is ignored).
+            unsafe { libc::poll(pfd.as_mut_ptr(), 2, TICK.as_millis() as i32) };
+            if pfd[1].revents != 0 {
+                self.mark_mounted();
+            }
+        }
+    }
+
+    /// Marks the filesystem holding `path`, unless one of its mounts is marked already.
+    fn mark(&mut self, path: &std::path::Path) -> std::io::Result<()> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let fsid = fsid_of(&c).ok_or_else(std::io::Error::last_os_error)?;
+        if self.mounts.contains_key(&fsid) {
+            return Ok(());
+        }
+        // SAFETY: c is a valid C string; the result is checked.
+        let r = unsafe {
+            libc::fanotify_mark(
+                self.fan.as_raw_fd(),
+                libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
+                MASK,
+                libc::AT_FDCWD,
+                c.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: c is a valid C string; the result is checked.
+        let m = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        if m < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: m is a new descriptor owned here.
+        self.mounts.insert(fsid, unsafe { OwnedFd::from_raw_fd(m) });
+        Ok(())
+    }
+
+    /// Marks every filesystem in `/proc/self/mountinfo` that holds files (not `proc`, `sysfs`,
+    /// `cgroup2` and the like) and is not marked yet. One that cannot be marked (a FUSE or
+    /// overlay filesystem without file handles) is said when it is under the working directory,
+    /// where a build's files would be.
+    fn mark_mounted(&mut self) {
+        let Some(f) = self.mountinfo.as_mut() else { return };
+        let mut text = Vec::new();
+        use std::io::{Read, Seek};
+        if f.seek(std::io::SeekFrom::Start(0)).is_err() || f.read_to_end(&mut text).is_err() {
+            return;
+        }
+        for (point, fstype) in mount_points(&text) {
+            if !holds_files(&fstype) {
+                continue;
+            }
+            let path = std::path::PathBuf::from(std::ffi::OsString::from_vec(point));
+            if let Err(e) = self.mark(&path) {
+                if self.cwd.as_ref().is_some_and(|c| path.starts_with(c)) {
+                    crate::say!(
+                        "proctrace: --files: cannot watch {} ({fstype}: {e}); its files are not listed",
+                        path.display()
+                    );
+                }
+            }
         }
     }
 
@@ -455,5 +571,32 @@ impl Reader {
         let p = bytes::from_os(link.as_os_str()).into_owned();
         // A directory removed since: its path is gone too.
         (!p.ends_with(" (deleted)")).then_some(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_points_and_types_with_escapes() {
+        let text = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+            36 22 0:33 / /mnt/a\\040b\\012c rw master:1 - tmpfs none rw\n\
+            37 22 0:5 / /proc rw - proc proc rw\n\
+            bad line\n\
+            38 22 0:40 / /x\\134y rw shared:3 opt:2 - fuse.sshfs host: rw\n";
+        let m = mount_points(text);
+        assert_eq!(
+            m,
+            vec![
+                (b"/".to_vec(), "ext4".to_string()),
+                (b"/mnt/a b\nc".to_vec(), "tmpfs".to_string()),
+                (b"/proc".to_vec(), "proc".to_string()),
+                (b"/x\\y".to_vec(), "fuse.sshfs".to_string()),
+            ]
+        );
+        assert!(holds_files("tmpfs") && holds_files("fuse.sshfs") && !holds_files("proc"));
+        // A malformed escape is kept as it is.
+        assert_eq!(unescape(b"a\\09\\"), b"a\\09\\".to_vec());
     }
 }

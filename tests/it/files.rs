@@ -620,3 +620,84 @@ fn the_tree_says_what_each_process_read_and_wrote() {
     assert!(reads >= 4, "{}", cc1[0]);
     assert!(cc1[0].ends_with(", writes 1"), "{}", cc1[0]);
 }
+
+/// Mounts a tmpfs on `dir` (a filesystem of its own, not one of the paths marked first) and
+/// unmounts it when dropped.
+struct Tmpfs(String);
+
+impl Tmpfs {
+    fn on(dir: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "proctrace-test", dir])
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount -t tmpfs on {dir}");
+        Tmpfs(dir.to_string())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").args(["-l", &self.0]).status();
+    }
+}
+
+/// A build directory on a filesystem of its own (mounted before the run, and one mounted by the
+/// command while it runs) is watched: every mounted filesystem that holds files is marked, and
+/// a new mount is marked when `/proc/self/mountinfo` signals it.
+#[test]
+fn files_on_other_mounts_and_mounted_during_the_run_are_seen() {
+    let dir = tmp("mounts");
+    let dir = dir.trim_end_matches("/mounts").to_string();
+    let _before = Tmpfs::on(&format!("{dir}/before"));
+    let later = format!("{dir}/later");
+    std::fs::create_dir_all(&later).unwrap();
+    let out_file = format!("{dir}/out.jsonl");
+    // The command's cwd is elsewhere: `before` is found in mountinfo, not as the cwd's filesystem.
+    let script = format!(
+        "echo one > '{dir}/before/a'; cat '{dir}/before/a' >/dev/null; \
+         mount -t tmpfs proctrace-test '{later}' && sleep 0.3 && echo two > '{later}/b' && cat '{later}/b' >/dev/null; \
+         s=$?; umount -l '{later}'; exit $s"
+    );
+    let out = Command::new(PROCTRACE)
+        .args([
+            "run",
+            "--files",
+            "--backend",
+            "connector",
+            "-o",
+            &out_file,
+            "--tree",
+            "none",
+        ])
+        .args(["--", "sh", "-c", &script])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let _ = Command::new("umount").args(["-l", &later]).status();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = read_lines(&out_file);
+    let uses: BTreeSet<(String, String)> = lines
+        .iter()
+        .filter(|l| l["event"] == "file")
+        .map(|l| {
+            (
+                l["access"].as_str().unwrap().to_string(),
+                l["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (access, path) in [
+        ("create", format!("{dir}/before/a")),
+        ("write", format!("{dir}/before/a")),
+        ("read", format!("{dir}/before/a")),
+        ("write", format!("{later}/b")),
+        ("read", format!("{later}/b")),
+    ] {
+        assert!(
+            uses.contains(&(access.to_string(), path.clone())),
+            "{access} {path}: {uses:?}"
+        );
+    }
+}
