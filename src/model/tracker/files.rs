@@ -2,7 +2,9 @@
 //! access, in the order first seen, never more than the caps (a process opening a million
 //! temporary files costs a bounded amount; what is dropped is counted). Part of [`Tracker`].
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use super::*;
 use crate::model::event::FileAccess;
@@ -31,13 +33,29 @@ pub struct FileUse {
 }
 
 /// The files a process used, each path and access once.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct FileSet {
     /// In the order first seen.
     pub uses: Vec<FileUse>,
-    /// Each path in `uses`, with the accesses it was used with (bit `access as u8`).
-    seen: HashMap<Box<str>, u8>,
+    /// Each distinct path of `uses`: the index of its first use there and the accesses it was
+    /// used with (bit `access as u8`), hashed by that path, which is kept once, in `uses` (a
+    /// map keyed by a copy of the path held every path twice: `--files` memory is the paths).
+    seen: HashTable<(u32, u8)>,
 }
+
+/// What `seen` hashes a path with.
+fn hash_path(path: &str) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x66_696c_6573).hash_one(path)
+}
+
+impl PartialEq for FileSet {
+    fn eq(&self, other: &Self) -> bool {
+        // `seen` is derived from `uses`.
+        self.uses == other.uses
+    }
+}
+
+impl Eq for FileSet {}
 
 impl FileSet {
     /// The uses of `access`, in order.
@@ -87,25 +105,34 @@ impl Tracker {
             if own_program {
                 return Some(None);
             }
-            let set = r.files.get_or_insert_with(Default::default);
+            let FileSet { uses, seen } = &mut **r.files.get_or_insert_with(Default::default);
             let bit = 1u8 << (access as u8);
+            let hash = hash_path(path);
+            let known = seen.find_mut(hash, |&(i, _)| {
+                uses.get(i as usize).is_some_and(|u| &*u.path == path)
+            });
             // A rename is kept each time (the same name can be renamed to several).
-            let seen = set.seen.get(path).copied().unwrap_or(0);
-            if access != FileAccess::Rename && seen & bit != 0 {
+            if access != FileAccess::Rename && known.as_ref().is_some_and(|k| k.1 & bit != 0) {
                 return Some(None);
             }
-            if full || set.uses.len() >= FILES_PER_PROCESS_MAX {
+            if full || uses.len() >= FILES_PER_PROCESS_MAX {
                 return None;
             }
-            let index = set.uses.len();
-            let path: Box<str> = Box::from(path);
-            set.uses.push(FileUse {
+            let index = uses.len();
+            match known {
+                Some(k) => k.1 |= bit,
+                None => {
+                    seen.insert_unique(hash, (index as u32, bit), |&(i, _)| {
+                        uses.get(i as usize).map_or(0, |u| hash_path(&u.path))
+                    });
+                }
+            }
+            uses.push(FileUse {
                 ts,
                 access,
-                path: path.clone(),
+                path: Box::from(path),
                 to: to.map(Box::from),
             });
-            *set.seen.entry(path).or_insert(0) |= bit;
             Some(Some(index))
         });
         match added {
