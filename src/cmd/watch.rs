@@ -114,6 +114,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
         files: files.is_some(),
+        daemons: Vec::new(),
     };
     s.start(&header);
 
@@ -133,6 +134,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
                     ppid: st.ppid,
                     start_ns: start,
                     details: Some(details),
+                    daemon: None,
                 });
             }
         }

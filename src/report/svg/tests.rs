@@ -586,12 +586,14 @@ fn processes_older_than_the_trace_start_at_the_edge() {
             ppid: 1,
             start_ns: Some(t0 - 2_000_000_000),
             details: details(&["server"]),
+            daemon: None,
         },
         Event::Existing {
             tgid: 51,
             ppid: 50,
             start_ns: None,
             details: details(&["worker"]),
+            daemon: None,
         },
         Event::Exit {
             ts: t0 + 1_000_000_000,

@@ -892,6 +892,7 @@ mod tests {
             backend: None,
             refused: Vec::new(),
             files: false,
+            daemons: Vec::new(),
         };
         let mem = Memory::default();
         let mut sinks = Fanout::new();
