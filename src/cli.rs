@@ -243,8 +243,9 @@ pub struct RunArgs {
     pub files_all: bool,
     /// Also trace the processes that daemons running before the command start while it runs
     /// (the sccache server's compiles, the Bazel, buck2 and Gradle servers' actions, what
-    /// containerd starts for `docker run`), each daemon as a node "ran in …" beside the
-    /// command's tree; they count in the summary, the costs and the critical path. Optionally
+    /// containerd starts for `docker run`), each daemon as a node "[ran in the sccache
+    /// server]" beside the command's tree; they count in the summary, the costs and the
+    /// critical path. Optionally
     /// only these kinds (comma-separated): bazel, buck2, gradle, sccache, docker, nerdctl,
     /// podman. Needs a backend that sees the whole system (eBPF, the connector): ptrace
     /// cannot, and says so. Work a daemon does for others meanwhile is included too.

@@ -918,10 +918,13 @@ impl Tracker {
             None => None,
         };
         // A daemon's new work counts within the run only: what it (or a process of it that
-        // existed before the run) starts once the command has exited is not the run's.
-        if let Some(p) = parent.and_then(|p| self.get(p)) {
-            if p.ran_in.is_some() && (p.parent.is_none() || p.pre_existing) && !self.daemon_window(ts) {
-                return Followup::None;
+        // existed before the run) starts once the command has exited is not the run's. (A
+        // saved trace has the daemons' nodes too: the same rule replays the same.)
+        if self.daemon_roots > 0 {
+            if let Some(p) = parent.and_then(|p| self.get(p)) {
+                if p.ran_in.is_some() && (p.parent.is_none() || p.pre_existing) && !self.daemon_window(ts) {
+                    return Followup::None;
+                }
             }
         }
         let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {

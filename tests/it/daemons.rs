@@ -149,8 +149,11 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
         "sccache sleep 0.5 & s=$!; sccache cc -c {src} -o {obj}; sccache sh -c 'exit 3'; \
          (sleep 1; sccache /bin/echo after the command) & wait $s"
     );
-    let (out, lines, file, summary) =
-        d.run(&["--backend", backend, "--include-daemons", "--wait-bg", "5"], &script);
+    let capture = tmp("capture.jsonl");
+    let (out, lines, file, summary) = d.run(
+        &["--backend", backend, "--include-daemons", "--wait-bg", "5", "--record", &capture],
+        &script,
+    );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("not in this trace"), "{err}");
@@ -259,6 +262,43 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
     assert_eq!(body(&again), body(&lines));
     assert_eq!(again[0]["daemons"], lines[0]["daemons"]);
     assert_eq!(tree(&stderr(&a)), tree(&err));
+    // OTLP: the node is a span of its own in the run's trace, named as everywhere, the work's
+    // spans under it.
+    let rx = crate::otlp::Receiver::start(&[]);
+    let o = Command::new(PROCTRACE)
+        .args(["analyze", "--tree", "none", "--otlp", &rx.url(), &file])
+        .env("TRACEPARENT", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = rx.process_spans();
+    let span_of = |pid: i64| {
+        spans
+            .iter()
+            .find(|s| s["attributes"]["process.pid"] == pid)
+            .unwrap_or_else(|| panic!("no span of {pid}"))
+    };
+    let node_span = span_of(d.pid);
+    assert_eq!(node_span["name"], "[ran in the sccache server]");
+    assert_eq!(node_span["parent_span_id"], "00f067aa0ba902b7");
+    let root_pid = lines[1]["pid"].as_i64().unwrap();
+    assert_eq!(span_of(root_pid)["parent_span_id"], "00f067aa0ba902b7");
+    for p in &work {
+        assert_eq!(span_of(p.pid)["parent_span_id"], node_span["span_id"], "{p:?}");
+    }
+    // And so does the capture, replayed.
+    let replayed = tmp("replayed.jsonl");
+    let r = Command::new(PROCTRACE)
+        .args(["replay", &capture, "-o", &replayed, "--tree", "full"])
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    let again = read_lines(&replayed);
+    assert_eq!(body(&again), body(&lines));
+    assert_eq!(again[0]["daemons"], lines[0]["daemons"]);
+    assert_eq!(tree(&stderr(&r)), tree(&err));
 }
 }
 
