@@ -107,6 +107,27 @@ impl Drop for Daemon {
     }
 }
 
+/// Waits (up to 10 s) until a child of `pid` runs the command line `cmdline` (as
+/// `/proc/PID/cmdline` has it: each word NUL-terminated).
+fn wait_for_child(pid: i64, cmdline: &[u8]) {
+    for _ in 0..1000 {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let p = e.path();
+            let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').nth(1))
+                .and_then(|pp| pp.parse::<i64>().ok());
+            ppid == Some(pid) && std::fs::read(p.join("cmdline")).is_ok_and(|c| c == cmdline)
+        });
+        if found {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no child of {pid} runs {cmdline:?}");
+}
+
 /// The processes whose parent is `pid`, by their first argv.
 fn children_of(lines: &[Value], pid: i64) -> Vec<Proc> {
     processes(lines)
@@ -140,6 +161,8 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
     // Before the run: one command that ends, one still running during it.
     assert!(d.client(&["/bin/echo", "before the run"]).stdout(Stdio::null()).status().unwrap().success());
     let mut earlier = d.client(&["sleep", "3"]).spawn().unwrap();
+    // Started before the run, not merely asked for.
+    wait_for_child(d.pid, b"sleep\x003\x00");
     let src = tmp("x.c");
     std::fs::write(&src, "int f(void) { return 42; }\n").unwrap();
     let obj = src.replace("x.c", "x.o");
@@ -147,7 +170,8 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
     // background child).
     let script = format!(
         "sccache sleep 0.5 & s=$!; sccache cc -c {src} -o {obj}; sccache sh -c 'exit 3'; \
-         (sleep 1; sccache /bin/echo after the command) & wait $s"
+         (while kill -0 $$ 2>/dev/null; do sleep 0.05; done; sccache /bin/echo after the command) & \
+         wait $s"
     );
     let capture = tmp("capture.jsonl");
     let (out, lines, file, summary) = d.run(
