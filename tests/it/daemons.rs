@@ -263,8 +263,9 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
     // The timeline is valid and shows each of them.
     let chrome = tmp("c.json");
     let re = tmp("re.jsonl");
+    let html = tmp("report.html");
     let a = Command::new(PROCTRACE)
-        .args(["analyze", &file, "-o", &re, "--chrome", &chrome, "--tree", "full"])
+        .args(["analyze", &file, "-o", &re, "--chrome", &chrome, "--html", &html, "--tree", "full"])
         .env("NO_COLOR", "1")
         .env("COLUMNS", "200")
         .output()
@@ -275,6 +276,10 @@ fn a_daemon_s_work_during_the_run_is_in_the_trace(backend: &str) {
         &crate::chrome_out::expected(&lines),
     )
     .unwrap();
+    // The report names the node, and the path's step into the daemon, as the text does.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("[ran in the sccache server]"));
+    assert!(page.contains("[in the sccache server] "));
     // The saved trace gives the same trace and tree back.
     let again = read_lines(&re);
     let body = |l: &[Value]| -> Vec<Value> {
