@@ -18,7 +18,7 @@ use crate::model::session::{Header, Summary};
 use crate::model::tracker::BackgroundState;
 
 /// The capture format's version, written in the header line.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// The events of a capture, one line each: `{"e":"fork","ts":…,"parent_tgid":…,…}`. Times are
 /// CLOCK_MONOTONIC nanoseconds; ids the kernel's (initial pid namespace).
@@ -133,7 +133,8 @@ pub enum EventLine {
         /// Its process.
         tgid: Pid,
     },
-    /// `existing`: a process already running when `watch -p` began.
+    /// `existing`: a process already running when `watch -p` began (or, with `daemon`, a
+    /// daemon `run --include-daemons` followed, taken in at its first new process).
     Existing {
         /// The process.
         tgid: Pid,
@@ -147,6 +148,9 @@ pub enum EventLine {
         /// again (absent from earlier proctraces' captures, which replay such duplicates as they were).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seen_ns: Option<u64>,
+        /// The daemon's kind (`sccache`, …): a node of its own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        daemon: Option<crate::model::elsewhere::DaemonKind>,
     },
     /// `background`: it outlived the command.
     Background {

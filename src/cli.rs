@@ -52,6 +52,9 @@ Examples:
       Follow what the tests leave running for 5 s; exit 3 if anything is still there.
   proctrace run --quiet -o out.jsonl -- sh -c 'ls -la'
       Nothing on stderr but errors; the file is still written.
+  proctrace run --include-daemons -- cargo build
+      With RUSTC_WRAPPER=sccache: the compiles the sccache server ran during the build are in
+      the trace too, under \"ran in the sccache server\".
   proctrace run -- -cmd-starting-with-dash
       Options end at the first word that is not one (or at `--`); a mistyped option is an error,
       never run as the command.";
@@ -238,6 +241,17 @@ pub struct RunArgs {
     /// With --files, keep every file (shared libraries and locale files too).
     #[arg(long, requires = "files")]
     pub files_all: bool,
+    /// Also trace the processes that daemons running before the command start while it runs
+    /// (the sccache server's compiles, the Bazel, buck2 and Gradle servers' actions, what
+    /// containerd starts for `docker run`), each daemon as a node "[ran in the sccache
+    /// server]" beside the command's tree; they count in the summary, the costs and the
+    /// critical path. Optionally
+    /// only these kinds (comma-separated): bazel, buck2, gradle, sccache, docker, nerdctl,
+    /// podman. Needs a backend that sees the whole system (eBPF, the connector): ptrace
+    /// cannot, and says so. Work a daemon does for others meanwhile is included too.
+    #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true,
+          default_missing_value = "all", value_parser = parse_daemons)]
+    pub include_daemons: Option<DaemonList>,
     /// The command and its arguments. Options end at its first word; a command whose name
     /// starts with `-` needs `--` before it.
     // No `allow_hyphen_values`: with it, a mistyped option (`--otpl`) was run as the command.
@@ -417,6 +431,32 @@ pub fn parse_prefix(s: &str) -> Result<String, String> {
             "'{s}' is not a variable prefix (letters, digits and _, as in MYAPP for MYAPP_TRACE2_EVENT)"
         ))
     }
+}
+
+/// The kinds of daemons `run --include-daemons` follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonList(pub Vec<crate::model::elsewhere::DaemonKind>);
+
+/// `all`, or kinds of daemons by their client's name, comma-separated (`sccache,bazel`).
+pub fn parse_daemons(s: &str) -> Result<DaemonList, String> {
+    use crate::model::elsewhere::DaemonKind;
+    if s == "all" {
+        return Ok(DaemonList(DaemonKind::all().collect()));
+    }
+    let mut v = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        let k = DaemonKind::of_name(name).ok_or_else(|| {
+            format!(
+                "'{}' is not a kind of daemon (known: {}, or all)",
+                crate::model::escape::text(name),
+                DaemonKind::names()
+            )
+        })?;
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    Ok(DaemonList(v))
 }
 
 /// A size in bytes with an optional K, M or G suffix (`--buffer 64M`).

@@ -30,6 +30,8 @@ pub struct Engine {
     clocks: std::sync::OnceLock<procfs::Clocks>,
     filter: Option<FactFilter>,
     filtered: u64,
+    /// Events come from a live capture (`/proc` can be read about them), not a saved trace.
+    live: bool,
 }
 
 impl Engine {
@@ -47,6 +49,7 @@ impl Engine {
             clocks: std::sync::OnceLock::new(),
             filter: None,
             filtered: 0,
+            live: false,
         }
     }
 
@@ -84,6 +87,26 @@ impl Engine {
                 }
             }
             followup = self.tracker.apply(ev, &mut self.facts);
+        }
+        if let Followup::TakeIn(pid) = followup {
+            // A followed daemon's new work (`run --include-daemons`): the daemon, and the
+            // processes of it between, come in first. A saved trace has them already.
+            let chain = if self.live {
+                self.daemon_chain(pid)
+            } else {
+                Vec::new()
+            };
+            if chain.is_empty() {
+                self.tracker.unfollow(pid);
+            }
+            for ev in chain {
+                self.record_event(&ev);
+                self.tracker.apply_owned(ev, &mut self.facts);
+            }
+            followup = self.tracker.apply(ev, &mut self.facts);
+            if let Followup::TakeIn(_) = followup {
+                followup = Followup::None;
+            }
         }
         self.record_event(ev);
         if let Followup::ReadExecDetails(pid) = followup {
@@ -177,6 +200,42 @@ impl Engine {
     /// Hands an event, as fed, to the sinks that read events (the capture, `--record`).
     fn record_event(&mut self, ev: &Event) {
         self.sinks.event(ev);
+    }
+
+    /// [`Event::Existing`] for `pid`, a process under a followed daemon (or the daemon), and
+    /// each of its ancestors up to the daemon or a process already in the model, oldest first,
+    /// from `/proc`: the daemon's with its kind and the time following began; the others with
+    /// their start, not before that. Empty when one of them is gone (or not followed).
+    fn daemon_chain(&self, pid: Pid) -> Vec<Event> {
+        let clocks = self.clocks.get_or_init(procfs::Clocks::sample);
+        let since = self.tracker.daemons_since().unwrap_or(0);
+        let mut chain = Vec::new();
+        let mut cur = pid;
+        // Bounded: a tree deeper than this under a daemon is not taken in.
+        for _ in 0..64 {
+            let Some(followed) = self.tracker.followed(cur) else {
+                return Vec::new();
+            };
+            let Some(st) = procfs::stat(cur) else {
+                return Vec::new();
+            };
+            let start = clocks.starttime_to_mono(st.starttime).max(since);
+            let top = followed.is_some() || self.tracker.lookup(st.ppid).is_some();
+            chain.push(Event::Existing {
+                tgid: cur,
+                ppid: st.ppid,
+                start_ns: Some(if followed.is_some() { since } else { start }),
+                details: Some(procfs::exec_details(cur)),
+                seen_ns: None,
+                daemon: followed,
+            });
+            if top {
+                chain.reverse();
+                return chain;
+            }
+            cur = st.ppid;
+        }
+        Vec::new()
     }
 
     /// `/proc` ancestry of `pid` up to the first process the tracker follows, oldest first; empty
@@ -281,8 +340,10 @@ impl Session {
     /// Wires a running backend to a tracker and sinks.
     pub fn new(mut backend: Backend, tracker: Tracker, sinks: Fanout) -> Session {
         let details = backend.take_details();
+        let mut engine = Engine::new(tracker, sinks, details);
+        engine.live = true;
         Session {
-            engine: Engine::new(tracker, sinks, details),
+            engine,
             backend,
             barrier: None,
             markers: 0,

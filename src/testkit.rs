@@ -130,6 +130,7 @@ pub fn header(ts: u64, argv: &[&str]) -> Header {
         backend: None,
         refused: Vec::new(),
         files: false,
+        daemons: Vec::new(),
     }
 }
 

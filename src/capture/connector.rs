@@ -351,6 +351,11 @@ impl super::CaptureBackend for ConnectorBackend {
     fn receive_buffer(&self) -> u64 {
         self.receive_buffer
     }
+
+    /// Nothing to do: the connector passes on every process's events.
+    fn follow_also(&mut self, _pids: &[Pid]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Spawns the command with a clean signal mask and starts reaping it (and adopted orphans):

@@ -111,6 +111,8 @@ pub struct EbpfBackend {
     thread: Option<JoinHandle<()>>,
     reaper_stop: Arc<AtomicBool>,
     enrich: bool,
+    /// The map of traced processes (`run`): `run --include-daemons` adds daemons to it.
+    traced: Option<BpfHashMap<MapData, u32, u32>>,
 }
 
 /// The kernel's `major.minor`, from `uname`.
@@ -180,6 +182,8 @@ struct Loaded {
     _ebpf: Ebpf,
     ring: RingBuf<MapData>,
     lost: PerCpuArray<MapData, u64>,
+    /// The traced map (`run`), until the backend takes it.
+    traced: Option<BpfHashMap<MapData, u32, u32>>,
 }
 
 impl Loaded {
@@ -239,21 +243,25 @@ impl Loaded {
             ebpf.take_map(name)
                 .ok_or_else(|| unavailable(format!("the object has no map {name}")))
         };
-        if !whole_system {
+        let traced = if whole_system {
+            None
+        } else {
             let mut traced: BpfHashMap<MapData, u32, u32> = map(&mut ebpf, "traced")?
                 .try_into()
                 .map_err(|e: aya::maps::MapError| unavailable(chain(&e)))?;
             traced
                 .insert(std::process::id(), 1, 0)
                 .map_err(|e| unavailable(format!("the traced map: {}", chain(&e))))?;
-            // The map stays in the kernel with the programs; this handle is not needed again.
-        }
+            // Kept for `run --include-daemons` (the map stays in the kernel with the programs).
+            Some(traced)
+        };
         let ring = RingBuf::try_from(map(&mut ebpf, "events")?).map_err(|e| unavailable(chain(&e)))?;
         let lost = PerCpuArray::try_from(map(&mut ebpf, "lost")?).map_err(|e| unavailable(chain(&e)))?;
         Ok(Loaded {
             _ebpf: ebpf,
             ring,
             lost,
+            traced,
         })
     }
 
@@ -306,6 +314,7 @@ impl EbpfBackend {
     pub fn open(opts: &CaptureOptions) -> Result<EbpfBackend, crate::ProctraceError> {
         let mut loaded = Loaded::open(opts.whole_system)?;
         self_test(&mut loaded)?;
+        let traced = loaded.traced.take();
         let usage = UsageJoin::when_asked(opts);
         let io = |e| crate::ProctraceError::Io("starting the eBPF reader".into(), e);
         let wake = Arc::new(eventfd().map_err(io)?);
@@ -342,6 +351,7 @@ impl EbpfBackend {
             thread: Some(thread),
             reaper_stop: Arc::new(AtomicBool::new(false)),
             enrich: opts.enrich,
+            traced,
         })
     }
 
@@ -446,6 +456,20 @@ impl super::CaptureBackend for EbpfBackend {
     fn request_stop(&mut self) {
         self.reaper_stop.store(true, Ordering::Release);
         self.ask(Request::Stop);
+    }
+
+    /// Puts them in the traced map: the kernel side passes on their records, and takes in what
+    /// they start at its fork, as it does for the command's tree. (`watch` traces every process.)
+    fn follow_also(&mut self, pids: &[Pid]) -> Result<(), String> {
+        let Some(traced) = self.traced.as_mut() else {
+            return Ok(());
+        };
+        for &pid in pids {
+            traced
+                .insert(pid as u32, 1, 0)
+                .map_err(|e| format!("the traced map: {}", chain(&e)))?;
+        }
+        Ok(())
     }
 }
 

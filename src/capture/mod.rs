@@ -25,6 +25,7 @@ use crate::model::event::{Event, Pid};
 use crate::model::session::CaptureSummary;
 
 pub mod connector;
+pub mod daemons;
 pub mod ebpf;
 pub mod enrich;
 pub mod files;
@@ -135,6 +136,15 @@ pub trait CaptureBackend {
     /// Receive buffer granted, bytes (0 where there is none).
     fn receive_buffer(&self) -> u64 {
         0
+    }
+    /// Also passes on what these processes (not the command's) do from now on, and what they
+    /// start (`run --include-daemons`): the model decides what of it to take. `Err` says why
+    /// this backend cannot (it sees only the command's tree).
+    fn follow_also(&mut self, _pids: &[Pid]) -> Result<(), String> {
+        Err(format!(
+            "the {} backend sees only the command's tree",
+            self.name()
+        ))
     }
 }
 
@@ -264,6 +274,11 @@ impl Backend {
     /// See [`CaptureBackend::receive_buffer`].
     pub fn receive_buffer(&self) -> u64 {
         self.0.receive_buffer()
+    }
+
+    /// See [`CaptureBackend::follow_also`].
+    pub fn follow_also(&mut self, pids: &[Pid]) -> Result<(), String> {
+        self.0.follow_also(pids)
     }
 }
 

@@ -31,6 +31,16 @@ pub fn stopped_exec_details(pid: Pid) -> ExecDetails {
     }
 }
 
+/// The command line of process `pid` alone (`None`: gone, a kernel thread, or unreadable).
+pub fn cmdline(pid: Pid) -> Option<Argv> {
+    use sys::ProcFiles as _;
+    let path = sys::ProcPath::new(pid)?;
+    let mut buf = [0u8; 4096];
+    let mut spill = Vec::new();
+    path.read(c"cmdline", &mut buf, &mut spill)
+        .and_then(split_cmdline)
+}
+
 fn details_from(dir: &impl sys::ProcFiles) -> ExecDetails {
     // Cheapest first and fewest: every read here competes with the process we are reading
     // (cmdline needs its memory map), so no /proc/PID/status: the owner of /proc/PID is the

@@ -40,6 +40,8 @@ pub struct RunConfig {
     pub trace2_prefixes: Vec<String>,
     /// `--files`: watch file accesses (`None`: not asked).
     pub files: Option<crate::capture::files::FilesOptions>,
+    /// `--include-daemons`: the kinds of daemons whose work during the run is traced too.
+    pub include_daemons: Vec<crate::model::elsewhere::DaemonKind>,
 }
 
 /// How long the end of a run waits for the Trace2 connections of finished processes to reach
@@ -108,6 +110,7 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         files: a
             .files
             .then_some(crate::capture::files::FilesOptions { all: a.files_all }),
+        include_daemons: a.include_daemons.map(|d| d.0).unwrap_or_default(),
         // The model's text: non-UTF-8 bytes kept (crate::model::bytes).
         argv: a
             .argv
@@ -153,7 +156,15 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
         files: files.is_some(),
+        daemons: Vec::new(),
     };
+    let mut header = header;
+    let daemons = follow_daemons(&mut s, &cfg.include_daemons);
+    header.daemons = daemons
+        .servers
+        .iter()
+        .map(|&(pid, daemon)| crate::model::session::Followed { daemon, pid })
+        .collect();
     let (listener, env) = if cfg.trace2 {
         let clock = Clock {
             offset_ns: header.real_minus_mono,
@@ -182,6 +193,11 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         env.push(("TRACEPARENT".into(), tp.to_header().into()));
     }
     s.start(&header);
+    if !daemons.servers.is_empty() {
+        s.engine
+            .tracker
+            .follow_daemons(&daemons.servers, &daemons.under, header.ts);
+    }
 
     // The command gets its own process group (and the terminal, when proctrace has it).
     supervise::prepare_job_control();
@@ -222,16 +238,16 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     // The EXIT event can trail the reap by a little: wait for it, then a barrier for the rest.
     let root_done = |t: &Tracker| {
         supervise::hurrying()
-            || t.roots()
-                .first()
-                .and_then(|&r| t.get(r))
+            || t.first_root()
+                .and_then(|r| t.get(r))
                 .is_some_and(|r| r.exit.is_some())
     };
     s.pump_until(Duration::from_secs(2), root_done, |_| {});
     s.barrier(supervise::bounded(Duration::from_secs(2)));
 
-    // Whatever in the tree is still alive outlived the command.
-    let mut leftovers: Vec<ProcId> = s.tracker().live();
+    // Whatever in the tree is still alive outlived the command (a daemon's work is not the
+    // command's: `--include-daemons`).
+    let mut leftovers: Vec<ProcId> = commands_live(s.tracker());
     if let Some(wait) = cfg.wait_bg {
         if !leftovers.is_empty() {
             // Mark them now so their exits say they outlived the command; like git's
@@ -248,7 +264,13 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             let interrupted = Cell::new(false);
             s.pump_until(
                 wait,
-                |t| interrupted.get() || supervise::hurrying() || t.live_count() == 0,
+                |t| {
+                    interrupted.get()
+                        || supervise::hurrying()
+                        || !t
+                            .live_ids()
+                            .any(|id| t.get(id).is_some_and(|r| r.ran_in.is_none()))
+                },
                 |n| {
                     if matches!(n, Pumped::Interrupted(_)) {
                         interrupted.set(true);
@@ -256,7 +278,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
                 },
             );
             s.barrier(supervise::bounded(Duration::from_secs(1)));
-            leftovers = s.tracker().live();
+            leftovers = commands_live(s.tracker());
         }
     }
     let mut background = 0u64;
@@ -329,6 +351,46 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         return Ok(exit_codes::LEAK);
     }
     Ok(code)
+}
+
+/// The processes of the command's tree believed alive, in order of start (not a daemon's:
+/// `--include-daemons`).
+fn commands_live(t: &Tracker) -> Vec<ProcId> {
+    let mut v = t.live();
+    v.retain(|&id| t.get(id).is_some_and(|r| r.ran_in.is_none()));
+    v
+}
+
+/// `--include-daemons`: finds the daemons of `kinds` running now and has the backend pass on
+/// what they do from now on; the model takes each in when it starts a process. A backend that
+/// sees only the command's tree (ptrace) cannot: said once, and nothing is followed.
+fn follow_daemons(
+    s: &mut Session,
+    kinds: &[crate::model::elsewhere::DaemonKind],
+) -> crate::capture::daemons::Found {
+    use crate::capture::daemons;
+    if kinds.is_empty() {
+        return daemons::Found::default();
+    }
+    let found = daemons::find(kinds, std::process::id() as Pid);
+    if found.servers.is_empty() {
+        return found;
+    }
+    match s.backend.follow_also(&found.pids()) {
+        Ok(()) => found,
+        Err(why) => {
+            let names: Vec<String> = found
+                .servers
+                .iter()
+                .map(|(pid, k)| format!("{} (pid {pid})", k.client().server))
+                .collect();
+            crate::say!(
+                "proctrace: --include-daemons: {why}: the work of {} during the run is not in this trace",
+                names.join(", ")
+            );
+            daemons::Found::default()
+        }
+    }
 }
 
 fn pids(s: &Session, ids: &[ProcId]) -> Vec<Pid> {

@@ -114,6 +114,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
         files: files.is_some(),
+        daemons: Vec::new(),
     };
     s.start(&header);
 
@@ -137,6 +138,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
                     start_ns: start,
                     details: Some(details),
                     seen_ns: Some(seen),
+                    daemon: None,
                 });
             }
         }

@@ -152,6 +152,7 @@ impl InputOptions {
             backend: None,
             refused: Vec::new(),
             files: false,
+            daemons: Vec::new(),
         }
     }
 }

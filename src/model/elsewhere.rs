@@ -20,12 +20,17 @@ pub struct Client {
     pub name: &'static str,
     /// What runs its work (`the Bazel server`).
     pub ran_in: &'static str,
+    /// Its server, short, as a node of the trace names it (`the Bazel server`): `ran in …`.
+    pub server: &'static str,
     /// How to bring that work into the trace, or see it.
     pub fix: &'static str,
     /// Whether an exec's argv is one of its clients.
     is_client: fn(&[&str]) -> bool,
     /// Whether an exec's argv (of a process that forked children when `forks`) is its server.
     is_server: fn(&[&str], bool) -> bool,
+    /// Whether a running process's argv, found in `/proc` before the run, is its server
+    /// (`--include-daemons`): whether it forks is not known yet.
+    is_running_server: fn(&[&str]) -> bool,
 }
 
 /// The base name of a path.
@@ -103,73 +108,104 @@ fn runs_containers(a: &[&str]) -> bool {
     )
 }
 
+/// The Bazel server: its JVM names itself `bazel(WORKSPACE)`, or runs `A-server.jar`.
+fn bazel_server(a: &[&str]) -> bool {
+    program(a).starts_with("bazel(")
+        || (program(a).starts_with("java") && args(a).any(|w| w.ends_with("A-server.jar")))
+}
+
+/// The buck2 daemon.
+fn buck2_server(a: &[&str]) -> bool {
+    program(a) == "buck2d" || (program(a) == "buck2" && subcommand(a) == Some("daemon"))
+}
+
+/// The Gradle daemon's main class.
+const GRADLE_DAEMON: &str = "org.gradle.launcher.daemon.bootstrap.GradleDaemon";
+
+/// containerd, or one of its shims (the parents of a container's processes).
+fn containerd(a: &[&str]) -> bool {
+    program(a) == "containerd" || program(a).starts_with("containerd-shim")
+}
+
+/// dockerd, containerd or a shim.
+fn containerd_or_docker(a: &[&str]) -> bool {
+    program(a) == "dockerd" || containerd(a)
+}
+
 /// Every client proctrace recognises, in the order they are reported.
 pub const CLIENTS: &[Client] = &[
     Client {
         name: "bazel",
         ran_in: "the Bazel server (a JVM started by an earlier build)",
-        fix: "`bazel shutdown` before the run lets this run start the server inside the trace; `bazel --batch` runs without one",
+        server: "the Bazel server",
+        fix: "`bazel shutdown` before the run lets this run start the server inside the trace; `bazel --batch` runs without one; `run --include-daemons` traces the processes the server starts",
         is_client: |a| {
             matches!(program(a), "bazel" | "bazelisk")
                 && !args(a).take_while(|w| w.starts_with('-')).any(|w| w == "--batch")
         },
-        is_server: |a, _| {
-            program(a).starts_with("bazel(")
-                || (program(a).starts_with("java") && args(a).any(|w| w.ends_with("A-server.jar")))
-        },
+        is_server: |a, _| bazel_server(a),
+        is_running_server: |a| bazel_server(a),
     },
     Client {
         name: "buck2",
         ran_in: "the buck2 daemon",
-        fix: "`buck2 kill` before the run lets this run start the daemon inside the trace",
+        server: "the buck2 daemon",
+        fix: "`buck2 kill` before the run lets this run start the daemon inside the trace; `run --include-daemons` traces the processes the daemon starts",
         is_client: |a| program(a) == "buck2" && subcommand(a) != Some("daemon"),
-        is_server: |a, _| {
-            program(a) == "buck2d" || (program(a) == "buck2" && subcommand(a) == Some("daemon"))
-        },
+        is_server: |a, _| buck2_server(a),
+        is_running_server: |a| buck2_server(a),
     },
     Client {
         name: "gradle",
         ran_in: "the Gradle daemon",
-        fix: "`--no-daemon` (or `org.gradle.daemon=false`) runs the build in the traced tree",
+        server: "the Gradle daemon",
+        fix: "`--no-daemon` (or `org.gradle.daemon=false`) runs the build in the traced tree; `run --include-daemons` traces the processes the daemon starts (it compiles in its own JVM)",
         is_client: |a| {
             let gradle = matches!(program(a), "gradle" | "gradlew")
                 || java_runs(a, "org.gradle.wrapper.GradleWrapperMain")
                 || java_runs(a, "org.gradle.launcher.GradleMain");
             gradle && !gradle_no_daemon(a)
         },
-        is_server: |a, _| java_runs(a, "org.gradle.launcher.daemon.bootstrap.GradleDaemon"),
+        is_server: |a, _| java_runs(a, GRADLE_DAEMON),
+        is_running_server: |a| java_runs(a, GRADLE_DAEMON),
     },
     Client {
         name: "sccache",
         ran_in: "the sccache server",
-        fix: "`sccache --stop-server` before the run lets this run start the server inside the trace",
+        server: "the sccache server",
+        fix: "`sccache --stop-server` before the run lets this run start the server inside the trace; `run --include-daemons` traces the compiles the server runs",
         is_client: |a| program(a) == "sccache" && args(a).next().is_some_and(|w| !w.starts_with('-')),
         // The server is `sccache` again; it, and only it, forks the compilers (a client that
         // compiles itself, with no server to ask, did the work in the tree too).
         is_server: |a, forks| program(a) == "sccache" && forks,
+        is_running_server: |a| program(a) == "sccache" && a.len() == 1,
     },
     Client {
         name: "docker",
         ran_in: "dockerd (the container's processes are children of containerd-shim)",
-        fix: "`proctrace watch` on the host sees the container's processes",
+        server: "the container engine",
+        fix: "`proctrace watch` on the host sees the container's processes; `run --include-daemons` traces what containerd starts when it runs on this host",
         is_client: |a| program(a) == "docker" && runs_containers(a),
-        is_server: |a, _| {
-            matches!(program(a), "dockerd" | "containerd") || program(a).starts_with("containerd-shim")
-        },
+        is_server: |a, _| containerd_or_docker(a),
+        is_running_server: |a| containerd_or_docker(a),
     },
     Client {
         name: "nerdctl",
         ran_in: "containerd (the container's processes are children of containerd-shim)",
-        fix: "`proctrace watch` on the host sees the container's processes",
+        server: "the container engine",
+        fix: "`proctrace watch` on the host sees the container's processes; `run --include-daemons` traces what containerd starts when it runs on this host",
         is_client: |a| program(a) == "nerdctl" && runs_containers(a),
-        is_server: |a, _| program(a) == "containerd" || program(a).starts_with("containerd-shim"),
+        is_server: |a, _| containerd(a),
+        is_running_server: |a| containerd(a),
     },
     Client {
         name: "podman",
         ran_in: "conmon, which podman starts detached (with a podman service, the service starts it)",
+        server: "conmon",
         fix: "`proctrace watch` on the host sees the container's processes",
         is_client: |a| program(a) == "podman" && runs_containers(a),
         is_server: |a, _| program(a) == "conmon",
+        is_running_server: |a| program(a) == "conmon",
     },
 ];
 
@@ -178,6 +214,78 @@ pub fn client_of(a: &Argv) -> Option<&'static Client> {
     let words: Vec<&str> = a.iter().collect();
     let w = script_words(&words);
     CLIENTS.iter().find(|c| (c.is_client)(w))
+}
+
+/// A kind of daemon whose work `--include-daemons` brings into the trace: the server of one of
+/// the [`CLIENTS`], named by its client's name (`sccache`, `bazel`, `docker`) wherever it is
+/// written (JSON Lines, the capture, the summaries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DaemonKind(u8);
+
+impl DaemonKind {
+    /// Every kind, in [`CLIENTS`] order.
+    pub fn all() -> impl Iterator<Item = DaemonKind> {
+        (0..CLIENTS.len() as u8).map(DaemonKind)
+    }
+
+    /// The client whose server it is.
+    pub fn client(self) -> &'static Client {
+        &CLIENTS[usize::from(self.0) % CLIENTS.len()]
+    }
+
+    /// Its name: its client's.
+    pub fn name(self) -> &'static str {
+        self.client().name
+    }
+
+    /// The kind named `name`.
+    pub fn of_name(name: &str) -> Option<DaemonKind> {
+        CLIENTS
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| DaemonKind(i as u8))
+    }
+
+    /// The names of every kind, for a message: `bazel, buck2, …`.
+    pub fn names() -> String {
+        CLIENTS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl serde::Serialize for DaemonKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DaemonKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        DaemonKind::of_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown daemon '{}' (known: {})",
+                crate::model::escape::text(&name),
+                DaemonKind::names()
+            ))
+        })
+    }
+}
+
+/// The kind of daemon a running process is, by its argv (read from `/proc`), among `kinds`:
+/// the first whose server it is.
+pub fn running_server(a: &Argv, kinds: &[DaemonKind]) -> Option<DaemonKind> {
+    let words: Vec<&str> = a.iter().collect();
+    kinds
+        .iter()
+        .copied()
+        .find(|k| (k.client().is_running_server)(&words))
+}
+
+/// Whether a daemon whose argv is `server` (a node of the trace) does the work of `client`
+/// (containerd serves both docker and nerdctl).
+pub fn serves(server: &Argv, client: &Client) -> bool {
+    let words: Vec<&str> = server.iter().collect();
+    (client.is_running_server)(&words) || (client.is_server)(&words, true)
 }
 
 /// A client whose work ran outside the traced tree.
@@ -191,10 +299,15 @@ pub struct Outside {
     pub runs: u64,
 }
 
-/// The clients among `ids` whose server is not among them, in [`CLIENTS`] order.
-pub fn outside(t: &Tracker, ids: &[ProcId]) -> Vec<Outside> {
+/// The clients among `ids` whose server is not among them, nor `followed` (`run
+/// --include-daemons`: a daemon of the same kind, or of the same server, was followed), in
+/// [`CLIENTS`] order.
+pub fn outside(t: &Tracker, ids: &[ProcId], followed: &[crate::model::session::Followed]) -> Vec<Outside> {
     let mut seen: Vec<Option<(ProcId, u64)>> = vec![None; CLIENTS.len()];
-    let mut served = vec![false; CLIENTS.len()];
+    let mut served: Vec<bool> = CLIENTS
+        .iter()
+        .map(|c| followed.iter().any(|f| f.daemon.client().server == c.server))
+        .collect();
     for &id in ids {
         let Some(r) = t.get(id) else { continue };
         for a in argvs(r) {

@@ -281,13 +281,15 @@ pub enum Event {
         tgid: Pid,
     },
     /// A process that existed before tracing began (`watch -p PID` and its descendants, read
-    /// from `/proc`); its parent must come first for the link to be made.
+    /// from `/proc`; `run --include-daemons`: a daemon, or a process under it, taken in when it
+    /// started a process during the run); its parent must come first for the link to be made.
     Existing {
         /// The process.
         tgid: Pid,
         /// Its parent.
         ppid: Pid,
-        /// Fork time from `/proc` start time (tick precision).
+        /// Fork time from `/proc` start time (tick precision); for a daemon, when the run began
+        /// following it.
         start_ns: Option<u64>,
         /// What it runs.
         details: Option<ExecDetails>,
@@ -296,6 +298,9 @@ pub enum Event {
         /// from the backend (subscribed before the read, so nothing falls between) they are not
         /// applied again. `None` for a saved trace's, which has no such duplicates.
         seen_ns: Option<u64>,
+        /// A daemon whose work during the run is in the trace (`run --include-daemons`): a
+        /// node of its own, `ran in …`, not under its parent.
+        daemon: Option<crate::model::elsewhere::DaemonKind>,
     },
     /// The process outlived the traced command (`run` decides this after the command exits).
     Background {

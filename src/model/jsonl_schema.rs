@@ -52,6 +52,7 @@ keys! {
     Pid = "pid",
     Ppid = "ppid",
     PreExisting = "pre_existing",
+    Daemon = "daemon",
     Comm = "comm",
     CommBase64 = "comm_base64",
     Argv = "argv",
@@ -135,6 +136,7 @@ keys! {
     To = "to",
     ToBase64 = "to_base64",
     Files = "files",
+    Daemons = "daemons",
     FilesDropped = "files_dropped",
     FilesLost = "files_lost",
 }
@@ -490,6 +492,11 @@ pub const EVENTS: &[EventSchema] = &[
                 "`run`/`watch` with `--backend auto`: each backend tried before this one, as `name: why it was refused`, in the order tried (absent when the first one ran)",
             ),
             opt(Key::Files, Bool, "`true`: `run --files` or `watch -p --files`, the trace has `file` lines"),
+            opt(
+                Key::Daemons,
+                Json,
+                "`run --include-daemons`: the daemons found running whose new work was followed, `[{\"daemon\":\"sccache\",\"pid\":4242}]` (`daemon`: the kind, by its client's name); each is in the trace, as a `fork` line with `daemon`, only if it started a process during the run",
+            ),
             always(
                 Key::WallOffset,
                 SignedSeconds,
@@ -519,7 +526,12 @@ pub const EVENTS: &[EventSchema] = &[
             opt(
                 Key::PreExisting,
                 Bool,
-                "`true`: already running when `watch -p` started (`ts`: its start, `null` when unknown)",
+                "`true`: already running when `watch -p` started (`ts`: its start, `null` when unknown), or a process of a daemon `run --include-daemons` followed (`ts`: its start, not before the run's)",
+            ),
+            opt(
+                Key::Daemon,
+                Str,
+                "`run --include-daemons`: this process is a daemon (its kind: `sccache`, `bazel`, `buck2`, `gradle`, `docker`, `nerdctl`, `podman`), a node of its own, not under its `ppid`: what it started during the run is under it (`ts`: when the run began following it)",
             ),
             opt(Key::Comm, Str, "its name, inherited from the parent"),
             opt(Key::CommBase64, Base64, EXACT_BYTES),

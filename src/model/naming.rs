@@ -142,12 +142,23 @@ pub fn short_argv<S: AsRef<str>>(argv: &[S], redact: bool) -> String {
     }
 }
 
-/// The process's command line (see the module docs).
+/// `[ran in the sccache server]`: the one wording for a daemon's node
+/// (`run --include-daemons`): what ran under it ran in that daemon.
+fn daemon_name(r: &ProcessRecord) -> Option<String> {
+    r.daemon_node().map(|k| format!("[ran in {}]", k.client().server))
+}
+
+/// The process's command line (see the module docs); a daemon's node
+/// (`run --include-daemons`) is `[ran in the sccache server] ARGV`.
 pub fn command_line(r: &ProcessRecord, redact: bool) -> String {
-    match Identity::of(r) {
+    let s = match Identity::of(r) {
         Identity::Command(a) => quote_argv(a, redact),
         Identity::Unread { comm, .. } => unread_name(comm),
         Identity::Fork { comm } => fork_name(comm),
+    };
+    match daemon_name(r) {
+        Some(d) => format!("{d} {s}"),
+        None => s,
     }
 }
 
@@ -179,7 +190,7 @@ pub fn exec_command_line(e: &ExecRecord, comm: Option<&str>, redact: bool) -> St
 /// [`command_line`] with the program's directory left out (see the module docs).
 pub fn short_command_line(r: &ProcessRecord, redact: bool) -> String {
     match Identity::of(r) {
-        Identity::Command(a) => quote_argv(
+        Identity::Command(a) if r.daemon_node().is_none() => quote_argv(
             std::iter::once(base_name(a.first().unwrap_or_default())).chain(a.iter().skip(1)),
             redact,
         ),
@@ -227,8 +238,12 @@ pub fn script(r: &ProcessRecord) -> Option<&str> {
         .find(|w| kernel_names(comm, w))
 }
 
-/// The program a process counts under (see the module docs).
+/// The program a process counts under (see the module docs); a daemon's node is
+/// `[ran in the sccache server]`.
 pub fn program(r: &ProcessRecord) -> String {
+    if let Some(d) = daemon_name(r) {
+        return d;
+    }
     let (comm, exe) = match Identity::of(r) {
         Identity::Fork { comm } => return fork_name(comm),
         Identity::Command(a) => match a.first().filter(|a0| !a0.is_empty()) {
@@ -270,6 +285,9 @@ pub fn image_command_line(im: &Image<'_>, redact: bool) -> String {
 
 /// [`image_command_line`] with the program's directory left out, as [`short_command_line`].
 pub fn short_image_command_line(im: &Image<'_>, redact: bool) -> String {
+    if im.is_last() && im.record.daemon_node().is_some() {
+        return command_line(im.record, redact);
+    }
     match im.argv().filter(|a| !a.is_empty()) {
         Some(a) => quote_argv(
             std::iter::once(base_name(a.first().unwrap_or_default())).chain(a.iter().skip(1)),

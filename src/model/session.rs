@@ -98,6 +98,20 @@ pub struct Header {
     /// `--files`: the trace has the files each process used (`file` events).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub files: bool,
+    /// `run --include-daemons`: the daemons found running at the start whose new work was
+    /// followed (each appears in the trace, as a node `ran in …`, only if it started a process
+    /// during the run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub daemons: Vec<Followed>,
+}
+
+/// A daemon `run --include-daemons` followed: its kind and pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Followed {
+    /// What it is (by its client's name: `sccache`, `bazel`, `docker`).
+    pub daemon: crate::model::elsewhere::DaemonKind,
+    /// Its pid.
+    pub pid: i32,
 }
 
 impl Header {

@@ -187,6 +187,12 @@ pub enum Followup {
     /// apply [`Event::Ancestry`] events (oldest ancestor first), then apply the same event again.
     /// Nothing was changed by the call that asked.
     ResolveAncestry(Pid),
+    /// A process under a daemon `run --include-daemons` follows (the daemon itself, or one of
+    /// its processes that existed before the run) started a process during the run: read it
+    /// and its ancestors up to the daemon from `/proc`, apply [`Event::Existing`] events for
+    /// them (oldest first; the daemon's with its kind, starting at [`Tracker::daemons_since`]),
+    /// then apply the same event again. Nothing was changed by the call that asked.
+    TakeIn(Pid),
 }
 
 /// Counters over the whole run.
@@ -253,6 +259,15 @@ pub struct Tracker {
     threads: PidMap<Pid>,
     expected_roots: Vec<Pid>,
     roots: Vec<ProcId>,
+    /// How many of `roots`, at their end, are daemons' nodes (`run --include-daemons`): the
+    /// command's tree comes first in every output.
+    daemon_roots: usize,
+    /// The daemons `run --include-daemons` follows (their kind) and the processes under them
+    /// that existed before the run (`None`), not yet in the model: taken in when one of them
+    /// starts a process during the run ([`Followup::TakeIn`]).
+    daemons: PidMap<Option<crate::model::elsewhere::DaemonKind>>,
+    /// When the run began following daemons.
+    daemons_since: Option<u64>,
     /// The first root ever taken: its record is never swept (a run's command is read at the
     /// end: its status in the verdict, its span sent last by OTLP), retained or not.
     first_root: Option<ProcId>,
@@ -293,6 +308,9 @@ impl Tracker {
             threads: PidMap::default(),
             expected_roots: Vec::new(),
             roots: Vec::new(),
+            daemon_roots: 0,
+            daemons: PidMap::default(),
+            daemons_since: None,
             first_root: None,
             stats: TrackerStats::default(),
             to_sweep: Vec::new(),
@@ -332,6 +350,8 @@ impl Tracker {
 
     /// Adds a process that exists already (`-p PID` and its descendants, found in `/proc`).
     /// Its parent must be added first for the link to be made.
+    /// `daemon`: a daemon's node (`run --include-daemons`), a root of its own whatever its
+    /// parent.
     pub fn add_existing(
         &mut self,
         pid: Pid,
@@ -339,13 +359,27 @@ impl Tracker {
         start_ns: Option<u64>,
         details: Option<ExecDetails>,
         seen_ns: Option<u64>,
+        daemon: Option<crate::model::elsewhere::DaemonKind>,
         facts: &mut Vec<Fact>,
     ) -> ProcId {
         if let Some(seen) = seen_ns {
             self.seeded.insert(pid, seen);
         }
-        let parent = self.live.get(&ppid).copied();
+        if !self.daemons.is_empty() {
+            self.daemons.remove(&pid);
+        }
+        if daemon.is_some() {
+            if let Some(old) = self.live.get(&pid).copied() {
+                // Already in the trace (started by the command): nothing to take in.
+                return old;
+            }
+        }
+        let parent = match daemon {
+            Some(_) => None,
+            None => self.live.get(&ppid).copied(),
+        };
         let mut rec = ProcessRecord::new(pid, ppid, parent, start_ns, true);
+        rec.ran_in = daemon.or_else(|| parent.and_then(|p| self.get(p)).and_then(|p| p.ran_in));
         if let Some(d) = details {
             rec.comm = d.comm.clone();
             rec.uid = d.uid.map(|u| (u, u));
@@ -354,7 +388,14 @@ impl Tracker {
                 details: Some(d),
             });
         }
-        let id = self.insert_linked(rec, parent);
+        let id = if daemon.is_some() {
+            let id = self.insert(rec);
+            self.roots.push(id);
+            self.daemon_roots += 1;
+            id
+        } else {
+            self.insert_linked(rec, parent)
+        };
         facts.push(Fact::Fork(id));
         if self.get(id).is_some_and(|r| !r.execs.is_empty()) {
             facts.push(Fact::Exec { id, index: 0 });
@@ -400,7 +441,53 @@ impl Tracker {
 
     fn push_root(&mut self, id: ProcId) {
         self.first_root.get_or_insert(id);
-        self.roots.push(id);
+        let at = self.roots.len() - self.daemon_roots;
+        self.roots.insert(at, id);
+    }
+
+    /// Follows daemons (`run --include-daemons`) from `since` on: `servers` (each with its
+    /// kind) and `under` (the processes under them running now) are taken in when one of them
+    /// starts a process, until the command exits ([`Followup::TakeIn`]).
+    pub fn follow_daemons(
+        &mut self,
+        servers: &[(Pid, crate::model::elsewhere::DaemonKind)],
+        under: &[Pid],
+        since: u64,
+    ) {
+        self.daemons_since = Some(since);
+        for &(pid, kind) in servers {
+            self.daemons.insert(pid, Some(kind));
+        }
+        for &pid in under {
+            self.daemons.entry(pid).or_insert(None);
+        }
+    }
+
+    /// When the run began following daemons (`run --include-daemons`).
+    pub fn daemons_since(&self) -> Option<u64> {
+        self.daemons_since
+    }
+
+    /// A process `run --include-daemons` follows and has not taken in yet: `Some(Some(kind))`
+    /// for a daemon, `Some(None)` for a process under one.
+    pub fn followed(&self, pid: Pid) -> Option<Option<crate::model::elsewhere::DaemonKind>> {
+        self.daemons.get(&pid).copied()
+    }
+
+    /// Stops following `pid` (it could not be taken in: gone).
+    pub fn unfollow(&mut self, pid: Pid) {
+        self.daemons.remove(&pid);
+    }
+
+    /// Whether a daemon started a process at `ts` within the run: after following began, up
+    /// to the command's exit. What it starts after is not the run's work.
+    fn daemon_window(&self, ts: u64) -> bool {
+        let until = self
+            .first_root
+            .and_then(|id| self.get(id))
+            .and_then(|r| r.exit)
+            .map_or(u64::MAX, |x| x.ts);
+        self.daemons_since.is_none_or(|s| ts >= s) && ts <= until
     }
 
     /// Processes believed alive.
@@ -484,11 +571,22 @@ impl Tracker {
                 }
             }
         }
+        let before = self.roots.len();
+        let tail = before - self.daemon_roots;
+        let mut i = 0;
+        let mut gone_daemons = 0;
         self.roots.retain(|&id| {
-            self.slots
+            let keep = self
+                .slots
                 .get(id.idx as usize)
-                .is_some_and(|s| s.generation == id.generation && s.rec.is_some())
+                .is_some_and(|s| s.generation == id.generation && s.rec.is_some());
+            if !keep && i >= tail {
+                gone_daemons += 1;
+            }
+            i += 1;
+            keep
         });
+        self.daemon_roots -= gone_daemons;
     }
 
     fn insert(&mut self, rec: ProcessRecord) -> ProcId {
@@ -684,8 +782,9 @@ impl Tracker {
                 start_ns,
                 details,
                 seen_ns,
+                daemon,
             } => {
-                self.add_existing(tgid, ppid, start_ns, details, seen_ns, facts);
+                self.add_existing(tgid, ppid, start_ns, details, seen_ns, daemon, facts);
                 Followup::None
             }
             ev => self.apply(&ev, facts),
@@ -747,8 +846,9 @@ impl Tracker {
                 start_ns,
                 ref details,
                 seen_ns,
+                daemon,
             } => {
-                self.add_existing(tgid, ppid, start_ns, details.clone(), seen_ns, facts);
+                self.add_existing(tgid, ppid, start_ns, details.clone(), seen_ns, daemon, facts);
                 Followup::None
             }
             Event::Gone { ts, tgid } => {
@@ -823,8 +923,24 @@ impl Tracker {
         let parent = match self.live.get(&parent_tgid) {
             Some(&p) => Some(p),
             None if self.expected_roots.contains(&parent_tgid) => self.adopt_unknown(parent_tgid, 0, facts),
+            None if !self.daemons.is_empty() && self.daemons.contains_key(&parent_tgid) => {
+                if self.daemon_window(ts) {
+                    return Followup::TakeIn(parent_tgid);
+                }
+                None
+            }
             None => None,
         };
+        // A daemon's new work counts within the run only: what it (or a process of it that
+        // existed before the run) starts once the command has exited is not the run's. (A
+        // saved trace has the daemons' nodes too: the same rule replays the same.)
+        if self.daemon_roots > 0 {
+            if let Some(p) = parent.and_then(|p| self.get(p)) {
+                if p.ran_in.is_some() && (p.parent.is_none() || p.pre_existing) && !self.daemon_window(ts) {
+                    return Followup::None;
+                }
+            }
+        }
         let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
             self.expected_roots.swap_remove(i);
             true
@@ -844,10 +960,13 @@ impl Tracker {
             // The pid came round again before the old instance's exit was seen.
             self.finalize(old, ts, None, facts);
         }
-        let inherited = parent.and_then(|p| self.get(p)).and_then(|r| r.comm.clone());
+        let (inherited, ran_in) = parent
+            .and_then(|p| self.get(p))
+            .map_or((None, None), |r| (r.comm.clone(), r.ran_in));
         let parent = if is_root { None } else { parent };
         let mut rec = ProcessRecord::new(child_tgid, parent_tgid, parent, Some(ts), false);
         rec.comm = inherited;
+        rec.ran_in = if is_root { None } else { ran_in };
         let id = self.insert_linked(rec, parent);
         facts.push(Fact::Fork(id));
         Followup::None
@@ -956,6 +1075,12 @@ impl Tracker {
         if !self.seeded.is_empty() {
             self.seeded.remove(&tgid);
         }
+        if !self.daemons.is_empty() && !self.live.contains_key(&tgid) && self.daemons.remove(&tgid).is_some()
+        {
+            // A process of a followed daemon that started nothing during the run: its pid may
+            // be another's from now on.
+            return Followup::None;
+        }
         let id = match self.subject(tgid, parent_tgid, facts) {
             Ok(id) => id,
             Err(f) => return f,
@@ -982,6 +1107,7 @@ impl Tracker {
         if let Some(&parent) = self.live.get(&ppid) {
             let mut rec = ProcessRecord::new(tgid, ppid, Some(parent), start_ns, false);
             rec.comm = self.get(parent).and_then(|r| r.comm.clone());
+            rec.ran_in = self.get(parent).and_then(|r| r.ran_in);
             let id = self.insert(rec);
             self.link_child(parent, id);
             self.stats.recovered += 1;

@@ -389,7 +389,12 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             if k > 0 {
                 path.push(',');
             }
-            let label = strings.id(&s.step.label);
+            // The daemon the path went into from a client (`--include-daemons`), as the text
+            // summary shows it.
+            let label = match s.ran_in {
+                Some(d) => strings.id(&format!("[in {d}] {}", s.step.label)),
+                None => strings.id(&s.step.label),
+            };
             let _ = write!(
                 path,
                 "[{},{},{},{},{},{},{label}]",

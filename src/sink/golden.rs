@@ -127,6 +127,7 @@ fn fixed_header(name: &str, cap: &Capture, root: i32) -> Header {
         backend: Some("connector".to_string()),
         refused: Vec::new(),
         files: false,
+        daemons: Vec::new(),
     }
 }
 

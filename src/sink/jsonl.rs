@@ -194,6 +194,21 @@ impl Sink for JsonLines {
         if h.files {
             bool_field(b, Key::Files, true);
         }
+        if !h.daemons.is_empty() {
+            key(b, Key::Daemons);
+            b.push(b'[');
+            for (i, d) in h.daemons.iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                b.extend_from_slice(b"{\"daemon\":");
+                json::string(b, d.daemon.name());
+                b.extend_from_slice(b",\"pid\":");
+                b.extend_from_slice(itoa::Buffer::new().format(d.pid).as_bytes());
+                b.push(b'}');
+            }
+            b.push(b']');
+        }
         key(b, Key::WallOffset);
         let off = h.real_minus_mono;
         if off < 0 {
@@ -247,6 +262,9 @@ impl Sink for JsonLines {
                 proc_fields(b, r);
                 if r.pre_existing {
                     bool_field(b, Key::PreExisting, true);
+                }
+                if let Some(d) = r.daemon_node() {
+                    opt_str(b, Key::Daemon, Some(d.name()));
                 }
                 opt_bytes(b, Key::Comm, Key::CommBase64, r.comm.as_deref());
                 b.extend_from_slice(b"}\n");

@@ -120,6 +120,11 @@ pub fn longest_running(t: &Tracker) -> Option<(ProcId, u64)> {
     for id in t.live_ids().take(SCAN_CAP) {
         let Some(r) = t.get(id) else { continue };
         let Some(start) = r.start_ns else { continue };
+        // A daemon's node and its processes from before the run (`--include-daemons`) are not
+        // commands the run is waiting on.
+        if r.ran_in.is_some() && (r.parent.is_none() || r.pre_existing) {
+            continue;
+        }
         if best.is_some_and(|(_, b)| b <= start) {
             continue;
         }

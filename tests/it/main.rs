@@ -13,6 +13,7 @@ mod chrome_check;
 mod chrome_out;
 mod cli;
 mod creds;
+mod daemons;
 mod diff;
 mod diff_builds;
 mod ebpf;

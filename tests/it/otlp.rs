@@ -36,7 +36,7 @@ impl Receiver {
             });
         Receiver { child, port, out }
     }
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
     pub(crate) fn lines(&self) -> Vec<Value> {
@@ -51,7 +51,7 @@ impl Receiver {
     /// The process spans and regions: all but the image spans (a process of several images,
     /// which a fork that runs 10 ms before its exec under load becomes, has one per image;
     /// `replay_exports_each_image_as_a_child_span` checks them).
-    fn process_spans(&self) -> Vec<Value> {
+    pub(crate) fn process_spans(&self) -> Vec<Value> {
         self.spans()
             .into_iter()
             .filter(|s| s["attributes"]["proctrace.image.index"].is_null())

@@ -45,6 +45,7 @@ use std::sync::Arc;
 use super::lines::{Lines, Order, jsonl_key};
 use super::{Input, InputError, InputOptions, InputStats};
 use crate::model::argv::ArgvBuilder;
+use crate::model::elsewhere::DaemonKind;
 use crate::model::event::{
     Argv, Data, DataValue, Event, ExecDetails, ExitStatus, FileAccess, KernelName, Pid, Region, Usage,
 };
@@ -98,6 +99,7 @@ struct HeldExisting {
     pid: Pid,
     ppid: Pid,
     start_ns: Option<u64>,
+    daemon: Option<DaemonKind>,
 }
 
 /// Turns parsed lines into events: the little state the format needs.
@@ -170,6 +172,7 @@ impl Decoder {
                 start_ns: h.start_ns,
                 details,
                 seen_ns: None,
+                daemon: h.daemon,
             });
             if synthetic {
                 return Ok(None);
@@ -183,18 +186,31 @@ impl Decoder {
             EventName::Fork => {
                 let (p, pp) = (l.pid(K::Pid, "pid")?, l.pid(K::Ppid, "ppid")?);
                 let t = l.secs(K::Ts, "ts")?;
-                if self.run && !self.rooted {
+                let pre = flag(l.get(K::PreExisting), "pre_existing")?;
+                // A daemon's processes (`--include-daemons`) are found running, never the root.
+                if self.run && !self.rooted && !pre {
                     self.rooted = true;
                     out.push(Event::Root { tgid: p });
                     // Without a time its fork was lost: the tracker adopts it at its next event.
                     if let Some(ts) = t {
                         out.push(fork(ts, pp, p));
                     }
-                } else if flag(l.get(K::PreExisting), "pre_existing")? {
+                } else if pre {
+                    let daemon = match opt_cow(l.get(K::Daemon), "daemon")? {
+                        None => None,
+                        Some(d) => Some(DaemonKind::of_name(&d).ok_or_else(|| {
+                            format!(
+                                "unknown \"daemon\" '{}' (known: {})",
+                                crate::model::escape::text(&d),
+                                DaemonKind::names()
+                            )
+                        })?),
+                    };
                     self.held = Some(HeldExisting {
                         pid: p,
                         ppid: pp,
                         start_ns: t,
+                        daemon,
                     });
                 } else {
                     out.push(match t {
@@ -409,6 +425,7 @@ impl Decoder {
                 start_ns: h.start_ns,
                 details: None,
                 seen_ns: None,
+                daemon: h.daemon,
             });
         }
     }
@@ -523,10 +540,85 @@ fn header(l: &Line<'_>, mut base: Header) -> Res<Header> {
     base.backend = opt_string(l.get(K::Backend), "backend")?;
     base.refused = opt_strings(l.get(K::Refused), "refused", &mut Vec::new())?.unwrap_or_default();
     base.files = flag(l.get(K::Files), "files")?;
+    base.daemons = match l.get(K::Daemons) {
+        None | Some(Val::Null) => Vec::new(),
+        Some(Val::Raw(r)) if r.starts_with('[') => daemons(r)?,
+        Some(_) => return Err("\"daemons\" is not an array".into()),
+    };
     if let Some(v) = opt_string(l.get(K::Version), "version")? {
         base.tool.version = v;
     }
     Ok(base)
+}
+
+/// The `daemons` of a `start` line (checked as JSON when the line was scanned):
+/// `[{"daemon":KIND,"pid":PID}, …]`, keys in any order, other keys ignored.
+fn daemons(raw: &str) -> Res<Vec<crate::model::session::Followed>> {
+    const WHAT: &str = "\"daemons\" is a list of {\"daemon\":KIND,\"pid\":PID}";
+    let mut out = Vec::new();
+    let mut p = Scan::new(raw);
+    p.ws();
+    p.eat(b'[')?;
+    p.ws();
+    if p.peek() == Some(b']') {
+        return Ok(out);
+    }
+    loop {
+        p.ws();
+        let Val::Raw(obj) = p.value(1)? else {
+            return Err(WHAT.into());
+        };
+        let mut q = Scan::new(obj);
+        q.ws();
+        q.eat(b'{')?;
+        let (mut daemon, mut pid) = (None, None);
+        loop {
+            q.ws();
+            if q.peek() == Some(b'}') {
+                break;
+            }
+            let (k, esc) = q.string()?;
+            let k = if esc {
+                Cow::Owned(unescape(k))
+            } else {
+                Cow::Borrowed(k)
+            };
+            q.ws();
+            q.eat(b':')?;
+            q.ws();
+            let v = q.value(2)?;
+            match k.as_ref() {
+                "daemon" => {
+                    let name = need(opt_cow(Some(v), "daemon")?, "daemon")?;
+                    daemon = Some(DaemonKind::of_name(&name).ok_or_else(|| {
+                        format!(
+                            "unknown \"daemon\" '{}' (known: {})",
+                            crate::model::escape::text(&name),
+                            DaemonKind::names()
+                        )
+                    })?);
+                }
+                "pid" => pid = opt_int::<Pid>(Some(v), "pid")?,
+                _ => {}
+            }
+            q.ws();
+            match q.peek() {
+                Some(b',') => q.i += 1,
+                Some(b'}') => break,
+                _ => return Err(WHAT.into()),
+            }
+        }
+        match (daemon, pid) {
+            (Some(daemon), Some(pid)) => out.push(crate::model::session::Followed { daemon, pid }),
+            _ => return Err(WHAT.into()),
+        }
+        p.ws();
+        match p.peek() {
+            Some(b',') => p.i += 1,
+            Some(b']') => return Ok(out),
+            _ => return Err(WHAT.into()),
+        }
+    }
 }
 
 /// Whether `line` is a `start` line proctrace wrote, laid out in any way JSON allows (spaces,

@@ -67,6 +67,10 @@ pub struct ProcessRecord {
     pub gid: Option<(u32, u32)>,
     /// Became a session leader.
     pub setsid: bool,
+    /// Ran in a daemon followed by `run --include-daemons`: the daemon's node (a root:
+    /// `parent` is `None`), the processes under it that existed before the run (`pre_existing`),
+    /// and the work they started during the run.
+    pub ran_in: Option<crate::model::elsewhere::DaemonKind>,
     /// Set when the process outlived the traced command.
     pub background: Option<BackgroundRecord>,
     /// Regions the process reported about itself (Trace2), in the order they ended.
@@ -116,6 +120,7 @@ impl ProcessRecord {
             uid: None,
             gid: None,
             setsid: false,
+            ran_in: None,
             background: None,
             regions: Vec::new(),
             data: Vec::new(),
@@ -139,6 +144,11 @@ impl ProcessRecord {
     /// Still running (as far as the events say).
     pub fn is_alive(&self) -> bool {
         self.exit.is_none()
+    }
+
+    /// The node of a daemon followed by `run --include-daemons` (`ran in …`): its kind.
+    pub fn daemon_node(&self) -> Option<crate::model::elsewhere::DaemonKind> {
+        self.ran_in.filter(|_| self.parent.is_none())
     }
 
     /// Threads other than the leader known to be alive.

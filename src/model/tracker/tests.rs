@@ -460,6 +460,7 @@ fn a_fork_or_exec_already_in_what_proc_said_is_not_applied_twice() {
         start_ns: Some(5),
         details: Some(ExecDetails::default()),
         seen_ns: Some(seen),
+        daemon: None,
     };
     let mut t = tracker(Scope::Tree, true, false);
     let mut f = Vec::new();
@@ -483,4 +484,73 @@ fn a_fork_or_exec_already_in_what_proc_said_is_not_applied_twice() {
     t.apply(&exit(140, 11, 0), &mut f);
     t.apply(&fork(150, 10, 11), &mut f);
     assert_eq!(t.stats().processes, 4);
+}
+
+/// `run --include-daemons`: a followed daemon is taken in when it (or a process under it that
+/// existed before) starts a process during the run, as a node of its own after the command's
+/// tree; what it starts once the command has exited is not the run's; a followed pid that
+/// exits without starting anything is forgotten (its pid may be another's next).
+#[test]
+fn a_followed_daemon_comes_in_with_its_first_work_during_the_run() {
+    use crate::model::elsewhere::DaemonKind;
+    let sccache = DaemonKind::of_name("sccache").unwrap();
+    let existing = |tgid, ppid, start, daemon| Event::Existing {
+        tgid,
+        ppid,
+        start_ns: Some(start),
+        details: None,
+        seen_ns: None,
+        daemon,
+    };
+    let mut t = tracker(Scope::Tree, true, false);
+    let mut f = Vec::new();
+    // 50 the daemon, 51 a worker under it, 52 another process under it.
+    t.follow_daemons(&[(50, sccache)], &[51, 52], 100);
+    // Before following began: nothing.
+    assert_eq!(t.apply(&fork(90, 50, 60), &mut f), Followup::None);
+    // The daemon's first work while the command has not even forked: taken in.
+    assert_eq!(t.apply(&fork(110, 50, 61), &mut f), Followup::TakeIn(50));
+    t.apply(&existing(50, 1, 100, Some(sccache)), &mut f);
+    assert_eq!(t.apply(&fork(110, 50, 61), &mut f), Followup::None);
+    t.expect_root(10);
+    t.apply(&fork(120, 1, 10), &mut f);
+    // Work started by the worker: the worker comes in under the daemon (the engine reads the
+    // chain), then its child under it.
+    assert_eq!(t.apply(&fork(130, 51, 62), &mut f), Followup::TakeIn(51));
+    t.apply(&existing(51, 50, 100, None), &mut f);
+    t.apply(&fork(130, 51, 62), &mut f);
+    // Work's own children are work.
+    t.apply(&fork(140, 62, 63), &mut f);
+    // 52 exits without starting anything: forgotten; its pid reused by another is not followed.
+    t.apply(&exit(150, 52, 0), &mut f);
+    assert_eq!(t.apply(&fork(160, 52, 64), &mut f), Followup::None);
+    // The command exits; what the daemon and the worker start afterwards is not the run's,
+    // but the children of work started during the run still are.
+    t.apply(&exit(200, 10, 0), &mut f);
+    t.apply(&fork(210, 50, 65), &mut f);
+    t.apply(&fork(210, 51, 66), &mut f);
+    t.apply(&fork(210, 63, 67), &mut f);
+
+    let roots: Vec<&ProcessRecord> = t.roots().iter().map(|&id| t.get(id).unwrap()).collect();
+    assert_eq!(
+        roots.iter().map(|r| r.pid).collect::<Vec<_>>(),
+        [10, 50],
+        "the command first"
+    );
+    assert_eq!(t.first_root().and_then(|id| t.get(id)).map(|r| r.pid), Some(10));
+    let node = roots[1];
+    assert_eq!(node.daemon_node(), Some(sccache));
+    assert!(roots[0].daemon_node().is_none() && roots[0].ran_in.is_none());
+    let kids =
+        |r: &ProcessRecord| -> Vec<Pid> { r.children.iter().map(|&c| t.get(c).unwrap().pid).collect() };
+    assert_eq!(kids(node), [61, 51]);
+    let worker = t.get(t.lookup(51).unwrap()).unwrap();
+    assert!(worker.pre_existing && worker.ran_in == Some(sccache) && worker.daemon_node().is_none());
+    assert_eq!(kids(worker), [62]);
+    let work = t.get(t.lookup(63).unwrap()).unwrap();
+    assert_eq!(work.ran_in, Some(sccache));
+    assert_eq!(kids(work), [67]);
+    for pid in [60, 64, 65, 66] {
+        assert!(t.lookup(pid).is_none(), "{pid} is not the run's");
+    }
 }

@@ -5,9 +5,9 @@
 
 use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cause, Cost, Costs, Failure, FileReaders, FilesReport, OutsideWork, PARALLEL_FULL,
-    ParallelSpan, PathStep, ProcessFiles, Produced, ProgramStat, RegionStep, Regions, RunReport, StatusJson,
-    Step, TOP, TOP_COST, TOP_FILES,
+    Background, ByProgram, Cause, Cost, Costs, DaemonWork, Failure, FileReaders, FilesReport, OutsideWork,
+    PARALLEL_FULL, ParallelSpan, PathStep, ProcessFiles, Produced, ProgramStat, RegionStep, Regions,
+    RunReport, StatusJson, Step, TOP, TOP_COST, TOP_FILES,
 };
 use crate::model::bytes::shown;
 use crate::model::event::{Argv, Usage};
@@ -74,7 +74,17 @@ pub(super) fn first_n<T: Copy>(items: &[T], n: usize, cmp: impl Fn(&T, &T) -> st
 
 /// The children of image `i` of `r` (`ims`) on the critical path, in time order: those forked
 /// while it ran, taken backward from `end` (see the module docs).
-fn chain(t: &Tracker, r: &ProcessRecord, ims: &Images<'_>, i: usize, end: u64) -> Vec<(ProcId, u64, u64)> {
+///
+/// `served`: work a daemon did while `r`, its client, ran (`--include-daemons`), taken as
+/// children of `r`: what it waited for.
+fn chain(
+    t: &Tracker,
+    r: &ProcessRecord,
+    ims: &Images<'_>,
+    i: usize,
+    end: u64,
+    served: &[(ProcId, u64, u64)],
+) -> Vec<(ProcId, u64, u64)> {
     let mut kids: Vec<(ProcId, u64, u64)> = r
         .children
         .iter()
@@ -82,6 +92,12 @@ fn chain(t: &Tracker, r: &ProcessRecord, ims: &Images<'_>, i: usize, end: u64) -
             let (s, e) = span(t.get(c)?)?;
             (e <= end && ims.index_at(s) == i).then_some((c, s, e))
         })
+        .chain(
+            served
+                .iter()
+                .copied()
+                .filter(|&(_, s, e)| e <= end && ims.index_at(s) == i),
+        )
         .collect();
     // Latest end first; on a tie the longer one (it set the time), then the lower pid.
     kids.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
@@ -228,7 +244,9 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         // last image's program (the kernel's account is the whole process's).
         let ims = images(t, r);
         let mut i = 0;
-        for im in ims.clone() {
+        // A daemon's node is not a program the run ran (`--include-daemons`).
+        let counted = if r.daemon_node().is_some() { 0 } else { ims.total() };
+        for im in ims.clone().take(counted) {
             let name = if im.is_last() {
                 p.clone()
             } else {
@@ -247,7 +265,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             programs[i].1.total_ns = programs[i].1.total_ns.saturating_add(d);
             programs[i].1.max_ns = programs[i].1.max_ns.max(d);
         }
-        if let Some(u) = r.usage.as_deref() {
+        if let Some(u) = r.usage.as_deref().filter(|_| counted > 0) {
             let st = &mut programs[i].1;
             st.cpu_ns = Some(st.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
             st.max_rss_kib = Some(st.max_rss_kib.unwrap_or(0).max(u.max_rss_kib));
@@ -424,16 +442,34 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
     });
 
+    let daemons = daemon_work(t);
     let (critical_path, parallel) = match root_rec {
         Some(r) => {
             let start = r.start_ns.unwrap_or(h.ts);
             let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
-            critical_path_of(t, r, (start, end), redact, &step)
+            critical_path_of(t, r, (start, end), redact, &step, &daemons)
         }
         None => (Vec::new(), Vec::new()),
     };
+    let daemons_report = h
+        .daemons
+        .iter()
+        .map(|f| {
+            let node = daemons
+                .iter()
+                .find(|d| t.get(d.node).is_some_and(|r| r.pid == f.pid));
+            let (processes, cpu_ns) = node.map_or((0, None), |d| (d.processes, d.cpu_ns));
+            DaemonWork {
+                daemon: f.daemon.name(),
+                server: f.daemon.client().server,
+                pid: f.pid,
+                processes,
+                cpu_ns,
+            }
+        })
+        .collect();
 
-    let outside = crate::model::elsewhere::outside(t, &ids)
+    let outside = crate::model::elsewhere::outside(t, &ids, &h.daemons)
         .into_iter()
         .map(|o| OutsideWork {
             client: o.client.name,
@@ -468,6 +504,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         lost: sum.stats.lost,
         untraced: sum.capture.untraced,
         outside,
+        daemons: daemons_report,
         slowest,
         critical_path,
         parallel,
@@ -667,37 +704,135 @@ fn longest_job<'a>(
     Some((job, who))
 }
 
+/// A daemon's node (`run --include-daemons`) and what ran in it.
+struct Daemon {
+    node: ProcId,
+    /// Its kind.
+    kind: crate::model::elsewhere::DaemonKind,
+    /// Its work: each process it, or a process of it that existed before the run, started
+    /// during the run, with a known span (fork, exit).
+    work: Vec<(ProcId, u64, u64)>,
+    /// Processes started under it during the run.
+    processes: u64,
+    /// Their CPU, when any was measured.
+    cpu_ns: Option<u64>,
+}
+
+/// The daemons' nodes in the trace and their work.
+fn daemon_work(t: &Tracker) -> Vec<Daemon> {
+    let mut out = Vec::new();
+    for &root in t.roots() {
+        let Some(kind) = t.get(root).and_then(|r| r.daemon_node()) else {
+            continue;
+        };
+        let mut d = Daemon {
+            node: root,
+            kind,
+            work: Vec::new(),
+            processes: 0,
+            cpu_ns: None,
+        };
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            let Some(r) = t.get(id) else { continue };
+            stack.extend(r.children.iter().copied());
+            if r.pre_existing {
+                continue;
+            }
+            d.processes += 1;
+            if let Some(u) = r.usage.as_deref() {
+                d.cpu_ns = Some(d.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
+            }
+            let top = r.parent.and_then(|p| t.get(p)).is_some_and(|p| p.pre_existing);
+            if let (true, Some((s, e))) = (top, span(r)) {
+                d.work.push((id, s, e));
+            }
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// The work of the daemons serving client `r` done while it ran: what it may have waited for
+/// (`--include-daemons`), with the server's name.
+fn served(
+    t: &Tracker,
+    r: &ProcessRecord,
+    daemons: &[Daemon],
+) -> (Vec<(ProcId, u64, u64)>, Option<&'static str>) {
+    if daemons.is_empty() || r.ran_in.is_some() {
+        return (Vec::new(), None);
+    }
+    let Some(client) = r.argv().and_then(crate::model::elsewhere::client_of) else {
+        return (Vec::new(), None);
+    };
+    let Some((s, e)) = span(r) else {
+        return (Vec::new(), None);
+    };
+    let mut work = Vec::new();
+    let mut server = None;
+    for d in daemons {
+        let serves = t
+            .get(d.node)
+            .and_then(|n| n.argv())
+            .is_some_and(|a| crate::model::elsewhere::serves(a, client));
+        if !serves {
+            continue;
+        }
+        server.get_or_insert(d.kind.client().server);
+        work.extend(d.work.iter().copied().filter(|&(_, ws, we)| ws >= s && we <= e));
+    }
+    (work, server)
+}
+
 /// The critical path from `root` over `life` (see the module docs), and the stretches of it
-/// bounded by parallelism. Walks with a stack: a chain 200,000 deep does not recurse.
+/// bounded by parallelism. Walks with a stack: a chain 200,000 deep does not recurse. From a
+/// client of a daemon followed (`--include-daemons`), the path goes on into the daemon's work
+/// done while the client ran ([`served`]).
 fn critical_path_of(
     t: &Tracker,
     root: &ProcessRecord,
     life: (u64, u64),
     redact: bool,
     step: &dyn Fn(&Image<'_>, u64, u64) -> Step,
+    daemons: &[Daemon],
 ) -> (Vec<PathStep>, Vec<ParallelSpan>) {
     enum Item<'a> {
-        /// A process on the path, its life, its depth.
-        Process(&'a ProcessRecord, (u64, u64), usize),
-        /// An image on the path: it, its span, its own time on the path, its depth, and its
-        /// children's stretch of the path.
-        Image(Image<'a>, (u64, u64), u64, usize, Option<(u64, u64)>),
+        /// A process on the path, its life, its depth, the daemon it ran in when the path
+        /// went into it from a client.
+        Process(&'a ProcessRecord, (u64, u64), usize, Option<&'static str>),
+        /// An image on the path: it, its span, its own time on the path, its depth, its
+        /// children's stretch of the path, the daemon.
+        Image(
+            Image<'a>,
+            (u64, u64),
+            u64,
+            usize,
+            Option<(u64, u64)>,
+            Option<&'static str>,
+        ),
     }
     let mut path = Vec::new();
     let mut parallel = Vec::new();
-    let mut stack = vec![Item::Process(root, life, 0)];
+    let mut stack = vec![Item::Process(root, life, 0, None)];
     while let Some(item) = stack.pop() {
         match item {
-            Item::Process(r, life, depth) => {
+            Item::Process(r, life, depth, ran_in) => {
                 let ims = images(t, r);
+                let (served, server) = served(t, r, daemons);
                 for im in (0..ims.total()).rev().filter_map(|i| ims.get(i)) {
                     let (s, e) = image_span(&im, life);
-                    let kids = chain(t, r, &ims, im.index, e);
+                    let kids = chain(t, r, &ims, im.index, e, &served);
                     let covered: u64 = kids.iter().map(|k| k.2 - k.1).sum();
                     let stretch = kids.first().zip(kids.last()).map(|(a, b)| (a.1, b.2));
                     for &(c, cs, ce) in kids.iter().rev() {
                         if let Some(cr) = t.get(c) {
-                            stack.push(Item::Process(cr, (cs, ce), depth + 1));
+                            let into = if served.iter().any(|w| w.0 == c) {
+                                server
+                            } else {
+                                None
+                            };
+                            stack.push(Item::Process(cr, (cs, ce), depth + 1, into));
                         }
                     }
                     stack.push(Item::Image(
@@ -706,10 +841,11 @@ fn critical_path_of(
                         (e - s).saturating_sub(covered),
                         depth,
                         stretch,
+                        ran_in,
                     ));
                 }
             }
-            Item::Image(im, (s, e), own, depth, stretch) => {
+            Item::Image(im, (s, e), own, depth, stretch, ran_in) => {
                 if let Some((from, to)) = stretch {
                     let ims = images(t, im.record);
                     if let Some((slots, full)) = slots_full(t, im.record, &ims, im.index, from, to) {
@@ -741,6 +877,7 @@ fn critical_path_of(
                     step: step(&im, s, e - s),
                     own_ns: own,
                     depth,
+                    ran_in,
                 });
             }
         }

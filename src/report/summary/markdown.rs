@@ -97,6 +97,13 @@ pub fn render_markdown(r: &RunReport) -> String {
         }
         out.push('\n');
     }
+    if !r.daemons.is_empty() {
+        let _ = writeln!(out, "#### Work in daemons\n");
+        for d in &r.daemons {
+            let _ = writeln!(out, "- {}", super::text::daemon_words(d));
+        }
+        out.push('\n');
+    }
     if let Some(c) = &r.costs {
         let _ = writeln!(out, "#### What it cost\n");
         let _ = writeln!(out, "{}\n", cost_line(r, c));
@@ -138,12 +145,13 @@ pub fn render_markdown(r: &RunReport) -> String {
                 for s in steps {
                     let _ = writeln!(
                         out,
-                        "| {} | {} | {} | {} | {}{} |",
+                        "| {} | {} | {} | {} | {}{}{} |",
                         offset(s.step.start_ns),
                         fmt_duration(s.step.duration_ns),
                         share(s.step.duration_ns, r.wall_ns),
                         s.step.pid,
                         "&emsp;".repeat(s.depth),
+                        s.ran_in.map(|d| format!("in {d}: ")).unwrap_or_default(),
                         code(&fit(&s.step.label, MD_WIDTH))
                     );
                 }

@@ -131,6 +131,10 @@ pub struct RunReport {
     /// ([`crate::model::elsewhere`]): their server is not in the trace. Only when there were any.
     #[serde(rename = "outside_tree", skip_serializing_if = "Vec::is_empty")]
     pub outside: Vec<OutsideWork>,
+    /// The daemons `run --include-daemons` followed, and what ran in them during the run.
+    /// Only when there were any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub daemons: Vec<DaemonWork>,
     /// The longest processes (see the module docs), longest first.
     pub slowest: Vec<Step>,
     /// The critical path in order from the root: images, each followed by its children on the
@@ -231,6 +235,27 @@ pub struct OutsideWork {
     pub ran_in: &'static str,
     /// How to bring it into the trace, or see it.
     pub fix: &'static str,
+}
+
+/// A daemon `run --include-daemons` followed, and what ran in it during the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct DaemonWork {
+    /// Its kind, by its client's name (`sccache`, `bazel`, `docker`).
+    pub daemon: &'static str,
+    /// What it is (`the sccache server`).
+    pub server: &'static str,
+    /// Its process id.
+    pub pid: i32,
+    /// Processes it (or a process of it) started during the run: they are in the trace, under
+    /// its node `[ran in …]`, and count in the totals, the costs and the critical path.
+    pub processes: u64,
+    /// Their CPU (user + system), seconds, when measured.
+    #[serde(
+        rename = "cpu_s",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "json::opt_secs"
+    )]
+    pub cpu_ns: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -400,6 +425,10 @@ pub struct PathStep {
     pub own_ns: u64,
     /// 0 for the root, 1 for its children, …
     pub depth: usize,
+    /// The daemon it ran in, when the path went from a client into the daemon's work
+    /// (`run --include-daemons`: `the sccache server`); its steps below are the daemon's too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_in: Option<&'static str>,
 }
 
 /// A process on the critical path whose children on it were bounded by how many it ran at

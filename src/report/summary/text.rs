@@ -436,6 +436,25 @@ pub fn outside_words(o: &super::OutsideWork) -> String {
     )
 }
 
+/// What ran in a daemon `run --include-daemons` followed: `the sccache server (pid 7): 3
+/// processes ran in it during the run (CPU 1.2s)`.
+pub fn daemon_words(d: &super::DaemonWork) -> String {
+    let mut s = format!("{} (pid {}): ", d.server, d.pid);
+    if d.processes == 0 {
+        s.push_str("started no process during the run");
+    } else {
+        let _ = write!(
+            s,
+            "{} ran in it during the run",
+            plural(d.processes, "process", "processes")
+        );
+        if let Some(c) = d.cpu_ns {
+            let _ = write!(s, " (CPU {})", fmt_duration(c));
+        }
+    }
+    s
+}
+
 /// `45 read, 9 written, 9 created, 1 deleted, 1 renamed by 18 processes; 9 written then read by
 /// another`.
 pub(super) fn files_line(f: &super::FilesReport) -> String {
@@ -494,6 +513,9 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
     for w in &r.outside {
         let _ = writeln!(out, "{} {}", p.loss("outside the tree:"), outside_words(w));
         let _ = writeln!(out, "  {} {}", p.secondary("fix:"), w.fix);
+    }
+    for d in &r.daemons {
+        let _ = writeln!(out, "{} {}", p.emphasis("daemon:"), daemon_words(d));
     }
     let pidw = |pids: &mut dyn Iterator<Item = i32>| pids.map(|x| x.to_string().len()).max().unwrap_or(1);
     if let Some(c) = &r.costs {
@@ -699,14 +721,17 @@ fn path_text(out: &mut String, r: &RunReport, p: Paint, width: usize) {
                 .unwrap_or(0);
             for s in steps {
                 let indent = "  ".repeat(s.depth);
-                let used = ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4;
+                let into = s.ran_in.map(|d| format!("[in {d}] ")).unwrap_or_default();
+                let used =
+                    ow + dw + 5 + 2 + indent.len() + s.step.pid.to_string().len() + 4 + into.chars().count();
                 let _ = writeln!(
                     out,
-                    "  {}  {:>dw$}  {:>4}  {indent}{} {}",
+                    "  {}  {:>dw$}  {:>4}  {indent}{} {}{}",
                     p.secondary(&format!("{:>ow$}", offset(s.step.start_ns))),
                     fmt_duration(s.step.duration_ns),
                     share(s.step.duration_ns, r.wall_ns),
                     p.emphasis(&s.step.pid.to_string()),
+                    p.secondary(&into),
                     fit(&s.step.label, width.saturating_sub(used))
                 );
             }

@@ -587,6 +587,7 @@ fn processes_older_than_the_trace_start_at_the_edge() {
             start_ns: Some(t0 - 2_000_000_000),
             details: details(&["server"]),
             seen_ns: None,
+            daemon: None,
         },
         Event::Existing {
             tgid: 51,
@@ -594,6 +595,7 @@ fn processes_older_than_the_trace_start_at_the_edge() {
             start_ns: None,
             details: details(&["worker"]),
             seen_ns: None,
+            daemon: None,
         },
         Event::Exit {
             ts: t0 + 1_000_000_000,

@@ -358,7 +358,8 @@ impl<D: SpanDest> Otlp<D> {
             },
             None => {
                 let (trace, span, parent) = match self.shape {
-                    Shape::Run if self.command.is_none() => {
+                    // A daemon's node (`--include-daemons`) may come in first: not the command.
+                    Shape::Run if self.command.is_none() && r.daemon_node().is_none() => {
                         self.command = Some(id);
                         (
                             self.session_trace(),
@@ -892,6 +893,7 @@ mod tests {
             backend: None,
             refused: Vec::new(),
             files: false,
+            daemons: Vec::new(),
         };
         let mem = Memory::default();
         let mut sinks = Fanout::new();
