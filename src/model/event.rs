@@ -53,6 +53,11 @@ pub struct ExecDetails {
     /// The process's short name (`comm`): the base name of `argv[0]` when argv was read (what the
     /// kernel sets on exec), else read from `/proc/PID/comm`.
     pub comm: Option<String>,
+    /// The path the exec was given (`bprm->filename`, as the caller wrote it: `./configure` for
+    /// a script run as `/bin/sh ./configure`, relative to the caller's working directory), which
+    /// `/proc` cannot give: only the eBPF backend knows it (`None` elsewhere). Shared, as `exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<Arc<str>>,
 }
 
 /// A span of work a process reported about itself: a git Trace2 region (`region_enter` to
