@@ -969,3 +969,28 @@ fn with_usage(items: &mut Vec<Event>, usage: &mut UsageJoin, batch: &mut Vec<Eve
     }
     items.clear();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path the kernel side walked becomes the model's text as `/proc` gives it: ` (deleted)`
+    /// after a deleted one, bytes that are not UTF-8 kept; a repeated one is shared, not copied.
+    #[test]
+    fn walked_paths_read_as_proc_gives_them_and_repeats_are_shared() {
+        let mut p = Paths::default();
+        let a = p.share(b"/usr/bin/true", false);
+        assert_eq!(&*a, "/usr/bin/true");
+        assert!(Arc::ptr_eq(&a, &p.share(b"/usr/bin/true", false)));
+        assert_eq!(&*p.share(b"/tmp/gone", true), "/tmp/gone (deleted)");
+        assert_eq!(&*p.share(b"/tmp/gone", false), "/tmp/gone");
+        let odd = p.share(b"/tmp/caf\xe9", false);
+        assert_eq!(crate::model::bytes::decode(&odd).as_ref(), b"/tmp/caf\xe9");
+        // Bounded: the oldest goes once more are kept than it holds.
+        for i in 0..Paths::KEPT {
+            p.share(format!("/d{i}").as_bytes(), false);
+        }
+        assert_eq!(p.kept.len(), Paths::KEPT);
+        assert!(!Arc::ptr_eq(&a, &p.share(b"/usr/bin/true", false)));
+    }
+}

@@ -38,7 +38,8 @@ impl BackgroundState {
     }
 }
 
-/// What a process was running, read from `/proc` after an exec.
+/// What a process was running after an exec: read from `/proc` (connector, ptrace's exec stop),
+/// or copied by the eBPF programs at the exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
     /// Command line; `None` when it could not be read (the process was already gone).
