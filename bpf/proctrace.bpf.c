@@ -160,7 +160,8 @@ struct linux_binprm {
 #define PATH_CAP 4096     // an exe or cwd path's bytes at most (PATH_MAX, NUL included)
 #define NAME_CAP 256      // a path component's bytes at most (NAME_MAX, NUL included)
 // Components plus mount crossings walked at most (a deeper path is read from /proc while the
-// process lives): the verifier checks every step, so each costs start-up time (BENCHMARKS.md).
+// process lives): the verifier checks every step, so each costs start-up time (BENCHMARKS.md;
+// -DWALK_STEPS=N to try another).
 #ifndef WALK_STEPS
 #define WALK_STEPS 32
 #endif
@@ -450,8 +451,9 @@ static __always_inline void put_path(struct exec_scratch *s, __u64 at, const voi
 		// (Locals for CO-RE: a relocated access must start from a kernel type's pointer.)
 		const struct dentry *d = (const void *)w->d;
 		const struct mount *m = (const void *)w->mnt;
-		// Each test below has one way on and one way out of the loop: two ways on that
-		// join again would each be checked on their own (see SETTLE).
+		// Every test below leads out of the loop but one, a mount's root or a component:
+		// those two ways on join at the step's end, where SETTLE makes them alike (each
+		// further way on would be checked on its own, every step).
 		if (((w->d ^ self_dentry) | (w->vfsmnt ^ self_mnt)) == 0) {
 			w->state = WHOLE; // proctrace's root
 			break;
