@@ -43,7 +43,8 @@ pub enum EventLine {
         /// The process.
         tgid: Pid,
     },
-    /// `exec_details`: what the process runs after its latest exec (argv, exe, cwd, uid, comm).
+    /// `exec_details`: what the process runs after its latest exec (argv, exe, cwd, uid, comm,
+    /// and from version 4 the exec'd path, `filename`, when the backend knew it).
     ExecDetails {
         /// The process.
         tgid: Pid,
@@ -437,6 +438,26 @@ mod tests {
             e.to_string().contains(&format!("format version {}", VERSION + 1)),
             "{e}"
         );
+        // Version 4's exec'd path: read back, and absent when not known (as older versions).
+        let d = "{\"e\":\"exec_details\",\"tgid\":7,\"details\":{\"argv\":[\"/bin/sh\",\"./configure\"],\"exe\":\"/usr/bin/dash\",\"cwd\":\"/src\",\"uid\":0,\"comm\":\"sh\",\"filename\":\"./configure\"}}";
+        let Line::Event(ev) = parse_line(d.as_bytes()).unwrap() else {
+            panic!("not an event")
+        };
+        assert!(
+            matches!(&ev, Event::ExecDetails { details, .. } if details.filename.as_deref() == Some("./configure")),
+            "{ev:?}"
+        );
+        let mut out = Vec::new();
+        write_event(&mut out, &ev).unwrap();
+        assert_eq!(out.trim_ascii_end(), d.as_bytes());
+        let old = d.replace(",\"filename\":\"./configure\"", "");
+        let Line::Event(Event::ExecDetails { details, .. }) = parse_line(old.as_bytes()).unwrap() else {
+            panic!("not exec details")
+        };
+        assert_eq!(details.filename, None);
+        let mut out = Vec::new();
+        write_event(&mut out, &Event::ExecDetails { tgid: 7, details }).unwrap();
+        assert_eq!(out.trim_ascii_end(), old.as_bytes());
         // Spaces, as any JSON tool may write them.
         let spaced = "{ \"e\" : \"exec\" , \"ts\" : 5 , \"tgid\" : 7 }";
         assert!(matches!(

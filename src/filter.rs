@@ -269,6 +269,7 @@ mod tests {
                 cwd: None,
                 uid: Some(uid),
                 comm: Some(argv[0].rsplit('/').next().unwrap().chars().take(15).collect()),
+                filename: None,
             },
             &mut facts,
         );

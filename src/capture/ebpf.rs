@@ -26,9 +26,17 @@
 //! - Before it is trusted, [`EbpfBackend::open`] spawns a child of its own and must see its
 //!   exec; any failure to load, attach or see it is an `Unavailable` error (exit 69) so that
 //!   `auto` goes on to the connector.
-//! - Pids are the kernel's own (init pid namespace), as the connector's. Inside another pid
-//!   namespace those are not the numbers proctrace sees, so the backend refuses there
-//!   (Unavailable: auto goes on) rather than translating.
+//! - Pids are the ones proctrace sees: in the initial pid namespace the kernel's own, as the
+//!   connector's; inside another, the kernel side reports each task by its number in
+//!   proctrace's namespace and leaves out every process that has none there (it is outside),
+//!   so `run` and `watch` in a container see their own processes by the numbers they know.
+//!   There `/proc` must be the namespace's own (it is read by those numbers), else the backend
+//!   refuses ([`pid_namespace`]).
+//! - exe and cwd are walked in the kernel at the exec (dentries up to the root, across mounts,
+//!   as `d_path` makes `/proc/PID/exe` and `/proc/PID/cwd` for proctrace), so a process gone
+//!   before the reader looks still has them; a walk that is not whole (past 4 KiB or 64 steps)
+//!   falls back to `/proc` while the process lives. The exec'd path (`bprm->filename`) comes
+//!   with them.
 //!
 //! What it must never do: block or allocate in the kernel side beyond the ring, hand the model
 //! an exec of a process it did not see start without its details, or call a trace complete when
@@ -46,7 +54,7 @@ use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
-use self::record::Record;
+use self::record::{KernelPath, Record};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::usage_join::UsageJoin;
 use crate::model::event::{Argv, Event, ExecDetails, Pid};
@@ -123,12 +131,31 @@ fn kernel_version() -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// Whether proctrace runs in the initial pid namespace (the kernel side's pids are its own):
-/// that namespace's inode number is fixed (`PROC_PID_INIT_INO`, include/linux/proc_ns.h).
-fn in_initial_pid_ns() -> bool {
+/// proctrace's pid namespace, as the kernel side is told it (`pidns_inum`): 0 for the initial
+/// one (its inode number is fixed, `PROC_PID_INIT_INO` in include/linux/proc_ns.h: the kernel's
+/// pids are proctrace's), else its inode number (each task's number in it is reported). In
+/// another namespace `/proc` must be that namespace's: the reader reads argv's tail, exe and cwd
+/// there by those numbers.
+fn pid_namespace() -> Result<u32, String> {
     const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/ns/pid").is_ok_and(|m| m.ino() == PROC_PID_INIT_INO)
+    let ino = std::fs::metadata("/proc/self/ns/pid")
+        .map_err(|e| format!("/proc/self/ns/pid: {e}"))?
+        .ino();
+    if ino == PROC_PID_INIT_INO {
+        return Ok(0);
+    }
+    let me = std::process::id().to_string();
+    match std::fs::read_link("/proc/self") {
+        Ok(p) if p.as_os_str() == me.as_str() => {
+            u32::try_from(ino).map_err(|_| format!("the pid namespace's inode number {ino} is past 32 bits"))
+        }
+        Ok(p) => Err(format!(
+            "proctrace runs in a pid namespace of its own but /proc is another's (it calls proctrace {}, not {me}): mount this namespace's /proc (unshare --pid --fork --mount-proc)",
+            p.display()
+        )),
+        Err(e) => Err(format!("/proc/self: {e}")),
+    }
 }
 
 /// An eventfd to wake the reader with.
@@ -198,11 +225,7 @@ impl Loaded {
             }
             _ => {}
         }
-        if !in_initial_pid_ns() {
-            return Err(unavailable(
-                "proctrace runs in a pid namespace of its own (the kernel's pids are not its pids)",
-            ));
-        }
+        let pidns = pid_namespace().map_err(unavailable)?;
         let btf = kernel_btf().map_err(|e| {
             unavailable(format!(
                 "no kernel type information (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {}",
@@ -211,9 +234,12 @@ impl Loaded {
         })?;
         let cpus = aya::util::nr_cpus().map_err(|(what, e)| unavailable(format!("{what}: {e}")))?;
         let whole = u32::from(whole_system);
+        let me = std::process::id();
         let mut ebpf = EbpfLoader::new()
             .btf(Some(&btf))
             .override_global("whole_system", &whole, true)
+            .override_global("pidns_inum", &pidns, true)
+            .override_global("self_tgid", &me, true)
             .map_max_entries("scratch", cpus.max(1) as u32)
             .load(OBJECT)
             .map_err(|e| unavailable(refusal(&e)))?;
@@ -596,6 +622,8 @@ struct State {
     /// threads' records are not passed on (the taskstats join would count proctrace, never
     /// seen starting, as a process with incomplete figures).
     me: Pid,
+    /// Paths recently handed out, shared.
+    paths: Paths,
 }
 
 /// The kernel's BTF. Mapped where the kernel allows it (Linux 6.16 maps
@@ -782,7 +810,7 @@ impl State {
                 if enrich {
                     out.push(Event::ExecDetails {
                         tgid,
-                        details: details(r),
+                        details: details(r, &mut self.paths),
                     });
                 }
             }
@@ -797,16 +825,20 @@ impl State {
 }
 
 /// An exec's details: argv as the kernel side copied it (the rest from `/proc` when it was cut
-/// and the process still lives), the uid from the task, exe and cwd from `/proc` while the
-/// process lives; comm as every backend makes it (from argv[0]: the kernel's own, which names
-/// a script by the script, comes at the exit with the cost figures, as with the connector).
-fn details(r: &Record<'_>) -> ExecDetails {
+/// and the process still lives), the uid from the task, the exec'd path, exe and cwd as the
+/// kernel side walked them (from `/proc` while the process lives when a walk was not whole);
+/// comm as every backend makes it (from argv[0]: the kernel's own, which names a script by the
+/// script, comes at the exit with the cost figures, as with the connector).
+fn details(r: &Record<'_>, paths: &mut Paths) -> ExecDetails {
     let Record::Exec {
         tgid,
         creds,
         flags,
         argv_full,
         argv,
+        filename,
+        exe,
+        cwd,
         ..
     } = *r
     else {
@@ -826,8 +858,12 @@ fn details(r: &Record<'_>) -> ExecDetails {
         crate::capture::procfs::split_cmdline(argv)
     };
     let mut buf = [0u8; 4096];
-    let exe = readlink(tgid, c"exe", &mut buf).map(Arc::from);
-    let cwd = readlink(tgid, c"cwd", &mut buf).map(Arc::from);
+    let mut path = |p: KernelPath<'_>, name: &std::ffi::CStr| match p {
+        KernelPath::Whole { path, deleted } => Some(paths.share(path, deleted)),
+        KernelPath::Incomplete => readlink(tgid, name, &mut buf).map(Arc::from),
+    };
+    let exe = path(exe, c"exe");
+    let cwd = path(cwd, c"cwd");
     ExecDetails {
         comm: argv
             .as_ref()
@@ -837,6 +873,43 @@ fn details(r: &Record<'_>) -> ExecDetails {
         exe,
         cwd,
         uid: Some(creds.euid),
+        // The kernel's `bprm->filename` is never empty for an exec that ran.
+        filename: (!filename.is_empty()).then(|| paths.share(filename, false)),
+    }
+}
+
+/// The last few paths handed out (exe, cwd, filename), so that an exec of the same program in
+/// the same directory, the usual case in a loop or a build, shares them instead of allocating
+/// its own.
+#[derive(Default)]
+struct Paths {
+    /// (bytes, deleted, text), the latest first.
+    kept: Vec<(Box<[u8]>, bool, Arc<str>)>,
+}
+
+impl Paths {
+    const KEPT: usize = 8;
+
+    /// `path` as the model's text, with ` (deleted)` after it when `deleted` (as `/proc` shows
+    /// it).
+    fn share(&mut self, path: &[u8], deleted: bool) -> Arc<str> {
+        if let Some(i) = self.kept.iter().position(|k| k.1 == deleted && *k.0 == *path) {
+            self.kept[..=i].rotate_right(1);
+            return Arc::clone(&self.kept[0].2);
+        }
+        let text: Arc<str> = if deleted {
+            let mut b = Vec::with_capacity(path.len() + 10);
+            b.extend_from_slice(path);
+            b.extend_from_slice(b" (deleted)");
+            Arc::from(crate::model::bytes::encode(&b))
+        } else {
+            Arc::from(crate::model::bytes::encode(path))
+        };
+        if self.kept.len() == Self::KEPT {
+            self.kept.pop();
+        }
+        self.kept.insert(0, (Box::from(path), deleted, Arc::clone(&text)));
+        text
     }
 }
 
@@ -919,4 +992,29 @@ fn with_usage(items: &mut Vec<Event>, usage: &mut UsageJoin, batch: &mut Vec<Eve
         ));
     }
     items.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path the kernel side walked becomes the model's text as `/proc` gives it: ` (deleted)`
+    /// after a deleted one, bytes that are not UTF-8 kept; a repeated one is shared, not copied.
+    #[test]
+    fn walked_paths_read_as_proc_gives_them_and_repeats_are_shared() {
+        let mut p = Paths::default();
+        let a = p.share(b"/usr/bin/true", false);
+        assert_eq!(&*a, "/usr/bin/true");
+        assert!(Arc::ptr_eq(&a, &p.share(b"/usr/bin/true", false)));
+        assert_eq!(&*p.share(b"/tmp/gone", true), "/tmp/gone (deleted)");
+        assert_eq!(&*p.share(b"/tmp/gone", false), "/tmp/gone");
+        let odd = p.share(b"/tmp/caf\xe9", false);
+        assert_eq!(crate::model::bytes::decode(&odd).as_ref(), b"/tmp/caf\xe9");
+        // Bounded: the oldest goes once more are kept than it holds.
+        for i in 0..Paths::KEPT {
+            p.share(format!("/d{i}").as_bytes(), false);
+        }
+        assert_eq!(p.kept.len(), Paths::KEPT);
+        assert!(!Arc::ptr_eq(&a, &p.share(b"/usr/bin/true", false)));
+    }
 }

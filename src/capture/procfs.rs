@@ -69,6 +69,8 @@ fn details_from(dir: &impl sys::ProcFiles) -> ExecDetails {
         cwd,
         uid,
         comm,
+        // Not in /proc: the path the exec was given is gone once it ran.
+        filename: None,
     }
 }
 

@@ -38,7 +38,8 @@ impl BackgroundState {
     }
 }
 
-/// What a process was running, read from `/proc` after an exec.
+/// What a process was running after an exec: read from `/proc` (connector, ptrace's exec stop),
+/// or copied by the eBPF programs at the exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecDetails {
     /// Command line; `None` when it could not be read (the process was already gone).
@@ -53,6 +54,11 @@ pub struct ExecDetails {
     /// The process's short name (`comm`): the base name of `argv[0]` when argv was read (what the
     /// kernel sets on exec), else read from `/proc/PID/comm`.
     pub comm: Option<String>,
+    /// The path the exec was given (`bprm->filename`, as the caller wrote it: `./configure` for
+    /// a script run as `/bin/sh ./configure`, relative to the caller's working directory), which
+    /// `/proc` cannot give: only the eBPF backend knows it (`None` elsewhere). Shared, as `exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<Arc<str>>,
 }
 
 /// A span of work a process reported about itself: a git Trace2 region (`region_enter` to

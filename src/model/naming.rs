@@ -15,7 +15,8 @@
 //! - [`short_command_line`]: the same with the program's directory left out
 //!   (`/usr/lib/gcc/…/cc1 -quiet` → `cc1 -quiet`), for a row label where width is short.
 //! - [`program`]: the program it counts under: the script it runs by its `#!` line
-//!   ([`script`]: `/bin/sh ./psutil.sh` is `psutil.sh`, as the kernel names it), else the base
+//!   ([`script`]: `/bin/sh ./psutil.sh` is `psutil.sh`, as the kernel names it; known from the
+//!   exec'd path where the backend gives it, else from the name at exit), else the base
 //!   name of `argv[0]` of its last exec, else of its executable (without the kernel's ` (deleted)`), else its `comm`;
 //!   `[fork of COMM]` for a process that never exec'd. The span name, the slice title, the
 //!   summary's by-program key.
@@ -209,12 +210,24 @@ fn kernel_names(comm: &str, name: &str) -> bool {
 /// The base name of the script a process runs by its `#!` line, when it does: the kernel
 /// names a process by the file it exec'd (`psutil.sh`) while argv starts with the interpreter
 /// the `#!` line gave (`/bin/sh ./psutil.sh`, or `/usr/bin/env python3 ./x.py` with its one
-/// option). So a process whose kernel name is not its `argv[0]`'s but is that of `argv[1]` or
-/// `argv[2]`, given as a path, runs that script, and is named by it: a wrapper script is its script, not `sh`.
-/// `sh ./psutil.sh` typed as such is `sh` (the kernel names it `sh`). Known only from the
-/// kernel's name at exit ([`ProcessRecord::comm_at_exit`]: the exec's name is taken from
-/// `argv[0]`).
+/// option), then the path that was exec'd. So a process whose exec'd path (the eBPF backend's
+/// [`ExecDetails::filename`](crate::model::event::ExecDetails::filename)) is not `argv[0]` but
+/// is `argv[1]` or `argv[2]` runs that script, and is named by it: a wrapper script is its
+/// script, not `sh`. Without that path, the same from the kernel's name at exit
+/// ([`ProcessRecord::comm_at_exit`]: the exec's name is taken from `argv[0]`): a name that is
+/// not `argv[0]`'s but that of `argv[1]` or `argv[2]`, given as a path. `sh ./psutil.sh` typed
+/// as such is `sh` (the kernel was given `/usr/bin/sh`, and names it `sh`).
 pub fn script(r: &ProcessRecord) -> Option<&str> {
+    if let Some(d) = r.execs.last().and_then(|e| e.details.as_ref())
+        && let (Some(f), Some(a)) = (d.filename.as_deref(), d.argv.as_ref())
+    {
+        // The exec'd path says it: the kernel puts it after the interpreter (and its one
+        // option). Not a script when argv[0] is that path (a program run as itself).
+        if a.first().is_some_and(|a0| a0 != f) && a.iter().skip(1).take(2).any(|w| w == f) {
+            return Some(base_name(f));
+        }
+        return None;
+    }
     // Only a name the exit gave that the exec had not: a process that renamed itself after
     // one of its arguments (`shapes rename worker`) is not a script.
     if !r.comm_at_exit {
@@ -505,6 +518,43 @@ mod tests {
                 assert_eq!(r.comm.as_deref(), Some(at_exit));
                 assert_eq!(r.comm_at_exit, at_exec != at_exit, "{argv:?}");
             });
+        }
+    }
+
+    /// The exec'd path (eBPF) names a script from the exec on, without waiting for its exit's
+    /// name, and says when a process is no script whatever its name at exit.
+    #[test]
+    fn the_execd_path_names_scripts() {
+        let d = |argv: &[&str], filename: &str| ExecDetails {
+            argv: Some(argv.iter().copied().collect()),
+            comm: Some(base_name(argv[0]).into()),
+            filename: Some(Arc::from(filename)),
+            ..Default::default()
+        };
+        let cases: [(&[&str], &str, &str); 6] = [
+            (
+                &["/bin/sh", "./configure", "--prefix=/usr"],
+                "./configure",
+                "configure",
+            ),
+            (&["/usr/bin/env", "python3", "./x.py"], "./x.py", "x.py"),
+            // Past 15 bytes: the whole name (the kernel's comm would be cut).
+            (
+                &["/bin/bash", "./configure-helper.sh"],
+                "./configure-helper.sh",
+                "configure-helper.sh",
+            ),
+            // Typed as `sh ./x.sh`: the kernel was given sh itself.
+            (&["sh", "./x.sh"], "/usr/bin/sh", "sh"),
+            // A program run as itself.
+            (&["/usr/bin/cc", "-c", "a.c"], "/usr/bin/cc", "cc"),
+            // argv[0] set to something else (`exec -a`): still not a script.
+            (&["worker", "./x.sh"], "/usr/bin/python3", "worker"),
+        ];
+        for (argv, filename, want) in cases {
+            let mut ev = vec![fork(0, 0, 1)];
+            ev.extend(exec(1, 1, d(argv, filename)));
+            one(&ev, |r| assert_eq!(program(r), want, "{argv:?} {filename}"));
         }
     }
 

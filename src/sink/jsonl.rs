@@ -279,6 +279,12 @@ impl Sink for JsonLines {
                 proc_fields(b, r);
                 let d = e.details.as_ref();
                 argv_field(b, d.and_then(|d| d.argv.as_ref()), self.redact);
+                opt_bytes(
+                    b,
+                    Key::Filename,
+                    Key::FilenameBase64,
+                    d.and_then(|d| d.filename.as_deref()),
+                );
                 opt_bytes(b, Key::Exe, Key::ExeBase64, d.and_then(|d| d.exe.as_deref()));
                 opt_bytes(b, Key::Cwd, Key::CwdBase64, d.and_then(|d| d.cwd.as_deref()));
                 if let Some(u) = d.and_then(|d| d.uid) {

@@ -24,6 +24,11 @@ fn replay_equals_the_live_run_byte_for_byte(backend: &str) {
         "{}",
         stderr(&out)
     );
+    // eBPF's execs say the path exec'd, which the replay must say again.
+    if backend == "ebpf" {
+        let execs: Vec<_> = live.iter().filter(|l| l["event"] == "exec").collect();
+        assert!(execs.iter().all(|e| e["filename"].is_string()), "{execs:?}");
+    }
     let live_file = std::fs::read_to_string(live_file).unwrap();
     let replayed_file = tmp("replayed.jsonl");
     let replayed_t2 = tmp("replayed.t2.json");

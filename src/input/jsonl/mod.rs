@@ -444,6 +444,9 @@ fn exec_details(l: &Line<'_>, argv: &mut ArgvBuilder, paths: &mut Paths) -> Res<
     let exact = l.exact();
     Ok(ExecDetails {
         argv: l.argv(argv, exact)?,
+        filename: l
+            .bytes_text(K::Filename, K::FilenameBase64, "filename", exact)?
+            .map(|p| paths.share(&p)),
         exe: l
             .bytes_text(K::Exe, K::ExeBase64, "exe", exact)?
             .map(|p| paths.share(&p)),
