@@ -29,7 +29,7 @@ fn of(dir: &str, name: &str) -> (Value, String) {
 fn the_failing_make_has_every_process_its_outcomes_and_its_cause() {
     let (d, page) = of("builds", "make-fails");
     assert_eq!(d["format"], "proctrace-html");
-    assert_eq!(d["version"], 1);
+    assert_eq!(d["version"], 2);
     let procs = d["procs"].as_array().unwrap();
     assert_eq!(procs.len() as u64, d["run"]["processes"].as_u64().unwrap());
     assert_eq!(procs.len(), 24);
