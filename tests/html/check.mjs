@@ -254,7 +254,9 @@ try {
               rel: [...tr.cells[3].querySelectorAll('a.plink')].map((a) => Number(a.dataset.proc)),
             }));
           }
-          return { head: (document.querySelector('#detail .detail-files') || {}).textContent, text: document.getElementById('detail').innerText, lists };
+          // the files graph's boxes: the processes it links, left (producers) then right (consumers)
+          const graph = [...document.querySelectorAll('#detail svg.files-graph .gbox[data-proc]')].map((g) => Number(g.dataset.proc));
+          return { head: (document.querySelector('#detail .detail-files') || {}).textContent, text: document.getElementById('detail').innerText, lists, graph };
         });
         if (opts.select) {
           // the process whose label contains the text, shown as a table's click shows it, hovered

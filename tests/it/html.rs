@@ -1230,6 +1230,8 @@ fn files_in_a_browser() {
     assert!(by(&e).starts_with("as "), "{e}");
     let w = sp.iter().find(|w| w["path"] == obj.as_str()).unwrap();
     assert_eq!(pids(&e["rel"]), *w["consumers"].as_array().unwrap(), "{e} vs {w}");
+    // Its files graph: nothing it read came from outside it; its object went to the link.
+    assert_eq!(c["graph"], e["rel"], "{c}");
     // Its cc1's reads in the panel are the summary's count for it.
     let cc1 = list("read")
         .iter()

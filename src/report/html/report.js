@@ -789,6 +789,81 @@
       line(a ? 'writes' : 'reads', l.slice(0, 4).join(', ') + (l.length > 4 ? ', \u2026 (' + fmtInt(l.length) + ')' : ''));
     });
   }
+  // The files graph of the selected process (buildprof's "produced by / consumed by", around
+  // one process): the processes outside its subtree that wrote what it (or what it ran) read
+  // afterwards, on the left; those that read what it wrote, on the right; each edge named by
+  // the files (an SVG of text nodes and shapes, drawn only for the selection: it stays readable
+  // on a big build).
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text;
+    return e;
+  }
+  function baseName(p) { var j = p.lastIndexOf('/'); return j >= 0 ? p.slice(j + 1) : p; }
+  function filesGraph(i, groups) {
+    var inside = function (j) { return j >= i && j < subEnd[i]; };
+    var ups = new Map(), downs = new Map();
+    function add(m, j, k) { var s = m.get(j); if (!s) m.set(j, s = new Set()); s.add(k); }
+    groups[0].forEach(function (g) {
+      var pr = producedOf.get(g[1].path);
+      if (pr && pr[2].indexOf(g[0]) >= 0) pr[1].forEach(function (w) { if (!inside(w)) add(ups, w, g[1].path); });
+    });
+    groups[1].forEach(function (g) {
+      var pr = producedOf.get(g[1].path);
+      if (pr) pr[2].forEach(function (c) { if (!inside(c)) add(downs, c, g[1].path); });
+    });
+    if (!ups.size && !downs.size) return null;
+    var MAXN = 8, BW = 300, BH = 30, GAP = 14, W0 = 1200;
+    var left = Array.from(ups.entries()), right = Array.from(downs.entries());
+    var rowsN = Math.max(1, Math.min(MAXN + 1, Math.max(left.length, right.length)));
+    var H0 = rowsN * (BH + GAP) + GAP;
+    var root = svg('svg', { viewBox: '0 0 ' + W0 + ' ' + H0, width: '100%', class: 'files-graph', role: 'img' });
+    root.setAttribute('aria-label', 'Files graph: ' + left.length + ' producers of what it read, ' + right.length + ' consumers of what it wrote');
+    var cx = (W0 - BW) / 2, cy = (H0 - BH) / 2;
+    function box(x, y, text, j, cls) {
+      var g = svg('g', { class: 'gbox ' + (cls || '') });
+      var r = svg('rect', { x: x, y: y, width: BW, height: BH, rx: 4 });
+      g.appendChild(r);
+      var t = svg('text', { x: x + 8, y: y + BH / 2 + 4 }, text);
+      g.appendChild(t);
+      if (j != null) {
+        g.appendChild(svg('title', {}, label(j) + ' (pid ' + P[j][0] + ')'));
+        g.dataset.proc = String(j);
+        g.addEventListener('click', function () { select(j); });
+      }
+      root.appendChild(g);
+    }
+    function side(list, x, toCenter) {
+      var n = Math.min(list.length, MAXN), total = list.length > MAXN ? n + 1 : n;
+      var y0 = (H0 - (total * (BH + GAP) - GAP)) / 2;
+      list.slice(0, n).forEach(function (e, k) {
+        var y = y0 + k * (BH + GAP), files = Array.from(e[1]).map(function (p) { return baseName(str(p)); });
+        var x1 = toCenter ? x + BW : cx + BW, y1 = toCenter ? y + BH / 2 : cy + BH / 2;
+        var x2 = toCenter ? cx : x, y2 = toCenter ? cy + BH / 2 : y + BH / 2;
+        var mx = (x1 + x2) / 2;
+        root.appendChild(svg('path', { d: 'M' + x1 + ' ' + y1 + ' C' + mx + ' ' + y1 + ' ' + mx + ' ' + y2 + ' ' + x2 + ' ' + y2, class: 'gedge', 'marker-end': 'url(#arrow)' }));
+        var lab = files.slice(0, 2).join(', ') + (files.length > 2 ? ' +' + (files.length - 2) : '');
+        var lx = toCenter ? x + BW + 6 : x - 6;
+        root.appendChild(svg('text', { x: lx, y: y + BH / 2 - 6, class: 'glabel', 'text-anchor': toCenter ? 'start' : 'end' }, lab));
+        box(x, y, fitText(rowLabel(e[0]), 40), e[0]);
+      });
+      if (list.length > MAXN) box(x, y0 + n * (BH + GAP), '\u2026 ' + fmtInt(list.length - MAXN) + ' more (listed below)', null, 'gmore');
+    }
+    var defs = svg('defs', {}), m = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
+    m.appendChild(svg('path', { d: 'M0 0 L10 5 L0 10 z', class: 'garrow' }));
+    defs.appendChild(m); root.appendChild(defs);
+    side(left, 0, true);
+    side(right, W0 - BW, false);
+    box(cx, cy, fitText(rowLabel(i), 40), null, 'gself');
+    var wrapEl = el('div', 'graph-wrap');
+    wrapEl.appendChild(el('h3', null, 'Produced by \u2192 this \u2192 consumed by'));
+    wrapEl.appendChild(root);
+    return wrapEl;
+  }
+  // text cut to n characters with an ellipsis (the SVG has no text-overflow)
+  function fitText(t, n) { return t.length > n ? t.slice(0, n - 1) + '\u2026' : t; }
   // the panel: what the tooltip says, then the files it and the processes it ran used, by
   // access, each read file with its producer, each written file with its consumers
   function showDetail(i) {
@@ -819,6 +894,8 @@
     head.textContent = 'Files: it reads ' + fmtInt(own[0]) + ' and writes ' + fmtInt(own[1]) +
       (subUsers[i] ? '; with the ' + fmtInt(subUsers[i]) + (subUsers[i] === 1 ? ' process' : ' processes') + ' it ran that used files, ' + fmtInt(totals[0]) + ' reads and ' + fmtInt(totals[1]) + ' writes in all' : '') + '.';
     detail.appendChild(head);
+    var graph = filesGraph(i, groups);
+    if (graph) detail.appendChild(graph);
     var titles = ['Read', 'Written', 'Created, renamed, deleted'];
     groups.forEach(function (g, k) {
       if (!g.length) return;
