@@ -1030,12 +1030,23 @@ fn files_in_a_browser() {
             .unwrap();
         assert!(st.success(), "make {args:?}");
     };
+    // The link step also runs `sh step.sh`: in the old run it writes a plain file and reads it
+    // back, in the new one it writes a file whose name holds markup, a newline, an escape and
+    // the byte 0xff, which cat then reads.
+    let step = format!("{dir}/step.sh");
+    std::fs::write(&step, "echo x > plain.txt\nread x < plain.txt\n").unwrap();
+    let mk = std::fs::read_to_string(format!("{dir}/Makefile")).unwrap();
+    assert!(mk.contains("\tcc -o $@ $^\n"), "{mk}");
+    std::fs::write(
+        format!("{dir}/Makefile"),
+        mk.replace("\tcc -o $@ $^\n", "\tcc -o $@ $^\n\tsh step.sh\n"),
+    )
+    .unwrap();
     let old = tmp("files-old.jsonl");
     let o = run_files(&dir, &old, &[], &["make", "-j2", "-s"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     make(&["-s", "clean"]);
-    // The new run: f3.c also includes extra.h, and the link step writes and then reads a file
-    // whose name holds markup, a newline, an escape and the byte 0xff.
+    // The new run: f3.c also includes extra.h, and the hostile name.
     std::fs::write(format!("{dir}/extra.h"), "#define EXTRA 1\n").unwrap();
     std::fs::write(
         format!("{dir}/f3.c"),
@@ -1043,15 +1054,8 @@ fn files_in_a_browser() {
     )
     .unwrap();
     std::fs::write(
-        format!("{dir}/hostile.sh"),
+        &step,
         "d='h<script>alert(1)<'\nmkdir -p \"$d\"\nf=\"$d/$(printf 'script>\\n\\033[31mred\\377.txt')\"\necho x > \"$f\"\ncat \"$f\" >/dev/null\n",
-    )
-    .unwrap();
-    let mk = std::fs::read_to_string(format!("{dir}/Makefile")).unwrap();
-    assert!(mk.contains("\tcc -o $@ $^\n"), "{mk}");
-    std::fs::write(
-        format!("{dir}/Makefile"),
-        mk.replace("\tcc -o $@ $^\n", "\tcc -o $@ $^\n\tsh hostile.sh\n"),
     )
     .unwrap();
     let (new, page, summary) = (
@@ -1113,7 +1117,7 @@ fn files_in_a_browser() {
         .iter()
         .find(|x| string(&data, &x[0]) == hostile)
         .unwrap_or_else(|| panic!("{hostile:?} produced: {sf}"));
-    assert!(label(h[1][0].as_u64().unwrap()).starts_with("sh "), "{h}");
+    assert_eq!(label(h[1][0].as_u64().unwrap()), "sh step.sh", "{h}");
     assert!(label(h[2][0].as_u64().unwrap()).starts_with("cat "), "{h}");
 
     let got = check(
@@ -1309,4 +1313,19 @@ fn files_in_a_browser() {
         "{paths}"
     );
     assert_eq!(cell_v(&f3["newly_read_count"]), 1, "{f3:?}");
+    // `sh step.sh` newly writes the hostile name, no longer the plain one: as text.
+    let sh = rows
+        .iter()
+        .find(|row| row["command"]["t"] == "sh step.sh")
+        .unwrap_or_else(|| panic!("sh step.sh: {rows:?}"));
+    let paths = sh["paths"]["t"].as_str().unwrap();
+    assert!(
+        paths.contains("+ wrote ") && paths.contains("h<script>alert(1)</script>\\n\\e[31mred\\xff.txt"),
+        "{paths}"
+    );
+    assert!(
+        paths.contains("− wrote ") && paths.contains("/plain.txt"),
+        "{paths}"
+    );
+    assert!(!dr["text"].as_str().unwrap().contains('\u{1b}'));
 }
