@@ -2,9 +2,10 @@
 //! JavaScript (`src/report/html/`, embedded with `include_str!`) and the run's data, in one file
 //! that opens offline (docs/html-report.md).
 //!
-//! This side only serialises the data (version 1 of the contract in docs/html-report.md: the
+//! This side only serialises the data (version 2 of the contract in docs/html-report.md: the
 //! processes in tree order with their images, outcomes and costs; the critical path and its
-//! stretches bounded by job slots; the causes; Trace2 regions) and fills the template; the page
+//! stretches bounded by job slots; the causes; Trace2 regions; with `--files`, each process's
+//! file uses and the summary's most-read and produced lists) and fills the template; the page
 //! draws and computes everything else. Text people read is the escaped text of every other
 //! output (`naming.rs`), interned once (`strings`), so a 10,000-process build's page stays
 //! proportionate to its JSON Lines.
@@ -229,7 +230,7 @@ fn html_text(s: &str) -> String {
     crate::report::svg::xml_escape(s)
 }
 
-/// The data object (docs/html-report.md, version 1).
+/// The data object (docs/html-report.md, version 2).
 pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: bool) -> String {
     let (origin, wall) = summary::wall(h, t, sum);
     let verdict = Failures::of(t, &h.mode, sum);

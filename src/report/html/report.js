@@ -135,6 +135,13 @@
     (F.uses || []).forEach(function (u) { if (u[0] >= 0 && u[0] < N) fileRow.set(u[0], u); });
     (F.produced || []).forEach(function (x) { producedOf.set(x[0], x); });
   }
+  // whether process j is one of a produced file's consumers (a set made the first time asked:
+  // a generated header can have thousands)
+  function consumed(pr, j) {
+    if (pr[2].length < 8) return pr[2].indexOf(j) >= 0;
+    if (!pr.cs) pr.cs = new Set(pr[2]);
+    return pr.cs.has(j);
+  }
   var useCache = new Map();
   // process i's file uses, in the order first seen: [{ a: access, t: µs, path: string index, to }]
   function usesOf(i) {
@@ -802,18 +809,20 @@
     return e;
   }
   function baseName(p) { var j = p.lastIndexOf('/'); return j >= 0 ? p.slice(j + 1) : p; }
-  function filesGraph(i, groups) {
+  function filesGraph(i) {
     var inside = function (j) { return j >= i && j < subEnd[i]; };
     var ups = new Map(), downs = new Map();
     function add(m, j, k) { var s = m.get(j); if (!s) m.set(j, s = new Set()); s.add(k); }
-    groups[0].forEach(function (g) {
-      var pr = producedOf.get(g[1].path);
-      if (pr && pr[2].indexOf(g[0]) >= 0) pr[1].forEach(function (w) { if (!inside(w)) add(ups, w, g[1].path); });
-    });
-    groups[1].forEach(function (g) {
-      var pr = producedOf.get(g[1].path);
-      if (pr) pr[2].forEach(function (c) { if (!inside(c)) add(downs, c, g[1].path); });
-    });
+    // every use of the subtree (not only those the panel lists)
+    for (var j = i; j < subEnd[i]; j++) {
+      var u = fileRow.get(j);
+      if (u) for (var q = 1; q + 2 < u.length; q += u[q] === 3 ? 4 : 3) {
+        var a = u[q], k = u[q + 2], pr = a < 2 ? producedOf.get(k) : null;
+        if (!pr) continue;
+        if (a === 0 && consumed(pr, j)) pr[1].forEach(function (w) { if (!inside(w)) add(ups, w, k); });
+        else if (a === 1) pr[2].forEach(function (c) { if (!inside(c)) add(downs, c, k); });
+      }
+    }
     if (!ups.size && !downs.size) return null;
     var MAXN = 8, BW = 300, BH = 30, GAP = 14, W0 = 1200;
     var left = Array.from(ups.entries()), right = Array.from(downs.entries());
@@ -894,7 +903,7 @@
     head.textContent = 'Files: it reads ' + fmtInt(own[0]) + ' and writes ' + fmtInt(own[1]) +
       (subUsers[i] ? '; with the ' + fmtInt(subUsers[i]) + (subUsers[i] === 1 ? ' process' : ' processes') + ' it ran that used files, ' + fmtInt(totals[0]) + ' reads and ' + fmtInt(totals[1]) + ' writes in all' : '') + '.';
     detail.appendChild(head);
-    var graph = filesGraph(i, groups);
+    var graph = filesGraph(i);
     if (graph) detail.appendChild(graph);
     var titles = ['Read', 'Written', 'Created, renamed, deleted'];
     groups.forEach(function (g, k) {
@@ -919,7 +928,7 @@
           tr.appendChild(by);
           var rel = el('td', 'cmd'), pr = producedOf.get(x.path);
           // a read of a file another process wrote before: its producers (the summary's rule)
-          if (k === 0) procLinks(rel, pr && pr[2].indexOf(j) >= 0 ? pr[1] : []);
+          if (k === 0) procLinks(rel, pr && consumed(pr, j) ? pr[1] : []);
           else if (k === 1) procLinks(rel, pr ? pr[2] : []);
           else { rel.textContent = ACCESS[x.a]; if (x.a === 3) { rel.textContent += ' to '; rel.appendChild(fileLink(x.to)); } }
           tr.appendChild(rel);
