@@ -824,19 +824,20 @@
       }
     }
     if (!ups.size && !downs.size) return null;
-    var MAXN = 8, BW = 300, BH = 30, GAP = 14, W0 = 1200;
+    var MAXN = 8, BW = 300, BH = 38, GAP = 12, W0 = 1200;
     var left = Array.from(ups.entries()), right = Array.from(downs.entries());
     var rowsN = Math.max(1, Math.min(MAXN + 1, Math.max(left.length, right.length)));
     var H0 = rowsN * (BH + GAP) + GAP;
     var root = svg('svg', { viewBox: '0 0 ' + W0 + ' ' + H0, width: '100%', class: 'files-graph', role: 'img' });
     root.setAttribute('aria-label', 'Files graph: ' + left.length + ' producers of what it read, ' + right.length + ' consumers of what it wrote');
     var cx = (W0 - BW) / 2, cy = (H0 - BH) / 2;
-    function box(x, y, text, j, cls) {
+    // a box: the process's label and, under it, the files of its edge
+    function box(x, y, text, j, cls, files) {
       var g = svg('g', { class: 'gbox ' + (cls || '') });
       var r = svg('rect', { x: x, y: y, width: BW, height: BH, rx: 4 });
       g.appendChild(r);
-      var t = svg('text', { x: x + 8, y: y + BH / 2 + 4 }, text);
-      g.appendChild(t);
+      g.appendChild(svg('text', { x: x + 8, y: files ? y + 15 : y + BH / 2 + 4 }, text));
+      if (files) g.appendChild(svg('text', { x: x + 8, y: y + 31, class: 'glabel' }, files));
       if (j != null) {
         g.appendChild(svg('title', {}, label(j) + ' (pid ' + P[j][0] + ')'));
         g.dataset.proc = String(j);
@@ -853,10 +854,8 @@
         var x2 = toCenter ? cx : x, y2 = toCenter ? cy + BH / 2 : y + BH / 2;
         var mx = (x1 + x2) / 2;
         root.appendChild(svg('path', { d: 'M' + x1 + ' ' + y1 + ' C' + mx + ' ' + y1 + ' ' + mx + ' ' + y2 + ' ' + x2 + ' ' + y2, class: 'gedge', 'marker-end': 'url(#arrow)' }));
-        var lab = files.slice(0, 2).join(', ') + (files.length > 2 ? ' +' + (files.length - 2) : '');
-        var lx = toCenter ? x + BW + 6 : x - 6;
-        root.appendChild(svg('text', { x: lx, y: y + BH / 2 - 6, class: 'glabel', 'text-anchor': toCenter ? 'start' : 'end' }, lab));
-        box(x, y, fitText(rowLabel(e[0]), 40), e[0]);
+        var lab = (toCenter ? 'wrote ' : 'read ') + fitText(files.slice(0, 3).join(', '), 32) + (files.length > 3 ? ' +' + (files.length - 3) : '');
+        box(x, y, fitText(rowLabel(e[0]), 40), e[0], null, lab);
       });
       if (list.length > MAXN) box(x, y0 + n * (BH + GAP), '\u2026 ' + fmtInt(list.length - MAXN) + ' more (listed below)', null, 'gmore');
     }
