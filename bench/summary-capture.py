@@ -5,11 +5,18 @@
 #     "proctrace replay /tmp/100k.jsonl --tree none --summary-json s.json --summary-md /dev/null"
 # 100k processes: make (root) with 25k jobs in 4 slots, each `cc -c fN.c` forking cc1 then as (+ a fork).
 # An optional second argument is the number of jobs (tests/it/html.rs: 2500, 10 001 processes).
+# `--files` (after them) adds what `run --files` records of such a build (bench/html-scale FILES=1):
+# each cc1 reads its source, two of the project's headers and 20 system headers and writes its
+# `.s`, which the driver created and deletes and `as` reads; `as` creates and writes the `.o`;
+# a final `ld` reads every `.o` and writes `prog` (about 7.5 uses per process).
 import json, sys
+files = '--files' in sys.argv
+args = [a for a in sys.argv[1:] if a != '--files']
+sys.argv = [sys.argv[0]] + args
 out = open(sys.argv[1], 'w')
 w = lambda o: out.write(json.dumps(o, separators=(',', ':')) + '\n')
 root = 1000
-w({"e":"header","header":{"mode":{"run":{"argv":["make","-j4"]}},"ts":0,"real_minus_mono":0,"tool":{"pid":1,"argv":["proctrace"],"version":"0","parent_sid":None},"backend":"connector"}})
+w({"e":"header","header":{"mode":{"run":{"argv":["make","-j4"]}},"ts":0,"real_minus_mono":0,"tool":{"pid":1,"argv":["proctrace"],"version":"0","parent_sid":None},"backend":"connector","files":files}})
 w({"e":"root","tgid":root})
 w({"e":"fork","ts":1000,"parent_tgid":1,"child_pid":root,"child_tgid":root})
 w({"e":"exec","ts":2000,"tgid":root})
@@ -32,8 +39,25 @@ for j in range(int(sys.argv[2]) if len(sys.argv) > 2 else 25000):
     events += proc(t+d-290_000, cc, cc+2, ["as","--64","-o",f"f{j}.o",f"/tmp/cc{j}.s"], 200_000)
     events += [(t+d-50_000, {"e":"fork","ts":t+d-50_000,"parent_tgid":cc,"child_pid":cc+3,"child_tgid":cc+3}),
                (t+d-40_000, {"e":"exit","ts":t+d-40_000,"pid":cc+3,"tgid":cc+3,"status":0,"parent_tgid":cc})]
+    if files:
+        def use(ts, p, access, path): events.append((ts, {"e":"file","ts":ts,"tgid":p,"access":access,"path":path}))
+        s_ = f"/tmp/cc{j}.s"
+        use(t+150, cc, "create", s_); use(t+160, cc, "write", s_)
+        c1 = t + 1000
+        for k, path in enumerate([f"/src/f{j}.c", "/src/common.h", f"/src/d{j % 50}/h.h"] + [f"/usr/include/sys{k}.h" for k in range(20)]):
+            use(c1 + k * 10, cc+1, "read", path)
+        use(t+d-310_000, cc+1, "write", s_)
+        use(t+d-280_000, cc+2, "read", s_)
+        use(t+d-100_000, cc+2, "create", f"/src/f{j}.o"); use(t+d-95_000, cc+2, "write", f"/src/f{j}.o")
+        use(t+d-60_000, cc, "delete", s_)
     slot_t[s] = t + d + 1000
+end = max(slot_t) + 5000
+if files:
+    ld = pid; t = max(slot_t) + 100
+    events += proc(t, root, ld, ["ld", "-o", "prog"], 3000)
+    events += [(t+200+j, {"e":"file","ts":t+200+j,"tgid":ld,"access":"read","path":f"/src/f{j}.o"}) for j in range(int(sys.argv[2]) if len(sys.argv) > 2 else 25000)]
+    events.append((t+2900, {"e":"file","ts":t+2900,"tgid":ld,"access":"write","path":"/src/prog"}))
+    end = t + 5000
 events.sort(key=lambda e: e[0])
 for _, e in events: w(e)
-end = max(slot_t) + 5000
 w({"e":"exit","ts":end,"pid":root,"tgid":root,"status":0,"parent_tgid":1})

@@ -2,9 +2,10 @@
 //! JavaScript (`src/report/html/`, embedded with `include_str!`) and the run's data, in one file
 //! that opens offline (docs/html-report.md).
 //!
-//! This side only serialises the data (version 1 of the contract in docs/html-report.md: the
+//! This side only serialises the data (version 2 of the contract in docs/html-report.md: the
 //! processes in tree order with their images, outcomes and costs; the critical path and its
-//! stretches bounded by job slots; the causes; Trace2 regions) and fills the template; the page
+//! stretches bounded by job slots; the causes; Trace2 regions; with `--files`, each process's
+//! file uses and the summary's most-read and produced lists) and fills the template; the page
 //! draws and computes everything else. Text people read is the escaped text of every other
 //! output (`naming.rs`), interned once (`strings`), so a 10,000-process build's page stays
 //! proportionate to its JSON Lines.
@@ -50,7 +51,7 @@ const SCRIPT: &str = concat!(
 const ROW_LABEL: usize = 40;
 
 /// The data's version (docs/html-report.md).
-pub const DATA_VERSION: u32 = 1;
+pub const DATA_VERSION: u32 = 2;
 
 /// The registry's declaration.
 pub const OUTPUT: crate::output::OutputSpec = crate::output::OutputSpec {
@@ -229,7 +230,7 @@ fn html_text(s: &str) -> String {
     crate::report::svg::xml_escape(s)
 }
 
-/// The data object (docs/html-report.md, version 1).
+/// The data object (docs/html-report.md, version 2).
 pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: bool) -> String {
     let (origin, wall) = summary::wall(h, t, sum);
     let verdict = Failures::of(t, &h.mode, sum);
@@ -526,6 +527,9 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
         }
     }
 
+    let files =
+        (h.files || t.stats().files > 0).then(|| files_data(t, &ids, &index, &mut strings, origin, sum));
+
     // The header.
     // The command: `run`'s, else (`watch -p`, a saved trace) the designated root's, whose exit
     // is then the run's status.
@@ -589,9 +593,110 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
     }
     let _ = write!(
         out,
-        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}],\"slow\":[{slow}],\"programs\":[{programs}],\"cost_labels\":[{cost_labels}]}}",
+        "],\"procs\":[{procs}],\"images\":[{ims}],\"path\":[{path}],\"parallel\":[{parallel}],\"causes\":[{}],\"regions\":[{regions}],\"slow\":[{slow}],\"programs\":[{programs}],\"cost_labels\":[{cost_labels}]",
         causes.join(",")
     );
+    if let Some(f) = files {
+        out.push_str(",\"files\":");
+        out.push_str(&f);
+    }
+    out.push('}');
+    out
+}
+
+/// The data's `files` (docs/html-report.md): what the summary's files report counts, each
+/// process's uses (path, access, first time), every file read with its readers in the summary's
+/// order, and each file written then read by another with its producers and consumers (the
+/// summary's `produced`, by record). Paths are interned as people read them (`\n`, `\xff`).
+fn files_data(
+    t: &Tracker,
+    ids: &[ProcId],
+    index: &HashMap<ProcId, usize>,
+    strings: &mut Strings,
+    origin: u64,
+    sum: &Summary,
+) -> String {
+    use crate::model::escape::text;
+    let x = summary::FileIndex::of(t, ids);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{{\"processes\":{},\"read\":{},\"written\":{},\"created\":{},\"deleted\":{},\"renamed\":{},\"lost\":{},\"dropped\":{},\"uses\":[",
+        x.processes,
+        x.count(|p| !p.readers.is_empty()),
+        x.count(|p| !p.writers.is_empty()),
+        x.count(|p| p.created),
+        x.count(|p| p.deleted),
+        x.renamed,
+        sum.capture.files_lost,
+        sum.stats.files_dropped
+    );
+    // Each process that used a file, in tree order: `[proc, access, ts, path, …]`, a rename's
+    // path followed by its new one.
+    let mut first = true;
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(set) = t.get(id).and_then(|r| r.files.as_deref()) else {
+            continue;
+        };
+        if set.uses.is_empty() {
+            continue;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push('[');
+        num(&mut out, i);
+        for u in &set.uses {
+            out.push(',');
+            num(&mut out, u.access as u8);
+            out.push(',');
+            num(&mut out, us(u.ts, origin));
+            out.push(',');
+            num(&mut out, strings.id(&text(&u.path)));
+            if u.access == crate::model::event::FileAccess::Rename {
+                out.push(',');
+                match &u.to {
+                    Some(to) => num(&mut out, strings.id(&text(to))),
+                    None => num(&mut out, -1),
+                }
+            }
+        }
+        out.push(']');
+    }
+    out.push_str("],\"most_read\":[");
+    for (k, (path, readers)) in x.most_read().into_iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        num(&mut out, strings.id(&text(path)));
+        out.push(',');
+        num(&mut out, readers);
+    }
+    out.push_str("],\"produced\":[");
+    let procs = |out: &mut String, list: &mut dyn Iterator<Item = ProcId>| {
+        out.push('[');
+        for (k, id) in list.enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            num(out, index.get(&id).map_or(-1, |&i| i as i64));
+        }
+        out.push(']');
+    };
+    for (k, (path, p, consumers)) in x.produced().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        num(&mut out, strings.id(&text(path)));
+        out.push(',');
+        procs(&mut out, &mut p.writers.iter().map(|w| w.1));
+        out.push(',');
+        procs(&mut out, &mut consumers.iter().map(|c| c.1));
+        out.push(']');
+    }
+    out.push_str("]}");
     out
 }
 

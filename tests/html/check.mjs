@@ -1,23 +1,28 @@
 // Loads proctrace HTML reports in headless Chromium (/usr/bin/chromium, through puppeteer-core,
 // which downloads no browser) and prints ONE JSON object per page on stdout, one a line:
-//   node tests/html/check.mjs [--search TEXT] [--screenshot DIR] [--timeout MS] [--load-only] PAGE.html...
+//   node tests/html/check.mjs [--search TEXT] [--select TEXT] [--screenshot DIR] [--timeout MS] [--load-only] PAGE.html...
 // For each page: console and page errors, every request that was not for the page itself (an
 // offline page makes none: requests are intercepted and refused), the record count in
 // #proctrace-data and the rows the Gantt draws, the visible text, the rows left after typing
 // TEXT into the search field, the slowest table's first durations after sorting it by another
 // column and then by duration, and the load time (navigation until the page's "ready" marker).
+// A page with files (`--files`) also gets, in `files`: the process whose label contains the
+// --select TEXT hovered (its tooltip) and clicked (the selected-process panel's file lists), a
+// click on the first producer and consumer links of the produced-and-consumed table and on the
+// first file of the most-read table (what each selected or filtered).
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import puppeteer from 'puppeteer-core';
 
 const args = process.argv.slice(2);
-const opts = { search: 'cc1', screenshot: null, timeout: 60000, loadOnly: false };
+const opts = { search: 'cc1', select: null, screenshot: null, timeout: 60000, loadOnly: false };
 const pages = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--search') opts.search = args[++i];
   else if (a === '--screenshot') opts.screenshot = args[++i];
+  else if (a === '--select') opts.select = args[++i];
   else if (a === '--timeout') opts.timeout = Number(args[++i]);
   // for bench/html-scale: load, report the times and the heap, nothing else
   else if (a === '--load-only') opts.loadOnly = true;
@@ -80,11 +85,28 @@ try {
         await page.screenshot({ path: out.screenshot, fullPage: true });
         await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-top.png') });
         // and each part on its own (a full page is too tall to look at in one)
-        for (const id of ['path-section', 'conc-section', 'tables']) {
+        for (const id of ['path-section', 'conc-section', 'tables', 'detail-section', 'files-section']) {
           const part = await page.$('#' + id + ':not([hidden])');
           if (part) await part.screenshot({ path: out.screenshot.replace(/\.png$/, '-' + id + '.png') });
         }
       }
+      // every table's columns and first 20 rows as shown at load (each cell's text, a number's
+      // value in data-v, its title, the processes its links select), before any search or sort
+      out.tables = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('section.table table')].map((t) => [t.id, {
+        cols: [...t.querySelectorAll('thead th')].map((th) => th.dataset.col),
+        count: t.closest('section').querySelector('h2 .count').textContent,
+        rows: [...t.querySelectorAll('tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
+          .map((tr) => [...tr.cells].map((td) => {
+            const c = { t: td.textContent };
+            if (td.dataset.v !== undefined) c.v = Number(td.dataset.v);
+            if (td.title) c.title = td.title;
+            const links = [...td.querySelectorAll('a.plink')];
+            if (links.length) c.procs = links.map((a) => Number(a.dataset.proc));
+            return c;
+          })),
+      }])));
+      // the page's own script elements: traced text never adds one
+      out.scripts = await page.evaluate(() => document.querySelectorAll('script').length);
       if (out.diff) {
         // a diff's page (diff.js): its lists and paths, filtered by its search field
         out.diff_rows = await page.evaluate(() => Number(document.body.dataset.rows));
@@ -107,13 +129,6 @@ try {
         await page.waitForFunction(() => document.body.dataset.shown !== undefined, { timeout: opts.timeout });
         out.search = { query: opts.search, rows: await page.evaluate(() => Number(document.body.dataset.shown)) };
       } else {
-      // every table's columns and first 20 rows as shown at load (each cell's text, and a
-      // number's value in data-v), before any search or sort
-      out.tables = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('section.table table')].map((t) => [t.id, {
-        cols: [...t.querySelectorAll('thead th')].map((th) => th.dataset.col),
-        rows: [...t.querySelectorAll('tbody tr')].filter((tr) => !tr.querySelector('td.empty')).slice(0, 20)
-          .map((tr) => [...tr.cells].map((td) => (td.dataset.v !== undefined ? { t: td.textContent, v: Number(td.dataset.v) } : { t: td.textContent }))),
-      }])));
       // search: type into the field as a person would
       const ts = Date.now();
       await page.click('#search');
@@ -221,6 +236,73 @@ try {
           if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-region.png') });
         }
         out.region = reg;
+      }
+      if (await page.evaluate(() => !!JSON.parse(document.getElementById('proctrace-data').textContent).files)) {
+        out.files = {};
+        const settle = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        const state = () => page.evaluate(() => ({ selected: window.proctrace.selected(), file: window.proctrace.fileFilter(), rows: Number(document.body.dataset.rows) }));
+        // the detail panel's lists: per row its path (from the data), access, the process that
+        // used it (the selected one's index for `itself`), and the processes its last cell links
+        const detail = () => page.evaluate(() => {
+          const d = JSON.parse(document.getElementById('proctrace-data').textContent);
+          const lists = {};
+          for (const k of ['read', 'written', 'other']) {
+            const t = document.getElementById('detail-' + k);
+            if (!t) continue;
+            lists[k] = [...t.querySelectorAll('tbody tr')].map((tr) => ({
+              path: d.strings[Number(tr.dataset.path)], shown: tr.cells[0].textContent, access: tr.dataset.access, proc: Number(tr.dataset.proc),
+              rel: [...tr.cells[3].querySelectorAll('a.plink')].map((a) => Number(a.dataset.proc)),
+            }));
+          }
+          // the files graph's boxes: the processes it links, left (producers) then right (consumers)
+          const graph = [...document.querySelectorAll('#detail svg.files-graph .gbox[data-proc]')].map((g) => Number(g.dataset.proc));
+          return { head: (document.querySelector('#detail .detail-files') || {}).textContent, text: document.getElementById('detail').innerText, lists, graph };
+        });
+        if (opts.select) {
+          // the process whose label contains the text, shown as a table's click shows it, hovered
+          // at its bar's middle, then clicked
+          const at = await page.evaluate((q) => {
+            const d = JSON.parse(document.getElementById('proctrace-data').textContent);
+            const i = d.procs.findIndex((p) => String(d.strings[p[6]]).includes(q));
+            if (i < 0) return null;
+            window.proctrace.reveal(i);
+            return i;
+          }, opts.select);
+          if (at != null) {
+            await settle();
+            const xy = await page.evaluate((i) => { const p = JSON.parse(document.getElementById('proctrace-data').textContent).procs[i]; return window.proctrace.at(i, (p[2] + p[3]) / 2); }, at);
+            const gb = await page.$eval('#gantt', (c) => { const b = c.getBoundingClientRect(); return [b.left, b.top]; });
+            await page.mouse.move(gb[0] + xy[0], gb[1] + xy[1]);
+            out.files.hover = { proc: at, tooltip: await page.evaluate(() => document.getElementById('tip').innerText) };
+            if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-files-hover.png') });
+            await page.mouse.click(gb[0] + xy[0], gb[1] + xy[1]);
+            out.files.click = Object.assign({ proc: at }, await state(), await detail());
+            if (opts.screenshot) {
+              const part = await page.$('#detail-section');
+              if (part) await part.screenshot({ path: out.screenshot.replace(/\.png$/, '-detail.png') });
+            }
+          }
+        }
+        // the produced-and-consumed table's first row: its producer's link, then its consumer's
+        for (const col of ['producer', 'consumer']) {
+          const link = await page.$(`#files-produced tbody tr:first-child td:nth-child(${col === 'producer' ? 2 : 4}) a.plink`);
+          if (!link) continue;
+          const want = await link.evaluate((a) => Number(a.dataset.proc));
+          await link.click();
+          await settle();
+          out.files[col + '_link'] = Object.assign({ link: want }, await state(), { detail: (await detail()).text.split('\n')[0] });
+        }
+        // the most-read table's first file: the chart shows the processes that used it
+        const f = await page.$('#files-read tbody tr:first-child a.flink');
+        if (f) {
+          const path = await f.evaluate((a) => Number(a.dataset.path));
+          await f.click();
+          await settle();
+          out.files.file_link = Object.assign({ path }, await state());
+          if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-file-filter.png') });
+          await page.click('#file-filter-clear');
+          out.files.file_cleared = await state();
+        }
       }
       // the critical path's every step, as listed once its folded lines are opened:
       // [step, label, duration text]

@@ -1003,3 +1003,329 @@ fn git_trace2_regions_inside_their_process() {
         "the legend"
     );
 }
+
+/// A path as the page shows it, from the summary JSON's: the control characters the trace's
+/// text keeps as they are escaped as every output for people escapes them (a byte that is not
+/// UTF-8 is `\xNN` in both).
+fn people(p: &str) -> String {
+    p.replace('\n', "\\n").replace('\u{1b}', "\\e")
+}
+
+/// `run --files --html --summary-json` of a real `make -j2` over a generated C project: the
+/// page's files tables are the summary's (its most-read files, each produced file's producers
+/// and consumers); hovering and clicking a compile shows its headers and its object; the links
+/// of a producer and a consumer select those processes, a file's link shows the processes that
+/// used it; a file named with markup, a newline, a terminal escape and a byte that is not UTF-8
+/// is text. And `diff --html` of that run against the one before it says which commands newly
+/// read a file.
+#[test]
+fn files_in_a_browser() {
+    use crate::files::{c_project, run_files};
+    let dir = c_project(6);
+    let make = |args: &[&str]| {
+        let st = Command::new("make")
+            .args(args)
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "make {args:?}");
+    };
+    // The link step also runs `sh step.sh`: in the old run it writes a plain file and reads it
+    // back, in the new one it writes a file whose name holds markup, a newline, an escape and
+    // the byte 0xff, which cat then reads.
+    let step = format!("{dir}/step.sh");
+    std::fs::write(&step, "echo x > plain.txt\nread x < plain.txt\n").unwrap();
+    let mk = std::fs::read_to_string(format!("{dir}/Makefile")).unwrap();
+    assert!(mk.contains("\tcc -o $@ $^\n"), "{mk}");
+    std::fs::write(
+        format!("{dir}/Makefile"),
+        mk.replace("\tcc -o $@ $^\n", "\tcc -o $@ $^\n\tsh step.sh\n"),
+    )
+    .unwrap();
+    let old = tmp("files-old.jsonl");
+    let o = run_files(&dir, &old, &[], &["make", "-j2", "-s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    make(&["-s", "clean"]);
+    // The new run: f3.c also includes extra.h, and the hostile name.
+    std::fs::write(format!("{dir}/extra.h"), "#define EXTRA 1\n").unwrap();
+    std::fs::write(
+        format!("{dir}/f3.c"),
+        "#include \"common.h\"\n#include \"h3.h\"\n#include \"extra.h\"\n#include <stdio.h>\nint f3(void) { return COMMON + EXTRA; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &step,
+        "d='h<script>alert(1)<'\nmkdir -p \"$d\"\nf=\"$d/$(printf 'script>\\n\\033[31mred\\377.txt')\"\necho x > \"$f\"\ncat \"$f\" >/dev/null\n",
+    )
+    .unwrap();
+    let (new, page, summary) = (
+        tmp("files-new.jsonl"),
+        tmp("files.html"),
+        tmp("files-summary.json"),
+    );
+    let o = run_files(
+        &dir,
+        &new,
+        &["--html", &page, "--summary-json", &summary],
+        &["make", "-j2", "-s"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let hostile = format!("{dir}/h<script>alert(1)</script>\\n\\e[31mred\\xff.txt");
+    let diff_page = tmp("files-diff.html");
+    let o = Command::new(PROCTRACE)
+        .args(["diff", &old, &new, "--html", &diff_page])
+        .output()
+        .unwrap();
+    assert!(Path::new(&diff_page).exists(), "diff --html: {}", stderr(&o));
+    let dj = Command::new(PROCTRACE)
+        .args(["diff", "--json", &old, &new])
+        .output()
+        .unwrap();
+    let dj: Value = serde_json::from_slice(&dj.stdout).unwrap();
+
+    let data = embedded(&page);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let (f, sf) = (&data["files"], &s["files"]);
+    assert_eq!(data["version"], 2);
+    for k in ["processes", "read", "written", "created", "deleted", "renamed"] {
+        assert_eq!(f[k], sf[k], "{k}");
+    }
+    assert_eq!(
+        (f["lost"].as_u64(), f["dropped"].as_u64()),
+        (Some(0), Some(0)),
+        "{f}"
+    );
+    let procs = data["procs"].as_array().unwrap();
+    let pid = |i: &Value| procs[i.as_u64().unwrap() as usize][0].clone();
+    let pids = |l: &Value| -> Vec<Value> { l.as_array().unwrap().iter().map(pid).collect() };
+    let label = |i: u64| string(&data, &procs[i as usize][6]);
+    // The data's produced files are the summary's, record for pid.
+    let produced = f["produced"].as_array().unwrap();
+    let sp = sf["produced"].as_array().unwrap();
+    assert_eq!(produced.len(), sp.len());
+    for (x, w) in produced.iter().zip(sp) {
+        assert_eq!(
+            string(&data, &x[0]),
+            people(w["path"].as_str().unwrap()),
+            "{x} vs {w}"
+        );
+        assert_eq!(pids(&x[1]), *w["producers"].as_array().unwrap(), "{w}");
+        assert_eq!(pids(&x[2]), *w["consumers"].as_array().unwrap(), "{w}");
+    }
+    // The hostile file: written by sh, read by cat, its name escaped in the data.
+    let h = produced
+        .iter()
+        .find(|x| string(&data, &x[0]) == hostile)
+        .unwrap_or_else(|| panic!("{hostile:?} produced: {sf}"));
+    assert_eq!(label(h[1][0].as_u64().unwrap()), "sh step.sh", "{h}");
+    assert!(label(h[2][0].as_u64().unwrap()).starts_with("cat "), "{h}");
+
+    let got = check(
+        &[&page, &diff_page],
+        &["--search", "cc1", "--select", "cc -c -o f3.o f3.c"],
+    );
+    let (r, dr) = (&got[0], &got[1]);
+    assert_sound(r, &data);
+    assert_eq!(r["scripts"], 2, "the page's own two script elements, no other");
+    let text = r["text"].as_str().unwrap();
+    // The header and the section say the summary's counts.
+    let line = format!("{} read, {} written", sf["read"], sf["written"]);
+    assert!(text.contains(&format!("\nfiles\n{line}\n")), "{text}");
+    assert!(
+        text.contains(&format!("{line}, {} created", sf["created"])),
+        "{text}"
+    );
+    // Most-read: the summary's ten first, each its readers.
+    let read = table_rows(r, "files-read");
+    let want = sf["most_read"].as_array().unwrap();
+    assert_eq!(want.len(), 10);
+    assert!(read.len() >= want.len(), "{read:?}");
+    for (row, w) in read.iter().zip(want) {
+        assert_eq!(row["path"]["title"], w["path"], "{row:?} vs {w}");
+        assert_eq!(cell_v(&row["readers"]), w["readers"].as_i64().unwrap(), "{row:?}");
+    }
+    // Produced and consumed: the summary's list in its order, each row's producers and first
+    // consumers linked, its count whole.
+    let rows = table_rows(r, "files-produced");
+    assert_eq!(rows.len(), sp.len().min(20));
+    let linked = |c: &Value| -> Vec<Value> {
+        c["procs"]
+            .as_array()
+            .map(|l| l.iter().map(pid).collect())
+            .unwrap_or_default()
+    };
+    for (row, w) in rows.iter().zip(sp) {
+        let path = people(w["path"].as_str().unwrap());
+        assert_eq!(row["path"]["title"].as_str(), Some(path.as_str()), "{row:?}");
+        let (producers, consumers) = (
+            w["producers"].as_array().unwrap(),
+            w["consumers"].as_array().unwrap(),
+        );
+        assert_eq!(
+            linked(&row["producer"]),
+            producers[..producers.len().min(3)],
+            "{path}"
+        );
+        assert_eq!(
+            linked(&row["consumer"]),
+            consumers[..consumers.len().min(3)],
+            "{path}"
+        );
+        assert_eq!(cell_v(&row["count"]), consumers.len() as i64, "{path}");
+    }
+    // The hostile name is text: escaped, whole in the cell's title, no escape or newline of its
+    // own, no element made of it.
+    assert!(
+        text.contains("h<script>alert(1)</script>\\n\\e[31mred\\xff.txt"),
+        "{rows:?}\n{sp:?}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "the escape itself never reaches the page"
+    );
+    assert!(
+        rows.iter()
+            .any(|row| row["path"]["title"].as_str() == Some(hostile.as_str())),
+        "{rows:?}"
+    );
+
+    // Hovering the compile of f3.c: what it and its cc1 and as read and wrote.
+    let fr = &r["files"];
+    let tip = fr["hover"]["tooltip"].as_str().unwrap();
+    assert!(tip.starts_with("cc -c -o f3.o f3.c\n"), "{tip}");
+    let reads = tip
+        .lines()
+        .find(|l| l.starts_with("reads: "))
+        .unwrap_or_else(|| panic!("{tip}"));
+    // the build's own files first, named from the compile's directory
+    assert!(
+        reads.starts_with("reads: f3.c, common.h, h3.h, extra.h, … ("),
+        "{tip}"
+    );
+    let writes = tip
+        .lines()
+        .find(|l| l.starts_with("writes: "))
+        .unwrap_or_else(|| panic!("{tip}"));
+    assert!(writes.ends_with(", f3.o"), "{tip}");
+    // Clicking it selects it: the panel lists cc1's headers and as's object, the object consumed
+    // by the link's ld (the summary's consumers of f3.o).
+    let c = &fr["click"];
+    let me = fr["hover"]["proc"].as_u64().unwrap();
+    assert_eq!(c["selected"].as_u64(), Some(me), "{c}");
+    let list = |k: &str| c["lists"][k].as_array().cloned().unwrap_or_default();
+    let by = |e: &Value| label(e["proc"].as_u64().unwrap());
+    for hdr in ["f3.c", "common.h", "h3.h", "extra.h"] {
+        let p = format!("{dir}/{hdr}");
+        let e = list("read")
+            .into_iter()
+            .find(|e| e["path"] == p.as_str())
+            .unwrap_or_else(|| panic!("{p} in {c}"));
+        assert!(by(&e).contains("cc1 "), "{e}");
+    }
+    assert!(
+        list("read").iter().any(|e| e["path"] == "/usr/include/stdio.h"),
+        "{c}"
+    );
+    let obj = format!("{dir}/f3.o");
+    let e = list("written")
+        .into_iter()
+        .find(|e| e["path"] == obj.as_str())
+        .unwrap_or_else(|| panic!("{obj} in {c}"));
+    assert!(by(&e).starts_with("as "), "{e}");
+    let w = sp.iter().find(|w| w["path"] == obj.as_str()).unwrap();
+    assert_eq!(pids(&e["rel"]), *w["consumers"].as_array().unwrap(), "{e} vs {w}");
+    // Its files graph: nothing it read came from outside it; its object went to the link.
+    assert_eq!(c["graph"], e["rel"], "{c}");
+    // Its cc1's reads in the panel are the summary's count for it.
+    let cc1 = list("read")
+        .iter()
+        .find(|e| e["path"] == format!("{dir}/f3.c").as_str())
+        .map(|e| e["proc"].clone())
+        .unwrap();
+    let n = list("read").iter().filter(|e| e["proc"] == cc1).count();
+    let bp = sf["by_process"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["pid"] == pid(&cc1))
+        .unwrap();
+    assert_eq!(bp["read"].as_u64(), Some(n as u64), "{bp}");
+    // The first produced file's producer and consumer links select those processes.
+    for (k, key) in [("producer_link", "producers"), ("consumer_link", "consumers")] {
+        let l = &fr[k];
+        assert_eq!(l["selected"], l["link"], "{k}: {l}");
+        assert_eq!(pid(&l["link"]), sp[0][key][0], "{k}: {l}");
+        assert_eq!(
+            l["detail"].as_str(),
+            Some(label(l["link"].as_u64().unwrap()).as_str()),
+            "{k}: the panel shows it"
+        );
+    }
+    // The most-read file's link: the chart shows the processes that used it, then every one.
+    let fl = &fr["file_link"];
+    let k = fl["path"].as_u64().unwrap();
+    let users = f["uses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| {
+            let u = u.as_array().unwrap();
+            let mut q = 1;
+            let mut hit = false;
+            while q + 2 < u.len() {
+                hit |= u[q + 2].as_u64() == Some(k);
+                q += if u[q] == 3 { 4 } else { 3 };
+            }
+            hit
+        })
+        .count() as u64;
+    assert_eq!(string(&data, &Value::from(k)), want[0]["path"].as_str().unwrap());
+    assert!(users >= want[0]["readers"].as_u64().unwrap(), "{fl}");
+    assert_eq!(fl["file"][1].as_u64(), Some(users), "{fl}");
+    assert_eq!(fl["rows"].as_u64(), Some(users), "{fl}");
+    assert_eq!(fr["file_cleared"]["rows"].as_u64(), Some(procs.len() as u64));
+
+    // The diff: the compile of f3.c newly reads extra.h; as many rows as `diff --json` has.
+    assert!(dr["error"].is_null(), "{}", dr["error"]);
+    for k in ["console_errors", "page_errors", "foreign_requests"] {
+        assert_eq!(dr[k], serde_json::json!([]), "diff page: {k}");
+    }
+    assert_eq!(dr["scripts"], 2);
+    let changes = dj["files"].as_array().unwrap();
+    assert!(!changes.is_empty(), "{dj}");
+    let t = &dr["tables"]["diff-files"];
+    assert_eq!(
+        t["count"].as_str(),
+        Some(format!("({})", changes.len()).as_str()),
+        "{t}"
+    );
+    let rows = table_rows(dr, "diff-files");
+    let f3 = rows
+        .iter()
+        .find(|row| {
+            let c = row["command"]["t"].as_str().unwrap();
+            c.contains("cc1") && c.contains(" f3.c")
+        })
+        .unwrap_or_else(|| panic!("the compile of f3.c: {rows:?}"));
+    let paths = f3["paths"]["t"].as_str().unwrap();
+    assert!(
+        paths.contains("+ read ") && paths.contains("/proj/extra.h"),
+        "{paths}"
+    );
+    assert_eq!(cell_v(&f3["newly_read_count"]), 1, "{f3:?}");
+    // `sh step.sh` newly writes the hostile name, no longer the plain one: as text.
+    let sh = rows
+        .iter()
+        .find(|row| row["command"]["t"] == "sh step.sh")
+        .unwrap_or_else(|| panic!("sh step.sh: {rows:?}"));
+    let paths = sh["paths"]["t"].as_str().unwrap();
+    assert!(
+        paths.contains("+ wrote ") && paths.contains("h<script>alert(1)</script>\\n\\e[31mred\\xff.txt"),
+        "{paths}"
+    );
+    assert!(
+        paths.contains("− wrote ") && paths.contains("/plain.txt"),
+        "{paths}"
+    );
+    assert!(!dr["text"].as_str().unwrap().contains('\u{1b}'));
+}

@@ -48,6 +48,21 @@
     }
     return out + "'";
   }
+  // A path as the run's page shows it: control characters and characters that hide or reorder
+  // text as escapes (`\n`, `\e`, `\x7f`, `\u202e`); a byte that is not UTF-8 is already `\xNN`.
+  function pathText(p) {
+    if (!HIDDEN.test(p)) return p;
+    let out = "";
+    const named = { "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\e" };
+    for (const ch of p) {
+      const c = ch.codePointAt(0);
+      if (named[ch]) out += named[ch];
+      else if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) out += "\\x" + c.toString(16).padStart(2, "0");
+      else if (HIDDEN.test(ch)) out += "\\u" + c.toString(16).padStart(4, "0");
+      else out += ch;
+    }
+    return out;
+  }
   function words(a) {
     a = a || [];
     // `[fork of sh]`, `[cc1]`: proctrace's own names for what has no argv, shown as they are.
@@ -107,7 +122,7 @@
     const rows = entries.map((e, k) => {
       const r = Object.assign({}, e);
       r.command = argvText(e);
-      r.text = r.command.toLowerCase();
+      r.text = (r.command + (r.paths ? "\n" + r.paths : "")).toLowerCase();
       r.bar = bar(e);
       r.seq = k;
       return r;
@@ -132,6 +147,49 @@
     [t("new_s", "Time", secs), t("new_count", "Runs", (v, r) => String(v || r.count || 0))], "Run only in the new run.");
   list("diff-gone", "gone", d.gone || [], (e) => -(e.old_s || 0),
     [t("old_s", "Time", secs), t("old_count", "Runs", (v, r) => String(v || r.count || 0))], "Run only in the old run.");
+  // Both runs traced with --files: the commands that read or wrote other files now, each
+  // path as text (`+ read`: reads it now, `− read`: no longer), the counts whole.
+  if (Array.isArray(d.files)) {
+    const n = (v) => (v == null ? "–" : String(v));
+    const KINDS = [["newly_read", "+ read ", "up"], ["no_longer_read", "− read ", "down"],
+      ["newly_written", "+ wrote ", "up"], ["no_longer_written", "− wrote ", "down"]];
+    const pathsCol = {
+      key: "paths", label: "Paths", cls: "cmd paths",
+      render: (td, v, r) => {
+        const items = [];
+        KINDS.forEach(([k, sign, cls]) => {
+          (r[k] || []).forEach((p) => items.push([sign, pathText(p), cls]));
+          const more = (r[k + "_count"] || 0) - (r[k] || []).length;
+          if (more > 0) items.push([sign, "… " + more + " more not listed", cls]);
+        });
+        const put = (from, to) => items.slice(from, to).forEach(([sign, p, cls]) => {
+          const line = node("div", "fpath " + cls);
+          line.appendChild(node("span", "sign", sign));
+          // cut at its start when narrow, so that the file's name shows
+          const text = node("span", "ptext");
+          text.appendChild(node("span", null, p));
+          line.appendChild(text);
+          line.title = sign + p;
+          td.appendChild(line);
+        });
+        put(0, 4);
+        if (items.length > 4) {
+          const more = node("a", "more-link", "+" + (items.length - 4) + " more");
+          more.href = "#";
+          more.addEventListener("click", (ev) => { ev.preventDefault(); ev.stopPropagation(); td.removeChild(more); put(4, items.length); });
+          td.appendChild(more);
+        }
+      },
+    };
+    list("diff-files", "files read or written differently", d.files.map((e) => Object.assign({}, e, {
+      paths: KINDS.map(([k, sign]) => (e[k] || []).map((p) => sign + pathText(p)).join("\n")).join("\n"),
+    })), (e) => e.newly_read_count + e.no_longer_read_count + e.newly_written_count + e.no_longer_written_count,
+    [t("newly_read_count", "Newly read", n), t("no_longer_read_count", "No longer read", n),
+      t("newly_written_count", "Newly written", n), t("no_longer_written_count", "No longer written", n), pathsCol],
+    "Commands in both runs that read or wrote other files (both traced with --files); paths with their volatile parts replaced as argv\u2019s are.");
+    // the paths need the width: the whole row of the grid
+    tables[tables.length - 1].table.closest("section").classList.add("wide");
+  }
 
   // The critical paths side by side: each run's steps that held ≥ 2% of its wall time, with a
   // bar for the step's share of its run and, in the new run's, a change bar against the old

@@ -123,6 +123,56 @@
     return e;
   }
 
+  // ---- files (`--files`): each process's uses, who produced and who consumed each file -------
+  // D.files.uses: per process that used a file, [proc, access, ts, path, …] (a rename's path
+  // followed by its new one); most_read: path, readers pairs in the summary's order; produced:
+  // [path, [producers], [consumers]] in the summary's order.
+  var F = D.files || null;
+  var ACCESS = ['read', 'write', 'create', 'rename', 'delete'];
+  var fileRow = F ? new Map() : null; // proc -> its raw uses array
+  var producedOf = new Map(); // path (string index) -> its `produced` entry
+  if (F) {
+    (F.uses || []).forEach(function (u) { if (u[0] >= 0 && u[0] < N) fileRow.set(u[0], u); });
+    (F.produced || []).forEach(function (x) { producedOf.set(x[0], x); });
+  }
+  // whether process j is one of a produced file's consumers (a set made the first time asked:
+  // a generated header can have thousands)
+  function consumed(pr, j) {
+    if (pr[2].length < 8) return pr[2].indexOf(j) >= 0;
+    if (!pr.cs) pr.cs = new Set(pr[2]);
+    return pr.cs.has(j);
+  }
+  var useCache = new Map();
+  // process i's file uses, in the order first seen: [{ a: access, t: µs, path: string index, to }]
+  function usesOf(i) {
+    if (!fileRow) return [];
+    var c = useCache.get(i); if (c) return c;
+    var u = fileRow.get(i), out = [];
+    if (u) for (var q = 1; q + 2 < u.length;) {
+      var x = { a: u[q], t: u[q + 1], path: u[q + 2], to: -1 }; q += 3;
+      if (x.a === 3) { x.to = u[q]; q++; }
+      out.push(x);
+    }
+    if (useCache.size > 2000) useCache.clear();
+    useCache.set(i, out);
+    return out;
+  }
+  // distinct paths read and written by each process (the tree's "reads N, writes M"), counted
+  // once; and by the processes each one ran (its subtree but itself), with how many used files
+  var nRead = new Int32Array(F ? N : 0), nWrite = new Int32Array(F ? N : 0);
+  if (F) fileRow.forEach(function (u, i) {
+    for (var q = 1; q + 2 < u.length; q += u[q] === 3 ? 4 : 3) { if (u[q] === 0) nRead[i]++; else if (u[q] === 1) nWrite[i]++; }
+  });
+  function fileCounts(i) { return [nRead[i], nWrite[i]]; }
+  // the summary's files line: "87 read, 30 written, 30 created by 43 processes; 15 written then read by another"
+  function filesLine() {
+    var parts = [fmtInt(F.read) + ' read', fmtInt(F.written) + ' written'];
+    [[F.created, 'created'], [F.deleted, 'deleted'], [F.renamed, 'renamed']].forEach(function (x) { if (x[0] > 0) parts.push(fmtInt(x[0]) + ' ' + x[1]); });
+    var s = parts.join(', ') + ' by ' + fmtInt(F.processes) + (F.processes === 1 ? ' process' : ' processes');
+    if ((F.produced || []).length) s += '; ' + fmtInt(F.produced.length) + ' written then read by another';
+    return s;
+  }
+
   // ---- header ------------------------------------------------------------------------------
   var causeSet = new Set(D.causes || []);
   (function header() {
@@ -143,6 +193,11 @@
       ['backend', R.backend || '—'], ['host', R.host || '—'], ['start', R.start || '—'],
       ['mode', R.mode || '—'], ['tool', R.tool || '—']
     ];
+    if (F) {
+      facts.splice(11, 0, ['files', fmtInt(F.read) + ' read, ' + fmtInt(F.written) + ' written']);
+      if (F.lost) facts.splice(12, 0, ['file events lost', fmtInt(F.lost) + ' (lists incomplete)']);
+      if (F.dropped) facts.splice(12, 0, ['file uses dropped', fmtInt(F.dropped) + ' (over the caps)']);
+    }
     var dl = document.getElementById('facts');
     facts.forEach(function (f) { var d = el('div', f[0] === 'start' || f[0] === 'host' ? 'wide' : null); d.appendChild(el('dt', null, f[0])); d.appendChild(el('dd', null, String(f[1]))); d.title = f[0] + ': ' + f[1]; dl.appendChild(d); });
     var cz = document.getElementById('causes');
@@ -231,7 +286,7 @@
           li.appendChild(el('span', 'dur', fmtUs(end[par[4]] - start[par[4]])));
         }
       }
-      if (stepOf(s)) li.addEventListener('click', function (ev) { ev.stopPropagation(); reveal(s[0], s[1]); });
+      if (stepOf(s)) li.addEventListener('click', function (ev) { ev.stopPropagation(); select(s[0], true, s[1]); });
       return li;
     }
   })();
@@ -249,21 +304,24 @@
   PATH.forEach(function (s) { if (stepOf(s) && stepDur(s) >= TEND * 0.005) banded[s[0]] = 1; });
   var query = '';
   var rows = new Int32Array(N), nrows = 0, matches = N;
+  // the selected process (a click on its bar, its row in a table, a link to it), -1 for none;
+  // the file whose users the chart shows (a click on a file), null for none
+  var selected = -1, fileFilter = null, SELECTED = '#dbe7fb';
   function rebuildRows() {
     nrows = 0;
     var hidden = new Uint8Array(N);
-    var h = query ? haystack() : null;
+    var h = query ? haystack() : null, fu = fileFilter ? fileFilter.users : null;
     matches = 0;
     for (var i = 0; i < N; i++) {
       var pa = parent[i];
-      if (!h && pa >= 0 && pa < i && (collapsed[pa] || hidden[pa])) hidden[i] = 1;
-      var m = !h || h[i].indexOf(query) >= 0;
+      if (!h && !fu && pa >= 0 && pa < i && (collapsed[pa] || hidden[pa])) hidden[i] = 1;
+      var m = (!h || h[i].indexOf(query) >= 0) && (!fu || fu[i]);
       if (m) matches++;
       if (!hidden[i] && m) rows[nrows++] = i;
     }
     document.body.dataset.rows = String(nrows);
     document.body.dataset.matches = String(matches);
-    document.getElementById('shown').textContent = query ?
+    document.getElementById('shown').textContent = query || fu ?
       fmtInt(matches) + ' of ' + fmtInt(N) + ' processes match' :
       fmtInt(nrows) + ' of ' + fmtInt(N) + ' processes shown' + (nrows < N ? ' (the rest folded: click a \u25b8 label, or Expand all)' : '');
   }
@@ -317,7 +375,8 @@
     // row backgrounds
     for (var r = first; r < last; r++) {
       var i = rows[r], y = AXIS + r * ROWH - scroll;
-      if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, W, ROWH); }
+      if (i === selected) { ctx.fillStyle = SELECTED; ctx.fillRect(0, y, W, ROWH); }
+      else if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, W, ROWH); }
       else if (r % 2) { ctx.fillStyle = '#fafbfc'; ctx.fillRect(0, y, W, ROWH); }
     }
     drawAxis(ctx, AXIS, H - AXIS);
@@ -372,7 +431,8 @@
     ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace'; ctx.textBaseline = 'middle';
     for (r = first; r < last; r++) {
       i = rows[r]; y = AXIS + r * ROWH - scroll;
-      if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, LABELW, ROWH); }
+      if (i === selected) { ctx.fillStyle = SELECTED; ctx.fillRect(0, y, LABELW, ROWH); ctx.fillStyle = '#2b6cb0'; ctx.fillRect(0, y, 3, ROWH); }
+      else if (banded[i]) { ctx.fillStyle = '#fff4e0'; ctx.fillRect(0, y, LABELW, ROWH); }
       var ind = 4 + Math.min(depth[i], 40) * 10;
       ctx.fillStyle = '#5b6475';
       if (nkids[i]) ctx.fillText(collapsed[i] ? '\u25b8' : '\u25be', ind, y + ROWH / 2);
@@ -558,12 +618,21 @@
     var d = dx / (W - LABELW - 8) * (drag.t1 - drag.t0);
     view.t0 = drag.t0 - d; view.t1 = drag.t1 - d; clampView(); redraw();
   });
-  window.addEventListener('mouseup', function () { if (drag) { drag = null; gc.classList.remove('dragging'); cc.classList.remove('dragging'); } });
+  var dragMoved = false;
+  window.addEventListener('mouseup', function () { if (drag) { dragMoved = drag.moved; drag = null; gc.classList.remove('dragging'); cc.classList.remove('dragging'); } });
   wrap.addEventListener('scroll', function () { hideTip(); redraw(); });
   window.addEventListener('resize', function () { layout(); redraw(); });
   function rowAt(y) { var r = Math.floor((y - AXIS + wrap.scrollTop) / ROWH); return y >= AXIS && r >= 0 && r < nrows ? r : -1; }
   gc.addEventListener('click', function (ev) {
-    var xy = localXY(ev, gc); if (xy[0] >= LABELW) return;
+    var xy = localXY(ev, gc);
+    if (xy[0] >= LABELW) {
+      // a click (not the end of a drag) on a row's bar selects its process
+      if (dragMoved) return;
+      var rr = rowAt(xy[1]); if (rr < 0) return;
+      var t = xt(xy[0]), slack = 3 / (W - LABELW) * (view.t1 - view.t0), j = rows[rr];
+      if (t >= start[j] - slack && t <= end[j] + slack) select(j, false);
+      return;
+    }
     var r = rowAt(xy[1]); if (r < 0) return;
     var i = rows[r]; if (!nkids[i]) return;
     collapsed[i] = collapsed[i] ? 0 : 1; rebuildRows(); layout(); redraw();
@@ -595,6 +664,7 @@
     line('CPU', p[9] == null ? 'not measured' : fmtUs(p[9]));
     line('peak RSS', fmtKiB(p[10]));
     line('I/O', 'read ' + fmtBytes(p[11]) + ', written ' + fmtBytes(p[12]));
+    if (F) tipFiles(i);
     if (onPath.has(i)) line('critical path', 'on it');
     var rg = regionsOf.get(i);
     if (rg && !region) {
@@ -640,15 +710,275 @@
     wrap.scrollIntoView({ block: 'nearest' });
   }
 
+  // ---- the selected process: its row marked, its details and files below the chart ----------
+  // A click on a bar, on a row of a table that names a process, or on a process's link (a
+  // file's producer or consumer) selects it: the chart shows it, the panel lists what it did.
+  var detailSec = document.getElementById('detail-section'), detail = document.getElementById('detail'), DETAIL_MAX = 20000;
+  function select(i, show, k) {
+    if (!(i >= 0 && i < N)) return;
+    selected = i;
+    if (show !== false) reveal(i, k == null ? null : k); else redraw();
+    showDetail(i);
+    document.body.dataset.selected = String(i);
+  }
+  document.getElementById('detail-close').addEventListener('click', function () {
+    selected = -1; detailSec.hidden = true; delete document.body.dataset.selected; redraw();
+  });
+  // a link that selects process j: its Gantt label (what tells it apart), its full label and pid
+  // in the title
+  function procLink(j, text) {
+    var a = el('a', 'plink', text != null ? text : procName(j));
+    a.href = '#'; a.title = label(j) + ' (pid ' + P[j][0] + ')'; a.dataset.proc = String(j);
+    a.addEventListener('click', function (ev) { ev.preventDefault(); ev.stopPropagation(); select(j); });
+    return a;
+  }
+  // a file's path; a click shows in the chart the processes that used it. Cut at its start (an
+  // ellipsis) when the cell is narrow, so that its name shows (report.css: one text node, so
+  // copying it copies the path).
+  function fileLink(k) {
+    var a = el('a', 'flink');
+    a.appendChild(el('span', null, str(k)));
+    a.href = '#'; a.title = str(k) + ' \u2014 click to show the processes that used it'; a.dataset.path = String(k);
+    a.addEventListener('click', function (ev) { ev.preventDefault(); ev.stopPropagation(); setFileFilter(k); });
+    return a;
+  }
+  // a long path kept to its end (the file's name and the directories nearest it): `…/bits/types.h`
+  function shortPath(p, max) {
+    if (p.length <= max) return p;
+    var tail = p.slice(p.length - max + 1), j = tail.indexOf('/');
+    return '\u2026' + (j > 0 && j < tail.length - 12 ? tail.slice(j) : tail);
+  }
+  // links to processes `list` (indices) into `parent`, the first `max`, then "+N more" that
+  // lists the rest where it is
+  function procLinks(parentEl, list, max) {
+    max = max || 3;
+    list.slice(0, max).forEach(function (j, n) { if (n) parentEl.appendChild(document.createTextNode(', ')); parentEl.appendChild(procLink(j)); });
+    if (list.length > max) {
+      var more = el('a', 'more-link', ' +' + fmtInt(list.length - max) + ' more'); more.href = '#';
+      more.addEventListener('click', function (ev) {
+        ev.preventDefault(); ev.stopPropagation();
+        parentEl.removeChild(more); parentEl.classList.add('open');
+        list.slice(max).forEach(function (j) { parentEl.appendChild(document.createTextNode(', ')); parentEl.appendChild(procLink(j)); });
+      });
+      parentEl.appendChild(more);
+    }
+    if (!list.length) parentEl.appendChild(document.createTextNode('\u2014'));
+  }
+  // the subtree of i in tree order (parents before children, depth first): i .. subEnd[i] - 1
+  var subEnd = new Int32Array(N);
+  for (i = 0; i < N; i++) subEnd[i] = i + 1;
+  for (i = N - 1; i > 0; i--) if (parent[i] >= 0 && parent[i] < i && subEnd[i] > subEnd[parent[i]]) subEnd[parent[i]] = subEnd[i];
+  function programName(j) { var l = imgs(j); return programOf(l[l.length - 1]); }
+  // a process named short, in a list: its program and pid (`as 12764`)
+  function procName(j) { return programName(j) + ' ' + P[j][0]; }
+  // the tooltip's lines about files: what it read and wrote, and with the processes it ran
+  var subRead = new Float64Array(F ? N : 0), subWrite = new Float64Array(F ? N : 0), subUsers = new Int32Array(F ? N : 0);
+  if (F) for (i = N - 1; i > 0; i--) {
+    var pa = parent[i]; if (!(pa >= 0 && pa < i)) continue;
+    subRead[pa] += subRead[i] + nRead[i]; subWrite[pa] += subWrite[i] + nWrite[i]; subUsers[pa] += subUsers[i] + (fileRow.has(i) ? 1 : 0);
+  }
+  function tipFiles(i) {
+    var c = fileCounts(i), sr = subRead[i], sw = subWrite[i], sp = subUsers[i], j;
+    line('files', 'reads ' + fmtInt(c[0]) + ', writes ' + fmtInt(c[1]) + ' (click for the list)');
+    if (sp) line('with what it ran', 'reads ' + fmtInt(sr) + ', writes ' + fmtInt(sw) + ' (' + fmtInt(sp) + (sp === 1 ? ' process)' : ' processes)'));
+    // a few of the paths it and what it ran wrote and read: the build's own before the system's,
+    // those under its working directory relative to it
+    var seen = [new Set(), new Set()], list = [[], []], cwd = P[i][8] >= 0 ? str(P[i][8]) + '/' : null;
+    for (j = i; j < subEnd[i] && j < i + 200; j++) usesOf(j).forEach(function (x) {
+      if (x.a > 1 || seen[x.a].has(x.path)) return;
+      seen[x.a].add(x.path); list[x.a].push(str(x.path));
+    });
+    [1, 0].forEach(function (a) {
+      var l = list[a]; if (!l.length) return;
+      var sys = function (p) { return p.lastIndexOf('/usr/', 0) === 0 ? 1 : 0; };
+      l = l.map(function (p, n) { return [sys(p), n, p]; }).sort(function (x, y) { return x[0] - y[0] || x[1] - y[1]; })
+        .map(function (x) { return cwd && cwd.length > 1 && x[2].lastIndexOf(cwd, 0) === 0 ? x[2].slice(cwd.length) : x[2]; });
+      line(a ? 'writes' : 'reads', l.slice(0, 4).join(', ') + (l.length > 4 ? ', \u2026 (' + fmtInt(l.length) + ')' : ''));
+    });
+  }
+  // The files graph of the selected process (buildprof's "produced by / consumed by", around
+  // one process): the processes outside its subtree that wrote what it (or what it ran) read
+  // afterwards, on the left; those that read what it wrote, on the right; each edge named by
+  // the files (an SVG of text nodes and shapes, drawn only for the selection: it stays readable
+  // on a big build).
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text;
+    return e;
+  }
+  function baseName(p) { var j = p.lastIndexOf('/'); return j >= 0 ? p.slice(j + 1) : p; }
+  function filesGraph(i) {
+    var inside = function (j) { return j >= i && j < subEnd[i]; };
+    var ups = new Map(), downs = new Map();
+    function add(m, j, k) { var s = m.get(j); if (!s) m.set(j, s = new Set()); s.add(k); }
+    // every use of the subtree (not only those the panel lists)
+    for (var j = i; j < subEnd[i]; j++) {
+      var u = fileRow.get(j);
+      if (u) for (var q = 1; q + 2 < u.length; q += u[q] === 3 ? 4 : 3) {
+        var a = u[q], k = u[q + 2], pr = a < 2 ? producedOf.get(k) : null;
+        if (!pr) continue;
+        if (a === 0 && consumed(pr, j)) pr[1].forEach(function (w) { if (!inside(w)) add(ups, w, k); });
+        else if (a === 1) pr[2].forEach(function (c) { if (!inside(c)) add(downs, c, k); });
+      }
+    }
+    if (!ups.size && !downs.size) return null;
+    var MAXN = 8, BW = 300, BH = 38, GAP = 12, W0 = 1200;
+    var left = Array.from(ups.entries()), right = Array.from(downs.entries());
+    var rowsN = Math.max(1, Math.min(MAXN + 1, Math.max(left.length, right.length)));
+    var H0 = rowsN * (BH + GAP) + GAP;
+    var root = svg('svg', { viewBox: '0 0 ' + W0 + ' ' + H0, width: '100%', class: 'files-graph', role: 'img' });
+    root.setAttribute('aria-label', 'Files graph: ' + left.length + ' producers of what it read, ' + right.length + ' consumers of what it wrote');
+    var cx = (W0 - BW) / 2, cy = (H0 - BH) / 2;
+    // a box: the process's label and, under it, the files of its edge
+    function box(x, y, text, j, cls, files) {
+      var g = svg('g', { class: 'gbox ' + (cls || '') });
+      var r = svg('rect', { x: x, y: y, width: BW, height: BH, rx: 4 });
+      g.appendChild(r);
+      g.appendChild(svg('text', { x: x + 8, y: files ? y + 15 : y + BH / 2 + 4 }, text));
+      if (files) g.appendChild(svg('text', { x: x + 8, y: y + 31, class: 'glabel' }, files));
+      if (j != null) {
+        g.appendChild(svg('title', {}, label(j) + ' (pid ' + P[j][0] + ')'));
+        g.dataset.proc = String(j);
+        g.addEventListener('click', function () { select(j); });
+      }
+      root.appendChild(g);
+    }
+    function side(list, x, toCenter) {
+      var n = Math.min(list.length, MAXN), total = list.length > MAXN ? n + 1 : n;
+      var y0 = (H0 - (total * (BH + GAP) - GAP)) / 2;
+      list.slice(0, n).forEach(function (e, k) {
+        var y = y0 + k * (BH + GAP), files = Array.from(e[1]).map(function (p) { return baseName(str(p)); });
+        var x1 = toCenter ? x + BW : cx + BW, y1 = toCenter ? y + BH / 2 : cy + BH / 2;
+        var x2 = toCenter ? cx : x, y2 = toCenter ? cy + BH / 2 : y + BH / 2;
+        var mx = (x1 + x2) / 2;
+        root.appendChild(svg('path', { d: 'M' + x1 + ' ' + y1 + ' C' + mx + ' ' + y1 + ' ' + mx + ' ' + y2 + ' ' + x2 + ' ' + y2, class: 'gedge', 'marker-end': 'url(#arrow)' }));
+        var lab = (toCenter ? 'wrote ' : 'read ') + fitText(files.slice(0, 3).join(', '), 32) + (files.length > 3 ? ' +' + (files.length - 3) : '');
+        box(x, y, fitText(rowLabel(e[0]), 40), e[0], null, lab);
+      });
+      if (list.length > MAXN) box(x, y0 + n * (BH + GAP), '\u2026 ' + fmtInt(list.length - MAXN) + ' more (listed below)', null, 'gmore');
+    }
+    var defs = svg('defs', {}), m = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
+    m.appendChild(svg('path', { d: 'M0 0 L10 5 L0 10 z', class: 'garrow' }));
+    defs.appendChild(m); root.appendChild(defs);
+    side(left, 0, true);
+    side(right, W0 - BW, false);
+    box(cx, cy, fitText(rowLabel(i), 40), null, 'gself');
+    var wrapEl = el('div', 'graph-wrap');
+    wrapEl.appendChild(el('h3', null, 'Produced by \u2192 this \u2192 consumed by'));
+    wrapEl.appendChild(root);
+    return wrapEl;
+  }
+  // text cut to n characters with an ellipsis (the SVG has no text-overflow)
+  function fitText(t, n) { return t.length > n ? t.slice(0, n - 1) + '\u2026' : t; }
+  // the panel: what the tooltip says, then the files it and the processes it ran used, by
+  // access, each read file with its producer, each written file with its consumers
+  function showDetail(i) {
+    detail.textContent = '';
+    detailSec.hidden = false;
+    var p = P[i];
+    detail.appendChild(el('p', 'detail-cmd', label(i)));
+    var dl = el('dl', 'detail-facts');
+    function fact(k, v) { var d = el('div'); d.appendChild(el('dt', null, k)); var dd = el('dd'); if (typeof v === 'string') dd.textContent = v; else dd.appendChild(v); d.appendChild(dd); dl.appendChild(d); }
+    fact('pid', String(p[0]));
+    if (p[1] >= 0) fact('parent', procLink(p[1]));
+    fact('status', statusText(i) + ' \u2014 ' + OUTCOME[outcome[i]] + (causeSet.has(i) ? ' (a cause of the failure)' : ''));
+    fact('time', fmtUs(p[2]) + ' \u2192 ' + (p[3] == null ? '\u2026' : fmtUs(p[3])) + ' (' + fmtUs(end[i] - start[i]) + ')');
+    fact('CPU', p[9] == null ? 'not measured' : fmtUs(p[9]));
+    fact('peak RSS', fmtKiB(p[10]));
+    fact('cwd', p[8] >= 0 ? str(p[8]) : 'not read');
+    detail.appendChild(dl);
+    if (!F) return;
+    // its uses and its descendants', each with who did it
+    // read, written, created/renamed/deleted: the first DETAIL_MAX of each listed (the root of a
+    // big build ran them all), every one counted
+    var groups = [[], [], []], totals = [0, 0, 0];
+    for (var j = i; j < subEnd[i]; j++) {
+      if (!fileRow.has(j)) continue;
+      usesOf(j).forEach(function (x) { var g = x.a === 0 ? 0 : x.a === 1 ? 1 : 2; totals[g]++; if (groups[g].length < DETAIL_MAX) groups[g].push([j, x]); });
+    }
+    var own = fileCounts(i), head = el('p', 'detail-files');
+    head.textContent = 'Files: it reads ' + fmtInt(own[0]) + ' and writes ' + fmtInt(own[1]) +
+      (subUsers[i] ? '; with the ' + fmtInt(subUsers[i]) + (subUsers[i] === 1 ? ' process' : ' processes') + ' it ran that used files, ' + fmtInt(totals[0]) + ' reads and ' + fmtInt(totals[1]) + ' writes in all' : '') + '.';
+    detail.appendChild(head);
+    var graph = filesGraph(i);
+    if (graph) detail.appendChild(graph);
+    var titles = ['Read', 'Written', 'Created, renamed, deleted'];
+    groups.forEach(function (g, k) {
+      if (!g.length) return;
+      var box = el('div', 'detail-group');
+      box.appendChild(el('h3', null, titles[k] + ' (' + fmtInt(totals[k]) + (totals[k] > g.length ? '; the first ' + fmtInt(g.length) + ' listed' : '') + ')'));
+      var tbl = el('table', 'detail-table'); tbl.id = 'detail-' + ['read', 'written', 'other'][k];
+      var hr = el('tr');
+      ['File', 'When', 'By', k === 0 ? 'Produced by' : k === 1 ? 'Consumed by' : 'What'].forEach(function (h) { hr.appendChild(el('th', null, h)); });
+      var th = el('thead'); th.appendChild(hr); tbl.appendChild(th);
+      var tb = el('tbody'); tbl.appendChild(tb);
+      var shown = 0;
+      function more(n) {
+        var stop = Math.min(g.length, shown + n), frag = document.createDocumentFragment();
+        for (; shown < stop; shown++) {
+          var j = g[shown][0], x = g[shown][1], tr = el('tr');
+          tr.dataset.proc = String(j); tr.dataset.path = String(x.path); tr.dataset.access = ACCESS[x.a];
+          var f = el('td', 'path'); f.appendChild(fileLink(x.path)); tr.appendChild(f);
+          tr.appendChild(el('td', 'num', fmtUs(x.t)));
+          var by = el('td', 'cmd');
+          if (j === i) by.textContent = 'itself'; else by.appendChild(procLink(j));
+          tr.appendChild(by);
+          var rel = el('td', 'cmd'), pr = producedOf.get(x.path);
+          // a read of a file another process wrote before: its producers (the summary's rule)
+          if (k === 0) procLinks(rel, pr && consumed(pr, j) ? pr[1] : []);
+          else if (k === 1) procLinks(rel, pr ? pr[2] : []);
+          else { rel.textContent = ACCESS[x.a]; if (x.a === 3) { rel.textContent += ' to '; rel.appendChild(fileLink(x.to)); } }
+          tr.appendChild(rel);
+          frag.appendChild(tr);
+        }
+        tb.appendChild(frag);
+        btn.hidden = shown >= g.length;
+        btn.textContent = 'Show all ' + fmtInt(g.length);
+      }
+      box.appendChild(tbl);
+      var btn = el('button', 'more'); btn.type = 'button';
+      btn.addEventListener('click', function () { more(g.length); });
+      box.appendChild(btn);
+      more(50);
+      detail.appendChild(box);
+    });
+    if (!groups[0].length && !groups[1].length && !groups[2].length) detail.appendChild(el('p', 'empty', 'No file used (of those --files records).'));
+  }
+
+  // ---- the file filter: the chart shows the processes that used one file --------------------
+  var ffBox = document.getElementById('file-filter'), ffText = document.getElementById('file-filter-text');
+  function setFileFilter(k) {
+    if (k == null) { fileFilter = null; ffBox.hidden = true; delete document.body.dataset.file; }
+    else {
+      var users = new Uint8Array(N), n = 0;
+      fileRow.forEach(function (u, j) { for (var q = 1; q + 2 < u.length;) { if (u[q + 2] === k) { if (!users[j]) n++; users[j] = 1; } q += u[q] === 3 ? 4 : 3; } });
+      fileFilter = { path: k, users: users, count: n };
+      // the time they used it in: from the first one's start to the last one's end
+      var a = Infinity, b = -Infinity;
+      for (var j = 0; j < N; j++) if (users[j]) { if (start[j] < a) a = start[j]; if (end[j] > b) b = end[j]; }
+      if (a < b) { var span = b - a; view.t0 = a - span * 0.03; view.t1 = b + span * 0.03; clampView(); }
+      var path = str(k);
+      ffText.textContent = 'used ' + shortPath(path, 60);
+      ffBox.title = str(k);
+      ffBox.hidden = false;
+      document.body.dataset.file = String(k);
+    }
+    rebuildRows(); layout(); wrap.scrollTop = 0; redraw();
+    wrap.scrollIntoView({ block: 'nearest' });
+  }
+  document.getElementById('file-filter-clear').addEventListener('click', function () { setFileFilter(null); });
+
   // ---- tables --------------------------------------------------------------------------------
   // The tables: table.js's, filtered by the search (a row of a process by the process's text,
   // else by its own), a click on a row finds it in the Gantt.
   var tables = [];
-  function makeTable(spec) {
+  function makeTable(spec, into) {
     spec.match = function (r, q) { return r.text != null ? r.text.indexOf(q) >= 0 : haystack()[r.proc].indexOf(q) >= 0; };
-    spec.onRow = function (r) { if (r.proc != null) reveal(r.proc, r.image != null ? r.image : null); };
+    spec.onRow = spec.onRow || function (r) { if (r.proc != null) select(r.proc, true, r.image != null ? r.image : null); };
     spec.rowClass = function (r) { return r.cause ? 'cause-row' : ''; };
-    var st = proctraceTables.make(document.getElementById('tables'), spec);
+    var st = proctraceTables.make(into || document.getElementById('tables'), spec);
     if (query) st.filter(query);
     tables.push(st);
     return st;
@@ -757,6 +1087,43 @@
     hint: 'Peak resident set of each process.',
     cols: [{ key: 'rss', label: 'Peak RSS', num: true, fmt: fmtKiB }, { key: 'cpu', label: 'CPU', num: true, fmt: dur }, { key: 'duration', label: 'Duration', num: true, fmt: dur }, { key: 'command', label: 'Command', mono: true }, { key: 'pid', label: 'PID', num: true }] });
 
+  // ---- files (`--files`): the most-read files and what was produced and consumed --------------
+  // Both are the summary's (src/report/summary: its `most_read` is this table's first ten, its
+  // `produced` this one's rows), by record rather than pid.
+  if (F) (function filesTables() {
+    document.getElementById('files-section').hidden = false;
+    var hint = document.getElementById('files-hint');
+    hint.textContent = filesLine() + '.' + (F.lost ? ' The kernel dropped file events ' + fmtInt(F.lost) + ' times: the lists are incomplete.' : '') +
+      (F.dropped ? ' ' + fmtInt(F.dropped) + ' uses over the caps were not kept.' : '') +
+      ' A click on a file shows in the chart the processes that used it; on a process, selects it.';
+    var into = document.getElementById('files-tables');
+    var labels = function (list) { return list.map(function (j) { return label(j); }).join('\n'); };
+    var readRows = [], MR = F.most_read || [];
+    for (var q = 0; q + 1 < MR.length; q += 2) {
+      var k = MR[q], pr = producedOf.get(k), path = str(k);
+      readRows.push({ seq: seq++, path: path, pathIdx: k, readers: MR[q + 1], producers: pr ? pr[1] : [], producer: pr ? procName(pr[1][0]) : null,
+        text: (path + '\n' + (pr ? labels(pr[1]) : '')).toLowerCase() });
+    }
+    var fileCol = { key: 'path', label: 'File', cls: 'cmd', render: function (td, v, r) { td.title = v; td.appendChild(fileLink(r.pathIdx)); } };
+    var linksCol = function (key, labelText, listKey, max) {
+      return { key: key, label: labelText, cls: 'cmd links', render: function (td, v, r) { procLinks(td, r[listKey], max); } };
+    };
+    makeTable({ id: 'files-read', title: 'Most-read files', sort: 'readers', rows: readRows,
+      onRow: function (r) { setFileFilter(r.pathIdx); },
+      hint: 'Every file read, by how many processes read it (the summary\u2019s most-read list is the first ten); written by: the processes that wrote it before another read it.',
+      cols: [fileCol, { key: 'readers', label: 'Read by', num: true, fmt: fmtInt }, linksCol('producer', 'Written by', 'producers', 3)] }, into);
+    var prodRows = [];
+    (F.produced || []).forEach(function (x) {
+      var path = str(x[0]);
+      prodRows.push({ seq: seq++, path: path, pathIdx: x[0], producers: x[1], consumers: x[2], producer: x[1].length ? procName(x[1][0]) : null,
+        count: x[2].length, consumer: x[2].length ? procName(x[2][0]) : null, proc: x[1].length ? x[1][0] : null,
+        text: (path + '\n' + labels(x[1]) + '\n' + labels(x[2])).toLowerCase() });
+    });
+    makeTable({ id: 'files-produced', title: 'Produced and consumed', sort: 'seq', desc: false, rows: prodRows,
+      hint: 'Each file one process wrote and another read afterwards: its producers and its consumers (producer \u2192 file \u2192 consumers), in the order first seen. A click on a row selects its producer.',
+      cols: [fileCol, linksCol('producer', 'Producer', 'producers', 3), { key: 'count', label: 'Consumers', num: true, fmt: fmtInt }, linksCol('consumer', 'Consumed by', 'consumers', 3)] }, into);
+  })();
+
   // ---- search ----------------------------------------------------------------------------------
   var search = document.getElementById('search'), timer = 0;
   function applySearch() {
@@ -791,6 +1158,11 @@
       var y = AXIS + r * ROWH - wrap.scrollTop + ROWH / 2;
       return r < nrows && y > AXIS && y < H && t >= view.t0 && t <= view.t1 ? [tx(t), y] : null;
     },
+    // the selected process's index (-1: none); select process i as a click on it does
+    selected: function () { return selected; },
+    select: function (i) { select(i); drawGantt(); drawConc(); },
+    // the file whose users the chart shows: [its string index, how many used it], null for none
+    fileFilter: function () { return fileFilter ? [fileFilter.path, fileFilter.count] : null; },
     setupMs: 0
   };
   document.body.dataset.records = String(N);

@@ -12,7 +12,8 @@ var proctraceTables = (function () {
     return e;
   }
   function fmtInt(n) { return n == null ? '\u2014' : Number(n).toLocaleString('en-US'); }
-  // spec: { id, title, hint, cols: [{ key, label, num, mono, fmt(v, row), bar }], rows, sort,
+  // spec: { id, title, hint, cols: [{ key, label, num, mono, fmt(v, row), bar, render(td, v, row),
+  //   cls }], rows, sort (a key of the rows, a column's or not: `seq`, their given order),
   //   desc (default true), top (default 20), match(row, query) (default: row.text contains it),
   //   onRow(row) (a click on a row), rowClass(row) }
   function make(parent, spec) {
@@ -70,6 +71,10 @@ var proctraceTables = (function () {
             var b = el('div', v >= 0 ? 'bar up' : 'bar down');
             b.style.width = Math.max(1, Math.abs(v || 0) / barMax[c.key] * 120).toFixed(0) + 'px';
             td.appendChild(b);
+          } else if (c.render) {
+            // the column draws its cell itself (links, lists): text nodes only
+            td = el('td', c.cls || '');
+            c.render(td, v, row);
           } else {
             td = el('td', c.num ? 'num' : (c.mono ? 'cmd' : ''), c.fmt ? c.fmt(v, row) : (v == null ? '\u2014' : String(v)));
             if (c.mono && v != null) td.title = String(v);

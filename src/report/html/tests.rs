@@ -29,7 +29,7 @@ fn of(dir: &str, name: &str) -> (Value, String) {
 fn the_failing_make_has_every_process_its_outcomes_and_its_cause() {
     let (d, page) = of("builds", "make-fails");
     assert_eq!(d["format"], "proctrace-html");
-    assert_eq!(d["version"], 1);
+    assert_eq!(d["version"], 2);
     let procs = d["procs"].as_array().unwrap();
     assert_eq!(procs.len() as u64, d["run"]["processes"].as_u64().unwrap());
     assert_eq!(procs.len(), 24);
@@ -189,4 +189,98 @@ fn the_csp_allows_only_the_pages_own_code() {
             "{attr}"
         );
     }
+}
+
+/// A trace with files: each process's uses (a rename's new path after its path), the files
+/// read by most processes first, each produced file with its producers and consumers as the
+/// summary's files report has them, paths as escaped text.
+#[test]
+fn files_are_each_processs_uses_and_the_summarys_lists() {
+    let cap = br#"{"e":"header","header":{"mode":{"run":{"argv":["sh"]}},"ts":0,"real_minus_mono":0,"tool":{"pid":1,"argv":["proctrace"],"version":"0","parent_sid":null},"backend":"connector","files":true}}
+{"e":"root","tgid":100}
+{"e":"fork","ts":1000000,"parent_tgid":1,"child_pid":100,"child_tgid":100}
+{"e":"exec","ts":1100000,"tgid":100}
+{"e":"exec_details","tgid":100,"details":{"argv":["sh"],"exe":"/bin/sh","cwd":"/w","uid":0,"comm":"sh"}}
+{"e":"fork","ts":2000000,"parent_tgid":100,"child_pid":101,"child_tgid":101}
+{"e":"exec","ts":2100000,"tgid":101}
+{"e":"exec_details","tgid":101,"details":{"argv":["gen"],"exe":"/bin/gen","cwd":"/w","uid":0,"comm":"gen"}}
+{"e":"file","ts":2200000,"tgid":101,"access":"create","path":"/w/x.tmp"}
+{"e":"file","ts":2300000,"tgid":101,"access":"write","path":"/w/x.h"}
+{"e":"file","ts":2400000,"tgid":101,"access":"rename","path":"/w/x.tmp","to":"/w/x2"}
+{"e":"exit","ts":3000000,"pid":101,"tgid":101,"status":0,"parent_tgid":100}
+{"e":"fork","ts":4000000,"parent_tgid":100,"child_pid":102,"child_tgid":102}
+{"e":"exec","ts":4100000,"tgid":102}
+{"e":"exec_details","tgid":102,"details":{"argv":["cc"],"exe":"/bin/cc","cwd":"/w","uid":0,"comm":"cc"}}
+{"e":"file","ts":4200000,"tgid":102,"access":"read","path":"/w/y<b>\n.c"}
+{"e":"file","ts":4300000,"tgid":102,"access":"read","path":"/w/x.h"}
+{"e":"exit","ts":5000000,"pid":102,"tgid":102,"status":0,"parent_tgid":100}
+{"e":"fork","ts":6000000,"parent_tgid":100,"child_pid":103,"child_tgid":103}
+{"e":"exec","ts":6100000,"tgid":103}
+{"e":"exec_details","tgid":103,"details":{"argv":["cc"],"exe":"/bin/cc","cwd":"/w","uid":0,"comm":"cc"}}
+{"e":"file","ts":6200000,"tgid":103,"access":"read","path":"/w/x.h"}
+{"e":"exit","ts":7000000,"pid":103,"tgid":103,"status":0,"parent_tgid":100}
+{"e":"exit","ts":8000000,"pid":100,"tgid":100,"status":0,"parent_tgid":1}
+"#;
+    let cap = parse_capture(&cap[..], "files.cap").unwrap();
+    let h = cap.header.clone().unwrap();
+    let (engine, sum) = replay(&cap, cap.command_pid(), Fanout::new(), h.clone());
+    let rep = summary::summarize(&h, &engine.tracker, &sum, false);
+    let d: Value = serde_json::from_str(&data(&h, &engine.tracker, &sum, &rep, false)).unwrap();
+    let f = &d["files"];
+    let s = |i: &Value| {
+        d["strings"][i.as_u64().unwrap() as usize]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let pid = |i: &Value| d["procs"][i.as_u64().unwrap() as usize][0].as_i64().unwrap();
+    let report = rep.files.as_ref().unwrap();
+    for (k, want) in [
+        ("processes", report.processes),
+        ("read", report.read),
+        ("written", report.written),
+        ("created", report.created),
+        ("renamed", report.renamed),
+    ] {
+        assert_eq!(f[k].as_u64(), Some(want), "{k}");
+    }
+    assert_eq!((report.read, report.written, report.renamed), (2, 1, 1));
+    // gen: create, write, then the rename with its new path (µs from the command's fork).
+    let uses = f["uses"].as_array().unwrap();
+    assert_eq!(uses.len(), 3);
+    let gn = uses[0].as_array().unwrap();
+    assert_eq!(pid(&gn[0]), 101);
+    assert_eq!(gn.len(), 1 + 3 + 3 + 4);
+    assert_eq!((gn[1].as_u64(), gn[2].as_i64()), (Some(2), Some(1200)));
+    assert_eq!(s(&gn[3]), "/w/x.tmp");
+    assert_eq!((gn[4].as_u64(), s(&gn[6])), (Some(1), "/w/x.h".to_string()));
+    assert_eq!(gn[7].as_u64(), Some(3));
+    assert_eq!(
+        (s(&gn[9]), s(&gn[10])),
+        ("/w/x.tmp".to_string(), "/w/x2".to_string())
+    );
+    // The first cc's hostile path, as escaped text.
+    assert_eq!(s(&uses[1][3]), "/w/y<b>\\n.c");
+    // Most read: x.h (2 readers), then the other; the summary's list in its order.
+    let mr = f["most_read"].as_array().unwrap();
+    assert_eq!(mr.len(), 4);
+    assert_eq!((s(&mr[0]), mr[1].as_u64()), ("/w/x.h".to_string(), Some(2)));
+    assert_eq!(mr[3].as_u64(), Some(1));
+    assert_eq!(report.most_read[0].path, "/w/x.h");
+    // Produced: x.h by gen, consumed by both compiles; as the summary names them by pid.
+    let p = &f["produced"][0];
+    assert_eq!(s(&p[0]), "/w/x.h");
+    let pids = |l: &Value| l.as_array().unwrap().iter().map(pid).collect::<Vec<_>>();
+    assert_eq!(pids(&p[1]), [101]);
+    assert_eq!(pids(&p[2]), [102, 103]);
+    assert_eq!(report.produced[0].producers, [101]);
+    assert_eq!(report.produced[0].consumers, [102, 103]);
+    assert_eq!(f["produced"].as_array().unwrap().len(), report.produced.len());
+}
+
+/// A trace without files has no `files` key (version 2: none recorded).
+#[test]
+fn a_trace_without_files_has_no_files_key() {
+    let (d, _) = of("builds", "make-fails");
+    assert!(d.get("files").is_none(), "{}", d["files"]);
 }

@@ -567,92 +567,150 @@ pub fn cost_label(t: &Tracker, r: &ProcessRecord, redact: bool) -> String {
     }
 }
 
+/// One path's uses over the trace (`--files`): who wrote it and who read it (first time, record,
+/// pid, in tree order), and what was done to it.
+#[derive(Default)]
+pub struct PathUses {
+    /// Its writers: (first write, record, pid).
+    pub writers: Vec<(u64, ProcId, i32)>,
+    /// Its readers: (first read, record, pid).
+    pub readers: Vec<(u64, ProcId, i32)>,
+    /// Created by a process of the trace.
+    pub created: bool,
+    /// Deleted by a process of the trace.
+    pub deleted: bool,
+}
+
+impl PathUses {
+    /// Its consumers, when it was written and then read by another process: the readers that
+    /// read it at or after its first write, but its writers (by pid, as the summary's JSON names
+    /// them). `None` when it was never written, or no other process read it afterwards.
+    pub fn consumers(&self) -> Option<Vec<(u64, ProcId, i32)>> {
+        let first = self.writers.iter().map(|w| w.0).min()?;
+        let consumers: Vec<_> = self
+            .readers
+            .iter()
+            .filter(|&&(ts, _, pid)| ts >= first && !self.writers.iter().any(|w| w.2 == pid))
+            .copied()
+            .collect();
+        (!consumers.is_empty()).then_some(consumers)
+    }
+}
+
+/// Every path the processes used (`--files`), in the order first seen (the records in tree
+/// order, each record's uses in its order), with its uses; and the renames. What the summary's
+/// files report and the HTML report's file tables are made of, so both say the same.
+#[derive(Default)]
+pub struct FileIndex<'a> {
+    /// Each path, in the order first seen.
+    pub order: Vec<&'a str>,
+    /// Each path's uses.
+    pub paths: std::collections::HashMap<&'a str, PathUses>,
+    /// Renames.
+    pub renamed: u64,
+    /// Processes that used a file.
+    pub processes: u64,
+}
+
+impl<'a> FileIndex<'a> {
+    /// The index of the records `ids` (tree order).
+    pub fn of(t: &'a Tracker, ids: &[ProcId]) -> FileIndex<'a> {
+        use crate::model::event::FileAccess as A;
+        let mut x = FileIndex::default();
+        for &id in ids {
+            let Some(r) = t.get(id) else { continue };
+            let Some(set) = r.files.as_deref() else { continue };
+            if set.uses.is_empty() {
+                continue;
+            }
+            x.processes += 1;
+            for u in &set.uses {
+                let p = x.paths.entry(&u.path).or_insert_with(|| {
+                    x.order.push(&u.path);
+                    PathUses::default()
+                });
+                match u.access {
+                    A::Read => p.readers.push((u.ts, id, r.pid)),
+                    A::Write => p.writers.push((u.ts, id, r.pid)),
+                    A::Create => p.created = true,
+                    A::Delete => p.deleted = true,
+                    A::Rename => x.renamed += 1,
+                }
+            }
+        }
+        x
+    }
+
+    /// Every path read, with how many processes read it: most readers first, ties in the order
+    /// first seen (the summary's `most_read` is the first [`TOP_FILES`]).
+    pub fn most_read(&self) -> Vec<(&'a str, u64)> {
+        let mut v: Vec<(&str, u64)> = self
+            .order
+            .iter()
+            .map(|&k| (k, self.paths.get(k).map_or(0, |p| p.readers.len() as u64)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        // A stable sort keeps first-seen order among equals.
+        v.sort_by_key(|m| std::cmp::Reverse(m.1));
+        v
+    }
+
+    /// Each file written and then read by another process, in the order first seen: the path,
+    /// its uses and its consumers.
+    pub fn produced(&self) -> impl Iterator<Item = (&'a str, &PathUses, Vec<(u64, ProcId, i32)>)> + '_ {
+        self.order.iter().filter_map(|&k| {
+            let p = self.paths.get(k)?;
+            Some((k, p, p.consumers()?))
+        })
+    }
+
+    /// How many distinct paths `f` holds for.
+    pub fn count(&self, f: impl Fn(&PathUses) -> bool) -> u64 {
+        self.paths.values().filter(|p| f(p)).count() as u64
+    }
+}
+
 /// The files report (`--files`), when any process used a file.
 fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
     use crate::model::event::FileAccess as A;
-    use std::collections::HashMap;
-    // Per path: its writers and readers (first time, pid), and what was done to it.
-    #[derive(Default)]
-    struct Path {
-        writers: Vec<(u64, i32)>,
-        readers: Vec<(u64, i32)>,
-        created: bool,
-        deleted: bool,
-    }
-    let mut paths: HashMap<&str, Path> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    let mut by_process = Vec::new();
-    let mut renamed = 0;
-    for &id in ids {
-        let Some(r) = t.get(id) else { continue };
-        let Some(set) = r.files.as_deref() else { continue };
-        if set.uses.is_empty() {
-            continue;
-        }
-        let mut wrote = Vec::new();
-        for u in &set.uses {
-            let p = paths.entry(&u.path).or_insert_with(|| {
-                order.push(&u.path);
-                Path::default()
-            });
-            match u.access {
-                A::Read => p.readers.push((u.ts, r.pid)),
-                A::Write => {
-                    p.writers.push((u.ts, r.pid));
-                    if wrote.len() < TOP_FILES * 10 {
-                        wrote.push(shown(&u.path).into_owned());
-                    }
-                }
-                A::Create => p.created = true,
-                A::Delete => p.deleted = true,
-                A::Rename => renamed += 1,
-            }
-        }
-        by_process.push(ProcessFiles {
-            pid: r.pid,
-            program: program(r),
-            read: set.count(A::Read) as u64,
-            wrote,
-        });
-    }
-    if by_process.is_empty() {
+    let x = FileIndex::of(t, ids);
+    if x.processes == 0 {
         return None;
     }
-    let count = |f: &dyn Fn(&Path) -> bool| paths.values().filter(|p| f(p)).count() as u64;
-    let mut most_read: Vec<(&str, u64)> = order
+    let by_process = ids
         .iter()
-        .map(|&k| (k, paths[k].readers.len() as u64))
-        .filter(|&(_, n)| n > 0)
-        .collect();
-    // Most readers first; a stable sort keeps first-seen order among equals.
-    most_read.sort_by_key(|m| std::cmp::Reverse(m.1));
-    most_read.truncate(TOP_FILES);
-    let produced = order
-        .iter()
-        .filter_map(|&k| {
-            let p = &paths[k];
-            let first = p.writers.iter().map(|w| w.0).min()?;
-            let producers: Vec<i32> = p.writers.iter().map(|w| w.1).collect();
-            let consumers: Vec<i32> = p
-                .readers
-                .iter()
-                .filter(|&&(ts, pid)| ts >= first && !producers.contains(&pid))
-                .map(|r| r.1)
-                .collect();
-            (!consumers.is_empty()).then(|| Produced {
-                path: shown(k).into_owned(),
-                producers,
-                consumers,
+        .filter_map(|&id| {
+            let r = t.get(id)?;
+            let set = r.files.as_deref().filter(|s| !s.uses.is_empty())?;
+            Some(ProcessFiles {
+                pid: r.pid,
+                program: program(r),
+                read: set.count(A::Read) as u64,
+                wrote: set
+                    .of(A::Write)
+                    .take(TOP_FILES * 10)
+                    .map(|u| shown(&u.path).into_owned())
+                    .collect(),
             })
         })
         .collect();
+    let mut most_read = x.most_read();
+    most_read.truncate(TOP_FILES);
+    let produced = x
+        .produced()
+        .map(|(k, p, consumers)| Produced {
+            path: shown(k).into_owned(),
+            producers: p.writers.iter().map(|w| w.2).collect(),
+            consumers: consumers.iter().map(|c| c.2).collect(),
+        })
+        .collect();
     Some(FilesReport {
-        processes: by_process.len() as u64,
-        read: count(&|p| !p.readers.is_empty()),
-        written: count(&|p| !p.writers.is_empty()),
-        created: count(&|p| p.created),
-        deleted: count(&|p| p.deleted),
-        renamed,
+        processes: x.processes,
+        read: x.count(|p| !p.readers.is_empty()),
+        written: x.count(|p| !p.writers.is_empty()),
+        created: x.count(|p| p.created),
+        deleted: x.count(|p| p.deleted),
+        renamed: x.renamed,
         most_read: most_read
             .into_iter()
             .map(|(k, n)| FileReaders {

@@ -76,7 +76,7 @@ use crate::model::event::ExitStatus;
 use crate::sink::text::signal_name;
 
 pub use crate::model::naming::region_name;
-pub use analysis::{all_records, cost_label, slowest_order, summarize, wall};
+pub use analysis::{FileIndex, PathUses, all_records, cost_label, slowest_order, summarize, wall};
 pub(crate) use json::json_string;
 pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
