@@ -118,6 +118,10 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     };
     s.start(&header);
 
+    // Processes seeded already dead (zombies: exited, not yet reaped by their parent). Their
+    // exit is seen only if it came after the subscription; once what was queued has been read,
+    // those still open are closed as gone, or `watch -p` of a zombie would wait for ever.
+    let mut zombies: Vec<Pid> = Vec::new();
     if let Some(root) = cfg.root {
         // Seed the subtree as it is now, parents before children.
         let all = procfs::all_processes();
@@ -140,9 +144,16 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
                     seen_ns: Some(seen),
                     daemon: None,
                 });
+                // A leader that ended while its threads run shows `Z` too: not dead.
+                let threads = || std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+                if st.state == 'Z' && threads() <= 1 {
+                    zombies.push(*pid);
+                }
             }
         }
     }
+    // Longer than any backend holds an event (eBPF's reader polls every 20 ms).
+    let zombies_due = Instant::now() + Duration::from_millis(250);
 
     let deadline = cfg.duration.map(|d| Instant::now() + d);
     let writes_stdout = cfg.outputs.writes_stdout();
@@ -150,9 +161,24 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        match s.pump(Duration::from_millis(200)) {
+        let wait = if zombies.is_empty() {
+            Duration::from_millis(200)
+        } else {
+            zombies_due.saturating_duration_since(Instant::now())
+        };
+        match s.pump(wait) {
             Pumped::Interrupted(_) | Pumped::Ended => break,
             _ => {}
+        }
+        if !zombies.is_empty() && Instant::now() >= zombies_due {
+            for tgid in std::mem::take(&mut zombies) {
+                if s.tracker().lookup(tgid).is_some() {
+                    s.feed(&Event::Gone {
+                        ts: procfs::mono_now(),
+                        tgid,
+                    });
+                }
+            }
         }
         if cfg.root.is_some() && s.tracker().live_count() == 0 {
             break; // the whole subtree is gone

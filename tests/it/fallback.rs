@@ -136,7 +136,14 @@ fn connector_open_to_nobody() -> bool {
     };
     let probe = "import socket\ns = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 11)\ntry:\n    s.bind((0, 1))\nexcept PermissionError:\n    raise SystemExit(1)\n";
     let st = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", probe])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            python,
+            "-c",
+            probe,
+        ])
         .current_dir("/")
         .status()
         .unwrap();

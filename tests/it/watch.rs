@@ -250,3 +250,62 @@ fn watch_filter_mistakes_are_usage_errors() {
         stderr(&out)
     );
 }
+
+/// `watch -p` of a process that has exited but is not yet reaped (a zombie: its parent has not
+/// waited): its exit came before proctrace subscribed and will never come again, so it is
+/// closed as gone and `watch` ends, rather than waiting as long as the parent does not reap.
+/// On each backend `watch` uses.
+#[test]
+fn watch_p_of_a_zombie_ends() {
+    for backend in ["ebpf", "connector"] {
+        // The parent forks a child that exits at once, and sleeps without waiting for it.
+        let mut parent = Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import os, sys, time\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint(pid, flush=True)\ntime.sleep(60)\n",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(parent.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let child: u32 = line.trim().parse().unwrap();
+        // Until it is a zombie.
+        while !std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|s| s.contains(") Z ")) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out_file = tmp("zombie.jsonl");
+        // `timeout` only so that a regression fails instead of hanging the suite.
+        let out = Command::new("timeout")
+            .args([
+                "30",
+                PROCTRACE,
+                "watch",
+                "--backend",
+                backend,
+                "-p",
+                &child.to_string(),
+                "-o",
+                &out_file,
+            ])
+            .output()
+            .unwrap();
+        let still_waiting = parent.try_wait().unwrap().is_none();
+        let _ = parent.kill();
+        let _ = parent.wait();
+        assert!(still_waiting, "the parent had not reaped it");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{backend}: ended by itself: {}",
+            stderr(&out)
+        );
+        let lines = read_lines(&out_file);
+        let ps = processes(&lines);
+        assert_eq!(ps.len(), 1, "{backend}: {lines:?}");
+    }
+}
