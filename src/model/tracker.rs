@@ -351,7 +351,9 @@ impl Tracker {
     /// Adds a process that exists already (`-p PID` and its descendants, found in `/proc`).
     /// Its parent must be added first for the link to be made.
     /// `daemon`: a daemon's node (`run --include-daemons`), a root of its own whatever its
-    /// parent.
+    /// parent. `seen_ns`: when `/proc` was read for it ([`Event::Existing`]).
+    // The fields of [`Event::Existing`], one by one: its two callers destructure the event.
+    #[allow(clippy::too_many_arguments)]
     pub fn add_existing(
         &mut self,
         pid: Pid,
