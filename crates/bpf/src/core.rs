@@ -138,13 +138,15 @@ fn parse_local(btf: &Btf<'_>, r: &CoreRelo, raw: &[u32]) -> Result<Spec, Error> 
     if !is_field_based(r.kind) {
         return Err(btf.bad(format!("CO-RE relocation kind {}", r.kind)));
     }
-    spec.bit_offset = u64::from(first) * btf.resolve_size(id)? * 8;
+    spec.bit_offset = u64::from(first)
+        .saturating_mul(btf.resolve_size(id)?)
+        .saturating_mul(8);
     for &i in &raw[1..] {
         id = btf.skip_mods(id)?;
         let k = btf.kind(id)?;
         if is_composite(k) {
             let m = btf.member(id, i)?;
-            spec.bit_offset += u64::from(m.bit_offset);
+            spec.bit_offset = spec.bit_offset.saturating_add(u64::from(m.bit_offset));
             if m.name_off != 0 {
                 spec.acc.push(Acc {
                     type_id: id,
@@ -164,7 +166,11 @@ fn parse_local(btf: &Btf<'_>, r: &CoreRelo, raw: &[u32]) -> Result<Spec, Error> 
                 idx: i,
                 name_off: None,
             });
-            spec.bit_offset += u64::from(i) * btf.resolve_size(id)? * 8;
+            spec.bit_offset = spec.bit_offset.saturating_add(
+                u64::from(i)
+                    .saturating_mul(btf.resolve_size(id)?)
+                    .saturating_mul(8),
+            );
         } else {
             return Err(btf.bad(format!("CO-RE access into type {id} of kind {k}")));
         }
@@ -228,7 +234,7 @@ fn match_member(
     let lname = local.string(lmember.name_off)?;
     for i in 0..targ.vlen(tid)? {
         let m = targ.member(tid, i)?;
-        *bit_offset += u64::from(m.bit_offset);
+        *bit_offset = bit_offset.saturating_add(u64::from(m.bit_offset));
         let tname = targ.string(m.name_off)?;
         if tname.is_empty() {
             if let Some(found) = match_member(local, lacc, targ, m.type_id, bit_offset, depth + 1)? {
@@ -245,10 +251,10 @@ fn match_member(
                     m.type_id,
                 )));
             }
-            *bit_offset -= u64::from(m.bit_offset);
+            *bit_offset = bit_offset.saturating_sub(u64::from(m.bit_offset));
             return Ok(None);
         }
-        *bit_offset -= u64::from(m.bit_offset);
+        *bit_offset = bit_offset.saturating_sub(u64::from(m.bit_offset));
     }
     Ok(None)
 }
@@ -314,7 +320,11 @@ fn match_spec(
                 idx: lacc.idx,
                 name_off: None,
             });
-            t.bit_offset += u64::from(lacc.idx) * targ.resolve_size(tid)? * 8;
+            t.bit_offset = t.bit_offset.saturating_add(
+                u64::from(lacc.idx)
+                    .saturating_mul(targ.resolve_size(tid)?)
+                    .saturating_mul(8),
+            );
         }
     }
     Ok(Some(t))
@@ -376,7 +386,7 @@ fn calc_field(btf: &Btf<'_>, spec: &Spec, kind_: u32) -> Result<FieldValue, Erro
     if bitfield {
         let mut sz = u64::from(btf.size_or_type(mt)?).max(1);
         let mut off = bit_off / 8 / sz * sz;
-        while bit_off + bit_sz - off * 8 > sz * 8 {
+        while bit_off.saturating_add(bit_sz) - off * 8 > sz * 8 {
             if sz >= 8 {
                 return Err(btf.bad("CO-RE: a bitfield that a 64-bit load cannot read".into()));
             }
@@ -409,9 +419,15 @@ fn calc_field(btf: &Btf<'_>, spec: &Spec, kind_: u32) -> Result<FieldValue, Erro
             );
             out.validate = true;
         }
-        relo::FIELD_LSHIFT_U64 => out.val = 64 - (bit_off + bit_sz - byte_off * 8),
+        relo::FIELD_LSHIFT_U64 => {
+            out.val = 64u64
+                .checked_sub(bit_off.saturating_add(bit_sz) - byte_off * 8)
+                .ok_or_else(|| btf.bad("CO-RE: a field wider than 64 bits".into()))?
+        }
         relo::FIELD_RSHIFT_U64 => {
-            out.val = 64 - bit_sz;
+            out.val = 64u64
+                .checked_sub(bit_sz)
+                .ok_or_else(|| btf.bad("CO-RE: a field wider than 64 bits".into()))?;
             out.validate = true;
         }
         k => return Err(btf.bad(format!("CO-RE field relocation kind {k}"))),

@@ -181,7 +181,7 @@ pub fn parse_cpu_list(s: &str) -> Option<(u32, u32)> {
         if b < a {
             return None;
         }
-        count = count.checked_add(b - a + 1)?;
+        count = count.checked_add((b - a).checked_add(1)?)?;
         top = top.max(b.checked_add(1)?);
     }
     (count > 0).then_some((count, top))
@@ -218,6 +218,7 @@ pub struct Loader<'a> {
     object: &'a [u8],
     globals: Vec<(String, Vec<u8>)>,
     max_entries: Vec<(String, u32)>,
+    object_btf: bool,
 }
 
 /// A program ready to load: relocated.
@@ -235,6 +236,8 @@ pub struct Prepared<'a> {
     object: Object<'a>,
     maps: Vec<Option<Map>>,
     programs: Vec<PreparedProgram>,
+    /// The object's BTF in the kernel, when asked for ([`Loader::object_btf`]).
+    btf_fd: Option<OwnedFd>,
 }
 
 impl<'a> Loader<'a> {
@@ -244,7 +247,17 @@ impl<'a> Loader<'a> {
             object,
             globals: Vec::new(),
             max_entries: Vec::new(),
+            object_btf: false,
         }
+    }
+
+    /// Loads the object's BTF too (`BPF_BTF_LOAD`) and gives the programs their function and
+    /// line info (source lines in `bpftool prog dump`). Off by default: the kernel does not need
+    /// it for these programs, and it costs a few milliseconds of BTF verification at every
+    /// start (BENCHMARKS.md). A refused load is retried with it either way, for the log.
+    pub fn object_btf(mut self, yes: bool) -> Self {
+        self.object_btf = yes;
+        self
     }
 
     /// Sets a global variable (in `.rodata`, `.data` or `.bss`) to `value`, its exact size.
@@ -320,32 +333,14 @@ impl<'a> Loader<'a> {
             });
             let mut insns = p.insns.clone();
             let mut poisoned = Vec::new();
-            if let Some((_, relos)) = object.core_relos.iter().find(|(s, _)| *s == p.section) {
-                for r in relos {
-                    let at = r.insn_off as usize;
-                    if !at.is_multiple_of(obj::INSN) || at + obj::INSN > insns.len() {
-                        return Err(rel_err(format!(
-                            "CO-RE relocation at byte {at}, outside the program"
-                        )));
-                    }
-                    let field = || core::describe(&object.btf, r);
-                    let res = core::resolve(&object.btf, r, kernel, &cands)
-                        .map_err(|e| rel_err(format!("CO-RE relocation of {}: {e}", field())))?;
-                    let poison = patch(&mut insns, at / obj::INSN, res).map_err(|why| {
-                        rel_err(format!(
-                            "CO-RE relocation of {} at instruction {}: {why}",
-                            field(),
-                            at / obj::INSN
-                        ))
-                    })?;
-                    if poison {
-                        poisoned.push(core::Poisoned {
-                            insn: at / obj::INSN,
-                            field: field(),
-                        });
-                    }
+            relocate_core(&object, p, kernel, &cands, &mut insns, &mut |r| {
+                if r.value.is_none() {
+                    poisoned.push(core::Poisoned {
+                        insn: r.insn,
+                        field: r.field,
+                    });
                 }
-            }
+            })?;
             programs.push(PreparedProgram {
                 name: p.name.clone(),
                 section: p.section.clone(),
@@ -408,12 +403,99 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        Ok(Prepared {
+        let mut prepared = Prepared {
             object,
             maps,
             programs,
-        })
+            btf_fd: None,
+        };
+        if self.object_btf {
+            let fd = sys::btf_load(&prepared.fixed_btf()).map_err(|e| Error::Sys {
+                what: "loading the object's BTF".into(),
+                source: e,
+                log: String::new(),
+            })?;
+            prepared.btf_fd = Some(fd);
+        }
+        Ok(prepared)
     }
+}
+
+/// One CO-RE relocation as applied ([`core_report`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relocated {
+    /// The program.
+    pub program: String,
+    /// Instruction index.
+    pub insn: usize,
+    /// What it names: `struct task_struct.real_parent`.
+    pub field: String,
+    /// `BPF_CORE_*` ([`core::relo`]).
+    pub kind: u32,
+    /// The value patched in; `None`: nothing matched, the instruction was poisoned.
+    pub value: Option<u64>,
+}
+
+/// Applies the CO-RE relocations of program `p` to `insns`, telling `seen` each one.
+fn relocate_core(
+    object: &Object<'_>,
+    p: &obj::ProgramDef,
+    kernel: &Btf<'_>,
+    cands: &Candidates,
+    insns: &mut [u8],
+    seen: &mut dyn FnMut(Relocated),
+) -> Result<(), Error> {
+    let rel_err = |why: String| Error::Relocation {
+        prog: p.name.clone(),
+        why,
+    };
+    let Some((_, relos)) = object.core_relos.iter().find(|(s, _)| *s == p.section) else {
+        return Ok(());
+    };
+    for r in relos {
+        let at = r.insn_off as usize;
+        if !at.is_multiple_of(obj::INSN) || at + obj::INSN > insns.len() {
+            return Err(rel_err(format!(
+                "CO-RE relocation at byte {at}, outside the program"
+            )));
+        }
+        let field = || core::describe(&object.btf, r);
+        let res = core::resolve(&object.btf, r, kernel, cands)
+            .map_err(|e| rel_err(format!("CO-RE relocation of {}: {e}", field())))?;
+        let poisoned = patch(insns, at / obj::INSN, res).map_err(|why| {
+            rel_err(format!(
+                "CO-RE relocation of {} at instruction {}: {why}",
+                field(),
+                at / obj::INSN
+            ))
+        })?;
+        let value = match res {
+            Resolved::Value { new, .. } if !poisoned => Some(new),
+            _ => None,
+        };
+        seen(Relocated {
+            program: p.name.clone(),
+            insn: at / obj::INSN,
+            field: field(),
+            kind: r.kind,
+            value,
+        });
+    }
+    Ok(())
+}
+
+/// Every CO-RE relocation of an object resolved against `kernel`, without creating anything
+/// in the kernel (for tests and diagnostics).
+pub fn core_report(object: &[u8], kernel: &Btf<'_>) -> Result<Vec<Relocated>, Error> {
+    let object = Object::parse(object)?;
+    let all: Vec<&obj::CoreRelo> = object.core_relos.iter().flat_map(|(_, r)| r.iter()).collect();
+    let cands = Candidates::find(&object.btf, &all, kernel, &[])?;
+    let mut out = Vec::new();
+    for p in &object.programs {
+        let mut insns = p.insns.clone();
+        relocate_core(&object, p, kernel, &cands, &mut insns, &mut |r| out.push(r))?;
+    }
+    Ok(out)
 }
 
 /// Patches instruction `i` with a CO-RE result; true if it was poisoned.
@@ -539,6 +621,18 @@ fn log_tail(log: &[u8], max: usize) -> String {
     format!("…\n{rest}")
 }
 
+/// The field whose poisoned instruction the verifier reached (`3: (85) call unknown#195896080`).
+fn poisoned_reached(log: &str, poisoned: &[core::Poisoned]) -> Option<String> {
+    let call = format!("call unknown#{}", core::POISON);
+    let line = log.lines().find(|l| l.contains(&call))?;
+    let insn: usize = line.split(':').next()?.trim().parse().ok()?;
+    // An ld_imm64's second half is poisoned too.
+    poisoned
+        .iter()
+        .find(|p| p.insn == insn || p.insn + 1 == insn)
+        .map(|p| p.field.clone())
+}
+
 /// How much of the verifier's log an error keeps.
 const LOG_KEEP: usize = 1500;
 
@@ -566,15 +660,16 @@ impl Prepared<'_> {
             .map_err(|why| Error::Missing(format!("program {name}: {why}")))?;
         let mut license = self.object.license.clone();
         license.push(0);
-        let args = |log| sys::ProgLoadArgs {
+        let (funcs, lines) = self.ext_info(&p.section);
+        let args = |log, btf: Option<&OwnedFd>| sys::ProgLoadArgs {
             name,
             insns: &p.insns,
             license: &license,
             attach_btf_id,
             log,
-            btf: None,
+            btf: btf.map(|b| (b.as_raw_fd(), funcs.as_slice(), lines.as_slice())),
         };
-        let first = match sys::prog_load(args(None)) {
+        let first = match sys::prog_load(args(None, self.btf_fd.as_ref())) {
             Ok(fd) => {
                 return Ok(Program {
                     name: name.to_string(),
@@ -593,25 +688,23 @@ impl Prepared<'_> {
             });
         }
         let mut log = vec![0u8; 1 << 20];
-        let (funcs, lines) = self.ext_info(&p.section);
-        let btf_fd = sys::btf_load(&self.fixed_btf()).ok();
-        let mut a = args(Some(&mut log));
-        if let Some(b) = &btf_fd {
-            a.btf = Some((b.as_raw_fd(), &funcs, &lines));
-        }
-        let second = sys::prog_load(a);
+        let loaded_btf;
+        let btf = match &self.btf_fd {
+            Some(b) => Some(b),
+            None => {
+                loaded_btf = sys::btf_load(&self.fixed_btf()).ok();
+                loaded_btf.as_ref()
+            }
+        };
+        let second = sys::prog_load(args(Some(&mut log), btf));
         let source = match second {
             // Loaded the second time (it should not): the first error stands.
             Ok(_) => first,
             Err(e) => e,
         };
         let mut text = log_tail(&log, LOG_KEEP);
-        if text.contains(&core::POISON.to_string()) {
-            let fields: Vec<&str> = p.poisoned.iter().map(|x| x.field.as_str()).collect();
-            text = format!(
-                "the running kernel lacks {} (a CO-RE relocation found no match)\n{text}",
-                fields.join(", ")
-            );
+        if let Some(field) = poisoned_reached(&text, &p.poisoned) {
+            text = format!("the running kernel has no {field} (a CO-RE relocation found no match)\n{text}");
         }
         Err(Error::Sys {
             what,

@@ -264,9 +264,9 @@ impl<'a> Object<'a> {
                     // from the section's start).
                     let imm =
                         i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
-                    let off = sym.address() as i64 + i64::from(imm);
-                    let off = u32::try_from(off)
-                        .ok()
+                    let off = (sym.address() as i64).checked_add(i64::from(imm));
+                    let off = off
+                        .and_then(|o| u32::try_from(o).ok())
                         .filter(|&o| o < maps[m].value_size)
                         .ok_or_else(|| {
                             elf(format!(

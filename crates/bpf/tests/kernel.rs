@@ -1,0 +1,255 @@
+//! Against the running kernel (as root): its BTF read by this crate against pahole's reading of
+//! the same BTF, proctrace's committed object relocated, loaded, attached and read.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use bpf::btf::kind;
+use bpf::core::relo;
+use bpf::{Btf, Loader, RingBuf};
+
+/// proctrace's object, as committed.
+static OBJECT: &[u8] = include_bytes!("../../../bpf/proctrace.bpf.o");
+
+fn kernel() -> &'static Btf<'static> {
+    static K: OnceLock<Btf<'static>> = OnceLock::new();
+    K.get_or_init(|| Btf::kernel().expect("the kernel's BTF"))
+}
+
+/// `pahole -C STRUCT`: member name → (byte offset, size), for the members pahole lists at any
+/// depth (the nested ones' offsets are their enclosing anonymous struct's plus theirs: these
+/// tests use only structs whose anonymous parts start at 0, checked by the caller).
+fn pahole(structure: &str) -> Vec<(String, u64, u64)> {
+    let out = Command::new("pahole")
+        .args(["-C", structure, "/sys/kernel/btf/vmlinux"])
+        .output()
+        .expect("pahole (apt-get install pahole)");
+    assert!(out.status.success(), "pahole -C {structure}: {out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut v = Vec::new();
+    for line in text.lines() {
+        // "	pid_t                      tgid;                 /*  1268     4 */"
+        let Some((decl, comment)) = line.split_once(";") else {
+            continue;
+        };
+        let Some(name) = decl.split_whitespace().last() else {
+            continue;
+        };
+        let name = name.trim_start_matches('*');
+        let name = name.split('[').next().unwrap();
+        let nums: Vec<u64> = comment
+            .trim()
+            .trim_start_matches("/*")
+            .trim_end_matches("*/")
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if let [off, size] = nums[..] {
+            v.push((name.to_string(), off, size));
+        }
+    }
+    assert!(!v.is_empty(), "pahole said nothing about {structure}: {text}");
+    v
+}
+
+fn member_offset(btf: &Btf<'_>, id: u32, name: &[u8]) -> Option<u64> {
+    (0..btf.vlen(id).unwrap()).find_map(|i| {
+        let m = btf.member(id, i).unwrap();
+        (btf.string(m.name_off).unwrap() == name).then_some(u64::from(m.bit_offset) / 8)
+    })
+}
+
+#[test]
+fn the_kernels_btf_is_read_in_place_and_its_offsets_are_paholes() {
+    let k = kernel();
+    assert!(k.len() > 10_000, "{} types", k.len());
+    let found = k
+        .find_by_names(&[
+            (b"task_struct", kind::STRUCT),
+            (b"btf_trace_sched_process_exec", kind::TYPEDEF),
+            (b"no_such_type_anywhere", kind::STRUCT),
+        ])
+        .unwrap();
+    assert_eq!(found[0].len(), 1, "one struct task_struct");
+    assert_eq!(found[1].len(), 1, "the exec tracepoint's typedef");
+    assert!(found[2].is_empty());
+    let task = found[0][0];
+    assert_eq!(k.name(task).unwrap(), b"task_struct");
+    let size = k.resolve_size(task).unwrap();
+    let pa = pahole("task_struct");
+    for field in ["pid", "tgid", "real_parent", "exit_code", "comm", "mm", "signal"] {
+        let (_, off, _) = pa.iter().find(|(n, ..)| n == field).unwrap();
+        assert_eq!(
+            member_offset(k, task, field.as_bytes()),
+            Some(*off),
+            "task_struct.{field}"
+        );
+    }
+    // pahole's closing comment has the size.
+    let out = Command::new("pahole")
+        .args(["-C", "task_struct", "/sys/kernel/btf/vmlinux"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("/* size: {size},")), "size {size}: {text}");
+}
+
+#[test]
+fn every_co_re_relocation_of_the_object_resolves_to_paholes_offset() {
+    let report = bpf::core_report(OBJECT, kernel()).unwrap();
+    assert!(report.len() > 20, "{report:?}");
+    assert!(
+        report.iter().all(|r| r.value.is_some()),
+        "nothing poisoned: {report:#?}"
+    );
+    let mut checked = Vec::new();
+    for r in &report {
+        if r.kind != relo::FIELD_BYTE_OFFSET {
+            continue;
+        }
+        // "struct task_struct.tgid": one level; deeper paths (cred.uid.val) add a member at 0.
+        let Some(path) = r.field.strip_prefix("struct ") else {
+            continue;
+        };
+        let mut parts = path.split('.');
+        let (Some(st), Some(member)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let pa = pahole(st);
+        let (_, off, _) = pa
+            .iter()
+            .find(|(n, ..)| n == member)
+            .unwrap_or_else(|| panic!("pahole has no {st}.{member}"));
+        // The rest of the path (kuid_t.val) is at offset 0 in every kernel.
+        assert_eq!(r.value, Some(*off), "{} in {}", r.field, r.program);
+        checked.push(r.field.clone());
+    }
+    for must in [
+        "struct task_struct.tgid",
+        "struct task_struct.real_parent",
+        // Inside mm_struct's anonymous struct (found through it, as libbpf does).
+        "struct mm_struct.arg_start",
+        "struct signal_struct.leader",
+        "struct linux_binprm.filename",
+    ] {
+        assert!(
+            checked.iter().any(|c| c == must),
+            "{must} not checked: {checked:?}"
+        );
+    }
+}
+
+/// Loads `on_exec` for the whole system, runs a process, and finds its exec in the ring.
+#[test]
+fn the_object_loads_attaches_and_its_ring_has_the_exec() {
+    let (count, top) = bpf::possible_cpus().unwrap();
+    assert!(count >= 1 && top >= count);
+    let mut p = Loader::new(OBJECT)
+        .global("whole_system", &1u32.to_ne_bytes())
+        .max_entries("scratch", top)
+        .prepare(kernel())
+        .unwrap();
+    let names: Vec<&str> = p.programs().map(|(n, _)| n).collect();
+    assert_eq!(names, ["on_fork", "on_exec", "on_exit", "on_rename"]);
+    let prog = p.load("on_exec").unwrap();
+    let _link = prog.attach().unwrap();
+    // .rodata is frozen: user space cannot change whole_system any more.
+    let rodata = p.take_map(".rodata").unwrap();
+    let err = rodata
+        .update(&0u32.to_ne_bytes(), &0u32.to_ne_bytes(), 0)
+        .unwrap_err();
+    assert_eq!(err.errno(), Some(libc::EPERM), "{err}");
+    // The per-CPU counters: one u64 per possible CPU.
+    let lost = p.take_map("lost").unwrap();
+    let mut buf = vec![0xffu8; lost.lookup_size().unwrap()];
+    assert_eq!(buf.len(), 8 * count as usize);
+    lost.lookup(&0u32.to_ne_bytes(), &mut buf).unwrap();
+    // A key or value of the wrong size is refused before the kernel is asked.
+    assert!(lost.lookup(&0u64.to_ne_bytes(), &mut buf).is_err());
+    let traced = p.take_map("traced").unwrap();
+    traced
+        .update(&7u32.to_ne_bytes(), &1u32.to_ne_bytes(), 0)
+        .unwrap();
+    let mut ring = RingBuf::new(p.take_map("events").unwrap()).unwrap();
+
+    let child = Command::new("/bin/true").spawn().unwrap().wait_with_output();
+    let pid_seen = child.is_ok();
+    assert!(pid_seen);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut execs_of_true = 0;
+    while execs_of_true == 0 && Instant::now() < deadline {
+        ring.read(|rec| {
+            // exec_record: kind 2, then argv after the filename at data (offset 80).
+            if rec.len() >= 80 && rec[..4] == 2u32.to_ne_bytes() {
+                let flen = u32::from_ne_bytes(rec[44..48].try_into().unwrap()) as usize;
+                if rec.get(80..80 + flen) == Some(b"/bin/true") {
+                    execs_of_true += 1;
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(execs_of_true > 0, "the exec of /bin/true was not in the ring");
+}
+
+/// A field the kernel lacks (the object's `tgid` renamed `tgix` in its BTF): the instruction is
+/// poisoned, the verifier reaches it, and the error names the field.
+#[test]
+fn a_field_the_kernel_lacks_is_named_in_the_error() {
+    let mut object = OBJECT.to_vec();
+    let (from, to) = (b"\0tgid\0", b"\0tgix\0");
+    let mut n = 0;
+    for i in 0..object.len() - from.len() {
+        if &object[i..i + from.len()] == from {
+            object[i..i + to.len()].copy_from_slice(to);
+            n += 1;
+        }
+    }
+    assert!(n > 0);
+    let report = bpf::core_report(&object, kernel()).unwrap();
+    assert!(
+        report
+            .iter()
+            .any(|r| r.field == "struct task_struct.tgix" && r.value.is_none()),
+        "{report:#?}"
+    );
+    let p = Loader::new(&object)
+        .max_entries("scratch", bpf::possible_cpus().unwrap().1)
+        .prepare(kernel())
+        .unwrap();
+    let err = p.load("on_exec").unwrap_err().to_string();
+    assert!(
+        err.contains("the running kernel has no struct task_struct.tgix"),
+        "{err}"
+    );
+    assert!(
+        err.contains("loading on_exec (tp_btf/sched_process_exec)"),
+        "{err}"
+    );
+    // The verifier's own words, with the object's source line (its BTF was loaded for the log).
+    assert!(err.contains("invalid func unknown#195896080"), "{err}");
+    assert!(err.contains("tgid"), "the source line: {err}");
+}
+
+/// A tracepoint the kernel does not have: the program is refused by name, the others load.
+#[test]
+fn a_tracepoint_the_kernel_lacks_is_refused_by_name() {
+    let mut object = OBJECT.to_vec();
+    // Same length: the section name in the ELF string table (and .BTF.ext's), not the function.
+    let (from, to) = (b"tp_btf/task_rename\0", b"tp_btf/task_renamX\0");
+    for i in 0..object.len() - from.len() {
+        if &object[i..i + from.len()] == from {
+            object[i..i + to.len()].copy_from_slice(to);
+        }
+    }
+    let p = Loader::new(&object)
+        .max_entries("scratch", bpf::possible_cpus().unwrap().1)
+        .prepare(kernel())
+        .unwrap();
+    let err = p.load("on_rename").unwrap_err().to_string();
+    assert!(err.contains("no tracepoint task_renamX"), "{err}");
+    p.load("on_fork").unwrap();
+}
