@@ -19,23 +19,19 @@ fn kernel() -> &'static Btf<'static> {
     K.get_or_init(|| Btf::kernel().expect("the kernel's BTF"))
 }
 
-/// `pahole -C STRUCT`: member name → (byte offset, size), for the members pahole lists at any
-/// depth (the nested ones' offsets are their enclosing anonymous struct's plus theirs: these
-/// tests use only structs whose anonymous parts start at 0, checked by the caller).
-fn pahole(structure: &str) -> Vec<(String, u64, u64)> {
-    let out = Command::new("pahole")
-        .args(["-C", structure, "/sys/kernel/btf/vmlinux"])
-        .output()
-        .expect("pahole (apt-get install pahole)");
-    assert!(out.status.success(), "pahole -C {structure}: {out:?}");
-    let text = String::from_utf8(out.stdout).unwrap();
+/// `pahole -C STRUCT`: member name → (byte offset, declared type), for the members pahole
+/// lists at any depth (a nested one's offset is relative to its anonymous struct or union:
+/// [`pahole_offset`] checks these are at 0).
+fn pahole(structure: &str) -> Vec<(String, u64, String)> {
+    let text = pahole_text(structure);
     let mut v = Vec::new();
     for line in text.lines() {
         // "	pid_t                      tgid;                 /*  1268     4 */"
-        let Some((decl, comment)) = line.split_once(";") else {
+        let Some((decl, comment)) = line.split_once(';') else {
             continue;
         };
-        let Some(name) = decl.split_whitespace().last() else {
+        let words: Vec<&str> = decl.split_whitespace().collect();
+        let Some((name, ty)) = words.split_last() else {
             continue;
         };
         let name = name.trim_start_matches('*');
@@ -47,12 +43,75 @@ fn pahole(structure: &str) -> Vec<(String, u64, u64)> {
             .split_whitespace()
             .filter_map(|w| w.parse().ok())
             .collect();
-        if let [off, size] = nums[..] {
-            v.push((name.to_string(), off, size));
+        if let [off, _size] = nums[..] {
+            v.push((name.to_string(), off, ty.join(" ")));
         }
     }
     assert!(!v.is_empty(), "pahole said nothing about {structure}: {text}");
     v
+}
+
+/// `pahole -C STRUCT`'s output (asked once per struct).
+fn pahole_text(structure: &str) -> String {
+    static SEEN: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    if let Some((_, t)) = SEEN.lock().unwrap().iter().find(|(s, _)| s == structure) {
+        return t.clone();
+    }
+    let out = Command::new("pahole")
+        .args(["-C", structure, "/sys/kernel/btf/vmlinux"])
+        .output()
+        .expect("pahole (apt-get install pahole)");
+    assert!(out.status.success(), "pahole -C {structure}: {out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    SEEN.lock().unwrap().push((structure.to_string(), text.clone()));
+    text
+}
+
+/// The offset of `struct S.a.b.c` by pahole, member by member (a member of type `struct T`
+/// leads into T); `None` when a step is not a plain struct (a typedef, a pointer) or an
+/// anonymous struct on the way does not start at 0 (pahole's offsets are then relative).
+fn pahole_offset(path: &str) -> Option<u64> {
+    let path = path.strip_prefix("struct ")?;
+    let mut parts = path.split('.');
+    let mut st = parts.next()?.to_string();
+    let mut total = 0;
+    let mut rest: Vec<&str> = parts.collect();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let m = rest.remove(0);
+        let text = pahole_text(&st);
+        // Anonymous structs and unions not at 0 make pahole's nested offsets relative.
+        let anon_not_at_0 = text.lines().any(|l| {
+            let t = l.trim_start();
+            (t.starts_with("} ") || t.starts_with("};")) && t.contains("/*") && !t.contains("/*     0 ")
+        });
+        let found = pahole(&st).into_iter().find(|(n, ..)| n == m)?;
+        if anon_not_at_0 && l_depth(&text, m) > 1 {
+            return None;
+        }
+        total += found.1;
+        if rest.is_empty() {
+            return Some(total);
+        }
+        st = found.2.strip_prefix("struct ")?.to_string();
+        if st.contains('*') {
+            return None;
+        }
+    }
+    Some(total)
+}
+
+/// How deeply member `m`'s line is indented in pahole's output (1: a direct member).
+fn l_depth(text: &str, m: &str) -> usize {
+    text.lines()
+        .find(|l| {
+            l.split_once(';')
+                .and_then(|(d, _)| d.split_whitespace().last())
+                .is_some_and(|n| n.trim_start_matches('*').split('[').next() == Some(m))
+        })
+        .map_or(0, |l| l.chars().take_while(|&c| c == '\t').count())
 }
 
 fn member_offset(btf: &Btf<'_>, id: u32, name: &[u8]) -> Option<u64> {
@@ -89,11 +148,7 @@ fn the_kernels_btf_is_read_in_place_and_its_offsets_are_paholes() {
         );
     }
     // pahole's closing comment has the size.
-    let out = Command::new("pahole")
-        .args(["-C", "task_struct", "/sys/kernel/btf/vmlinux"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = pahole_text("task_struct");
     assert!(text.contains(&format!("/* size: {size},")), "size {size}: {text}");
 }
 
@@ -110,21 +165,11 @@ fn every_co_re_relocation_of_the_object_resolves_to_paholes_offset() {
         if r.kind != relo::FIELD_BYTE_OFFSET {
             continue;
         }
-        // "struct task_struct.tgid": one level; deeper paths (cred.uid.val) add a member at 0.
-        let Some(path) = r.field.strip_prefix("struct ") else {
+        // "struct task_struct.tgid", "struct dentry.d_name.len".
+        let Some(off) = pahole_offset(&r.field) else {
             continue;
         };
-        let mut parts = path.split('.');
-        let (Some(st), Some(member)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let pa = pahole(st);
-        let (_, off, _) = pa
-            .iter()
-            .find(|(n, ..)| n == member)
-            .unwrap_or_else(|| panic!("pahole has no {st}.{member}"));
-        // The rest of the path (kuid_t.val) is at offset 0 in every kernel.
-        assert_eq!(r.value, Some(*off), "{} in {}", r.field, r.program);
+        assert_eq!(r.value, Some(off), "{} in {}", r.field, r.program);
         checked.push(r.field.clone());
     }
     for must in [
