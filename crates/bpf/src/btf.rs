@@ -530,8 +530,7 @@ impl<'a> Btf<'a> {
         Some(self.types.0 + off as usize)
     }
 
-    /// Whether the raw bytes are those given (tests).
-    #[doc(hidden)]
+    /// Whether the bytes are a mapping of the file (not a copy read from it).
     pub fn is_mapped(&self) -> bool {
         matches!(self.bytes, Bytes::Mapped(_))
     }

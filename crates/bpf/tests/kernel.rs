@@ -125,6 +125,13 @@ fn member_offset(btf: &Btf<'_>, id: u32, name: &[u8]) -> Option<u64> {
 fn the_kernels_btf_is_read_in_place_and_its_offsets_are_paholes() {
     let k = kernel();
     assert!(k.len() > 10_000, "{} types", k.len());
+    // Linux 6.16 maps it; before, it is read.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let version = (v.next().unwrap(), v.next().unwrap());
+    assert_eq!(k.is_mapped(), version >= (6, 16), "{release}");
     let found = k
         .find_by_names(&[
             (b"task_struct", kind::STRUCT),
