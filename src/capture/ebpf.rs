@@ -258,6 +258,8 @@ impl Loaded {
 fn refusal(e: &bpf::Error) -> String {
     let mut text = e.to_string();
     let hint = match e.errno() {
+        // The verifier's refusal (its log is in the text) is not a matter of privilege.
+        _ if e.verifier_log().is_some() => "",
         Some(libc::EPERM) | Some(libc::EACCES) => {
             " (needs root, or CAP_BPF and CAP_PERFMON outside a user namespace; lockdown or a seccomp filter may refuse bpf())"
         }

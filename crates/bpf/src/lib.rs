@@ -78,6 +78,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// The verifier's log, if the kernel refused a program with one.
+    pub fn verifier_log(&self) -> Option<&str> {
+        match self {
+            Error::Sys { log, .. } if !log.is_empty() => Some(log),
+            _ => None,
+        }
+    }
+
     /// The system call's errno, if the error is one.
     pub fn errno(&self) -> Option<i32> {
         match self {
@@ -156,15 +164,21 @@ fn is_per_cpu(map_type: u32) -> bool {
 }
 
 /// The possible CPUs (`/sys/devices/system/cpu/possible`): how many, and the highest id + 1.
+/// Read once (the set is fixed at boot).
 pub fn possible_cpus() -> Result<(u32, u32), Error> {
     const PATH: &str = "/sys/devices/system/cpu/possible";
+    static CPUS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    if let Some(&c) = CPUS.get() {
+        return Ok(c);
+    }
     let s = std::fs::read_to_string(PATH).map_err(|e| Error::Io(PATH.into(), e))?;
-    parse_cpu_list(s.trim()).ok_or_else(|| {
+    let c = parse_cpu_list(s.trim()).ok_or_else(|| {
         Error::Io(
             PATH.into(),
             std::io::Error::other(format!("not a CPU list: {s:?}")),
         )
-    })
+    })?;
+    Ok(*CPUS.get_or_init(|| c))
 }
 
 /// `0-3,8` → (5, 9).
@@ -696,12 +710,10 @@ impl Prepared<'_> {
                 loaded_btf.as_ref()
             }
         };
-        let second = sys::prog_load(args(Some(&mut log), btf));
-        let source = match second {
-            // Loaded the second time (it should not): the first error stands.
-            Ok(_) => first,
-            Err(e) => e,
-        };
+        // The first refusal's errno stands (the second may differ by the log alone: ENOSPC on
+        // kernels before 6.4 when it overflows).
+        let _second = sys::prog_load(args(Some(&mut log), btf));
+        let source = first;
         let mut text = log_tail(&log, LOG_KEEP);
         if let Some(field) = poisoned_reached(&text, &p.poisoned) {
             text = format!("the running kernel has no {field} (a CO-RE relocation found no match)\n{text}");

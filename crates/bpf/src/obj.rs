@@ -217,15 +217,19 @@ impl<'a> Object<'a> {
                     insns.len()
                 )));
             }
-            let func = file
-                .symbols()
-                .find(|y| {
-                    y.section_index() == Some(s.index())
-                        && y.kind() == object::SymbolKind::Text
-                        && y.address() == 0
-                })
+            let mut funcs = file.symbols().filter(|y| {
+                y.section_index() == Some(s.index()) && y.kind() == object::SymbolKind::Text && y.is_global()
+            });
+            let func = funcs
+                .next()
+                .filter(|y| y.address() == 0)
                 .and_then(|y| y.name().ok().map(str::to_string))
-                .ok_or_else(|| elf(format!("section {name} has no function symbol")))?;
+                .ok_or_else(|| elf(format!("section {name} has no function symbol at its start")))?;
+            if funcs.next().is_some() {
+                return Err(elf(format!(
+                    "section {name} holds several programs: this loader takes one per section"
+                )));
+            }
             let mut relocations = Vec::new();
             for (off, r) in s.relocations() {
                 let RelocationTarget::Symbol(si) = r.target() else {
