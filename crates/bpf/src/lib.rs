@@ -640,11 +640,8 @@ fn poisoned_reached(log: &str, poisoned: &[core::Poisoned]) -> Option<String> {
     let call = format!("call unknown#{}", core::POISON);
     let line = log.lines().find(|l| l.contains(&call))?;
     let insn: usize = line.split(':').next()?.trim().parse().ok()?;
-    // An ld_imm64's second half is poisoned too.
-    poisoned
-        .iter()
-        .find(|p| p.insn == insn || p.insn + 1 == insn)
-        .map(|p| p.field.clone())
+    // (An ld_imm64's second half is poisoned too, but the verifier stops at the first.)
+    poisoned.iter().find(|p| p.insn == insn).map(|p| p.field.clone())
 }
 
 /// How much of the verifier's log an error keeps.
@@ -763,5 +760,108 @@ impl Prepared<'_> {
     pub fn take_map(&mut self, name: &str) -> Option<Map> {
         let i = self.object.map_index(name)?;
         self.maps.get_mut(i)?.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(code: u8, regs: u8, off: i16, imm: i32) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[0] = code;
+        b[1] = regs;
+        b[2..4].copy_from_slice(&off.to_le_bytes());
+        b[4..8].copy_from_slice(&imm.to_le_bytes());
+        b
+    }
+
+    fn value(new: u64, orig: Option<u64>) -> Resolved {
+        Resolved::Value {
+            new,
+            orig,
+            resize: None,
+            bad_resize: false,
+        }
+    }
+
+    #[test]
+    fn a_load_gets_the_kernels_offset_and_size() {
+        // r1 = *(u32 *)(r2 + 8)
+        let mut p = insn(0x61, 0x21, 8, 0).to_vec();
+        assert_eq!(patch(&mut p, 0, value(1268, Some(8))), Ok(false));
+        assert_eq!(i16::from_le_bytes([p[2], p[3]]), 1268);
+        // The same load of a field the kernel has as 8 bytes (unsigned): a u64 load.
+        let mut p = insn(0x61, 0x21, 8, 0).to_vec();
+        let r = Resolved::Value {
+            new: 16,
+            orig: Some(8),
+            resize: Some((4, 8)),
+            bad_resize: false,
+        };
+        assert_eq!(patch(&mut p, 0, r), Ok(false));
+        assert_eq!(p[0], 0x79, "BPF_LDX | BPF_MEM | BPF_DW");
+        // A signed field of another size: poisoned, not read wrongly.
+        let mut p = insn(0x61, 0x21, 8, 0).to_vec();
+        let r = Resolved::Value {
+            new: 16,
+            orig: Some(8),
+            resize: None,
+            bad_resize: true,
+        };
+        assert_eq!(patch(&mut p, 0, r), Ok(true));
+        assert_eq!(p[0], 0x85);
+        assert_eq!(i32::from_le_bytes([p[4], p[5], p[6], p[7]]), core::POISON);
+    }
+
+    #[test]
+    fn what_the_compiler_put_there_is_checked() {
+        let mut p = insn(0x61, 0x21, 12, 0).to_vec();
+        let e = patch(&mut p, 0, value(1268, Some(8))).unwrap_err();
+        assert!(e.contains("offset is 12, not the expected 8"), "{e}");
+        // An offset that does not fit 16 bits.
+        let mut p = insn(0x61, 0x21, 8, 0).to_vec();
+        assert!(patch(&mut p, 0, value(40_000, Some(8))).is_err());
+        // An ALU with a register source has no immediate to patch.
+        let mut p = insn(0x0f, 0x21, 0, 0).to_vec();
+        assert!(patch(&mut p, 0, value(1, None)).is_err());
+    }
+
+    #[test]
+    fn immediates_and_ld_imm64() {
+        // r1 = 24 (mov64 imm)
+        let mut p = insn(0xb7, 0x01, 0, 24).to_vec();
+        assert_eq!(patch(&mut p, 0, value(40, Some(24))), Ok(false));
+        assert_eq!(i32::from_le_bytes([p[4], p[5], p[6], p[7]]), 40);
+        // ld_imm64 r1 = 1, then a poisoned one: both halves become calls.
+        let mut p = [insn(0x18, 0x01, 0, 1), insn(0, 0, 0, 0)].concat();
+        assert_eq!(patch(&mut p, 0, value(1 << 40 | 5, Some(1))), Ok(false));
+        assert_eq!(i32::from_le_bytes([p[4], p[5], p[6], p[7]]), 5);
+        assert_eq!(i32::from_le_bytes([p[12], p[13], p[14], p[15]]), 1 << 8);
+        assert_eq!(patch(&mut p, 0, Resolved::Poison), Ok(true));
+        assert_eq!((p[0], p[8]), (0x85, 0x85));
+        // An ld_imm64 cut at the end of the program.
+        let mut p = insn(0x18, 0x01, 0, 1).to_vec();
+        assert!(patch(&mut p, 0, value(2, Some(1))).is_err());
+    }
+
+    #[test]
+    fn the_verifier_log_keeps_its_last_lines() {
+        let log: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        let t = log_tail(log.as_bytes(), 100);
+        assert!(t.starts_with("…\nline 9"), "{t}");
+        assert!(t.ends_with("line 999"), "{t}");
+        assert!(t.len() < 110);
+        let p = [core::Poisoned {
+            insn: 3,
+            field: "struct task_struct.tgix".into(),
+        }];
+        let log =
+            "2: (79) r9 = *(u64 *)(r1 +0)\n3: (85) call unknown#195896080\ninvalid func unknown#195896080";
+        assert_eq!(
+            poisoned_reached(log, &p).as_deref(),
+            Some("struct task_struct.tgix")
+        );
+        assert_eq!(poisoned_reached("4: (85) call unknown#195896080", &p), None);
     }
 }
