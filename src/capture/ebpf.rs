@@ -83,6 +83,9 @@ fn unavailable(why: impl std::fmt::Display) -> crate::ProctraceError {
 enum Request {
     Marker(u32),
     Stop,
+    /// A pidfd of the command: its exit wakes the reader at once (its exit record is in the
+    /// ring by then), so `run` ends without waiting for the next poll.
+    Watch(OwnedFd),
 }
 
 /// The loaded programs and the thread that reads their ring.
@@ -136,8 +139,9 @@ fn drain_eventfd(fd: &OwnedFd) {
     unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
 }
 
-/// Waits up to `timeout` for the ring (a forced wakeup) or the eventfd.
-fn wait(ring: &impl AsRawFd, wake: &OwnedFd, timeout: Duration) {
+/// Waits up to `timeout` for the ring (a forced wakeup), the eventfd or the watched command's
+/// exit (`watch`, dropped once it has fired).
+fn wait(ring: &impl AsRawFd, wake: &OwnedFd, watch: &mut Option<OwnedFd>, timeout: Duration) {
     let mut fds = [
         libc::pollfd {
             fd: ring.as_raw_fd(),
@@ -149,12 +153,22 @@ fn wait(ring: &impl AsRawFd, wake: &OwnedFd, timeout: Duration) {
             events: libc::POLLIN,
             revents: 0,
         },
+        libc::pollfd {
+            fd: -1,
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: two valid pollfds.
-    unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    // A negative fd is ignored by poll.
+    fds[2].fd = watch.as_ref().map_or(-1, |f| f.as_raw_fd());
+    // SAFETY: three valid pollfds.
+    unsafe { libc::poll(fds.as_mut_ptr(), 3, ms) };
     if fds[1].revents != 0 {
         drain_eventfd(wake);
+    }
+    if fds[2].revents != 0 {
+        *watch = None;
     }
 }
 
@@ -299,6 +313,7 @@ impl EbpfBackend {
             requests: req_rx,
             recycled,
             wake: Arc::clone(&wake),
+            watch: None,
             enrich: opts.enrich,
             items: Vec::with_capacity(1024),
             events: 0,
@@ -394,7 +409,14 @@ impl super::CaptureBackend for EbpfBackend {
     /// The command is a child of proctrace's, which is in the traced map: the kernel side takes
     /// it in at its fork.
     fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
-        super::connector::spawn_command(argv, env, self.tx.clone(), Arc::clone(&self.reaper_stop))
+        let pid = super::connector::spawn_command(argv, env, self.tx.clone(), Arc::clone(&self.reaper_stop))?;
+        // SAFETY: pidfd_open with a pid and no flags; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd >= 0 {
+            // SAFETY: a new descriptor owned by nobody else.
+            self.ask(Request::Watch(unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+        }
+        Ok(pid)
     }
 
     fn rx(&self) -> &Receiver<CaptureMsg> {
@@ -445,6 +467,8 @@ struct Reader {
     requests: Receiver<Request>,
     recycled: Receiver<Vec<Event>>,
     wake: Arc<OwnedFd>,
+    /// The command's pidfd until it exits ([`Request::Watch`]).
+    watch: Option<OwnedFd>,
     enrich: bool,
     /// The batch being converted (reused).
     items: Vec<Event>,
@@ -459,13 +483,14 @@ struct Reader {
 impl Reader {
     fn run(mut self) {
         loop {
-            wait(&self.loaded.ring, &self.wake, POLL);
+            wait(&self.loaded.ring, &self.wake, &mut self.watch, POLL);
             let mut markers = Vec::new();
             let mut stopping = false;
             while let Ok(r) = self.requests.try_recv() {
                 match r {
                     Request::Marker(n) => markers.push(n),
                     Request::Stop => stopping = true,
+                    Request::Watch(fd) => self.watch = Some(fd),
                 }
             }
             if stopping && let Some(u) = self.usage.as_mut() {

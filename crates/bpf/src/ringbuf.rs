@@ -1,9 +1,12 @@
 //! The BPF ring buffer's reader (`BPF_MAP_TYPE_RINGBUF`, kernel/bpf/ringbuf.c).
 //!
 //! Layout: page 0 holds the consumer position (mapped read-write: the reader advances it);
-//! page 1 the producer position; the data pages follow, mapped twice in a row so that a record
-//! that wraps is contiguous. Each record has an 8-byte header: its length with two flag bits
-//! (busy: still being written; discard: to be skipped), then the record, rounded up to 8.
+//! page 1 the producer position; the data pages follow. The kernel maps the data twice in a row
+//! so that a record that wraps is contiguous; this reader maps it once (mapping 16 MiB twice
+//! took ~4 ms of proctrace's start-up, and as much again to unmap) and copies the rare record
+//! that wraps into a buffer kept for the next. Each record has an 8-byte header: its length
+//! with two flag bits (busy: still being written; discard: to be skipped), then the record,
+//! rounded up to 8.
 //!
 //! The producer position is read with acquire ordering (the records before it are complete or
 //! busy), each header likewise; the consumer position is written with release ordering once per
@@ -61,6 +64,10 @@ pub struct RingBuf {
     size: usize,
     /// The consumer position as read so far (committed at the end of each [`RingBuf::read`]).
     pos: usize,
+    /// A record that wraps, made contiguous (grown to the largest such record, then reused).
+    wrap: Vec<u8>,
+    /// How many records wrapped.
+    wrapped: u64,
 }
 
 // SAFETY: the mappings are owned by the value; the shared words are accessed atomically.
@@ -86,7 +93,7 @@ impl RingBuf {
         let fd = map.as_raw_fd();
         let consumer =
             Mmap::new(fd, page, libc::PROT_READ | libc::PROT_WRITE, 0).map_err(|e| io("consumer page", e))?;
-        let producer = Mmap::new(fd, page + 2 * size, libc::PROT_READ, page).map_err(|e| io("data", e))?;
+        let producer = Mmap::new(fd, page + size, libc::PROT_READ, page).map_err(|e| io("data", e))?;
         let mut r = RingBuf {
             map,
             consumer,
@@ -94,6 +101,8 @@ impl RingBuf {
             page,
             size,
             pos: 0,
+            wrap: Vec::new(),
+            wrapped: 0,
         };
         r.pos = r.consumer_pos().load(Ordering::Acquire);
         Ok(r)
@@ -132,9 +141,28 @@ impl RingBuf {
                 break;
             }
             if hdr & DISCARD == 0 {
-                // SAFETY: off + HDR + len <= size + size: within the double mapping of the data.
-                let rec = unsafe { std::slice::from_raw_parts((data + off + HDR) as *const u8, len) };
-                f(rec);
+                let start = off + HDR;
+                if start + len <= self.size {
+                    // SAFETY: start + len <= size: within the data mapping.
+                    let rec = unsafe { std::slice::from_raw_parts((data + start) as *const u8, len) };
+                    f(rec);
+                } else {
+                    // It wraps: its end is at the data's start.
+                    let first = self.size.saturating_sub(start);
+                    self.wrap.clear();
+                    // SAFETY: start..size and 0..len-first are within the data mapping
+                    // (start <= size, len - first < size).
+                    unsafe {
+                        self.wrap.extend_from_slice(std::slice::from_raw_parts(
+                            (data + start) as *const u8,
+                            first,
+                        ));
+                        self.wrap
+                            .extend_from_slice(std::slice::from_raw_parts(data as *const u8, len - first));
+                    }
+                    self.wrapped += 1;
+                    f(&self.wrap);
+                }
                 n += 1;
             }
             self.pos += (len + HDR).next_multiple_of(8);
@@ -150,6 +178,11 @@ impl RingBuf {
             self.consumer_pos().store(self.pos, Ordering::Release);
         }
         n
+    }
+
+    /// How many records wrapped around the ring's end (copied to be read whole).
+    pub fn wrapped(&self) -> u64 {
+        self.wrapped
     }
 
     /// The map.
