@@ -130,7 +130,8 @@ impl RingBuf {
         let mut prod = self.producer_pos();
         while self.pos < prod {
             let off = self.pos & mask;
-            // SAFETY: off < size and off is 8-aligned: the header is in the first data mapping.
+            // SAFETY: off <= size - 8 and 8-aligned (positions advance by multiples of 8): the
+            // header is within the data mapping, aligned for a u32.
             let hdr = unsafe { &*((data + off) as *const AtomicU32) }.load(Ordering::Acquire);
             if hdr & BUSY != 0 {
                 break;
