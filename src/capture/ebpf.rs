@@ -16,7 +16,8 @@
 //!   `watch`: every process (`whole_system`).
 //! - The kernel side never wakes the reader per event (`BPF_RB_NO_WAKEUP`): argv is already
 //!   copied, nothing races, so the reader polls every [`POLL`] (and at once when the ring
-//!   passes a quarter full, or for a marker or a stop), one wakeup per batch.
+//!   passes a quarter full, for a marker or a stop, and when the command exits), one wakeup
+//!   per batch.
 //! - Events are the connector's: every task's fork (threads told apart by `pid != tgid`) and
 //!   exit (the wait status from `task->exit_code`), the exec; timestamps are
 //!   `bpf_ktime_get_ns`, the connector's CLOCK_MONOTONIC. The model folds threads as it does
@@ -139,8 +140,8 @@ fn drain_eventfd(fd: &OwnedFd) {
     unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
 }
 
-/// Waits up to `timeout` for the ring (a forced wakeup), the eventfd or the watched command's
-/// exit (`watch`, dropped once it has fired).
+/// Waits up to `timeout` for the ring (a forced wakeup), the eventfd or the command's exit (its
+/// pidfd, `watch`, dropped once it has fired).
 fn wait(ring: &impl AsRawFd, wake: &OwnedFd, watch: &mut Option<OwnedFd>, timeout: Duration) {
     let mut fds = [
         libc::pollfd {
@@ -215,13 +216,11 @@ impl Loaded {
         drop(btf);
         let mut links = Vec::with_capacity(PROGRAMS.len());
         for (name, tracepoint) in PROGRAMS {
+            // The errors name the program and its tracepoint.
             let attached = prepared
                 .load(name)
-                .map_err(|e| format!("loading {tracepoint}: {}", refusal(&e)))
-                .and_then(|prog| {
-                    prog.attach()
-                        .map_err(|e| format!("attaching {tracepoint}: {}", refusal(&e)))
-                });
+                .and_then(|prog| prog.attach())
+                .map_err(|e| refusal(&e));
             match attached {
                 Ok(link) => links.push(link),
                 Err(e) if tracepoint == "task_rename" => {

@@ -205,6 +205,7 @@ pub fn parse_cpu_list(s: &str) -> Option<(u32, u32)> {
 #[derive(Debug)]
 pub struct Program {
     name: String,
+    section: String,
     fd: OwnedFd,
 }
 
@@ -220,7 +221,7 @@ impl Program {
         sys::raw_tracepoint_open(self.fd.as_raw_fd())
             .map(|fd| Link { _fd: fd })
             .map_err(|e| Error::Sys {
-                what: format!("attaching {}", self.name),
+                what: format!("attaching {} ({})", self.name, self.section),
                 source: e,
                 log: String::new(),
             })
@@ -684,6 +685,7 @@ impl Prepared<'_> {
             Ok(fd) => {
                 return Ok(Program {
                     name: name.to_string(),
+                    section: p.section.clone(),
                     fd,
                 });
             }
