@@ -6,7 +6,9 @@
 //! Why this shape:
 //! - The BPF program is C (`bpf/proctrace.bpf.c`), compiled once with Debian's clang and
 //!   committed (`bpf/proctrace.bpf.o`, CO-RE, checked by the CI to match its source): building
-//!   proctrace needs nothing beyond Rust. The `aya` crate loads it (pure Rust, links only libc).
+//!   proctrace needs nothing beyond Rust. Our own loader (`crates/bpf`, pure Rust) loads it:
+//!   it reads the kernel's BTF in place and looks up only what the object's relocations name,
+//!   where aya parsed all of it, twice, at every start (80 MB, ~90 ms).
 //! - `run`: only the traced tree costs anything. A map of traced processes holds proctrace
 //!   itself; the kernel side puts every process created by a traced one in at its fork (before
 //!   the child can run), so the command and its descendants are followed from their first
@@ -14,7 +16,8 @@
 //!   `watch`: every process (`whole_system`).
 //! - The kernel side never wakes the reader per event (`BPF_RB_NO_WAKEUP`): argv is already
 //!   copied, nothing races, so the reader polls every [`POLL`] (and at once when the ring
-//!   passes a quarter full, or for a marker or a stop), one wakeup per batch.
+//!   passes a quarter full, for a marker or a stop, and when the command exits), one wakeup
+//!   per batch.
 //! - Events are the connector's: every task's fork (threads told apart by `pid != tgid`) and
 //!   exit (the wait status from `task->exit_code`), the exec; timestamps are
 //!   `bpf_ktime_get_ns`, the connector's CLOCK_MONOTONIC. The model folds threads as it does
@@ -50,9 +53,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf, EbpfLoader};
+use bpf::{Btf, Link, Map, RingBuf};
 
 use self::record::{KernelPath, Record};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
@@ -87,26 +88,13 @@ fn unavailable(why: impl std::fmt::Display) -> crate::ProctraceError {
     crate::ProctraceError::Unavailable(format!("cannot trace with eBPF: {why}"))
 }
 
-/// An error with its causes, one after the other (aya's errors nest the system call's).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        // aya repeats a cause in its own message: said once.
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = c.source();
-    }
-    s
-}
-
 /// What the reader thread is asked for.
 enum Request {
     Marker(u32),
     Stop,
+    /// A pidfd of the command: its exit wakes the reader at once (its exit record is in the
+    /// ring by then), so `run` ends without waiting for the next poll.
+    Watch(OwnedFd),
 }
 
 /// The loaded programs and the thread that reads their ring.
@@ -120,7 +108,7 @@ pub struct EbpfBackend {
     reaper_stop: Arc<AtomicBool>,
     enrich: bool,
     /// The map of traced processes (`run`): `run --include-daemons` adds daemons to it.
-    traced: Option<BpfHashMap<MapData, u32, u32>>,
+    traced: Option<Map>,
 }
 
 /// The kernel's `major.minor`, from `uname`.
@@ -181,8 +169,9 @@ fn drain_eventfd(fd: &OwnedFd) {
     unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
 }
 
-/// Waits up to `timeout` for the ring (a forced wakeup) or the eventfd.
-fn wait(ring: &impl AsRawFd, wake: &OwnedFd, timeout: Duration) {
+/// Waits up to `timeout` for the ring (a forced wakeup), the eventfd or the command's exit (its
+/// pidfd, `watch`, dropped once it has fired).
+fn wait(ring: &impl AsRawFd, wake: &OwnedFd, watch: &mut Option<OwnedFd>, timeout: Duration) {
     let mut fds = [
         libc::pollfd {
             fd: ring.as_raw_fd(),
@@ -194,23 +183,35 @@ fn wait(ring: &impl AsRawFd, wake: &OwnedFd, timeout: Duration) {
             events: libc::POLLIN,
             revents: 0,
         },
+        libc::pollfd {
+            fd: -1,
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: two valid pollfds.
-    unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    // A negative fd is ignored by poll.
+    fds[2].fd = watch.as_ref().map_or(-1, |f| f.as_raw_fd());
+    // SAFETY: three valid pollfds.
+    unsafe { libc::poll(fds.as_mut_ptr(), 3, ms) };
     if fds[1].revents != 0 {
         drain_eventfd(wake);
     }
+    if fds[2].revents != 0 {
+        *watch = None;
+    }
 }
 
-/// The loaded object with the maps the reader uses.
+/// The attached programs with the maps the reader uses.
 struct Loaded {
-    /// Keeps the programs attached.
-    _ebpf: Ebpf,
-    ring: RingBuf<MapData>,
-    lost: PerCpuArray<MapData, u64>,
+    /// Keep the programs attached (closing them detaches).
+    _links: Vec<Link>,
+    ring: RingBuf,
+    lost: Map,
+    /// Room for one per-CPU lookup of `lost` (its value for each possible CPU).
+    lost_buf: Vec<u8>,
     /// The traced map (`run`), until the backend takes it.
-    traced: Option<BpfHashMap<MapData, u32, u32>>,
+    traced: Option<Map>,
 }
 
 impl Loaded {
@@ -226,94 +227,87 @@ impl Loaded {
             _ => {}
         }
         let pidns = pid_namespace().map_err(unavailable)?;
-        let btf = kernel_btf().map_err(|e| {
+        let btf = Btf::kernel().map_err(|e| {
             unavailable(format!(
-                "no kernel type information (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {}",
-                chain(&e)
+                "no kernel type information (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {e}"
             ))
         })?;
-        let cpus = aya::util::nr_cpus().map_err(|(what, e)| unavailable(format!("{what}: {e}")))?;
+        // `scratch` is indexed by CPU id.
+        let (_, cpus) = bpf::possible_cpus().map_err(|e| unavailable(e.to_string()))?;
         let whole = u32::from(whole_system);
         let me = std::process::id();
-        let mut ebpf = EbpfLoader::new()
-            .btf(Some(&btf))
-            .override_global("whole_system", &whole, true)
-            .override_global("pidns_inum", &pidns, true)
-            .override_global("self_tgid", &me, true)
-            .map_max_entries("scratch", cpus.max(1) as u32)
-            .load(OBJECT)
+        let mut prepared = bpf::Loader::new(OBJECT)
+            .global("whole_system", &whole.to_ne_bytes())
+            .global("pidns_inum", &pidns.to_ne_bytes())
+            .global("self_tgid", &me.to_ne_bytes())
+            .max_entries("scratch", cpus.max(1))
+            .prepare(&btf)
             .map_err(|e| unavailable(refusal(&e)))?;
+        drop(btf);
+        let mut links = Vec::with_capacity(PROGRAMS.len());
         for (name, tracepoint) in PROGRAMS {
-            let prog: &mut BtfTracePoint = ebpf
-                .program_mut(name)
-                .ok_or_else(|| unavailable(format!("the object has no program {name}")))?
-                .try_into()
-                .map_err(|e: aya::programs::ProgramError| unavailable(chain(&e)))?;
-            let attached = prog
-                .load(tracepoint, &btf)
-                .map_err(|e| format!("loading {tracepoint}: {}", refusal(&e)))
-                .and_then(|()| {
-                    prog.attach()
-                        .map(drop)
-                        .map_err(|e| format!("attaching {tracepoint}: {}", refusal(&e)))
-                });
+            // The errors name the program and its tracepoint.
+            let attached = prepared
+                .load(name)
+                .and_then(|prog| prog.attach())
+                .map_err(|e| refusal(&e));
             match attached {
-                Ok(()) => {}
+                Ok(link) => links.push(link),
                 Err(e) if tracepoint == "task_rename" => {
                     crate::say!("proctrace: eBPF: renames will not be seen: {e}");
                 }
                 Err(e) => return Err(unavailable(e)),
             }
         }
-        let map = |ebpf: &mut Ebpf, name: &str| {
-            ebpf.take_map(name)
+        let mut map = |name: &str| {
+            prepared
+                .take_map(name)
                 .ok_or_else(|| unavailable(format!("the object has no map {name}")))
         };
         let traced = if whole_system {
             None
         } else {
-            let mut traced: BpfHashMap<MapData, u32, u32> = map(&mut ebpf, "traced")?
-                .try_into()
-                .map_err(|e: aya::maps::MapError| unavailable(chain(&e)))?;
+            let traced = map("traced")?;
             traced
-                .insert(std::process::id(), 1, 0)
-                .map_err(|e| unavailable(format!("the traced map: {}", chain(&e))))?;
+                .update(&std::process::id().to_ne_bytes(), &1u32.to_ne_bytes(), 0)
+                .map_err(|e| unavailable(format!("the traced map: {e}")))?;
             // Kept for `run --include-daemons` (the map stays in the kernel with the programs).
             Some(traced)
         };
-        let ring = RingBuf::try_from(map(&mut ebpf, "events")?).map_err(|e| unavailable(chain(&e)))?;
-        let lost = PerCpuArray::try_from(map(&mut ebpf, "lost")?).map_err(|e| unavailable(chain(&e)))?;
+        let ring = RingBuf::new(map("events")?).map_err(|e| unavailable(e.to_string()))?;
+        let lost = map("lost")?;
+        let lost_buf = vec![0u8; lost.lookup_size().map_err(|e| unavailable(e.to_string()))?];
         Ok(Loaded {
-            _ebpf: ebpf,
+            _links: links,
             ring,
             lost,
+            lost_buf,
             traced,
         })
     }
 
     /// Records the ring and the traced map had no room for so far: (ring, map).
-    fn lost(&self) -> (u64, u64) {
-        let sum = |i: u32| {
-            self.lost
-                .get(&i, 0)
-                .map_or(0, |v| v.iter().copied().fold(0u64, u64::wrapping_add))
+    fn lost(&mut self) -> (u64, u64) {
+        let mut sum = |i: u32| {
+            if self.lost.lookup(&i.to_ne_bytes(), &mut self.lost_buf).is_err() {
+                return 0;
+            }
+            // One u64 per possible CPU.
+            self.lost_buf
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .fold(0u64, u64::wrapping_add)
         };
         (sum(0), sum(1))
     }
 }
 
 /// Why the kernel refused, in words a person can act on.
-fn refusal(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = chain(e);
-    let mut errno = None;
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = src {
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            errno = io.raw_os_error();
-        }
-        src = c.source();
-    }
-    let hint = match errno {
+fn refusal(e: &bpf::Error) -> String {
+    let mut text = e.to_string();
+    let hint = match e.errno() {
+        // The verifier's refusal (its log is in the text) is not a matter of privilege.
+        _ if e.verifier_log().is_some() => "",
         Some(libc::EPERM) | Some(libc::EACCES) => {
             " (needs root, or CAP_BPF and CAP_PERFMON outside a user namespace; lockdown or a seccomp filter may refuse bpf())"
         }
@@ -322,7 +316,7 @@ fn refusal(e: &(dyn std::error::Error + 'static)) -> String {
         }
         _ => "",
     };
-    // The verifier's log can be long: the first lines say enough.
+    // The verifier's log is cut already (its last lines); the whole stays bounded.
     if text.len() > 2000 {
         let mut cut = 2000;
         while !text.is_char_boundary(cut) {
@@ -354,6 +348,7 @@ impl EbpfBackend {
             requests: req_rx,
             recycled,
             wake: Arc::clone(&wake),
+            watch: None,
             enrich: opts.enrich,
             items: Vec::with_capacity(1024),
             events: 0,
@@ -414,19 +409,17 @@ fn self_test(loaded: &mut Loaded) -> Result<(), crate::ProctraceError> {
     let deadline = Instant::now() + SELF_TEST_WAIT;
     let (mut exec, mut exit) = (false, false);
     while !(exec && exit) && Instant::now() < deadline {
-        while let Some(item) = loaded.ring.next() {
-            match record::decode(&item) {
-                Some(Record::Exec { tgid, argv, .. }) if tgid == pid => {
-                    exec = argv.starts_with(b"proctrace-ebpf-self-test\0");
-                }
-                Some(Record::Exit {
-                    tgid,
-                    group_dead: true,
-                    ..
-                }) if tgid == pid => exit = true,
-                _ => {}
+        loaded.ring.read(|item| match record::decode(item) {
+            Some(Record::Exec { tgid, argv, .. }) if tgid == pid => {
+                exec = argv.starts_with(b"proctrace-ebpf-self-test\0");
             }
-        }
+            Some(Record::Exit {
+                tgid,
+                group_dead: true,
+                ..
+            }) if tgid == pid => exit = true,
+            _ => {}
+        });
         if !(exec && exit) {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -452,7 +445,14 @@ impl super::CaptureBackend for EbpfBackend {
     /// The command is a child of proctrace's, which is in the traced map: the kernel side takes
     /// it in at its fork.
     fn spawn(&mut self, argv: &[String], env: &[(OsString, OsString)]) -> Result<Pid, SpawnError> {
-        super::connector::spawn_command(argv, env, self.tx.clone(), Arc::clone(&self.reaper_stop))
+        let pid = super::connector::spawn_command(argv, env, self.tx.clone(), Arc::clone(&self.reaper_stop))?;
+        // SAFETY: pidfd_open with a pid and no flags; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd >= 0 {
+            // SAFETY: a new descriptor owned by nobody else.
+            self.ask(Request::Watch(unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+        }
+        Ok(pid)
     }
 
     fn rx(&self) -> &Receiver<CaptureMsg> {
@@ -487,13 +487,13 @@ impl super::CaptureBackend for EbpfBackend {
     /// Puts them in the traced map: the kernel side passes on their records, and takes in what
     /// they start at its fork, as it does for the command's tree. (`watch` traces every process.)
     fn follow_also(&mut self, pids: &[Pid]) -> Result<(), String> {
-        let Some(traced) = self.traced.as_mut() else {
+        let Some(traced) = self.traced.as_ref() else {
             return Ok(());
         };
         for &pid in pids {
             traced
-                .insert(pid as u32, 1, 0)
-                .map_err(|e| format!("the traced map: {}", chain(&e)))?;
+                .update(&(pid as u32).to_ne_bytes(), &1u32.to_ne_bytes(), 0)
+                .map_err(|e| format!("the traced map: {e}"))?;
         }
         Ok(())
     }
@@ -517,6 +517,8 @@ struct Reader {
     requests: Receiver<Request>,
     recycled: Receiver<Vec<Event>>,
     wake: Arc<OwnedFd>,
+    /// The command's pidfd until it exits ([`Request::Watch`]).
+    watch: Option<OwnedFd>,
     enrich: bool,
     /// The batch being converted (reused).
     items: Vec<Event>,
@@ -531,13 +533,14 @@ struct Reader {
 impl Reader {
     fn run(mut self) {
         loop {
-            wait(&self.loaded.ring, &self.wake, POLL);
+            wait(&self.loaded.ring, &self.wake, &mut self.watch, POLL);
             let mut markers = Vec::new();
             let mut stopping = false;
             while let Ok(r) = self.requests.try_recv() {
                 match r {
                     Request::Marker(n) => markers.push(n),
                     Request::Stop => stopping = true,
+                    Request::Watch(fd) => self.watch = Some(fd),
                 }
             }
             if stopping && let Some(u) = self.usage.as_mut() {
@@ -577,13 +580,20 @@ impl Reader {
             self.items.push(Event::Lost { ts: None, count: new });
             self.lost_seen = (ring_lost, map_lost);
         }
-        while let Some(item) = self.loaded.ring.next() {
-            self.events += 1;
-            match record::decode(&item) {
-                Some(r) => self.state.convert(&r, self.enrich, &mut self.items),
-                None => self.rejected += 1,
+        let (events, rejected, state, enrich, items) = (
+            &mut self.events,
+            &mut self.rejected,
+            &mut self.state,
+            self.enrich,
+            &mut self.items,
+        );
+        self.loaded.ring.read(|item| {
+            *events += 1;
+            match record::decode(item) {
+                Some(r) => state.convert(&r, enrich, items),
+                None => *rejected += 1,
             }
-        }
+        });
         // A rename not followed by its process's exec within RENAME_HOLD is a rename.
         let before = if final_drain {
             u64::MAX
@@ -624,42 +634,6 @@ struct State {
     me: Pid,
     /// Paths recently handed out, shared.
     paths: Paths,
-}
-
-/// The kernel's BTF. Mapped where the kernel allows it (Linux 6.16 maps
-/// `/sys/kernel/btf/vmlinux` read-only): reading the 5 MB file takes 1,300 reads of 4 KiB, ~55 ms
-/// here, mapping it ~20 ms. aya's loader reads it once more on its own (`EbpfLoader::new`); this
-/// is the copy the tracepoints are looked up in.
-fn kernel_btf() -> Result<Btf, aya::BtfError> {
-    const PATH: &str = "/sys/kernel/btf/vmlinux";
-    if let Ok(f) = std::fs::File::open(PATH) {
-        use std::os::fd::AsRawFd;
-        let len = f.metadata().map_or(0, |m| m.len() as usize);
-        if len > 0 {
-            // SAFETY: a private read-only mapping of `len` bytes of an open file, checked below.
-            let at = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ,
-                    libc::MAP_PRIVATE,
-                    f.as_raw_fd(),
-                    0,
-                )
-            };
-            if at != libc::MAP_FAILED {
-                // SAFETY: the mapping is `len` readable bytes until the munmap below.
-                let data = unsafe { std::slice::from_raw_parts(at.cast::<u8>(), len) };
-                let btf = Btf::parse(data, aya::Endianness::default());
-                // SAFETY: unmaps the mapping made above; `data` is not used after.
-                unsafe { libc::munmap(at, len) };
-                if let Ok(b) = btf {
-                    return Ok(b);
-                }
-            }
-        }
-    }
-    Btf::from_sys_fs()
 }
 
 fn comm_text(comm: &[u8]) -> String {
