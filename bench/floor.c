@@ -9,11 +9,19 @@
  *   floor ptrace-exit OUT CMD [...]  the same with PTRACE_O_TRACEEXIT too: one more stop per exiting
  *                                    task, answered with PTRACE_CONT and nothing read (the floor
  *                                    under `run --backend ptrace` with usage, which reads at it).
+ *   floor ptrace-read OUT CMD [...]  ptrace-exit plus the /proc files `run --backend ptrace` reads
+ *                                    for each process, nothing else: at the exec stop readlink of
+ *                                    exe and cwd and stat of /proc/PID (the owner); at the exit
+ *                                    stop /proc/TID/status, /proc/TID/io and /proc/TID/schedstat
+ *                                    (open, one read, close) and the three process CPU clocks,
+ *                                    then PTRACE_GETEVENTMSG and PTRACE_DETACH (no exit
+ *                                    notification follows), except for CMD itself. What the
+ *                                    figures cost the kernel, without proctrace's own work.
  *   floor listen                     subscribe to the kernel's process events connector, print
  *                                    READY, then receive (blocking) and count every message until
  *                                    SIGINT/SIGTERM; prints the count on stderr.
  *
- * Nothing else: no /proc reads beyond cmdline, no model, no output format, no thread handoff. What
+ * Nothing else (ptrace-read: nothing but what it names): no /proc reads beyond cmdline, no model, no output format, no thread handoff. What
  * proctrace costs above these rows is what its own work costs; what these rows cost is what the
  * kernel's ptrace stops and connector wake-ups cost on this machine.
  */
@@ -28,10 +36,25 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int trace(const char *out, char **argv, int exit_stops)
+/* ptrace-read: open, one read and close of /proc/ID/NAME. */
+static void read_proc(pid_t id, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", id, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, buf, size) < 0)
+            buf[0] = 0;
+        close(fd);
+    }
+}
+
+static int trace(const char *out, char **argv, int exit_stops, int reads)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
@@ -89,6 +112,32 @@ static int trace(const char *out, char **argv, int exit_stops)
                 i += strlen(buf + i) + 1;
             }
             fputc('\n', log);
+            if (reads) {
+                char p2[64];
+                struct stat sb;
+                snprintf(p2, sizeof p2, "/proc/%d/exe", w);
+                if (readlink(p2, buf, sizeof buf) < 0)
+                    buf[0] = 0;
+                snprintf(p2, sizeof p2, "/proc/%d/cwd", w);
+                if (readlink(p2, buf, sizeof buf) < 0)
+                    buf[0] = 0;
+                snprintf(p2, sizeof p2, "/proc/%d", w);
+                if (stat(p2, &sb) < 0)
+                    buf[0] = 0;
+            }
+        } else if (reads && ev == PTRACE_EVENT_EXIT) {
+            read_proc(w, "status", buf, sizeof buf);
+            read_proc(w, "io", buf, sizeof buf);
+            read_proc(w, "schedstat", buf, sizeof buf);
+            for (int which = 0; which < 3; which++) {
+                struct timespec ts;
+                clock_gettime((clockid_t)((~w << 3) | which), &ts);
+            }
+            unsigned long msg;
+            if (w != c && ptrace(PTRACE_GETEVENTMSG, w, 0, &msg) == 0) {
+                ptrace(PTRACE_DETACH, w, 0, 0);
+                continue;
+            }
         } else if (ev == 0) {
             inject = sig; /* a signal for the tracee: deliver it */
         }
@@ -155,11 +204,13 @@ static int listen_connector(void)
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "ptrace"))
-        return trace(argv[2], argv + 3, 0);
+        return trace(argv[2], argv + 3, 0, 0);
     if (argc >= 4 && !strcmp(argv[1], "ptrace-exit"))
-        return trace(argv[2], argv + 3, 1);
+        return trace(argv[2], argv + 3, 1, 0);
+    if (argc >= 4 && !strcmp(argv[1], "ptrace-read"))
+        return trace(argv[2], argv + 3, 1, 1);
     if (argc == 2 && !strcmp(argv[1], "listen"))
         return listen_connector();
-    fprintf(stderr, "usage: floor ptrace|ptrace-exit OUT CMD [ARGS...] | floor listen\n");
+    fprintf(stderr, "usage: floor ptrace|ptrace-exit|ptrace-read OUT CMD [ARGS...] | floor listen\n");
     return 64;
 }

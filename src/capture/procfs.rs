@@ -25,8 +25,14 @@ pub fn exec_details(pid: Pid) -> ExecDetails {
 /// path (`/proc/PID/cmdline`, `readlink /proc/PID/exe`, …): no directory handle to open and
 /// close, two system calls fewer per exec. Not for a running process (the connector's).
 pub fn stopped_exec_details(pid: Pid) -> ExecDetails {
+    stopped_exec_details_with(pid, None)
+}
+
+/// [`stopped_exec_details`] with argv already read (the NUL-terminated words, as
+/// `/proc/PID/cmdline` would give them): `cmdline` is then not opened.
+pub fn stopped_exec_details_with(pid: Pid, cmdline: Option<&[u8]>) -> ExecDetails {
     match sys::ProcPath::new(pid) {
-        Some(path) => details_from(&path),
+        Some(path) => details_given(&path, cmdline),
         None => ExecDetails::default(),
     }
 }
@@ -42,6 +48,10 @@ pub fn cmdline(pid: Pid) -> Option<Argv> {
 }
 
 fn details_from(dir: &impl sys::ProcFiles) -> ExecDetails {
+    details_given(dir, None)
+}
+
+fn details_given(dir: &impl sys::ProcFiles, cmdline: Option<&[u8]>) -> ExecDetails {
     // Cheapest first and fewest: every read here competes with the process we are reading
     // (cmdline needs its memory map), so no /proc/PID/status: the owner of /proc/PID is the
     // process's effective uid, and comm is read only when argv could not be. Buffers are on the
@@ -49,7 +59,10 @@ fn details_from(dir: &impl sys::ProcFiles) -> ExecDetails {
     let mut buf = [0u8; 4096];
     let mut spill = Vec::new();
     // cmdline first: it is the piece that races the process's exit.
-    let argv = dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline);
+    let argv = match cmdline {
+        Some(b) => split_cmdline(b),
+        None => dir.read(c"cmdline", &mut buf, &mut spill).and_then(split_cmdline),
+    };
     let exe = dir
         .readlink(c"exe", &mut buf)
         .map(|b| Arc::from(bytes::encode(b)));

@@ -9,7 +9,9 @@
 //! this code relies on is in `docs/facts/ptrace-facts.md`:
 //!
 //! - argv is read at the exec stop, when `/proc/PID/cmdline` already holds the new argv and the
-//!   process cannot exit: it is always complete (A1).
+//!   process cannot exit: it is always complete (A1). It is read from the new stack itself
+//!   (`PTRACE_GETREGS` and `process_vm_readv`: the same bytes, no `/proc` file to open), with
+//!   `cmdline` as the fallback.
 //! - Stops arrive out of order under concurrency: a new task's first stop (or more) can come
 //!   before its parent's fork/clone event (A3). Such a task is held at its first stop until the
 //!   parent's event names it, so the model always sees fork → exec → exit.
@@ -29,7 +31,13 @@
 //! tracer keeps to it: it sleeps in a blocking `waitpid` (no signal wait before it, no empty
 //! `WNOHANG` poll after each stop), asks the kernel only what the stop needs (a fork's new pid;
 //! an exec's former thread id only when the process has had threads) and reads an exec's `/proc`
-//! files by path. A batch of events goes out at the first stop [`BATCH_PAUSE_NS`] after it began.
+//! files by path. With usage capture (exit stops), a task is let go at its exit stop
+//! (`PTRACE_DETACH`, its exit status being the stop's event message), which spares the exit
+//! notification that would follow: one stop fewer per process than exit stops cost otherwise
+//! (`stops` says when a task stays attached). Every `/proc` file opened for a process costs a proc
+//! inode made and later torn down (≈10–15 µs each on the project's VM, more than the reading):
+//! what is read is the least the figures need (`usage`, `BENCHMARKS.md`). A batch of events
+//! goes out at the first stop [`BATCH_PAUSE_NS`] after it began.
 //! What else must wake it — a request from another thread, a batch left when the stops cease, a
 //! held task to let go — comes as a signal of its own ([`sys::Alarm`]: a POSIX timer aimed at
 //! the tracer thread, with a handler that does nothing and no `SA_RESTART`), which ends the
@@ -51,7 +59,7 @@ use std::time::Duration;
 use self::stops::{Action, CommandStart, Found, Stop, Tracees};
 use super::{CaptureMsg, CaptureOptions, Notice, SpawnError};
 use crate::capture::procfs;
-use crate::capture::usage::{ExitReader, ThreadSum};
+use crate::capture::usage::{ExitReader, IoRead, ThreadSum};
 use crate::model::event::{Event, ExecDetails, Pid};
 use crate::model::session::CaptureSummary;
 
@@ -118,6 +126,7 @@ impl PtraceBackend {
             warned: HashSet::new(),
             unprivileged: !sys::has_cap_sys_ptrace(),
             my_pid: std::process::id() as Pid,
+            argv_buf: Vec::new(),
         };
         let (alarm_tx, alarm_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -230,6 +239,8 @@ struct Group {
     sum: ThreadSum,
     /// A thread's figures could not be read: the process gets none.
     incomplete: bool,
+    /// The leader's name, read at its exit stop (a leader that left before its threads).
+    leader_name: Option<crate::model::event::KernelName>,
 }
 
 struct Tracer {
@@ -256,7 +267,13 @@ struct Tracer {
     warned: HashSet<String>,
     unprivileged: bool,
     my_pid: Pid,
+    /// argv read from a tracee's stack at its exec (reused; [`ARGV_BUF_KEPT`]).
+    argv_buf: Vec<u8>,
 }
+
+/// The argv buffer is kept from one exec to the next up to this capacity; a larger one (a huge
+/// argv) is freed after use.
+const ARGV_BUF_KEPT: usize = 1 << 20;
 
 impl Tracer {
     fn run(mut self, alarm: &sys::Alarm) {
@@ -452,12 +469,23 @@ impl Tracer {
                 Action::Emit(event) => self.batch.push(event),
                 Action::ReadExec { tgid } => {
                     // Stopped at its exec: its pid cannot be taken by another before it is
-                    // resumed, so its files are read by path.
-                    let details = procfs::stopped_exec_details(tgid);
+                    // resumed, so its files are read by path; argv from its new stack, as the
+                    // kernel just wrote it (`/proc/PID/cmdline` when that cannot be read).
+                    let argv = sys::argv_at_exec(tgid, &mut self.argv_buf);
+                    let details = procfs::stopped_exec_details_with(tgid, argv.then_some(&self.argv_buf[..]));
+                    if self.argv_buf.capacity() > ARGV_BUF_KEPT {
+                        self.argv_buf = Vec::new();
+                    }
                     self.warn_about(tgid, &details);
                     self.batch.push(Event::ExecDetails { tgid, details });
                 }
-                Action::ReadUsage { tgid, tid, last } => self.read_usage(tgid, tid, last),
+                Action::ReadUsage {
+                    tgid,
+                    tid,
+                    last,
+                    whole_io,
+                } => self.read_usage(tgid, tid, last, whole_io),
+                Action::Detach { pid } => sys::detach(pid),
                 Action::ForgetUsage { tgid } => {
                     self.groups.remove(&tgid);
                 }
@@ -472,29 +500,41 @@ impl Tracer {
     }
 
     /// At `tid`'s exit stop: its own figures are added to its process's; at the process's last
-    /// thread, the process's figures go out as [`Event::Usage`], ahead of its exit. Cost: three
-    /// small `/proc` reads per thread (its `status`, `io` and `schedstat`), three clock reads per
-    /// process.
-    fn read_usage(&mut self, tgid: Pid, tid: Pid, last: bool) {
+    /// thread, the process's figures go out as [`Event::Usage`], ahead of its exit. Cost: two
+    /// small `/proc` reads per thread (its `status` and `schedstat`, by `/proc/TID/`), its `io`
+    /// (`whole_io`: once for the process, else the thread's own), three clock reads per process.
+    fn read_usage(&mut self, tgid: Pid, tid: Pid, last: bool, whole_io: bool) {
         let Some(reader) = self.usage.as_mut() else { return };
-        let g = self.groups.entry(tgid).or_default();
-        match reader.thread(tgid, tid) {
-            Ok(t) => g.sum.add(&t),
-            Err(_) => g.incomplete = true, // no figures rather than wrong ones
-        }
+        let io = if whole_io { IoRead::Process } else { IoRead::Thread };
+        let read = reader.thread(tgid, tid, io);
         if !last {
+            let g = self.groups.entry(tgid).or_default();
+            match read {
+                Ok(t) => {
+                    g.sum.add(&t);
+                    if tid == tgid {
+                        g.leader_name = t.name;
+                    }
+                }
+                Err(_) => g.incomplete = true, // no figures rather than wrong ones
+            }
             return;
         }
-        let Some(g) = self.groups.remove(&tgid) else {
-            return;
-        };
+        // The last thread: a process that never had another needs no entry of its own.
+        let mut g = self.groups.remove(&tgid).unwrap_or_default();
+        let Ok(t) = read else { return };
         if g.incomplete {
             return;
         }
-        if let Ok(usage) = reader.process(tgid, &g.sum) {
+        g.sum.add(&t);
+        if tid == tgid {
+            g.leader_name = t.name;
+        }
+        if let Ok(usage) = reader.process(tgid, &g.sum, io) {
             // The kernel's name now, at the last exit stop (the process cannot go before it
-            // is resumed): what it ran last, whatever argv said or was not read.
-            if let Some(comm) = exit_comm(tgid) {
+            // is resumed): what it ran last, whatever argv said or was not read. The leader's,
+            // read with its figures; `comm` only when the leader's could not be.
+            if let Some(comm) = g.leader_name.or_else(|| exit_comm(tgid)) {
                 self.batch.push(Event::ExitName { tgid, comm });
             }
             self.batch.push(Event::Usage {
@@ -855,6 +895,129 @@ mod sys {
     pub fn resume(pid: Pid, sig: libc::c_int) {
         // SAFETY: PTRACE_CONT on a pid with a signal number as data.
         unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0usize, sig as usize) };
+    }
+
+    /// The most argv read from a tracee's stack; past it, `/proc/PID/cmdline` (which the kernel
+    /// bounds anyway: argv and the environment share a quarter of the stack limit).
+    const ARGV_MAX: usize = 8 << 20;
+
+    /// Appends to `out` up to `len` bytes of tracee `pid`'s memory at `addr`; how many (0 when
+    /// none could be read: unmapped, or not allowed).
+    fn read_mem(pid: Pid, addr: usize, len: usize, out: &mut Vec<u8>) -> usize {
+        out.reserve(len);
+        let local = libc::iovec {
+            iov_base: out.spare_capacity_mut().as_mut_ptr().cast(),
+            iov_len: len,
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: len,
+        };
+        // SAFETY: `local` is `len` bytes of `out`'s spare capacity (reserved above), written
+        // only by the kernel; `remote` is an address in the tracee, which the kernel checks.
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return 0;
+        }
+        let n = n as usize;
+        // SAFETY: the kernel wrote `n` bytes (at most `len`) into the spare capacity.
+        unsafe { out.set_len(out.len() + n) };
+        n
+    }
+
+    /// argv of a tracee stopped at its exec, into `out` (each word NUL-terminated, as
+    /// `/proc/PID/cmdline` gives it), read from its new stack: at the exec stop no user code
+    /// has run yet, the stack pointer is at `argc`, then the `argv` pointers, and the words lie
+    /// one after the other from `argv[0]` (the kernel's layout, `create_elf_tables`). Two
+    /// system calls (`PTRACE_GETREGS` and usually one `process_vm_readv`) and no `/proc` file:
+    /// opening `cmdline` costs a proc inode per process. `false` (and `/proc` is read instead)
+    /// for anything unexpected: not a 64-bit process (`cs`), a layout that does not hold
+    /// (`argv[1]` must follow `argv[0]`'s end), memory that cannot be read, more than
+    /// [`ARGV_MAX`].
+    #[cfg(target_arch = "x86_64")]
+    pub fn argv_at_exec(pid: Pid, out: &mut Vec<u8>) -> bool {
+        /// The 64-bit user code segment (`__USER_CS`); a 32-bit process has another.
+        const USER_CS_64: u64 = 0x33;
+        // SAFETY: user_regs_struct is plain integers; all zeroes is a valid value.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        // SAFETY: PTRACE_GETREGS writes one user_regs_struct to the given address.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETREGS,
+                pid,
+                0usize,
+                &mut regs as *mut libc::user_regs_struct,
+            )
+        };
+        if r != 0 || regs.cs != USER_CS_64 {
+            return false;
+        }
+        let sp = regs.rsp as usize;
+        out.clear();
+        // argc, the argv pointers and, most often, the words themselves are within a few KiB.
+        let got = read_mem(pid, sp, 8192, out);
+        let word = |out: &[u8], i: usize| -> Option<usize> {
+            let b = out.get(8 * i..8 * i + 8)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            Some(u64::from_ne_bytes(a) as usize)
+        };
+        let (Some(argc), Some(argv0)) = (word(out, 0), word(out, 1)) else {
+            return false;
+        };
+        if got < 16 || argc == 0 || argc > ARGV_MAX || argv0 < sp.saturating_add(8 * (argc + 1)) {
+            return false;
+        }
+        let argv1 = if argc >= 2 { word(out, 2) } else { None };
+        // Keep what was read from argv[0] on; read from there if it was not reached.
+        let start = argv0 - sp;
+        if start < out.len() {
+            out.drain(..start);
+        } else {
+            out.clear();
+            if read_mem(pid, argv0, 8192, out) == 0 {
+                return false;
+            }
+        }
+        let (mut words, mut scanned) = (0, 0);
+        loop {
+            for (i, &b) in out[scanned..].iter().enumerate() {
+                if b == 0 {
+                    words += 1;
+                    if words == 1
+                        && let Some(a1) = argv1
+                        && a1 != argv0 + scanned + i + 1
+                    {
+                        return false; // not the layout expected
+                    }
+                    if words == argc {
+                        out.truncate(scanned + i + 1);
+                        return true;
+                    }
+                }
+            }
+            scanned = out.len();
+            if scanned >= ARGV_MAX {
+                return false;
+            }
+            let more = scanned.clamp(8192, 1 << 20);
+            if read_mem(pid, argv0 + scanned, more, out) == 0 {
+                return false;
+            }
+        }
+    }
+
+    /// Not on this architecture: argv comes from `/proc/PID/cmdline`.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub fn argv_at_exec(_: Pid, _: &mut Vec<u8>) -> bool {
+        false
+    }
+
+    /// Lets a tracee go from its exit stop; it exits untraced (its exit is not reported to the
+    /// tracer, unless the detach failed because it was killed out of the stop).
+    pub fn detach(pid: Pid) {
+        // SAFETY: PTRACE_DETACH on a pid stopped at its exit, no signal.
+        unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0usize, 0usize) };
     }
 
     /// Lets a group-stopped tracee stay stopped while we keep getting its notifications.

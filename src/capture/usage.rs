@@ -11,17 +11,39 @@
 //! | CPU total | process CPU clock `CPUCLOCK_SCHED` (`clock_gettime` of `(~pid << 3) \| 2`) | ns, all threads, dead ones included (`sum_exec_runtime`) |
 //! | user/system split | clocks `CPUCLOCK_VIRT` and `CPUCLOCK_PROF` (tick samples), split like `cputime_adjust` | as `wait4` |
 //! | fallback | `/proc/PID/stat` utime, stime | clock ticks (10 ms at `USER_HZ` 100), adjusted like `wait4` |
-//! | `max_rss_kib` | `/proc/PID/task/TID/status` `VmHWM` | KiB, the address space's peak |
-//! | chars, bytes | `/proc/PID/task/TID/io` of each thread at its own exit stop, summed | bytes, exact (taskstats rounds to KiB); not `/proc/PID/io`, which adds reaped children's |
-//! | context switches | `/proc/PID/task/TID/status` of each thread at its own exit stop, summed | each thread's final switch after its stop is missing |
-//! | `cpu_delay_ns` | `/proc/PID/task/TID/schedstat` 2nd field (`sched_info.run_delay`, what taskstats reports as `cpu_delay_total`) of each thread at its own exit stop, summed | ns; `None` if the kernel lacks `CONFIG_SCHED_INFO` (no such file) |
+//! | `max_rss_kib` | `/proc/TID/status` `VmHWM` | KiB, the address space's peak |
+//! | chars, bytes | a process that never had a child: `/proc/TGID/io` once, at its leader's last stop (all its threads, the exited ones included); else `/proc/TGID/task/TID/io` of each thread at its own exit stop, summed | bytes, exact (taskstats rounds to KiB) |
+//! | context switches | `/proc/TID/status` of each thread at its own exit stop, summed | each thread's final switch after its stop is missing |
+//! | `cpu_delay_ns` | `/proc/TID/schedstat` 2nd field (`sched_info.run_delay`, what taskstats reports as `cpu_delay_total`) of each thread at its own exit stop, summed | ns; `None` if the kernel lacks `CONFIG_SCHED_INFO` (no such file) |
 //! | `io_delay_ns` | — | `None`: `/proc` has block I/O delay only in clock ticks, for the whole process |
+//! | the kernel's name | `Name:` of the leader's `/proc/TID/status` (unescaped: the kernel writes `\n` and `\\` for a newline and a backslash) | bytes, exact |
+//!
+//! Why these files and paths (each measured on the project's 2-vCPU VM, CPU time of the tracer
+//! per exit stop, `BENCHMARKS.md`, "ptrace with usage at its floor"): every `/proc` file opened
+//! for a process costs a new proc inode the first time (≈7 µs here) besides what making its text
+//! costs (`status` ≈6 µs, `io` ≈1.4 µs, `schedstat` ≈0.7 µs), so the fewest files are read, by
+//! the shortest path. `/proc/TID/…` reaches a thread's own `status` and `schedstat` (per-task
+//! files) without the `task/` and `task/TID/` lookups; `io` under `/proc/TGID/` is the whole
+//! process's (its threads live and dead) *plus the children it reaped* (the kernel adds a reaped
+//! child's counters to its parent's), so it is read there only for a process that never created
+//! one (no fork, vfork or process clone seen: nothing can have been reaped), and per thread
+//! under `task/TID/` otherwise. The name comes with `status`, so `comm` is not opened. Each file
+//! is one `open`, one `read` and one `close` (a short read is its end: these files hand over at
+//! once all they have), into a buffer kept from one exit to the next.
+//!
+//! Not used, also measured: `wait4`'s `rusage` as the tracer reaps a traced process is
+//! `getrusage(RUSAGE_BOTH)` of it — its own figures *plus every child it reaped* (a traced
+//! grandchild that spun 100 ms and reaped a child that spun 200 ms came out at 300 ms), and
+//! `ru_maxrss` is the peak over the address spaces it had before its exec too (for a vfork or
+//! `posix_spawn` child, its parent's); `/proc/TID/stat` has no peak, no I/O and no switches; a
+//! descriptor opened at an earlier stop and `pread` at the exit saves nothing (the open costs
+//! the same wherever it is made) and holds descriptors.
 //!
 //! Reading a process that is not stopped gives a snapshot, not its final figures.
 
 use std::io;
 
-use crate::model::event::Pid;
+use crate::model::event::{KernelName, Pid};
 pub use taskstats::Usage;
 
 /// `/proc/PID/io`'s fields.
@@ -62,23 +84,72 @@ pub fn parse_io(text: &str) -> Option<IoCounters> {
     (seen == 31).then_some(c)
 }
 
-/// From `/proc/PID/status`: `VmHWM` in KiB (absent for kernel threads and after the address
-/// space is gone) and the task's voluntary and involuntary context switches.
-pub fn parse_status(text: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
-    let (mut hwm, mut vol, mut invol) = (None, None, None);
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else {
+/// What the exit stop takes from `/proc/TID/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatusFields {
+    /// `Name:` unescaped: the task's `comm`, bytes as the kernel holds them.
+    pub name: Option<KernelName>,
+    /// `VmHWM` in KiB (absent for kernel threads and after the address space is gone).
+    pub hwm_kib: Option<u64>,
+    /// The task's voluntary context switches.
+    pub vol: Option<u64>,
+    /// The task's involuntary context switches.
+    pub invol: Option<u64>,
+}
+
+/// Parses `/proc/TID/status` (bytes: the name need not be UTF-8).
+pub fn parse_status(text: &[u8]) -> StatusFields {
+    let mut f = StatusFields::default();
+    for line in text.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
             continue;
         };
-        let num = || v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok());
+        let (k, v) = (&line[..colon], &line[colon + 1..]);
+        if k == b"Name" {
+            f.name = unescape_name(v.strip_prefix(b"\t").unwrap_or(v));
+            continue;
+        }
+        let num = || {
+            std::str::from_utf8(v)
+                .ok()?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        };
         match k {
-            "VmHWM" => hwm = num(),
-            "voluntary_ctxt_switches" => vol = num(),
-            "nonvoluntary_ctxt_switches" => invol = num(),
+            b"VmHWM" => f.hwm_kib = num(),
+            b"voluntary_ctxt_switches" => f.vol = num(),
+            b"nonvoluntary_ctxt_switches" => f.invol = num(),
             _ => {}
         }
     }
-    (hwm, vol, invol)
+    f
+}
+
+/// The `Name:` value of a status file as the name it stands for: the kernel escapes a newline
+/// as `\n` and a backslash as `\\` there, and nothing else (`proc_task_name`).
+fn unescape_name(v: &[u8]) -> Option<KernelName> {
+    let mut out = [0u8; KernelName::MAX];
+    let mut n = 0;
+    let mut i = 0;
+    while i < v.len() && n < out.len() {
+        let c = match (v[i], v.get(i + 1)) {
+            (b'\\', Some(b'n')) => {
+                i += 1;
+                b'\n'
+            }
+            (b'\\', Some(b'\\')) => {
+                i += 1;
+                b'\\'
+            }
+            (c, _) => c,
+        };
+        out[n] = c;
+        n += 1;
+        i += 1;
+    }
+    KernelName::new(&out[..n])
 }
 
 /// From `/proc/PID/stat`: `(utime, stime)` in clock ticks (fields 14 and 15, after the
@@ -98,29 +169,39 @@ pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
-/// Reads a single-threaded process's figures; meant for a process stopped at
+/// Reads a process's figures at its leader's stop, its I/O as `io` says (the other threads'
+/// switches and run-queue wait are not in them); meant for a process stopped at
 /// `PTRACE_EVENT_EXIT`. Fails if the process is gone or its `io` is unreadable (it needs ptrace
 /// access, which a tracer has). The ptrace backend uses [`ExitReader`] at every thread's stop.
-pub fn read_at_exit(pid: Pid) -> io::Result<Usage> {
+pub fn read_at_exit(pid: Pid, io: IoRead) -> io::Result<Usage> {
     let mut r = ExitReader::default();
     let mut sum = ThreadSum::default();
-    let t = r.thread(pid, pid)?;
+    let t = r.thread(pid, pid, io)?;
     sum.add(&t);
-    r.process(pid, &sum)
+    r.process(pid, &sum, io)
 }
 
-/// Reads what the ptrace backend needs at exit stops, with buffers kept from one exit to the
-/// next (no allocation per exit once they have grown).
+/// Where a process's I/O counters are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoRead {
+    /// Each thread's own, `/proc/TGID/task/TID/io`, at its exit stop, summed.
+    Thread,
+    /// The whole process's, `/proc/TGID/io`, once at its last thread's stop: all its threads,
+    /// *and the children it reaped* — for a process known to have had none.
+    Process,
+}
+
+/// Reads what the ptrace backend needs at exit stops, with a buffer kept from one exit to the
+/// next (no allocation per exit once it has grown).
 ///
-/// Everything but CPU is read per thread, from `/proc/TGID/task/TID/{status,io}`, at each
-/// thread's own exit stop, and summed ([`ThreadSum`]): `/proc/PID/io` would also count the I/O
-/// of every child the process reaped (the kernel adds a reaped child's counters to its
-/// parent's), and `/proc/PID/status` has the context switches of one thread only. CPU comes
-/// from the process CPU clocks at the last thread's stop, which count the threads that exited
-/// before (and no children).
+/// Context switches, the peak and the run-queue wait are read per thread, at each thread's own
+/// exit stop, and summed ([`ThreadSum`]): `/proc/PID/status` has the context switches of one
+/// thread only. I/O is read per thread too ([`IoRead::Thread`]) unless the process never had a
+/// child ([`IoRead::Process`]): `/proc/PID/io` also counts the I/O of every child the process
+/// reaped. CPU comes from the process CPU clocks at the last thread's stop, which count the
+/// threads that exited before (and no children).
 #[derive(Debug, Default)]
 pub struct ExitReader {
-    path: String,
     buf: Vec<u8>,
 }
 
@@ -133,10 +214,12 @@ pub struct ThreadAtExit {
     pub vol: u64,
     /// Its involuntary context switches.
     pub invol: u64,
-    /// Its own I/O counters.
+    /// Its own I/O counters (zero when not read: [`IoRead::Process`]).
     pub io: IoCounters,
     /// Its time waiting for a CPU, ns (`None`: not exposed by this kernel).
     pub cpu_delay_ns: Option<u64>,
+    /// Its name (`comm`) as the kernel has it.
+    pub name: Option<KernelName>,
 }
 
 /// A process's threads' figures summed as they reach their exit stops.
@@ -178,47 +261,129 @@ impl ThreadSum {
     }
 }
 
-impl ExitReader {
-    fn read(&mut self, tgid: Pid, tid: Pid, file: &str) -> io::Result<&str> {
-        use std::fmt::Write as _;
-        use std::io::Read as _;
-        self.path.clear();
-        let _ = write!(self.path, "/proc/{tgid}/task/{tid}/{file}");
-        self.buf.clear();
-        std::fs::File::open(&self.path)?.read_to_end(&mut self.buf)?;
-        std::str::from_utf8(&self.buf).map_err(|_| self.bad())
+/// `/proc/A/NAME` or `/proc/A/task/B/NAME`, NUL-terminated, built on the stack.
+struct ProcPath {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl ProcPath {
+    fn new(tgid: Pid, tid: Option<Pid>, name: &str) -> ProcPath {
+        use std::io::Write as _;
+        let mut bytes = [0u8; 64];
+        let room = bytes.len() - 1; // the NUL stays
+        let mut w = &mut bytes[..room];
+        // At most "/proc/" + 11 + "/task/" + 11 + "/" + "schedstat": 45 bytes, always fits
+        // (else the path is empty, and opening it fails).
+        let written = match tid {
+            Some(tid) => write!(w, "/proc/{tgid}/task/{tid}/{name}"),
+            None => write!(w, "/proc/{tgid}/{name}"),
+        };
+        let len = if written.is_ok() { room - w.len() } else { 0 };
+        bytes[len] = 0;
+        ProcPath { bytes, len }
     }
 
-    fn bad(&self) -> io::Error {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("/proc/?")
+    }
+}
+
+impl ExitReader {
+    /// All of a `/proc` file, read with one `open`, as few `read`s as it takes (a short read is
+    /// the end: these files hand over all they have at once) and one `close`.
+    fn read(&mut self, path: &ProcPath) -> io::Result<&[u8]> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        if self.buf.len() < 4096 {
+            self.buf.resize(4096, 0);
+        }
+        // SAFETY: the path is NUL-terminated (its last byte is never written) and outlives the
+        // call.
+        let fd = unsafe { libc::open(path.bytes.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by open and belongs to nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut len = 0;
+        loop {
+            let room = &mut self.buf[len..];
+            // SAFETY: reads at most `room.len()` bytes into `room`, live and exclusively
+            // borrowed.
+            let n = unsafe { libc::read(fd.as_raw_fd(), room.as_mut_ptr().cast(), room.len()) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            let n = n as usize;
+            let asked = room.len();
+            len += n;
+            if n < asked {
+                break;
+            }
+            // Full: there may be more.
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        Ok(&self.buf[..len])
+    }
+
+    fn bad(path: &ProcPath) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{}: unexpected format", self.path),
+            format!("{}: unexpected format", path.as_str()),
         )
     }
 
-    /// Thread `tid` of `tgid`, stopped at its exit: its own context switches, I/O and its
-    /// address space's peak.
-    pub fn thread(&mut self, tgid: Pid, tid: Pid) -> io::Result<ThreadAtExit> {
-        let (hwm_kib, vol, invol) = parse_status(self.read(tgid, tid, "status")?);
-        let io = parse_io(self.read(tgid, tid, "io")?).ok_or_else(|| self.bad())?;
-        let cpu_delay_ns = match self.read(tgid, tid, "schedstat") {
-            Ok(text) => Some(parse_schedstat(text).ok_or_else(|| self.bad())?),
+    fn io_counters(&mut self, path: &ProcPath) -> io::Result<IoCounters> {
+        let text = self.read(path)?;
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(parse_io)
+            .ok_or_else(|| Self::bad(path))
+    }
+
+    /// Thread `tid` of `tgid`, stopped at its exit: its own context switches, run-queue wait,
+    /// name and its address space's peak, and its own I/O when `io` is [`IoRead::Thread`].
+    pub fn thread(&mut self, tgid: Pid, tid: Pid, io: IoRead) -> io::Result<ThreadAtExit> {
+        let status = parse_status(self.read(&ProcPath::new(tid, None, "status"))?);
+        let io = match io {
+            IoRead::Thread => self.io_counters(&ProcPath::new(tgid, Some(tid), "io"))?,
+            IoRead::Process => IoCounters::default(),
+        };
+        let path = ProcPath::new(tid, None, "schedstat");
+        let cpu_delay_ns = match self.read(&path) {
+            Ok(text) => Some(
+                std::str::from_utf8(text)
+                    .ok()
+                    .and_then(parse_schedstat)
+                    .ok_or_else(|| Self::bad(&path))?,
+            ),
             // No CONFIG_SCHED_INFO: the file does not exist; the figure is left out.
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
         Ok(ThreadAtExit {
-            hwm_kib,
-            vol: vol.unwrap_or(0),
-            invol: invol.unwrap_or(0),
+            hwm_kib: status.hwm_kib,
+            vol: status.vol.unwrap_or(0),
+            invol: status.invol.unwrap_or(0),
             io,
             cpu_delay_ns,
+            name: status.name,
         })
     }
 
     /// The whole process's figures at its last thread's exit stop: CPU from the process CPU
-    /// clocks of `tgid` (all its threads, the exited ones included), the rest from `sum`.
-    pub fn process(&mut self, tgid: Pid, sum: &ThreadSum) -> io::Result<Usage> {
+    /// clocks of `tgid` (all its threads, the exited ones included), I/O from `/proc/TGID/io`
+    /// when `io` is [`IoRead::Process`], the rest from `sum`.
+    pub fn process(&mut self, tgid: Pid, sum: &ThreadSum, io: IoRead) -> io::Result<Usage> {
+        let io = match io {
+            IoRead::Process => self.io_counters(&ProcPath::new(tgid, None, "io"))?,
+            IoRead::Thread => sum.io,
+        };
         let (cpu_user_ns, cpu_sys_ns) = match process_clocks(tgid) {
             Some((virt, prof, sched)) => taskstats::split_cpu(virt, prof.saturating_sub(virt), sched),
             None => stat_cpu(tgid)?,
@@ -227,11 +392,11 @@ impl ExitReader {
             cpu_user_ns,
             cpu_sys_ns,
             max_rss_kib: sum.hwm_kib.unwrap_or(0),
-            read_chars: sum.io.rchar,
-            write_chars: sum.io.wchar,
-            read_bytes: sum.io.read_bytes,
-            write_bytes: sum.io.write_bytes,
-            cancelled_write_bytes: sum.io.cancelled_write_bytes,
+            read_chars: io.rchar,
+            write_chars: io.wchar,
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+            cancelled_write_bytes: io.cancelled_write_bytes,
             vol_ctx_switches: sum.vol,
             invol_ctx_switches: sum.invol,
             cpu_delay_ns: sum.cpu_delay_ns,
@@ -295,8 +460,15 @@ mod tests {
         assert_eq!(parse_io("rchar: 1\n"), None, "fields missing");
         let st =
             "Name:\ta\nVmHWM:\t  66976 kB\nvoluntary_ctxt_switches:\t4\nnonvoluntary_ctxt_switches:\t302\n";
-        assert_eq!(parse_status(st), (Some(66976), Some(4), Some(302)));
-        assert_eq!(parse_status("Name:\tkworker\n").0, None);
+        let f = parse_status(st.as_bytes());
+        assert_eq!((f.hwm_kib, f.vol, f.invol), (Some(66976), Some(4), Some(302)));
+        assert_eq!(f.name.unwrap().as_bytes(), b"a");
+        let k = parse_status(b"Name:\tkworker\n");
+        assert_eq!((k.hwm_kib, k.name.unwrap().as_bytes()), (None, &b"kworker"[..]));
+        // The kernel's escapes undone, every other byte kept (a tab, a trailing space, 0xff).
+        let odd = parse_status(b"Name:\ta\\nb\\\\c\td\xffe \nVmHWM:\t1 kB\n");
+        assert_eq!(odd.name.unwrap().as_bytes(), b"a\nb\\c\td\xffe ");
+        assert_eq!(odd.hwm_kib, Some(1));
         let stat = "42 (a) b (c) R 1 42 42 0 -1 4194560 100 0 0 0 123 45 0 0 20 0 1 0 9 0 0";
         assert_eq!(parse_stat_times(stat), Some((123, 45)));
         assert_eq!(parse_stat_times("42 (a"), None);
@@ -336,7 +508,7 @@ mod tests {
         bytes: u32,
         threads: u32,
         sig: i32,
-    ) -> (Usage, HashMap<String, i64>) {
+    ) -> (Usage, Usage, HashMap<String, i64>) {
         let file = workload().with_extension(format!("out-{threads}-{sig}"));
         let mut child = Command::new(workload())
             .args([
@@ -370,7 +542,8 @@ mod tests {
                 "tracee ended without its exit stop: {st:#x}"
             );
             if st >> 8 == (libc::SIGTRAP | (libc::PTRACE_EVENT_EXIT << 8)) {
-                let u = read_at_exit(pid as Pid).unwrap();
+                let u = read_at_exit(pid as Pid, IoRead::Thread).unwrap();
+                let whole = read_at_exit(pid as Pid, IoRead::Process).unwrap();
                 // The fallback agrees, to its two truncated 10 ms ticks.
                 let (su, ss) = stat_cpu(pid as Pid).unwrap();
                 let (precise, ticks) = (u.cpu_user_ns + u.cpu_sys_ns, su + ss);
@@ -379,7 +552,7 @@ mod tests {
                     ticks <= precise + 1_000_000 && precise.saturating_sub(ticks) <= slack,
                     "{ticks} {precise}"
                 );
-                break u;
+                break (u, whole);
             }
             let sig = if st >> 16 == 0 { libc::WSTOPSIG(st) } else { 0 };
             // SAFETY: resumes the stopped tracee, passing on a signal it was stopped for.
@@ -399,7 +572,7 @@ mod tests {
                 truth.insert(kv[0].trim_end_matches(':').to_string(), kv[1].parse().unwrap());
             }
         }
-        (usage, truth)
+        (usage.0, usage.1, truth)
     }
 
     fn check(u: &Usage, t: &HashMap<String, i64>, bytes: u64, threads: u64) {
@@ -427,6 +600,23 @@ mod tests {
         let _ = threads;
     }
 
+    /// The I/O read once for the whole process (`/proc/PID/io`, a process without children) is
+    /// the thread's own read at its path, and the launcher's reading of the zombie's, exactly.
+    fn same_io(u: &Usage, whole: &Usage, t: &HashMap<String, i64>) {
+        let io = |u: &Usage| {
+            (
+                u.read_chars,
+                u.write_chars,
+                u.read_bytes,
+                u.write_bytes,
+                u.cancelled_write_bytes,
+            )
+        };
+        assert_eq!(io(whole), io(u));
+        assert_eq!(whole.write_chars as i64, t["wchar"]);
+        assert_eq!(whole.read_chars as i64, t["rchar"]);
+    }
+
     /// The taskstats record of `pid`, waiting for it up to 20 s.
     fn taskstats_of(ts: &mut taskstats::Listener, pid: u32) -> taskstats::ProcessUsage {
         let mut acc = taskstats::Accumulator::new(ts.io_delay_accounting());
@@ -451,7 +641,8 @@ mod tests {
     fn traced_process_at_its_exit_stop_matches_wait4_and_taskstats() {
         let mut ts = taskstats::Listener::open(&taskstats::Options::default()).unwrap();
         let bytes = 2 << 20;
-        let (u, t) = traced_run(250, 40, bytes, 1, 0);
+        let (u, whole, t) = traced_run(250, 40, bytes, 1, 0);
+        same_io(&u, &whole, &t);
         // Both backends' figures of the same process agree.
         let k = taskstats_of(&mut ts, t["pid"] as u32).usage;
         let (a, b) = (u.cpu_user_ns + u.cpu_sys_ns, k.cpu_user_ns + k.cpu_sys_ns);
@@ -477,7 +668,8 @@ mod tests {
         let bytes = 256 << 10;
         // 40 MiB: wait4's peak reads the mm's approximate per-CPU RSS counters, VmHWM their exact
         // sum; they were measured 300 KiB apart, 3 % of a 9 MiB process.
-        let (u, t) = traced_run(100, 40, bytes, 3, libc::SIGTERM);
+        let (u, whole, t) = traced_run(100, 40, bytes, 3, libc::SIGTERM);
+        same_io(&u, &whole, &t);
         assert_eq!(t["status"] & 0x7f, libc::SIGTERM as i64);
         check(&u, &t, bytes as u64, 3);
         assert!(

@@ -200,3 +200,33 @@ fn an_ordinary_tree_under_ptrace_has_no_untraced() {
     assert!(end(&lines).get("untraced").is_none(), "{stderr}");
     assert!(warnings(&stderr).is_empty(), "{stderr}");
 }
+
+/// With usage capture the ptrace backend lets each process go at its exit stop: a child whose
+/// parent never reaps it stays a zombie, and when the parent leaves first proctrace (the
+/// subreaper) reaps it. That is a traced process gone, not an untraced one: one exit line, with
+/// its figures, and no blind spot; the same without usage capture (never let go).
+#[test]
+fn a_traced_zombie_reaped_by_proctrace_is_no_blind_spot() {
+    for usage in [true, false] {
+        let extra: &[&str] = if usage { &[] } else { &["--no-usage"] };
+        // The inner shell becomes `sleep`, which never reaps the background /bin/true.
+        let (out, lines) = run_on(
+            "ptrace",
+            extra,
+            &["sh", "-c", "sh -c '/bin/true & exec sleep 0.5'; sleep 0.3"],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(
+            end(&lines)["untraced"].as_u64().unwrap_or(0),
+            0,
+            "usage {usage}: {stderr}"
+        );
+        assert!(warnings(&stderr).is_empty(), "{stderr}");
+        let ps = processes(&lines);
+        let t = find(&ps, &["/bin/true"]);
+        assert_eq!(t.exits.len(), 1, "{:?}", t.exits);
+        assert_eq!(t.exits[0]["code"], 0);
+        assert_eq!(t.exits[0]["max_rss_kib"].is_number(), usage, "{}", t.exits[0]);
+    }
+}

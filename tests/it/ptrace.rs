@@ -514,3 +514,38 @@ fn exe_deleted_before_its_exec_and_an_odd_cwd_are_read_exactly() {
         assert_eq!(e["uid"], unsafe { libc::geteuid() }, "{e}");
     }
 }
+
+/// argv is read from the new stack at the exec stop: exactly what the kernel laid out there,
+/// for words that take several reads (one of 128 KiB − 1 bytes, the longest a word may be, then
+/// 20,000 more), an empty word, a newline and bytes that are not UTF-8.
+#[test]
+fn argv_read_from_the_stack_at_exec_is_exact_however_long() {
+    use base64::Engine as _;
+    let script =
+        "/bin/true '' \"$(printf 'a\\nb\\377')\" \"$(head -c 131071 /dev/zero | tr '\\0' y)\" $(seq 20000)";
+    let (out, lines) = run_on("ptrace", &["--tree", "none"], &["sh", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let exec = lines
+        .iter()
+        .find(|l| l["event"] == "exec" && l["argv"][0] == "/bin/true")
+        .unwrap_or_else(|| panic!("no exec of /bin/true"));
+    let word = |i: usize| -> Vec<u8> {
+        match exec["argv_base64"].get(i).and_then(Value::as_str) {
+            Some(b) => base64::engine::general_purpose::STANDARD.decode(b).unwrap(),
+            None => exec["argv"][i].as_str().unwrap().as_bytes().to_vec(),
+        }
+    };
+    let mut want: Vec<Vec<u8>> = vec![
+        b"/bin/true".to_vec(),
+        Vec::new(),
+        b"a\nb\xff".to_vec(),
+        vec![b'y'; 131071],
+    ];
+    want.extend((1..=20000).map(|i| i.to_string().into_bytes()));
+    assert_eq!(exec["argv"].as_array().unwrap().len(), want.len());
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&word(i), w, "word {i}");
+    }
+    let end = lines.last().unwrap();
+    assert_eq!(end["execs"], end["execs_with_argv"], "{end}");
+}

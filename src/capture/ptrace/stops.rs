@@ -23,7 +23,16 @@
 //!   the process stays stopped as it would untraced; any other event stop runs on.
 //! - **Signals** of signal-delivery stops are re-injected untouched.
 //! - **Exit stops** (usage capture only): each thread's figures are read at its exit stop; the
-//!   stop of a process's last running thread is where the process's figures are read.
+//!   stop of a process's last running thread is where the process's figures are read. A thread
+//!   other than a leader, and a leader whose process has no other thread left, is let go there
+//!   (`PTRACE_DETACH`, [`Action::Detach`]) and its exit is the stop's, with the wait status the
+//!   kernel gives as the stop's event message: the tracer is spared the exit notification that
+//!   would follow, one wake-up per process. The command stays attached (proctrace reaps it), and
+//!   so does a leader that leaves before its threads (its exit is the process's, later).
+//! - **Gone processes.** A process whose exit the tracer has (at its exit stop, or collected as
+//!   its tracer) is still a zombie for its parent: it may signal it, and if the parent dies
+//!   first, proctrace (the subreaper) reaps it once more. It is remembered as gone
+//!   ([`GONE_REMEMBERED`]) so that neither is taken for an untraced process.
 //! - **Untraced processes** (blind spots): a process the tracer never saw start — a
 //!   `clone(CLONE_UNTRACED)` child, and so everything it starts — is found when it signals a
 //!   traced parent (a `SIGCHLD` whose sender is no known task, [`Tracees::child_signal`]), when
@@ -43,6 +52,12 @@ pub const RECENT_EXITS: usize = 4096;
 /// Most untraced processes remembered as reported (so that one seen signalling its parent and
 /// then exiting is counted once); past it the memory is cleared, and one might count twice.
 pub const UNTRACED_REMEMBERED: usize = 65_536;
+
+/// Most processes remembered as gone (their zombie may outlive thousands of other exits, until
+/// their parent reaps them); past it the oldest is forgotten, and a zombie of it reaped by
+/// proctrace much later would count as untraced. The other way round, an untraced process that
+/// takes a gone one's pid (before a traced one does, which ends the memory of it) is missed.
+pub const GONE_REMEMBERED: usize = 65_536;
 
 /// How long a new task waits at its first stop for its parent's fork/clone event before it is
 /// taken in with the parent `/proc` names (its parent was killed in between), in ns.
@@ -85,7 +100,11 @@ pub enum Stop {
         former: Option<Pid>,
     },
     /// `PTRACE_EVENT_EXIT`: the task is about to exit, everything still readable.
-    Exiting,
+    Exiting {
+        /// The wait status it will exit with (the event message); `None` when it could not be
+        /// read.
+        status: Option<i32>,
+    },
     /// `PTRACE_EVENT_STOP`: a group-stop, or a new task's first stop.
     Trap {
         /// The stop's signal (SIGTRAP for a new task's first stop, a stop signal for a group-stop).
@@ -97,8 +116,8 @@ pub enum Stop {
     Other,
 }
 
-/// Decodes a wait status. `event_msg` is asked for the event message of fork, vfork, clone and
-/// exec events only; `is_thread(child)` for clone events only.
+/// Decodes a wait status. `event_msg` is asked for the event message of fork, vfork, clone, exec
+/// and exit events only; `is_thread(child)` for clone events only.
 pub fn decode(
     status: i32,
     event_msg: impl FnOnce() -> Option<u64>,
@@ -130,7 +149,9 @@ pub fn decode(
         libc::PTRACE_EVENT_EXEC => Stop::Exec {
             former: event_msg().map(|m| m as Pid),
         },
-        libc::PTRACE_EVENT_EXIT => Stop::Exiting,
+        libc::PTRACE_EVENT_EXIT => Stop::Exiting {
+            status: event_msg().map(|m| m as i32),
+        },
         libc::PTRACE_EVENT_STOP => Stop::Trap { sig },
         _ => Stop::OtherEvent,
     }
@@ -174,6 +195,15 @@ pub enum Action {
         tid: Pid,
         /// It is the process's last running thread.
         last: bool,
+        /// The process's I/O counters are to be read once, for the whole process (it is the
+        /// leader's last stop, and the process never had a child whose counters the kernel
+        /// would have added to its own), not thread by thread.
+        whole_io: bool,
+    },
+    /// Let the task go from its exit stop (`PTRACE_DETACH`): its exit is emitted already.
+    Detach {
+        /// The task.
+        pid: Pid,
     },
     /// The process ended without its last thread's exit stop: drop the figures gathered for it.
     ForgetUsage {
@@ -278,6 +308,14 @@ pub struct Tracees {
     /// Processes that have had a thread besides their leader since they were seen starting
     /// (until the leader's exit): only their execs may come from another thread.
     threaded: HashSet<Pid>,
+    /// Processes that have created a process (a child the tracer saw, or an untraced one found
+    /// signalling them) since they were seen starting, until the leader's exit: the kernel may
+    /// have added a reaped child's I/O to theirs.
+    parents: HashSet<Pid>,
+    /// Tasks let go at their exit stop, oldest first, and as a set: their exit is known, what
+    /// the kernel says of them later is not news ([`GONE_REMEMBERED`]).
+    gone_order: VecDeque<Pid>,
+    gone: HashSet<Pid>,
 }
 
 impl Tracees {
@@ -367,10 +405,7 @@ impl Tracees {
                 self.on_exec(pid, former.unwrap_or(pid), ts, out);
                 out.push(Action::Resume { pid, sig: 0 });
             }
-            Stop::Exiting => {
-                self.on_exit_stop(pid, out);
-                out.push(Action::Resume { pid, sig: 0 });
-            }
+            Stop::Exiting { status } => self.on_exit_stop(pid, status, ts, out),
             Stop::Trap { sig } => {
                 if self.tasks.contains_key(&pid) {
                     restart_after_stop(pid, sig, out);
@@ -397,9 +432,13 @@ impl Tracees {
             || self.tasks.contains_key(&child)
             || self.held.contains_key(&child)
             || self.recent_set.contains(&child)
+            || self.gone.contains(&child)
         {
             return;
         }
+        // It has a child: its I/O counters may hold that child's once it reaps it.
+        let parent_tgid = self.tgid_of(parent);
+        self.parents.insert(parent_tgid);
         self.note_untraced(child, Found::Signalled { parent }, out);
     }
 
@@ -410,6 +449,7 @@ impl Tracees {
             && !self.tasks.contains_key(&pid)
             && !self.held.contains_key(&pid)
             && !self.recent_set.contains(&pid)
+            && !self.gone.contains(&pid)
             && !self.untraced.contains(&pid)
     }
 
@@ -510,6 +550,10 @@ impl Tracees {
     }
 
     fn add_task(&mut self, tid: Pid, t: Task) {
+        // A gone task's id taken again: its zombie is reaped.
+        if !self.gone.is_empty() {
+            self.gone.remove(&tid);
+        }
         if t.tgid != tid {
             self.threaded.insert(t.tgid);
         }
@@ -538,6 +582,9 @@ impl Tracees {
             return;
         }
         let parent_tgid = self.tgid_of(parent);
+        if !thread {
+            self.parents.insert(parent_tgid);
+        }
         let child_tgid = if thread { parent_tgid } else { new };
         let ppid = if thread {
             self.tasks.get(&parent).map_or(0, |t| t.ppid)
@@ -590,9 +637,18 @@ impl Tracees {
         if task.is_some_and(|t| t.tgid == pid) {
             // The leader is reported last: the pid is free for a new process.
             self.threaded.remove(&pid);
+            self.parents.remove(&pid);
+            if Some(pid) != self.root {
+                // Collected as its tracer, it is still a zombie for its parent, which may leave
+                // it to proctrace (the subreaper) to reap again.
+                self.note_gone(pid);
+            }
         }
         match task {
             Some(_) => self.exited(pid),
+            // Let go at its exit stop, its exit emitted then: reaped now by proctrace (the
+            // subreaper, its parent gone), or its detach failed (killed out of the stop).
+            None if self.gone.remove(&pid) => return,
             // Not a task of the traced tree: an untraced process, reparented to proctrace (the
             // subreaper) and reaped here. Seen signalling its parent before, it is counted then.
             None => {
@@ -625,24 +681,53 @@ impl Tracees {
         }
     }
 
-    /// `PTRACE_EVENT_EXIT`: `tid` is about to exit, with everything still readable.
-    fn on_exit_stop(&mut self, tid: Pid, out: &mut Vec<Action>) {
+    /// `PTRACE_EVENT_EXIT`: `tid` is about to exit (with wait status `status`), with everything
+    /// still readable.
+    fn on_exit_stop(&mut self, tid: Pid, status: Option<i32>, ts: u64, out: &mut Vec<Action>) {
+        let resume = Action::Resume { pid: tid, sig: 0 };
         if !self.usage {
-            return;
+            return out.push(resume);
         }
         let Some(task) = self.tasks.get_mut(&tid) else {
-            return;
+            return out.push(resume);
         };
         if task.exiting {
-            return;
+            return out.push(resume);
         }
         task.exiting = true;
         let tgid = task.tgid;
         if !self.running.contains_key(&tgid) {
-            return;
+            return out.push(resume);
         }
         let last = self.thread_done(tgid);
-        out.push(Action::ReadUsage { tgid, tid, last });
+        let whole_io = last && tid == tgid && !self.parents.contains(&tgid);
+        out.push(Action::ReadUsage {
+            tgid,
+            tid,
+            last,
+            whole_io,
+        });
+        // A leader with threads still running leaves before its process ends: it stays
+        // attached, and its exit is the process's, reported once the last thread is gone.
+        match status {
+            Some(status) if Some(tid) != self.root && (tid != tgid || last) => {
+                out.push(Action::Detach { pid: tid });
+                self.note_gone(tid);
+                self.on_exit(tid, status, ts, out);
+            }
+            _ => out.push(resume),
+        }
+    }
+
+    fn note_gone(&mut self, pid: Pid) {
+        if self.gone_order.len() >= GONE_REMEMBERED
+            && let Some(old) = self.gone_order.pop_front()
+        {
+            self.gone.remove(&old);
+        }
+        if self.gone.insert(pid) {
+            self.gone_order.push_back(pid);
+        }
     }
 }
 

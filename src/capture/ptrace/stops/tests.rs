@@ -93,6 +93,27 @@ fn exit(ts: u64, pid: Pid, tgid: Pid, status: i32, parent: Pid) -> Action {
 
 const FIRST_STOP: Stop = Stop::Trap { sig: SIGTRAP };
 
+/// An exit stop whose event message (the wait status to come) was read.
+fn exiting(status: i32) -> Stop {
+    Stop::Exiting { status: Some(status) }
+}
+
+/// An exit stop whose event message could not be read.
+const EXITING_UNKNOWN: Stop = Stop::Exiting { status: None };
+
+fn read(tgid: Pid, tid: Pid, last: bool, whole_io: bool) -> Action {
+    Action::ReadUsage {
+        tgid,
+        tid,
+        last,
+        whole_io,
+    }
+}
+
+fn detach(pid: Pid) -> Action {
+    Action::Detach { pid }
+}
+
 #[test]
 fn the_command_is_forked_by_proctrace_and_execs_before_it_runs() {
     let mut t = Tracees::new(false, true);
@@ -139,7 +160,7 @@ fn a_command_that_cannot_exec_is_forgotten() {
     let mut t = Tracees::new(true, false);
     t.command_forked(CMD, ME);
     let mut out = Vec::new();
-    let start = t.command_stop(CMD, Stop::Exiting, 5, 6, ME, &mut out);
+    let start = t.command_stop(CMD, exiting(127 << 8), 5, 6, ME, &mut out);
     assert_eq!((start, &out[..]), (CommandStart::Pending, &[resume(CMD)][..]));
     out.clear();
     let status = 127 << 8;
@@ -153,39 +174,108 @@ fn a_command_that_cannot_exec_is_forgotten() {
 
 #[test]
 fn a_child_that_stops_after_its_parents_fork_event_runs_on_at_once() {
-    // A3, sequential fork: P:FORK, C:first stop, C:EXEC, C:EXIT, C:exited, P:SIGCHLD.
-    let mut r = Run::new(true, true);
+    // A3, sequential fork: P:FORK, C:first stop, C:EXEC, C:EXIT, C:exited, P:SIGCHLD; with
+    // usage the child is let go at its exit stop, which is its exit: no exit notification.
+    for usage in [false, true] {
+        let mut r = Run::new(usage, true);
+        assert_eq!(
+            r.stop(CMD, Stop::Fork { child: 200 }),
+            [fork(2 * STEP, CMD, 200), resume(CMD)]
+        );
+        assert_eq!(r.stop(200, FIRST_STOP), [resume(200)]);
+        assert_eq!(
+            r.stop(200, Stop::Exec { former: Some(200) }),
+            [exec(4 * STEP, 200), Action::ReadExec { tgid: 200 }, resume(200)]
+        );
+        if usage {
+            // It never had a child: its I/O is read once, for the whole process.
+            assert_eq!(
+                r.stop(200, exiting(0)),
+                [
+                    read(200, 200, true, true),
+                    detach(200),
+                    exit(5 * STEP, 200, 200, 0, CMD)
+                ]
+            );
+        } else {
+            assert_eq!(
+                r.stop(200, Stop::Exited { status: 0 }),
+                [exit(5 * STEP, 200, 200, 0, CMD)]
+            );
+        }
+        let at_sigchld = r.stop(CMD, Stop::Signal { sig: SIGCHLD });
+        assert_eq!(
+            at_sigchld,
+            [Action::Resume {
+                pid: CMD,
+                sig: SIGCHLD
+            }]
+        );
+        // Its SIGCHLD names a known exit, not an untraced process.
+        let mut out = Vec::new();
+        r.t.child_signal(CMD, 200, &mut out);
+        assert!(untraced(&out).is_empty(), "{out:?}");
+    }
+}
+
+/// A process let go at its exit stop is a zombie until its parent reaps it: if the parent
+/// dies first, proctrace (the subreaper) reaps it, long after, and that is no untraced
+/// process; nor is it once its pid is taken by a new traced process and that one is let go.
+#[test]
+fn a_process_let_go_at_its_exit_stop_is_gone_not_untraced() {
+    let mut r = Run::new(true, false);
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    r.stop(200, exiting(7 << 8));
+    // Many other exits push it out of the recent window.
+    for i in 0..(RECENT_EXITS as Pid + 10) {
+        let pid = 1000 + i;
+        r.stop(CMD, Stop::Fork { child: pid });
+        r.stop(pid, FIRST_STOP);
+        r.stop(pid, exiting(0));
+    }
+    assert!(!r.t.is_unknown(200));
+    let reaped = r.stop(200, Stop::Exited { status: 7 << 8 });
+    assert_eq!(reaped, [], "its exit went out at its exit stop");
+    // Reaped, it is forgotten: the pid free again, an exit under it is news.
     assert_eq!(
-        r.stop(CMD, Stop::Fork { child: 200 }),
-        [fork(2 * STEP, CMD, 200), resume(CMD)]
+        untraced(&r.stop(200, Stop::Exited { status: 0 })),
+        [(200, Found::Reaped)]
     );
-    assert_eq!(r.stop(200, FIRST_STOP), [resume(200)]);
-    assert_eq!(
-        r.stop(200, Stop::Exec { former: Some(200) }),
-        [exec(4 * STEP, 200), Action::ReadExec { tgid: 200 }, resume(200)]
-    );
-    assert_eq!(
-        r.stop(200, Stop::Exiting),
-        [
-            Action::ReadUsage {
-                tgid: 200,
-                tid: 200,
-                last: true
-            },
-            resume(200)
-        ]
-    );
-    assert_eq!(
-        r.stop(200, Stop::Exited { status: 0 }),
-        [exit(6 * STEP, 200, 200, 0, CMD)]
-    );
-    assert_eq!(
-        r.stop(CMD, Stop::Signal { sig: SIGCHLD }),
-        [Action::Resume {
-            pid: CMD,
-            sig: SIGCHLD
-        }]
-    );
+    // Bounded.
+    for i in 0..(GONE_REMEMBERED as Pid + 10) {
+        r.t.note_gone(100_000 + i);
+    }
+    assert_eq!(r.t.gone.len(), GONE_REMEMBERED);
+    assert_eq!(r.t.gone_order.len(), GONE_REMEMBERED);
+    assert!(!r.t.is_unknown(100_000 + GONE_REMEMBERED as Pid));
+    // A pid taken again by a traced process is that process's.
+    r.stop(CMD, Stop::Fork { child: 100_010 });
+    r.stop(100_010, FIRST_STOP);
+    assert!(!r.t.gone.contains(&100_010));
+}
+
+/// Which processes may read their I/O once for the whole process: only one that never had a
+/// child (the kernel adds a reaped child's counters to its parent's), at its leader's stop.
+#[test]
+fn only_a_process_without_children_reads_its_io_once() {
+    let mut r = Run::new(true, false);
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    r.stop(200, Stop::Vfork { child: 210 });
+    r.stop(210, FIRST_STOP);
+    assert_eq!(r.stop(210, exiting(0))[0], read(210, 210, true, true));
+    assert_eq!(r.stop(200, exiting(0))[0], read(200, 200, true, false));
+    // An untraced child found signalling its parent makes a parent too.
+    r.stop(CMD, Stop::Fork { child: 220 });
+    r.stop(220, FIRST_STOP);
+    let mut out = Vec::new();
+    r.t.child_signal(220, 300, &mut out);
+    assert_eq!(r.stop(220, exiting(0))[0], read(220, 220, true, false));
+    // The pid of a parent, freed and reused by a childless process: once again.
+    r.stop(CMD, Stop::Fork { child: 200 });
+    r.stop(200, FIRST_STOP);
+    assert_eq!(r.stop(200, exiting(0))[0], read(200, 200, true, true));
 }
 
 #[test]
@@ -290,8 +380,7 @@ fn vfork_as_posix_spawn_does_it_in_both_orders() {
             assert_eq!(r.stop(200, FIRST_STOP), [resume(200)]);
         }
         events.extend(r.stop(200, Stop::Exec { former: Some(200) }));
-        events.extend(r.stop(200, Stop::Exiting));
-        events.extend(r.stop(200, Stop::Exited { status: 0 }));
+        events.extend(r.stop(200, exiting(0)));
         events.extend(r.stop(CMD, Stop::Signal { sig: SIGCHLD }));
         let events = Run::events(&events);
         assert_eq!(
@@ -308,7 +397,7 @@ fn vfork_as_posix_spawn_does_it_in_both_orders() {
                     tgid: 200
                 },
                 &Event::Exit {
-                    ts: 6 * STEP,
+                    ts: 5 * STEP,
                     pid: 200,
                     tgid: 200,
                     status: 0,
@@ -353,17 +442,37 @@ fn a_thread_is_a_task_of_its_process_whose_parent_is_the_processs_parent() {
         ),
         [fork(7 * STEP, 200, 210), resume(202)]
     );
-    // The threads end: figures at each exit stop, the process's at its last.
-    let usage = |tid, last| Action::ReadUsage { tgid: 200, tid, last };
-    assert_eq!(r.stop(201, Stop::Exiting), [usage(201, false), resume(201)]);
+    // The threads end: figures at each exit stop, the process's at its last. A thread is let
+    // go at its exit stop, its exit the stop's; the leader, leaving before its last thread,
+    // stays: its exit is the process's, after the last thread's. (The process forked 210:
+    // its I/O is read thread by thread.)
+    let usage = |tid, last| read(200, tid, last, false);
     assert_eq!(
-        r.stop(201, Stop::Exited { status: 0 }),
-        [exit(9 * STEP, 201, 200, 0, CMD)]
+        r.stop(201, exiting(0)),
+        [usage(201, false), detach(201), exit(8 * STEP, 201, 200, 0, CMD)]
     );
-    assert_eq!(r.stop(200, Stop::Exiting), [usage(200, false), resume(200)]);
-    assert_eq!(r.stop(202, Stop::Exiting), [usage(202, true), resume(202)]);
+    assert_eq!(r.stop(200, exiting(0)), [usage(200, false), resume(200)]);
+    // The event message could not be read: the thread stays, its exit comes by wait.
+    assert_eq!(r.stop(202, EXITING_UNKNOWN), [usage(202, true), resume(202)]);
     // A second exit stop of a thread (none comes, but it would change nothing).
-    assert_eq!(r.stop(202, Stop::Exiting), [resume(202)]);
+    assert_eq!(r.stop(202, exiting(0)), [resume(202)]);
+    assert_eq!(
+        r.stop(202, Stop::Exited { status: 0 }),
+        [exit(12 * STEP, 202, 200, 0, CMD)]
+    );
+    assert_eq!(
+        r.stop(200, Stop::Exited { status: 0 }),
+        [exit(13 * STEP, 200, 200, 0, CMD)]
+    );
+}
+
+/// The command stays attached at its exit stop: proctrace is its parent, and reaps it.
+#[test]
+fn the_command_is_not_let_go_at_its_exit_stop() {
+    let mut r = Run::new(true, false);
+    assert_eq!(r.stop(CMD, exiting(0)), [read(CMD, CMD, true, true), resume(CMD)]);
+    let end = r.stop(CMD, Stop::Exited { status: 0 });
+    assert_eq!(end.last(), Some(&Action::CommandExited { status: 0 }));
 }
 
 /// The shell skips `PTRACE_GETEVENTMSG` at an exec stop when [`Tracees::single_threaded`]
@@ -405,10 +514,12 @@ fn exec_from_a_thread_in_the_order_the_kernel_reports_it() {
         r.process_with_threads(&[201, 202]);
         let mut out = Vec::new();
         if usage {
-            out.extend(r.stop(200, Stop::Exiting));
-            out.extend(r.stop(201, Stop::Exiting));
+            // B is let go at its exit stop: its exit is the stop's.
+            out.extend(r.stop(200, exiting(0)));
+            out.extend(r.stop(201, exiting(0)));
+        } else {
+            out.extend(r.stop(201, Stop::Exited { status: 0 }));
         }
-        out.extend(r.stop(201, Stop::Exited { status: 0 }));
         let exec_ts = r.ts + STEP;
         let at_exec = r.stop(200, Stop::Exec { former: Some(202) });
         assert_eq!(
@@ -434,34 +545,33 @@ fn exec_from_a_thread_in_the_order_the_kernel_reports_it() {
             .iter()
             .filter(|a| matches!(a, Action::ReadUsage { .. }))
             .collect();
-        let read = |tid| Action::ReadUsage {
-            tgid: 200,
-            tid,
-            last: false,
-        };
         if usage {
-            assert_eq!(reads, [&read(200), &read(201)]);
+            assert_eq!(
+                reads,
+                [&read(200, 200, false, false), &read(200, 201, false, false)]
+            );
         } else {
             assert!(reads.is_empty());
         }
         // The process goes on as one thread under the leader's pid: its exit stop is its last,
         // and its exit is the process's.
-        let end = r.stop(200, Stop::Exiting);
-        if usage {
-            let last = Action::ReadUsage {
-                tgid: 200,
-                tid: 200,
-                last: true,
-            };
-            assert_eq!(end, [last, resume(200)]);
-        } else {
-            assert_eq!(end, [resume(200)]);
-        }
         let ts = r.ts + STEP;
-        assert_eq!(
-            r.stop(200, Stop::Exited { status: 0 }),
-            [exit(ts, 200, 200, 0, CMD)]
-        );
+        if usage {
+            assert_eq!(
+                r.stop(200, exiting(0)),
+                [
+                    read(200, 200, true, true),
+                    detach(200),
+                    exit(ts, 200, 200, 0, CMD)
+                ]
+            );
+        } else {
+            assert_eq!(r.stop(200, exiting(0)), [resume(200)]);
+            assert_eq!(
+                r.stop(200, Stop::Exited { status: 0 }),
+                [exit(ts + STEP, 200, 200, 0, CMD)]
+            );
+        }
         // C's old tid is forgotten: a task reusing it is new (held until its parent's event).
         assert_eq!(r.stop(202, FIRST_STOP), [Action::Hold { pid: 202 }]);
     }
@@ -542,12 +652,10 @@ fn a_process_that_ends_without_its_last_exit_stop_has_no_figures() {
     // comes. When that task was the last running one, the figures gathered are dropped.
     let mut r = Run::new(true, false);
     r.process_with_threads(&[201]);
-    let read = Action::ReadUsage {
-        tgid: 200,
-        tid: 201,
-        last: false,
-    };
-    assert_eq!(r.stop(201, Stop::Exiting), [read, resume(201)]);
+    assert_eq!(
+        r.stop(201, EXITING_UNKNOWN),
+        [read(200, 201, false, false), resume(201)]
+    );
     let events = r.stop(201, Stop::Exited { status: SIGKILL });
     assert!(!events.iter().any(|a| matches!(a, Action::ForgetUsage { .. })));
     let ts = r.ts + STEP;
@@ -569,7 +677,7 @@ fn without_usage_or_details_nothing_is_read() {
         r.stop(200, Stop::Exec { former: None }),
         [exec(4 * STEP, 200), resume(200)]
     );
-    assert_eq!(r.stop(200, Stop::Exiting), [resume(200)]);
+    assert_eq!(r.stop(200, exiting(0)), [resume(200)]);
 }
 
 #[test]
@@ -607,7 +715,8 @@ fn wait_statuses_decode_into_stops() {
     );
     assert_eq!(decode(exec, || None, no_thread), Stop::Exec { former: None });
     let exit = stopped(SIGTRAP, libc::PTRACE_EVENT_EXIT);
-    assert_eq!(decode(exit, no_msg, no_thread), Stop::Exiting);
+    assert_eq!(decode(exit, || Some(0x300), no_thread), exiting(3 << 8));
+    assert_eq!(decode(exit, || None, no_thread), EXITING_UNKNOWN);
     let group = stopped(SIGSTOP, libc::PTRACE_EVENT_STOP);
     assert_eq!(decode(group, no_msg, no_thread), Stop::Trap { sig: SIGSTOP });
     let vfork_done = stopped(SIGTRAP, libc::PTRACE_EVENT_VFORK_DONE);
@@ -687,9 +796,11 @@ fn recent_exits_are_bounded() {
     }
     assert_eq!(r.t.recent_exits.len(), RECENT_EXITS);
     assert_eq!(r.t.recent_set.len(), RECENT_EXITS);
-    // The oldest fell out of the window; the newest are in it.
-    assert!(r.t.is_unknown(1000));
-    assert!(!r.t.is_unknown(1000 + RECENT_EXITS as Pid));
+    // The oldest fell out of the window; the newest are in it. (All are remembered as gone
+    // still, in a window of their own.)
+    assert!(!r.t.recent_set.contains(&1000));
+    assert!(r.t.recent_set.contains(&(1000 + RECENT_EXITS as Pid)));
+    assert!(!r.t.is_unknown(1000));
 }
 
 /// At the end, the children of traced tasks and of proctrace that are neither known nor traced
