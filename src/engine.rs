@@ -161,12 +161,12 @@ impl Engine {
 
     fn emit(&mut self) {
         for f in self.facts.drain(..) {
-            if let Some(filter) = &self.filter {
-                if !filter.pass(&f, &self.tracker) {
-                    self.filtered += 1;
-                    self.sinks.filtered(&f, &self.tracker);
-                    continue;
-                }
+            if let Some(filter) = &self.filter
+                && !filter.pass(&f, &self.tracker)
+            {
+                self.filtered += 1;
+                self.sinks.filtered(&f, &self.tracker);
+                continue;
             }
             self.sinks.fact(&f, &self.tracker);
         }
@@ -410,10 +410,10 @@ impl Session {
             CaptureMsg::Notice(Notice::CommandExited(status)) => Pumped::CommandExited(status),
             CaptureMsg::Notice(Notice::Interrupted(sig)) => Pumped::Interrupted(sig),
             CaptureMsg::Notice(Notice::Marker(n)) => {
-                if let Some((Marker::Notice(want), seen)) = self.barrier.as_mut() {
-                    if *want == n {
-                        *seen = true;
-                    }
+                if let Some((Marker::Notice(want), seen)) = self.barrier.as_mut()
+                    && *want == n
+                {
+                    *seen = true;
                 }
                 Pumped::Events
             }
@@ -438,17 +438,17 @@ impl Session {
             }
             if let (Some((Marker::Rename(r), seen)), Event::Comm { pid, comm, .. }) =
                 (self.barrier.as_mut(), ev)
+                && *pid == r.tid
+                && *comm == r.name
             {
-                if *pid == r.tid && *comm == r.name {
-                    *seen = true;
-                    continue;
-                }
+                *seen = true;
+                continue;
             }
-            if let Event::File { tgid, ts, .. } = *ev {
-                if self.engine.tracker.lookup_at(tgid, ts).is_none() {
-                    self.wait_for_process(tgid, ev);
-                    continue;
-                }
+            if let Event::File { tgid, ts, .. } = *ev
+                && self.engine.tracker.lookup_at(tgid, ts).is_none()
+            {
+                self.wait_for_process(tgid, ev);
+                continue;
             }
             if self.is_early(ev) {
                 if self.early.len() >= EARLY_NOTES_HELD

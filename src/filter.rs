@@ -172,10 +172,10 @@ impl FactFilter {
 
     /// Should this fact reach the outputs?
     pub fn pass(&self, f: &Fact, t: &Tracker) -> bool {
-        if let Some(k) = self.kinds {
-            if k & FactKind::of(f).bit() == 0 {
-                return false;
-            }
+        if let Some(k) = self.kinds
+            && k & FactKind::of(f).bit() == 0
+        {
+            return false;
         }
         let id = match *f {
             Fact::Lost { .. } => return true,
@@ -227,14 +227,13 @@ const COMM_LEN: usize = 15;
 /// Does `name` name this process: its comm (the kernel's 15-byte truncation allowed), or the
 /// last path component of its latest program (`exe`, else `argv[0]`)?
 fn name_matches(r: &ProcessRecord, name: &str) -> bool {
-    if let Some(comm) = r.comm.as_deref() {
-        if comm == name
+    if let Some(comm) = r.comm.as_deref()
+        && (comm == name
             || (name.len() > COMM_LEN
                 && comm.len() == COMM_LEN
-                && name.as_bytes().starts_with(comm.as_bytes()))
-        {
-            return true;
-        }
+                && name.as_bytes().starts_with(comm.as_bytes())))
+    {
+        return true;
     }
     let Some(d) = r.execs.last().and_then(|e| e.details.as_ref()) else {
         return false;

@@ -387,15 +387,13 @@ fn headers(s: &str, e: &mut Edits<'_>) {
             continue;
         }
         covered = v1;
-        if auth {
-            if let Some(sp) = b[v0..v1].iter().position(|&c| blank(c)) {
-                let mut t = v0 + sp;
-                while t < v1 && blank(b[t]) {
-                    t += 1;
-                }
-                if t < v1 {
-                    v0 = t;
-                }
+        if auth && let Some(sp) = b[v0..v1].iter().position(|&c| blank(c)) {
+            let mut t = v0 + sp;
+            while t < v1 && blank(b[t]) {
+                t += 1;
+            }
+            if t < v1 {
+                v0 = t;
             }
         }
         e.mark(v0, v1);

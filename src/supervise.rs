@@ -233,12 +233,12 @@ pub fn spawn_signal_thread(target: SignalTarget, notify: Sender<CaptureMsg>) -> 
                 }
                 last = Some((sender, now));
                 let mut phase = PHASE.load(Ordering::Acquire);
-                if phase == RUNNING {
-                    if let Some(code) = signals::reaped_code() {
-                        // The command has ended; the model loop just has not got there yet.
-                        let _ = EXIT_CODE.compare_exchange(-1, code, Ordering::AcqRel, Ordering::Acquire);
-                        phase = FINISHING;
-                    }
+                if phase == RUNNING
+                    && let Some(code) = signals::reaped_code()
+                {
+                    // The command has ended; the model loop just has not got there yet.
+                    let _ = EXIT_CODE.compare_exchange(-1, code, Ordering::AcqRel, Ordering::Acquire);
+                    phase = FINISHING;
                 }
                 match phase {
                     // watch's normal end (its finish keeps its own bounds: the OTLP budget).

@@ -73,10 +73,10 @@ pub fn reports(a: &Analysis) -> usize {
     let run = FinishedRun::new(&a.header, t, &a.summary, true);
     let mut whole = Vec::new();
     for spec in OUTPUTS {
-        if let Make::WholeRun(write) = spec.make {
-            if write(&run, &mut whole).is_err() {
-                whole.clear();
-            }
+        if let Make::WholeRun(write) = spec.make
+            && write(&run, &mut whole).is_err()
+        {
+            whole.clear();
         }
     }
     tree.len() + text.len() + md.len() + picture.len() + analyzed.len() + whole.len()
@@ -218,13 +218,15 @@ pub fn trace2_records(records: &mut [Record]) {
             for kind in TargetKind::ALL {
                 out.clear();
                 let wrote = format_event(kind, &r.event, &opts, &mut out);
-                if wrote && kind == TargetKind::Event && !opts.brief {
-                    if let Err(e) = trace2::reader::parse_line(&out) {
-                        panic!(
-                            "the event target wrote a line the reader refuses ({e}): {}",
-                            String::from_utf8_lossy(&out)
-                        );
-                    }
+                if wrote
+                    && kind == TargetKind::Event
+                    && !opts.brief
+                    && let Err(e) = trace2::reader::parse_line(&out)
+                {
+                    panic!(
+                        "the event target wrote a line the reader refuses ({e}): {}",
+                        String::from_utf8_lossy(&out)
+                    );
                 }
             }
         }

@@ -405,13 +405,13 @@ impl Reader {
                 continue;
             }
             let path = std::path::PathBuf::from(std::ffi::OsString::from_vec(point));
-            if let Err(e) = self.mark(&path) {
-                if self.cwd.as_ref().is_some_and(|c| path.starts_with(c)) {
-                    crate::say!(
-                        "proctrace: --files: cannot watch {} ({fstype}: {e}); its files are not listed",
-                        path.display()
-                    );
-                }
+            if let Err(e) = self.mark(&path)
+                && self.cwd.as_ref().is_some_and(|c| path.starts_with(c))
+            {
+                crate::say!(
+                    "proctrace: --files: cannot watch {} ({fstype}: {e}); its files are not listed",
+                    path.display()
+                );
             }
         }
     }

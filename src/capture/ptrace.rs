@@ -604,15 +604,15 @@ impl Tracer {
                 "proctrace: {comm} (pid {pid}) runs under the ptrace backend and cannot ptrace (a process has one tracer); use --backend connector to trace it"
             );
         }
-        if self.unprivileged {
-            if let Some(exe) = d.exe.as_deref() {
-                if sys::is_setid(pid) && self.warned.insert(format!("setid:{exe}")) {
-                    crate::say!(
-                        "proctrace: {} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)",
-                        crate::model::escape::text(exe)
-                    );
-                }
-            }
+        if self.unprivileged
+            && let Some(exe) = d.exe.as_deref()
+            && sys::is_setid(pid)
+            && self.warned.insert(format!("setid:{exe}"))
+        {
+            crate::say!(
+                "proctrace: {} is setuid/setgid or has file capabilities; traced by an unprivileged ptrace it runs without them (as under strace)",
+                crate::model::escape::text(exe)
+            );
         }
     }
 

@@ -133,11 +133,11 @@ pub fn child_env(
     };
     for p in prefixes {
         let event = format!("{p}_TRACE2_EVENT");
-        if let Some(old) = get(&event).filter(|v| !v.is_empty()) {
-            if old != target {
-                out.replaced
-                    .push((event.clone(), old.to_string_lossy().into_owned()));
-            }
+        if let Some(old) = get(&event).filter(|v| !v.is_empty())
+            && old != target
+        {
+            out.replaced
+                .push((event.clone(), old.to_string_lossy().into_owned()));
         }
         set(&mut out.vars, event, target.clone());
         set(&mut out.vars, format!("{p}_TRACE2_EVENT_BRIEF"), "false".into());
@@ -373,10 +373,10 @@ impl Server {
             if due {
                 self.send();
             }
-            if let Some(d) = deadline {
-                if self.conns.is_empty() || Instant::now() >= d {
-                    break;
-                }
+            if let Some(d) = deadline
+                && (self.conns.is_empty() || Instant::now() >= d)
+            {
+                break;
             }
         }
         self.stats.open_at_end = self.conns.len() as u64;

@@ -248,38 +248,38 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     // Whatever in the tree is still alive outlived the command (a daemon's work is not the
     // command's: `--include-daemons`).
     let mut leftovers: Vec<ProcId> = commands_live(s.tracker());
-    if let Some(wait) = cfg.wait_bg {
-        if !leftovers.is_empty() {
-            // Mark them now so their exits say they outlived the command; like git's
-            // start_bg_command, one that exits while waited on gets a plain exit, no background fact.
-            let now = procfs::mono_now();
-            for pid in pids(&s, &leftovers) {
-                s.feed(&Event::Background {
-                    ts: now,
-                    tgid: pid,
-                    state: BackgroundState::Ready,
-                    report: false,
-                });
-            }
-            let interrupted = Cell::new(false);
-            s.pump_until(
-                wait,
-                |t| {
-                    interrupted.get()
-                        || supervise::hurrying()
-                        || !t
-                            .live_ids()
-                            .any(|id| t.get(id).is_some_and(|r| r.ran_in.is_none()))
-                },
-                |n| {
-                    if matches!(n, Pumped::Interrupted(_)) {
-                        interrupted.set(true);
-                    }
-                },
-            );
-            s.barrier(supervise::bounded(Duration::from_secs(1)));
-            leftovers = commands_live(s.tracker());
+    if let Some(wait) = cfg.wait_bg
+        && !leftovers.is_empty()
+    {
+        // Mark them now so their exits say they outlived the command; like git's
+        // start_bg_command, one that exits while waited on gets a plain exit, no background fact.
+        let now = procfs::mono_now();
+        for pid in pids(&s, &leftovers) {
+            s.feed(&Event::Background {
+                ts: now,
+                tgid: pid,
+                state: BackgroundState::Ready,
+                report: false,
+            });
         }
+        let interrupted = Cell::new(false);
+        s.pump_until(
+            wait,
+            |t| {
+                interrupted.get()
+                    || supervise::hurrying()
+                    || !t
+                        .live_ids()
+                        .any(|id| t.get(id).is_some_and(|r| r.ran_in.is_none()))
+            },
+            |n| {
+                if matches!(n, Pumped::Interrupted(_)) {
+                    interrupted.set(true);
+                }
+            },
+        );
+        s.barrier(supervise::bounded(Duration::from_secs(1)));
+        leftovers = commands_live(s.tracker());
     }
     let mut background = 0u64;
     let mut gone = Vec::new();

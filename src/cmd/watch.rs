@@ -74,10 +74,10 @@ pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
 pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
-    if let Some(root) = cfg.root {
-        if procfs::stat(root).is_none() {
-            return Err(ProctraceError::Usage(format!("no process with pid {root}")));
-        }
+    if let Some(root) = cfg.root
+        && procfs::stat(root).is_none()
+    {
+        return Err(ProctraceError::Usage(format!("no process with pid {root}")));
     }
     cfg.capture.whole_system = true;
     let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;

@@ -522,18 +522,16 @@ fn plain_seconds(v: &[u8]) -> Option<u64> {
     if v.get(i) == Some(&b'.') {
         i += 1;
         // Nine decimals, as proctrace writes them: eight at once, then one.
-        if let (Some(w), Some(&d9)) = (v.get(i..i + 8), v.get(i + 8)) {
-            if let Some(eight) = eight_digits(w) {
-                if d9.is_ascii_digit()
-                    && !v
-                        .get(i + 9)
-                        .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'e' | b'E'))
-                {
-                    return secs
-                        .checked_mul(1_000_000_000)?
-                        .checked_add(eight * 10 + u64::from(d9 - b'0'));
-                }
-            }
+        if let (Some(w), Some(&d9)) = (v.get(i..i + 8), v.get(i + 8))
+            && let Some(eight) = eight_digits(w)
+            && d9.is_ascii_digit()
+            && !v
+                .get(i + 9)
+                .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'e' | b'E'))
+        {
+            return secs
+                .checked_mul(1_000_000_000)?
+                .checked_add(eight * 10 + u64::from(d9 - b'0'));
         }
         let mut k = 0;
         while let Some(d) = v.get(i).and_then(|b| b.checked_sub(b'0')).filter(|d| *d < 10) {

@@ -370,11 +370,11 @@ impl Tracker {
         if !self.daemons.is_empty() {
             self.daemons.remove(&pid);
         }
-        if daemon.is_some() {
-            if let Some(old) = self.live.get(&pid).copied() {
-                // Already in the trace (started by the command): nothing to take in.
-                return old;
-            }
+        if daemon.is_some()
+            && let Some(old) = self.live.get(&pid).copied()
+        {
+            // Already in the trace (started by the command): nothing to take in.
+            return old;
         }
         let parent = match daemon {
             Some(_) => None,
@@ -422,10 +422,10 @@ impl Tracker {
     /// The instance of `pid` that was running at `ts`: the live one if it had started by then,
     /// else the latest exited one (kept only when exited records are retained).
     pub fn lookup_at(&self, pid: Pid, ts: u64) -> Option<ProcId> {
-        if let Some(&id) = self.live.get(&pid) {
-            if self.get(id).is_some_and(|r| r.start_ns.is_none_or(|s| s <= ts)) {
-                return Some(id);
-            }
+        if let Some(&id) = self.live.get(&pid)
+            && self.get(id).is_some_and(|r| r.start_ns.is_none_or(|s| s <= ts))
+        {
+            return Some(id);
         }
         let id = *self.exited.get(&pid)?;
         self.get(id).map(|_| id)
@@ -551,10 +551,10 @@ impl Tracker {
                 break;
             }
             self.late.pop_front();
-            if let Some(pid) = self.get(id).map(|r| r.pid) {
-                if self.exited.get(&pid) == Some(&id) {
-                    self.exited.remove(&pid);
-                }
+            if let Some(pid) = self.get(id).map(|r| r.pid)
+                && self.exited.get(&pid) == Some(&id)
+            {
+                self.exited.remove(&pid);
             }
             self.to_sweep.push(id);
         }
@@ -936,12 +936,13 @@ impl Tracker {
         // A daemon's new work counts within the run only: what it (or a process of it that
         // existed before the run) starts once the command has exited is not the run's. (A
         // saved trace has the daemons' nodes too: the same rule replays the same.)
-        if self.daemon_roots > 0 {
-            if let Some(p) = parent.and_then(|p| self.get(p)) {
-                if p.ran_in.is_some() && (p.parent.is_none() || p.pre_existing) && !self.daemon_window(ts) {
-                    return Followup::None;
-                }
-            }
+        if self.daemon_roots > 0
+            && let Some(p) = parent.and_then(|p| self.get(p))
+            && p.ran_in.is_some()
+            && (p.parent.is_none() || p.pre_existing)
+            && !self.daemon_window(ts)
+        {
+            return Followup::None;
         }
         let is_root = if let Some(i) = self.expected_roots.iter().position(|&p| p == child_tgid) {
             self.expected_roots.swap_remove(i);
@@ -1135,10 +1136,10 @@ impl Tracker {
                 }
             }
             Event::Gid { ts, tgid, rgid, egid } => {
-                if let Some(&id) = self.live.get(&tgid) {
-                    if self.with(id, |r| r.gid.replace((rgid, egid)) != Some((rgid, egid))) == Some(true) {
-                        facts.push(Fact::Gid { id, ts, rgid, egid });
-                    }
+                if let Some(&id) = self.live.get(&tgid)
+                    && self.with(id, |r| r.gid.replace((rgid, egid)) != Some((rgid, egid))) == Some(true)
+                {
+                    facts.push(Fact::Gid { id, ts, rgid, egid });
                 }
             }
             Event::Sid { ts, tgid } => {

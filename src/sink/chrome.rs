@@ -632,10 +632,10 @@ impl ChromeTrace {
                 parent: Some(id),
             };
             let lane = self.place(id, span, [own, None], None, true)?;
-            if let Some(l) = self.live.get_mut(&id) {
-                if l.child.is_none_or(|c| rs < c.0) {
-                    l.child = Some((rs, lane));
-                }
+            if let Some(l) = self.live.get_mut(&id)
+                && l.child.is_none_or(|c| rs < c.0)
+            {
+                l.child = Some((rs, lane));
             }
             self.write_region(lane, r, k, rs, re, false)?;
         }
@@ -749,10 +749,10 @@ impl ChromeTrace {
                 parent: Some(id),
             };
             let lane = self.place(id, span, [own, None], None, true)?;
-            if let Some(l) = self.live.get_mut(&id) {
-                if l.child.is_none_or(|c| is < c.0) {
-                    l.child = Some((is, lane));
-                }
+            if let Some(l) = self.live.get_mut(&id)
+                && l.child.is_none_or(|c| is < c.0)
+            {
+                l.child = Some((is, lane));
             }
             self.write_image(lane, &im, is, ie)?;
         }
@@ -844,10 +844,10 @@ impl ChromeTrace {
         };
         let lane = self.place(id, span, [own, sibling], room, true)?;
         self.placed(id, lane, s, e);
-        if let Some(p) = r.parent.and_then(|p| self.live.get_mut(&p)) {
-            if p.child.is_none_or(|c| s < c.0) {
-                p.child = Some((s, lane));
-            }
+        if let Some(p) = r.parent.and_then(|p| self.live.get_mut(&p))
+            && p.child.is_none_or(|c| s < c.0)
+        {
+            p.child = Some((s, lane));
         }
 
         let status = r.exit.and_then(|x| x.status);
@@ -1120,10 +1120,10 @@ impl Sink for ChromeTrace {
                 // A child forked before its parent's first exec: the parent's fork image
                 // stands on its own (see `crate::model::images`).
                 let parent = r.parent.and_then(|p| t.get(p));
-                if let Some(p) = r.parent.filter(|_| parent.is_some_and(|p| p.execs.is_empty())) {
-                    if let Some(pl) = self.live.get_mut(&p) {
-                        pl.forked_child = true;
-                    }
+                if let Some(p) = r.parent.filter(|_| parent.is_some_and(|p| p.execs.is_empty()))
+                    && let Some(pl) = self.live.get_mut(&p)
+                {
+                    pl.forked_child = true;
                 }
                 let inherited = match (parent, r.start_ns) {
                     (Some(p), Some(at)) if !r.pre_existing => comm_at(t, p, at).map(str::to_owned),

@@ -372,13 +372,13 @@ fn validate_impl(
             while stack.last().is_some_and(|top| top.1 <= s) {
                 stack.pop();
             }
-            if let Some(top) = stack.last() {
-                if e > top.1 {
-                    return Err(format!(
-                        "lane {tid}: slice {s}..{e} ns overlaps {}..{} without nesting",
-                        top.0, top.1
-                    ));
-                }
+            if let Some(top) = stack.last()
+                && e > top.1
+            {
+                return Err(format!(
+                    "lane {tid}: slice {s}..{e} ns overlaps {}..{} without nesting",
+                    top.0, top.1
+                ));
             }
             stack.push((s, e));
         }

@@ -41,10 +41,10 @@ impl Sink for Recorder {
     fn start(&mut self, h: &Header) -> io::Result<()> {
         let mut header = h.clone();
         header.tool.argv = crate::redact::own_argv(&header.tool.argv);
-        if self.redact {
-            if let Mode::Run { argv } = &mut header.mode {
-                redact_all(argv);
-            }
+        if self.redact
+            && let Mode::Run { argv } = &mut header.mode
+        {
+            redact_all(argv);
         }
         capture_file::write_header(self.out.buf(), &header).map_err(json_error)?;
         self.out.line_done()
@@ -60,19 +60,19 @@ impl Sink for Recorder {
 
     fn event(&mut self, ev: &Event) -> io::Result<()> {
         // A capture is an output too: URL credentials stay out of it unless asked for.
-        if let (true, Event::ExecDetails { tgid, details }) = (self.redact, ev) {
-            if let Some(argv) = &details.argv {
-                let redacted = redact_argv(argv);
-                if redacted.iter().any(|a| matches!(a, Cow::Owned(_))) {
-                    let mut d = details.clone();
-                    d.argv = Some(redacted.into_iter().map(Cow::into_owned).collect());
-                    let ev = Event::ExecDetails {
-                        tgid: *tgid,
-                        details: d,
-                    };
-                    capture_file::write_event(self.out.buf(), &ev).map_err(json_error)?;
-                    return self.out.line_done();
-                }
+        if let (true, Event::ExecDetails { tgid, details }) = (self.redact, ev)
+            && let Some(argv) = &details.argv
+        {
+            let redacted = redact_argv(argv);
+            if redacted.iter().any(|a| matches!(a, Cow::Owned(_))) {
+                let mut d = details.clone();
+                d.argv = Some(redacted.into_iter().map(Cow::into_owned).collect());
+                let ev = Event::ExecDetails {
+                    tgid: *tgid,
+                    details: d,
+                };
+                capture_file::write_event(self.out.buf(), &ev).map_err(json_error)?;
+                return self.out.line_done();
             }
         }
         capture_file::write_event(self.out.buf(), ev).map_err(json_error)?;

@@ -373,13 +373,12 @@ impl Trace2Sink {
             .observed
             .get(&id)
             .is_some_and(|o| o.ended && o.open_children == 0)
+            && let Some(o) = self.observed.remove(&id)
         {
-            if let Some(o) = self.observed.remove(&id) {
-                if self.recent.len() >= RECENT {
-                    self.recent.pop_front();
-                }
-                self.recent.push_back((id, o.session.sid, o.session.t0));
+            if self.recent.len() >= RECENT {
+                self.recent.pop_front();
             }
+            self.recent.push_back((id, o.session.sid, o.session.t0));
         }
     }
 
@@ -753,17 +752,17 @@ impl Trace2Sink {
             // A running process's notes wait for its exit (they arrive as regions end, so
             // not in the order of their `region_enter`); later ones are written at once.
             Fact::Region { id, index } => {
-                if self.observed.get(&id).is_none_or(|o| o.ended) {
-                    if let Some(r) = t.get(id) {
-                        self.late_notes(id, r, index..index + 1, 0..0)?;
-                    }
+                if self.observed.get(&id).is_none_or(|o| o.ended)
+                    && let Some(r) = t.get(id)
+                {
+                    self.late_notes(id, r, index..index + 1, 0..0)?;
                 }
             }
             Fact::Data { id, index } => {
-                if self.observed.get(&id).is_none_or(|o| o.ended) {
-                    if let Some(r) = t.get(id) {
-                        self.late_notes(id, r, 0..0, index..index + 1)?;
-                    }
+                if self.observed.get(&id).is_none_or(|o| o.ended)
+                    && let Some(r) = t.get(id)
+                {
+                    self.late_notes(id, r, 0..0, index..index + 1)?;
                 }
             }
             // Trace2 has no event for a file a process used.

@@ -343,11 +343,10 @@ impl StraceLog {
             } else if let Some(sig) = rest
                 .strip_prefix("+++ killed by ")
                 .and_then(|r| r.split(' ').next())
+                && !threads.contains(&pid)
             {
-                if !threads.contains(&pid) {
-                    log.status.insert(pid, sig.to_string());
-                    log.statuses.entry(pid).or_default().push(sig.to_string());
-                }
+                log.status.insert(pid, sig.to_string());
+                log.statuses.entry(pid).or_default().push(sig.to_string());
             }
         }
         log.first = first.unwrap_or(-1);

@@ -33,10 +33,11 @@ fn end(lines: &[serde_json::Value]) -> &serde_json::Value {
 fn assert_every_mark(lines: &[serde_json::Value], n: usize) {
     let mut seen = vec![0u32; n];
     for a in exec_argvs(lines) {
-        if a.len() == 2 && a[0] == "/bin/true" {
-            if let Some(i) = a[1].strip_prefix("MARK-").and_then(|i| i.parse::<usize>().ok()) {
-                seen[i] += 1;
-            }
+        if a.len() == 2
+            && a[0] == "/bin/true"
+            && let Some(i) = a[1].strip_prefix("MARK-").and_then(|i| i.parse::<usize>().ok())
+        {
+            seen[i] += 1;
         }
     }
     let missing: Vec<usize> = (0..n).filter(|&i| seen[i] != 1).collect();

@@ -263,31 +263,32 @@ impl Connector {
         } else {
             c.kernel_filter = true;
         }
-        if let Some(mask) = opts.event_mask {
-            if mask & what::ALL != what::ALL && mask & what::ALL != 0 {
-                let use_kernel = match opts.filter {
-                    FilterMethod::Auto => c.kernel_filter,
-                    FilterMethod::Kernel if !c.kernel_filter => {
-                        return Err(OpenError::Sys {
-                            call: "event filter",
-                            source: io::Error::new(
-                                io::ErrorKind::Unsupported,
-                                "this kernel has no event-type filter (needs 6.6+)",
-                            ),
-                        });
-                    }
-                    FilterMethod::Kernel => true,
-                    FilterMethod::Bpf => false,
-                };
-                if use_kernel {
-                    // A masked socket never sees its own ack: send and do not wait.
-                    c.send_control(abi::PROC_CN_MCAST_LISTEN, Some(mask))?;
-                } else {
-                    attach_bpf_filter(&c.sock, mask)?;
+        if let Some(mask) = opts.event_mask
+            && mask & what::ALL != what::ALL
+            && mask & what::ALL != 0
+        {
+            let use_kernel = match opts.filter {
+                FilterMethod::Auto => c.kernel_filter,
+                FilterMethod::Kernel if !c.kernel_filter => {
+                    return Err(OpenError::Sys {
+                        call: "event filter",
+                        source: io::Error::new(
+                            io::ErrorKind::Unsupported,
+                            "this kernel has no event-type filter (needs 6.6+)",
+                        ),
+                    });
                 }
-                c.accepting.filtered = true;
-                c.accepting.mask = Some(mask);
+                FilterMethod::Kernel => true,
+                FilterMethod::Bpf => false,
+            };
+            if use_kernel {
+                // A masked socket never sees its own ack: send and do not wait.
+                c.send_control(abi::PROC_CN_MCAST_LISTEN, Some(mask))?;
+            } else {
+                attach_bpf_filter(&c.sock, mask)?;
             }
+            c.accepting.filtered = true;
+            c.accepting.mask = Some(mask);
         }
         c.accepting.keep_acks = false;
         Ok(c)

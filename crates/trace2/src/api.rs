@@ -160,10 +160,10 @@ impl Runtime {
     }
 
     fn redact_one<'a>(&self, a: &'a str) -> Str<'a> {
-        if self.redact {
-            if let Some(r) = crate::quote::redact_url(a) {
-                return Cow::Owned(r);
-            }
+        if self.redact
+            && let Some(r) = crate::quote::redact_url(a)
+        {
+            return Cow::Owned(r);
         }
         Cow::Borrowed(a)
     }
@@ -704,15 +704,15 @@ pub fn def_param(param: &str, value: Option<&str>, scope: &str) {
 /// matches one of the `configParams` patterns.
 #[track_caller]
 pub fn cmd_set_config(key: &str, value: Option<&str>) {
-    if let Some(r) = rt() {
-        if crate::gitconfig::key_matches(&r.config_params, key) {
-            let kind = EventKind::DefParam {
-                scope: Some(Cow::Borrowed("unknown")),
-                param: Cow::Borrowed(key),
-                value: value.map(|v| r.redact_one(v)),
-            };
-            r.emit_here(Location::caller(), None, kind);
-        }
+    if let Some(r) = rt()
+        && crate::gitconfig::key_matches(&r.config_params, key)
+    {
+        let kind = EventKind::DefParam {
+            scope: Some(Cow::Borrowed("unknown")),
+            param: Cow::Borrowed(key),
+            value: value.map(|v| r.redact_one(v)),
+        };
+        r.emit_here(Location::caller(), None, kind);
     }
 }
 

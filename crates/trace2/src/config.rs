@@ -110,15 +110,15 @@ impl Config {
                 c.brief[i] = b;
             }
         }
-        if let Some(n) = env(&p("_TRACE2_EVENT_NESTING")).map(|v| atoi(&v)) {
-            if n > 0 {
-                c.event_nesting = u32::try_from(n).unwrap_or(u32::MAX);
-            }
+        if let Some(n) = env(&p("_TRACE2_EVENT_NESTING")).map(|v| atoi(&v))
+            && n > 0
+        {
+            c.event_nesting = u32::try_from(n).unwrap_or(u32::MAX);
         }
-        if let Some(n) = env(&p("_TRACE2_MAX_FILES")).map(|v| atoi(&v)) {
-            if n >= 0 {
-                c.max_files = usize::try_from(n).unwrap_or(usize::MAX);
-            }
+        if let Some(n) = env(&p("_TRACE2_MAX_FILES")).map(|v| atoi(&v))
+            && n >= 0
+        {
+            c.max_files = usize::try_from(n).unwrap_or(usize::MAX);
         }
         c.dst_debug = env(&p("_TRACE2_DST_DEBUG")).is_some_and(|v| atoi(&v) > 0);
         if let Some(v) = env(&p("_TRACE2_REDACT")) {

@@ -1151,10 +1151,10 @@ pub fn discover_repo() -> Option<RepoPaths> {
         if dotgit.is_dir() && is_git_directory(&dotgit) {
             return ensure_valid_ownership(&[dir, &dotgit], dir).then(|| repo_paths(dotgit));
         }
-        if dotgit.is_file() {
-            if let Some(g) = read_gitfile(&dotgit).filter(|g| is_git_directory(g)) {
-                return ensure_valid_ownership(&[&dotgit, dir, &g], dir).then(|| repo_paths(g));
-            }
+        if dotgit.is_file()
+            && let Some(g) = read_gitfile(&dotgit).filter(|g| is_git_directory(g))
+        {
+            return ensure_valid_ownership(&[&dotgit, dir, &g], dir).then(|| repo_paths(g));
         }
         if is_git_directory(dir) {
             return ensure_valid_ownership(&[dir], dir).then(|| repo_paths(dir.to_path_buf()));

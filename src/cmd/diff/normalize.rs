@@ -38,14 +38,14 @@ pub fn normalize_word(w: &str) -> String {
         if in_tmp && matches!(c, b':' | b',' | b'=' | b';' | b' ') {
             in_tmp = false;
         }
-        if !prev.is_some_and(|p| p.is_ascii_alphanumeric()) {
-            if let Some(len) = timestamp_at(&b[i..]) {
-                out.push_str(&w[copy_from..i]);
-                out.push_str("<TIME>");
-                i += len;
-                copy_from = i;
-                continue;
-            }
+        if !prev.is_some_and(|p| p.is_ascii_alphanumeric())
+            && let Some(len) = timestamp_at(&b[i..])
+        {
+            out.push_str(&w[copy_from..i]);
+            out.push_str("<TIME>");
+            i += len;
+            copy_from = i;
+            continue;
         }
         if c.is_ascii_alphanumeric() {
             let mut j = i;

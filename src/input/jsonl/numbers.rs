@@ -173,14 +173,12 @@ pub(super) fn ctx_switches(raw: &str) -> Res<(u64, u64)> {
         .strip_prefix('{')
         .and_then(|r| key(r, vol))
         .and_then(leading_count)
-    {
-        if let Some((i, "}")) = r
+        && let Some((i, "}")) = r
             .strip_prefix(',')
             .and_then(|r| key(r, invol))
             .and_then(leading_count)
-        {
-            return Ok((v, i));
-        }
+    {
+        return Ok((v, i));
     }
     // Any other layout (spaces, the keys in another order or escaped, a count written `1e3`):
     // scanned as the line was; other keys ignored, a missing or `null` count is 0.

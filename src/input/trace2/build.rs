@@ -460,20 +460,20 @@ impl<'a> Tree<'a> {
 /// process that wrote a session read as signal N.
 fn take_reported_ends(procs: &mut [Proc]) {
     for pr in procs.iter_mut() {
-        if pr.exit.is_none() {
-            if let Some((t, code)) = pr.reported {
-                let st = if let Some(signal) = pr.died_of {
-                    ExitStatus::Signal { signal, core: false }
-                } else if pr.has_session && code > 128 && code < 128 + 65 {
-                    ExitStatus::Signal {
-                        signal: code - 128,
-                        core: false,
-                    }
-                } else {
-                    status_of(code)
-                };
-                pr.exit = Some((t, st));
-            }
+        if pr.exit.is_none()
+            && let Some((t, code)) = pr.reported
+        {
+            let st = if let Some(signal) = pr.died_of {
+                ExitStatus::Signal { signal, core: false }
+            } else if pr.has_session && code > 128 && code < 128 + 65 {
+                ExitStatus::Signal {
+                    signal: code - 128,
+                    core: false,
+                }
+            } else {
+                status_of(code)
+            };
+            pr.exit = Some((t, st));
         }
     }
 }
@@ -483,10 +483,10 @@ fn take_reported_ends(procs: &mut [Proc]) {
 /// and parents' reports can disagree; the model requires this order).
 fn make_times_consistent(procs: &mut [Proc]) {
     for i in 0..procs.len() {
-        if let Some(par) = procs[i].parent {
-            if par < i {
-                procs[i].fork = procs[i].fork.max(procs[par].fork);
-            }
+        if let Some(par) = procs[i].parent
+            && par < i
+        {
+            procs[i].fork = procs[i].fork.max(procs[par].fork);
         }
         let f = procs[i].fork;
         let mut last = f;
@@ -635,16 +635,15 @@ fn push_notes(
                 region.end
             }
             Event::Data { tgid, data } => {
-                if data.category == "proctrace" {
-                    if let DataValue::Text(v) = &data.value {
-                        if let Some((set, x)) = cost_figure(&data.key, v) {
-                            if costs.is_empty() {
-                                costs.resize(procs.len(), None);
-                            }
-                            set(costs[p].get_or_insert_with(Box::default), x);
-                            continue;
-                        }
+                if data.category == "proctrace"
+                    && let DataValue::Text(v) = &data.value
+                    && let Some((set, x)) = cost_figure(&data.key, v)
+                {
+                    if costs.is_empty() {
+                        costs.resize(procs.len(), None);
                     }
+                    set(costs[p].get_or_insert_with(Box::default), x);
+                    continue;
                 }
                 *tgid = pid;
                 data.ts = data.ts.max(fork);

@@ -104,10 +104,10 @@ impl Family {
     pub(super) fn slot(&mut self, session: usize, phase: usize) -> Pid {
         // Region and data lines come in runs of one session: the last answer first (the map
         // lookup hashed on ~70% of a git stream's lines).
-        if let Some((se, ph, s)) = self.last_slot {
-            if (se, ph) == (session, phase) {
-                return s;
-            }
+        if let Some((se, ph, s)) = self.last_slot
+            && (se, ph) == (session, phase)
+        {
+            return s;
         }
         let s = match self.slot_of.get(&(session, phase)) {
             Some(&s) => s,

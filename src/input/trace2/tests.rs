@@ -629,12 +629,11 @@ mod props {
             let mut alive = std::collections::HashSet::new();
             let mut seen = std::collections::HashSet::new();
             for e in &events {
-                if let Some(ts) = e.ts() {
-                    if in_order && !matches!(e, Event::Region { .. }) {
+                if let Some(ts) = e.ts()
+                    && in_order && !matches!(e, Event::Region { .. }) {
                         prop_assert!(ts >= last, "{e:?} before {last}");
                         last = ts;
                     }
-                }
                 match e {
                     Event::Fork { child_tgid, .. } => {
                         prop_assert!(alive.insert(*child_tgid), "{child_tgid} forked while alive");

@@ -177,10 +177,10 @@ pub fn rows(procs: &[Proc], notable: &[bool], handled: &[bool], short_ns: u64) -
         .map(|j| j.members.iter().any(|&m| notable[m]))
         .collect();
     for k in (0..nj).rev() {
-        if let Some(pa) = jobs[k].parent {
-            if sub_notable[k] {
-                sub_notable[pa] = true;
-            }
+        if let Some(pa) = jobs[k].parent
+            && sub_notable[k]
+        {
+            sub_notable[pa] = true;
         }
     }
     let mut folded = vec![false; nj];

@@ -175,15 +175,15 @@ impl Plot<'_> {
         };
         for &m in job.members.iter().skip(1) {
             let id = self.rows[m].id;
-            if self.failures.is_cause(self.t, id) {
-                if let Some(r) = self.t.get(id) {
-                    let _ = write!(
-                        dur,
-                        " · cause: {} {}",
-                        program(r),
-                        exit_text(r.exit.and_then(|x| x.status), Paint { on: false })
-                    );
-                }
+            if self.failures.is_cause(self.t, id)
+                && let Some(r) = self.t.get(id)
+            {
+                let _ = write!(
+                    dur,
+                    " · cause: {} {}",
+                    program(r),
+                    exit_text(r.exit.and_then(|x| x.status), Paint { on: false })
+                );
             }
         }
         let x = self.x_of(row.start);

@@ -187,10 +187,10 @@ fn check(svg: &str, h: &Header, t: &Tracker, sum: &Summary, max_rows: usize) -> 
     }
     let is_drawn = |r: &ProcessRecord| drawn_pids.contains(&(r.pid, span(r).0));
     for r in &recs {
-        if is_drawn(r) {
-            if let Some(p) = r.parent.and_then(|p| t.get(p)) {
-                assert!(is_drawn(p), "pid {} drawn without its parent {}", r.pid, p.pid);
-            }
+        if is_drawn(r)
+            && let Some(p) = r.parent.and_then(|p| t.get(p))
+        {
+            assert!(is_drawn(p), "pid {} drawn without its parent {}", r.pid, p.pid);
         }
     }
     // The strip's maximum is the true overlap of all processes, drawn or not.

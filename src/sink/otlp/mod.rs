@@ -648,10 +648,10 @@ impl<D: SpanDest> Otlp<D> {
     fn forked(&mut self, id: ProcId, t: &Tracker) {
         let Some(r) = t.get(id) else { return };
         let parent = r.parent.and_then(|p| Some((p, t.get(p)?)));
-        if let Some((p, _)) = parent.filter(|(_, pr)| pr.execs.is_empty()) {
-            if let Some(f) = self.fork_images.get_mut(&p) {
-                f.forked_child = true;
-            }
+        if let Some((p, _)) = parent.filter(|(_, pr)| pr.execs.is_empty())
+            && let Some(f) = self.fork_images.get_mut(&p)
+        {
+            f.forked_child = true;
         }
         let inherited = match (parent, r.start_ns) {
             (Some((_, pr)), Some(at)) if !r.pre_existing => comm_at(t, pr, at).map(str::to_owned),
@@ -682,10 +682,10 @@ impl<D: SpanDest> Sink for Otlp<D> {
         self.offset = h.real_minus_mono;
         self.header_ts = h.ts;
         let mut attributes: Vec<KeyValue> = self.cfg.resource.iter().map(|(k, v)| kv_str(k, v)).collect();
-        if let Some(host) = &h.tool.host {
-            if !self.cfg.resource.iter().any(|(k, _)| k == "host.name") {
-                attributes.push(kv_str("host.name", host));
-            }
+        if let Some(host) = &h.tool.host
+            && !self.cfg.resource.iter().any(|(k, _)| k == "host.name")
+        {
+            attributes.push(kv_str("host.name", host));
         }
         self.dest.start(Resource {
             attributes,
@@ -700,13 +700,13 @@ impl<D: SpanDest> Sink for Otlp<D> {
                 self.forked(id, t);
             }
             Fact::Exec { id, index: 0 } => {
-                if let (Some(r), Some(f)) = (t.get(id), self.fork_images.get_mut(&id)) {
-                    if f.stands.is_none() {
-                        let stands = images::fork_image_stands_for(r, f.forked_child);
-                        f.stands = Some(stands);
-                        if !stands {
-                            f.inherited = None;
-                        }
+                if let (Some(r), Some(f)) = (t.get(id), self.fork_images.get_mut(&id))
+                    && f.stands.is_none()
+                {
+                    let stands = images::fork_image_stands_for(r, f.forked_child);
+                    f.stands = Some(stands);
+                    if !stands {
+                        f.inherited = None;
                     }
                 }
             }

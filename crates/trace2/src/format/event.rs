@@ -86,11 +86,11 @@ impl Target for EventTarget {
             ev.time.unwrap_or_else(Timestamp::now).write_utc_extended(o.out);
             o.out.push(b'"');
         }
-        if !opts.brief {
-            if let Some(f) = ev.file.as_deref().filter(|f| !f.is_empty()) {
-                o.str("file", f);
-                o.int("line", ev.line);
-            }
+        if !opts.brief
+            && let Some(f) = ev.file.as_deref().filter(|f| !f.is_empty())
+        {
+            o.str("file", f);
+            o.int("line", ev.line);
         }
         if let Some(r) = ev.repo {
             o.int("repo", r);

@@ -408,10 +408,10 @@ pub fn rebuild_brief_times(records: &mut [Record]) {
         }
     }
     for r in records.iter_mut() {
-        if r.event.time.is_none() {
-            if let (Some(b), Some(t_abs)) = (base.get(r.event.sid.as_ref()), r.event.t_abs) {
-                r.event.time = Some(b.add_seconds(t_abs));
-            }
+        if r.event.time.is_none()
+            && let (Some(b), Some(t_abs)) = (base.get(r.event.sid.as_ref()), r.event.t_abs)
+        {
+            r.event.time = Some(b.add_seconds(t_abs));
         }
     }
 }
@@ -599,10 +599,10 @@ struct Members<'a> {
 impl<'a> Members<'a> {
     /// Appends `m`, the member of field `k` (if [`parse`] asks for one by its key).
     fn put(&mut self, k: Option<usize>, m: RawMember<'a>) {
-        if let Some(s) = k.map(|k| &mut self.slot[k]) {
-            if *s == 0 {
-                *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
-            }
+        if let Some(s) = k.map(|k| &mut self.slot[k])
+            && *s == 0
+        {
+            *s = u32::try_from(self.list.len() + 1).unwrap_or(0);
         }
         self.list.push(Some(m));
     }
@@ -773,10 +773,10 @@ impl<'a, K> Fields<'a, K> {
 
 /// [`Value::as_i64`] on a member, without building the value.
 fn as_i64(m: &RawMember<'_>) -> Option<i64> {
-    if m.kind == Kind::Number {
-        if let Some(v) = json::plain_i64(m.raw) {
-            return Some(v);
-        }
+    if m.kind == Kind::Number
+        && let Some(v) = json::plain_i64(m.raw)
+    {
+        return Some(v);
     }
     let n = m.number()?;
     n.parse().ok().or_else(|| {
