@@ -1032,7 +1032,8 @@ fn files_in_a_browser() {
     };
     // The link step also runs `sh step.sh`: in the old run it writes a plain file and reads it
     // back, in the new one it writes a file whose name holds markup, a newline, an escape and
-    // the byte 0xff, which cat then reads.
+    // the byte 0xff, which cat then reads. (`31m-red`, not `31mred`: under /tmp, where a CI
+    // clone's test files are, `diff` shows a word of letters and digits as a temp name.)
     let step = format!("{dir}/step.sh");
     std::fs::write(&step, "echo x > plain.txt\nread x < plain.txt\n").unwrap();
     let mk = std::fs::read_to_string(format!("{dir}/Makefile")).unwrap();
@@ -1055,7 +1056,7 @@ fn files_in_a_browser() {
     .unwrap();
     std::fs::write(
         &step,
-        "d='h<script>alert(1)<'\nmkdir -p \"$d\"\nf=\"$d/$(printf 'script>\\n\\033[31mred\\377.txt')\"\necho x > \"$f\"\ncat \"$f\" >/dev/null\n",
+        "d='h<script>alert(1)<'\nmkdir -p \"$d\"\nf=\"$d/$(printf 'script>\\n\\033[31m-red\\377.txt')\"\necho x > \"$f\"\ncat \"$f\" >/dev/null\n",
     )
     .unwrap();
     let (new, page, summary) = (
@@ -1070,7 +1071,7 @@ fn files_in_a_browser() {
         &["make", "-j2", "-s"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let hostile = format!("{dir}/h<script>alert(1)</script>\\n\\e[31mred\\xff.txt");
+    let hostile = format!("{dir}/h<script>alert(1)</script>\\n\\e[31m-red\\xff.txt");
     let diff_page = tmp("files-diff.html");
     let o = Command::new(PROCTRACE)
         .args(["diff", &old, &new, "--html", &diff_page])
@@ -1176,7 +1177,7 @@ fn files_in_a_browser() {
     // The hostile name is text: escaped, whole in the cell's title, no escape or newline of its
     // own, no element made of it.
     assert!(
-        text.contains("h<script>alert(1)</script>\\n\\e[31mred\\xff.txt"),
+        text.contains("h<script>alert(1)</script>\\n\\e[31m-red\\xff.txt"),
         "{rows:?}\n{sp:?}"
     );
     assert!(
@@ -1320,7 +1321,7 @@ fn files_in_a_browser() {
         .unwrap_or_else(|| panic!("sh step.sh: {rows:?}"));
     let paths = sh["paths"]["t"].as_str().unwrap();
     assert!(
-        paths.contains("+ wrote ") && paths.contains("h<script>alert(1)</script>\\n\\e[31mred\\xff.txt"),
+        paths.contains("+ wrote ") && paths.contains("h<script>alert(1)</script>\\n\\e[31m-red\\xff.txt"),
         "{paths}"
     );
     assert!(
