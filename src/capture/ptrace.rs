@@ -118,6 +118,7 @@ impl PtraceBackend {
         let (tx, rx) = mpsc::channel();
         let (requests, req_rx) = mpsc::channel();
         let (recycle, recycled) = mpsc::channel();
+        let files = opts.files.is_some();
         let tracer = Tracer {
             tx: tx.clone(),
             requests: req_rx,
@@ -143,6 +144,11 @@ impl PtraceBackend {
             .name("pt-ptrace".into())
             .spawn(move || {
                 sys::block_sigchld();
+                if files {
+                    // Every file call of the tree waits for this thread: it is served first
+                    // when allowed (root), and nothing it forks inherits that.
+                    sys::favour_this_thread();
+                }
                 match sys::Alarm::new(sys::gettid()) {
                     Ok(alarm) => {
                         let alarm = Arc::new(alarm);
@@ -1089,6 +1095,28 @@ mod sys {
     pub fn detach(pid: Pid) {
         // SAFETY: PTRACE_DETACH on a pid stopped at its exit, no signal.
         unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0usize, 0usize) };
+    }
+
+    /// nice −10 for the calling thread when allowed (root; else nothing changes), with
+    /// `SCHED_RESET_ON_FORK` so that the command it forks starts at nice 0 all the same. Under
+    /// `--files` every file call of a build waits for the tracer; at the build's own priority
+    /// the tracer waits for a CPU behind the compilers it serves (measured on `make -j2` of 150
+    /// files: 1.89–2.02 s against 2.16–2.39 s; SCHED_FIFO was worse, 2.31–2.74 s; a short
+    /// EEVDF slice, which an unprivileged thread may ask for, did not help).
+    pub fn favour_this_thread() {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: the calling thread's own policy, with a live sched_param; then its own nice
+        // value (a tid is a valid PRIO_PROCESS target on Linux). Failures leave it as it was.
+        unsafe {
+            if libc::pthread_setschedparam(
+                libc::pthread_self(),
+                libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK,
+                &param,
+            ) == 0
+            {
+                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10);
+            }
+        }
     }
 
     /// Restarts a stopped tracee, delivering `sig`, to stop again when its system call returns

@@ -734,7 +734,9 @@ fn paths_are_named_exactly_and_canonically() {
         let out_file = format!("{dir}/out.jsonl");
         let script = "mkdir sub real; echo hi > real/t; ln -s real link; \
              cd sub && cat ../link/t > /dev/null && cd .. && rm -r real; \
-             odd=$(printf 'n\\377l\\nx'); echo x > \"$odd\"; mv \"$odd\" \"$odd.2\"; rm \"$odd.2\"";
+             odd=$(printf 'n\\377l\\nx'); echo x > \"$odd\"; mv \"$odd\" \"$odd.2\"; rm \"$odd.2\"; \
+             cat missing1 2>/dev/null; rm missing2 2>/dev/null; mv missing3 x 2>/dev/null; \
+             (echo x > nodir/missing4) 2>/dev/null; true";
         let out = run_files(way, &dir, &out_file, &[], &["sh", "-c", script]);
         assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
         let lines = read_lines(&out_file);
@@ -771,6 +773,12 @@ fn paths_are_named_exactly_and_canonically() {
             "{way}: {uses:?}"
         );
         assert!(has("delete", &odd2), "{way}: {uses:?}");
+        // Failed calls are no uses: nothing named missing*, nothing renamed to x.
+        assert!(
+            uses.iter()
+                .all(|u| !u.1.starts_with(b"/missing") && !u.1.starts_with(b"/nodir") && u.1 != b"/x"),
+            "{way}: {uses:?}"
+        );
         // No directory: neither sub, real nor link's target were files used.
         for d in [&b"/sub"[..], b"/real"] {
             assert!(
@@ -889,4 +897,23 @@ fn what_outlives_the_command_is_ended_with_proctrace_under_ptrace_files() {
             .any(|l| l["event"] == "file" && l["path"] == late.as_str() && l["access"] == "write"),
         "{err}"
     );
+}
+
+/// Under ptrace `--files` the tracer thread is favoured (nice −10, as root), and nothing it
+/// forks inherits that: the command runs at its own priority.
+#[test]
+fn the_command_does_not_inherit_the_tracers_priority() {
+    let dir = tmp("nice");
+    let dir = dir.trim_end_matches("/nice").to_string();
+    let out_file = format!("{dir}/out.jsonl");
+    let nice_file = format!("{dir}/nice");
+    // The tracer thread's nice value, then the command's (its shell, forked by that thread).
+    let script = format!(
+        "for t in /proc/$PPID/task/*; do [ \"$(cat $t/comm)\" = pt-ptrace ] && cut -d' ' -f19 $t/stat; done > {nice_file}; \
+         cut -d' ' -f19 /proc/$$/stat >> {nice_file}"
+    );
+    let out = run_files("ptrace", &dir, &out_file, &[], &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The tests run as root: the tracer at -10, the command at 0.
+    assert_eq!(std::fs::read_to_string(&nice_file).unwrap(), "-10\n0\n");
 }
