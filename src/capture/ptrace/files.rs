@@ -427,6 +427,9 @@ impl FileCalls {
     /// call is to be followed to its return (restart with `PTRACE_SYSCALL`).
     pub fn entry(&mut self, tid: Pid, tgid: Pid, ts: u64, out: &mut Vec<Event>) -> bool {
         let Some(info) = syscall_info(tid) else {
+            // Not to be read (a kernel before 5.3 has no PTRACE_GET_SYSCALL_INFO): counted, so
+            // that an empty list is never taken for a complete one.
+            self.lost += 1;
             return false;
         };
         if info.op != OP_SECCOMP || info.arch != AUDIT_ARCH {
@@ -559,7 +562,10 @@ impl FileCalls {
         let Some((ts, tgid, pending)) = self.pending.remove(&tid) else {
             return;
         };
-        let Some(info) = syscall_info(tid) else { return };
+        let Some(info) = syscall_info(tid) else {
+            self.lost += 1;
+            return;
+        };
         // rval, is_error.
         if info.op != OP_EXIT || info.data[1] & 0xff != 0 {
             return;
