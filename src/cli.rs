@@ -234,8 +234,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PREFIX", requires = "trace2", value_parser = parse_prefix)]
     pub trace2_prefix: Vec<String>,
     /// List the files each process read, wrote, created, renamed and deleted (fanotify, as
-    /// root): `file` lines in the JSON Lines, counts and producers in the summaries. Leaves out
-    /// what every process reads at start (shared libraries, locale files) unless --files-all.
+    /// root; under --backend ptrace a seccomp filter, no privilege needed): `file` lines in the
+    /// JSON Lines, counts and producers in the summaries. Leaves out what every process reads at
+    /// start (shared libraries, locale files) unless --files-all.
     #[arg(long)]
     pub files: bool,
     /// With --files, keep every file (shared libraries and locale files too).
@@ -500,6 +501,7 @@ impl Common {
             // holds events.
             usage_buffer: self.usage_buffer.unwrap_or(self.buffer),
             whole_system: false,
+            files: None,
         }
     }
 }

@@ -54,8 +54,13 @@ const DIRS_CACHED: usize = 65_536;
 const MASK: u64 =
     libc::FAN_CLOSE_WRITE | libc::FAN_CLOSE_NOWRITE | libc::FAN_CREATE | libc::FAN_DELETE | libc::FAN_RENAME;
 
-/// What `--files` leaves out unless `--files-all`: what every process reads at start.
+/// What `--files` leaves out unless `--files-all`: what every process reads at start, and the
+/// kernel's pseudo-files (`/proc`, `/sys`, `/dev`: fanotify does not watch them; the ptrace
+/// backend would see a shell's every `> /dev/null`).
 pub fn is_noise(access: FileAccess, path: &str) -> bool {
+    if ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
+        return true;
+    }
     if access != FileAccess::Read {
         return false;
     }
@@ -68,9 +73,6 @@ pub fn is_noise(access: FileAccess, path: &str) -> bool {
         "/usr/share/zoneinfo/",
         "/usr/lib/x86_64-linux-gnu/gconv/",
         "/usr/lib/aarch64-linux-gnu/gconv/",
-        "/proc/",
-        "/sys/",
-        "/dev/",
     ];
     if PREFIXES.iter().any(|p| path.starts_with(p)) {
         return true;

@@ -77,6 +77,9 @@ pub struct CaptureOptions {
     /// Every process of the machine (`watch`), not only the command's tree (`run`): backends
     /// that can filter in the kernel (eBPF) do so only when this is false.
     pub whole_system: bool,
+    /// `--files` (`run`): the ptrace backend reports file calls itself (seccomp); the others
+    /// leave it to fanotify ([`files::FileWatcher`]).
+    pub files: Option<files::FilesOptions>,
 }
 
 /// Why the command could not be started.
@@ -145,6 +148,11 @@ pub trait CaptureBackend {
             "the {} backend sees only the command's tree",
             self.name()
         ))
+    }
+    /// Whether it reports the file uses of `--files` itself (ptrace, through seccomp); else
+    /// fanotify does.
+    fn captures_files(&self) -> bool {
+        false
     }
 }
 
@@ -224,6 +232,28 @@ impl Backend {
     /// The backend's name (`ebpf`, `connector`, `ptrace`).
     pub fn name(&self) -> &'static str {
         self.0.name()
+    }
+
+    /// See [`CaptureBackend::captures_files`].
+    pub fn captures_files(&self) -> bool {
+        self.0.captures_files()
+    }
+
+    /// `--files` could not be watched with this backend (`why`: fanotify refused): the ptrace
+    /// backend instead, which reports file calls itself; the refusal is said and recorded as the
+    /// other fallbacks are.
+    pub fn files_fallback(self, opts: &CaptureOptions, why: &str) -> Result<Backend, crate::ProctraceError> {
+        let Backend(old, mut refused) = self;
+        let name = old.name();
+        // The refused backend stops (and lets go of the kernel) before the next one starts.
+        drop(old);
+        crate::say!("proctrace: --files: {why}; tracing with ptrace instead (it reports file calls itself)");
+        refused.push(format!("{name}: --files: {why}"));
+        let b = BACKENDS
+            .iter()
+            .find(|b| b.name == "ptrace")
+            .ok_or_else(|| crate::ProctraceError::Usage("no backend 'ptrace'".into()))?;
+        (b.open)(opts).map(|b| Backend(b, refused))
     }
 
     /// The backends `auto` tried before this one, each as `name: why it was refused`.

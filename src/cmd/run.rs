@@ -125,13 +125,24 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
 pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     supervise::block_stop_signals();
     let clocks = Clocks::sample();
-    let backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
-    // Before the outputs start: a refusal leaves nothing behind.
+    cfg.capture.files = cfg.files.clone();
+    let mut backend = Backend::open(cfg.backend.as_deref(), &cfg.capture)?;
+    // Before the outputs start: a refusal leaves nothing behind. The ptrace backend reports
+    // file calls itself (seccomp); with the others fanotify watches, and when it is refused
+    // (no CAP_SYS_ADMIN) `auto` goes on to ptrace.
     let files = match &cfg.files {
-        Some(o) => Some(crate::capture::files::FileWatcher::start(
-            backend.sender(),
-            o.clone(),
-        )?),
+        Some(_) if backend.captures_files() => None,
+        Some(o) => match crate::capture::files::FileWatcher::start(backend.sender(), o.clone()) {
+            Ok(w) => Some(w),
+            Err(ProctraceError::Io(why, e))
+                if cfg.backend.is_none() && e.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                let why = why.strip_prefix("--files: ").unwrap_or(&why).to_string();
+                backend = backend.files_fallback(&cfg.capture, &why)?;
+                None
+            }
+            Err(e) => return Err(e),
+        },
         None => None,
     };
     supervise::become_subreaper();
@@ -155,7 +166,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         tool: Tool::this_process(),
         backend: Some(s.backend.name().to_string()),
         refused: s.backend.refused().to_vec(),
-        files: files.is_some(),
+        files: files.is_some() || (cfg.files.is_some() && s.backend.captures_files()),
         daemons: Vec::new(),
     };
     let mut header = header;
@@ -330,10 +341,13 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         }
     }
     // What the finished processes did to files is queued by now: read it all.
-    let files_lost = files.map_or(0, |f| f.finish());
+    let files_lost = files.map(|f| f.finish());
     s.stop();
     let mut sum = s.summary(status, background, Some(cmd_pid));
-    sum.capture.files_lost = files_lost;
+    if let Some(lost) = files_lost {
+        // fanotify's overflows (the ptrace backend counts its own in its summary).
+        sum.capture.files_lost = lost;
+    }
     s.engine.finish(&sum);
     let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
     cfg.outputs.print_tree(&run);

@@ -1,6 +1,8 @@
 //! `run --files`: what each process read, wrote, created, renamed and deleted, against strace
 //! as ground truth on a real `make -j2` of a generated C project, with real processes for the
-//! edges (rename then delete, two writers, a queue overflow forced by stopping proctrace).
+//! edges (rename then delete, two writers, a queue overflow forced by stopping proctrace), each
+//! under both ways of watching: fanotify (the eBPF backend) and the ptrace backend's seccomp
+//! filter (which needs no privilege).
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
@@ -144,15 +146,24 @@ fn by_source(
     out
 }
 
-/// `proctrace run --files --backend ptrace -o OUT --tree none [extra] -- argv` in `dir` (ptrace:
-/// the short-lived `as` and `ld` are named by their argv for sure).
-pub(crate) fn run_files(dir: &str, out: &str, extra: &[&str], argv: &[&str]) -> std::process::Output {
+/// The backends whose `--files` is watched each way: eBPF with fanotify, ptrace with its
+/// seccomp filter (both name the short-lived `as` and `ld` by their argv for sure).
+const WAYS: [&str; 2] = ["ebpf", "ptrace"];
+
+/// `proctrace run --files --backend B -o OUT --tree none [extra] -- argv` in `dir`.
+pub(crate) fn run_files(
+    backend: &str,
+    dir: &str,
+    out: &str,
+    extra: &[&str],
+    argv: &[&str],
+) -> std::process::Output {
     Command::new(PROCTRACE)
         .args([
             "run",
             "--files",
             "--backend",
-            "ptrace",
+            backend,
             "-o",
             out,
             "--tree",
@@ -169,18 +180,14 @@ pub(crate) fn run_files(dir: &str, out: &str, extra: &[&str], argv: &[&str]) -> 
 #[test]
 fn make_j2_files_match_strace() {
     let dir = c_project(8);
-    let out_file = tmp("files.jsonl");
-    let out = run_files(&dir, &out_file, &[], &["make", "-j2", "-s"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let lines = read_lines(&out_file);
-    let ours = by_source(&proctrace_files(&lines), &dir);
-
-    let st = Command::new("make")
-        .args(["-s", "clean"])
-        .current_dir(&dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let clean = || {
+        let st = Command::new("make")
+            .args(["-s", "clean"])
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
     let strace_out = tmp("strace.txt");
     let st = Command::new("strace")
         .args([
@@ -198,30 +205,44 @@ fn make_j2_files_match_strace() {
         .status()
         .unwrap();
     assert!(st.success());
+    clean();
     let truth = by_source(&strace_files(&strace_out, &dir), &dir);
-
     assert_eq!(
         truth.len(),
         9 + 9,
         "strace saw each compile's source and object: {truth:#?}"
     );
-    assert_eq!(
-        ours, truth,
-        "each compile's headers and sources read, and each object written"
-    );
+    for way in WAYS {
+        let out_file = tmp("files.jsonl");
+        let out = run_files(way, &dir, &out_file, &[], &["make", "-j2", "-s"]);
+        assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
+        let lines = read_lines(&out_file);
+        let ours = by_source(&proctrace_files(&lines), &dir);
+        clean();
+        assert_eq!(
+            ours, truth,
+            "{way}: each compile's headers and sources read, and each object written"
+        );
+        check_make_j2_summary(way, &dir, &out_file, &lines);
+    }
+}
+
+/// The end line and the summary of a `make -j2` of `c_project(8)` traced with `--files`: each
+/// object produced by its `as` and consumed by the link's `ld`, the shared header most read.
+fn check_make_j2_summary(way: &str, dir: &str, out_file: &str, lines: &[Value]) {
     let end = lines.last().unwrap();
-    assert!(end["files"].as_u64().unwrap() > 0, "{end}");
-    assert_eq!(end["files_lost"], 0, "{end}");
+    assert!(end["files"].as_u64().unwrap() > 0, "{way}: {end}");
+    assert_eq!(end["files_lost"], 0, "{way}: {end}");
 
     // The summary: each object produced by its `as` and consumed by the link's `ld`.
     let summary = tmp("summary.json");
     let out = Command::new(PROCTRACE)
-        .args(["analyze", "--tree", "none", "--summary-json", &summary, &out_file])
+        .args(["analyze", "--tree", "none", "--summary-json", &summary, out_file])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-    let ps = processes(&lines);
+    let ps = processes(lines);
     let argv0 = |p: &Proc| -> String {
         p.execs
             .iter()
@@ -233,7 +254,7 @@ fn make_j2_files_match_strace() {
     let ld = ps
         .values()
         .find(|p| argv0(p).ends_with("/ld") || argv0(p) == "ld")
-        .unwrap_or_else(|| panic!("the link's ld: {ps:?}"))
+        .unwrap_or_else(|| panic!("{way}: the link's ld: {ps:?}"))
         .pid;
     for i in 0..8 {
         let obj = format!("{dir}/f{i}.o");
@@ -242,16 +263,16 @@ fn make_j2_files_match_strace() {
             .unwrap()
             .iter()
             .find(|p| p["path"] == obj.as_str())
-            .unwrap_or_else(|| panic!("{obj} produced: {}", s["files"]));
+            .unwrap_or_else(|| panic!("{way}: {obj} produced: {}", s["files"]));
         let producer = p["producers"][0].as_i64().unwrap();
-        assert_eq!(argv0(&ps[&producer]), "as", "{p}");
+        assert_eq!(argv0(&ps[&producer]), "as", "{way}: {p}");
         let consumers: Vec<i64> = p["consumers"]
             .as_array()
             .unwrap()
             .iter()
             .map(|c| c.as_i64().unwrap())
             .collect();
-        assert!(consumers.contains(&ld), "{p}");
+        assert!(consumers.contains(&ld), "{way}: {p}");
     }
     // The headers every compile read lead the most-read list.
     let common = format!("{dir}/common.h");
@@ -261,91 +282,160 @@ fn make_j2_files_match_strace() {
             .unwrap()
             .iter()
             .any(|m| m["path"] == common.as_str() && m["readers"] == 8),
-        "{top}"
+        "{way}: {top}"
     );
 }
 
 #[test]
 fn write_rename_delete_and_two_writers() {
-    let dir = tmp("wrd");
-    let dir = dir.trim_end_matches("/wrd").to_string();
-    let out_file = format!("{dir}/out.jsonl");
-    let script = "echo one > a; mv a b; rm b; sh -c 'echo x >> shared' & sh -c 'echo y >> shared'; wait";
-    let out = run_files(&dir, &out_file, &[], &["sh", "-c", script]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let lines = read_lines(&out_file);
-    let ps = processes(&lines);
-    let root = find(&ps, &["sh", "-c", script]).pid;
-    let uses: Vec<(i64, String, String, Option<String>)> = lines
-        .iter()
-        .filter(|l| l["event"] == "file" && l["path"].as_str().unwrap().starts_with(&dir))
-        .map(|l| {
-            (
-                l["pid"].as_i64().unwrap(),
-                l["access"].as_str().unwrap().to_string(),
-                l["path"].as_str().unwrap()[dir.len()..].to_string(),
-                l["to"].as_str().map(|t| t[dir.len()..].to_string()),
-            )
-        })
-        .filter(|u| u.2 != "/out.jsonl")
-        .collect();
-    let has =
-        |pid: i64, access: &str, path: &str| uses.iter().any(|u| u.0 == pid && u.1 == access && u.2 == path);
-    assert!(has(root, "create", "/a"), "{uses:?}");
-    assert!(has(root, "write", "/a"), "{uses:?}");
-    let mv = find(&ps, &["mv", "a", "b"]).pid;
-    assert!(
-        uses.iter()
-            .any(|u| u.0 == mv && u.1 == "rename" && u.2 == "/a" && u.3.as_deref() == Some("/b")),
-        "{uses:?}"
-    );
-    let rm = find(&ps, &["rm", "b"]).pid;
-    assert!(has(rm, "delete", "/b"), "{uses:?}");
-    // Two writers of one file: both listed.
-    let x = find(&ps, &["sh", "-c", "echo x >> shared"]).pid;
-    let y = find(&ps, &["sh", "-c", "echo y >> shared"]).pid;
-    assert!(
-        has(x, "write", "/shared") && has(y, "write", "/shared"),
-        "{uses:?}"
-    );
-    // The noise every process reads at start is left out.
-    assert!(
-        !lines
+    for way in WAYS {
+        let dir = tmp(&format!("wrd-{way}"));
+        let dir = dir.trim_end_matches(&format!("/wrd-{way}")).to_string();
+        let out_file = format!("{dir}/out.jsonl");
+        let script = "echo one > a; mv a b; rm b; sh -c 'echo x >> shared' & sh -c 'echo y >> shared'; wait";
+        let out = run_files(way, &dir, &out_file, &[], &["sh", "-c", script]);
+        assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
+        let lines = read_lines(&out_file);
+        let ps = processes(&lines);
+        let root = find(&ps, &["sh", "-c", script]).pid;
+        let uses: Vec<(i64, String, String, Option<String>)> = lines
             .iter()
-            .any(|l| l["event"] == "file" && l["path"] == "/etc/ld.so.cache"),
-        "shared-library noise left out"
-    );
+            .filter(|l| l["event"] == "file" && l["path"].as_str().unwrap().starts_with(&dir))
+            .map(|l| {
+                (
+                    l["pid"].as_i64().unwrap(),
+                    l["access"].as_str().unwrap().to_string(),
+                    l["path"].as_str().unwrap()[dir.len()..].to_string(),
+                    l["to"].as_str().map(|t| t[dir.len()..].to_string()),
+                )
+            })
+            .filter(|u| u.2 != "/out.jsonl")
+            .collect();
+        let has = |pid: i64, access: &str, path: &str| {
+            uses.iter().any(|u| u.0 == pid && u.1 == access && u.2 == path)
+        };
+        assert!(has(root, "create", "/a"), "{way}: {uses:?}");
+        assert!(has(root, "write", "/a"), "{way}: {uses:?}");
+        let mv = find(&ps, &["mv", "a", "b"]).pid;
+        assert!(
+            uses.iter()
+                .any(|u| u.0 == mv && u.1 == "rename" && u.2 == "/a" && u.3.as_deref() == Some("/b")),
+            "{way}: {uses:?}"
+        );
+        let rm = find(&ps, &["rm", "b"]).pid;
+        assert!(has(rm, "delete", "/b"), "{way}: {uses:?}");
+        // Two writers of one file: both listed, the first to open it made it.
+        let x = find(&ps, &["sh", "-c", "echo x >> shared"]).pid;
+        let y = find(&ps, &["sh", "-c", "echo y >> shared"]).pid;
+        assert!(
+            has(x, "write", "/shared") && has(y, "write", "/shared"),
+            "{way}: {uses:?}"
+        );
+        assert!(
+            has(x, "create", "/shared") != has(y, "create", "/shared"),
+            "{way}: {uses:?}"
+        );
+        // Nothing else of the directory, and nothing twice.
+        assert_eq!(uses.len(), 7, "{way}: {uses:?}");
+        // The noise every process reads at start is left out, and so are /dev and /proc.
+        assert!(
+            !lines.iter().any(|l| l["event"] == "file"
+                && (l["path"] == "/etc/ld.so.cache"
+                    || l["path"].as_str().unwrap().starts_with("/dev/")
+                    || l["path"].as_str().unwrap().starts_with("/proc/"))),
+            "{way}: noise left out"
+        );
+    }
 }
 
+/// Without privilege: fanotify is refused clearly (and nothing is left behind), with a backend
+/// that works unprivileged otherwise (the connector, given `CAP_NET_ADMIN`); `auto` then goes on
+/// to ptrace and says so; the ptrace backend watches files as `nobody`, which is the point of it.
 #[test]
-fn files_as_nobody_is_refused_clearly_and_leaves_nothing() {
+fn files_without_privilege() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tmp("nobody-files");
     let dir = dir.trim_end_matches("/nobody-files").to_string();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out_file = format!("{dir}/never.jsonl");
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args([
-            PROCTRACE,
-            "run",
-            "--files",
-            "--backend",
-            "ptrace",
-            "-o",
-            &out_file,
-            "--",
-            "true",
-        ])
-        .current_dir("/")
-        .output()
-        .unwrap();
+    let bin = format!("{dir}/proctrace");
+    std::fs::copy(PROCTRACE, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody = |caps: bool, extra: &[&str], out_file: &str, script: &str| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        if caps {
+            c.args(["--inh-caps=+net_admin", "--ambient-caps=+net_admin"]);
+        }
+        c.args([bin.as_str(), "run", "--files", "--tree", "none", "-o", out_file])
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    // fanotify refused: a clear message, no output left.
+    let never = format!("{dir}/never.jsonl");
+    let out = nobody(true, &["--backend", "connector"], &never, "true");
     let err = stderr(&out);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("--files") && err.contains("CAP_SYS_ADMIN"), "{err}");
     assert!(
-        !std::path::Path::new(&out_file).exists(),
+        !std::path::Path::new(&never).exists(),
         "the output it made is removed"
+    );
+    // auto: on to ptrace, said once and recorded.
+    let script = |n: &str| format!("echo one > made{n}; cat made{n} > copy{n}; rm made{n}");
+    let auto = format!("{dir}/auto.jsonl");
+    let out = nobody(true, &[], &auto, &script("1"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("tracing with ptrace instead"))
+            .count(),
+        1,
+        "{err}"
+    );
+    // ptrace as nobody, explicitly and by auto without capabilities: the files are there.
+    let plain = format!("{dir}/plain.jsonl");
+    let out = nobody(false, &["--backend", "ptrace"], &plain, &script("2"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for (f, n) in [(&auto, "1"), (&plain, "2")] {
+        let lines = read_lines(f);
+        assert_eq!(lines[0]["backend"], "ptrace", "{}", lines[0]);
+        assert_eq!(lines[0]["files"], true, "{}", lines[0]);
+        let uses: BTreeSet<(String, String)> = lines
+            .iter()
+            .filter(|l| l["event"] == "file")
+            .map(|l| {
+                (
+                    l["access"].as_str().unwrap().to_string(),
+                    l["path"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        for (access, name) in [
+            ("create", "made"),
+            ("write", "made"),
+            ("read", "made"),
+            ("create", "copy"),
+            ("write", "copy"),
+            ("delete", "made"),
+        ] {
+            assert!(
+                uses.contains(&(access.to_string(), format!("{dir}/{name}{n}"))),
+                "{access} {name}: {uses:?}"
+            );
+        }
+    }
+    let refused = &read_lines(&auto)[0]["refused"];
+    assert!(
+        refused
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("connector: --files: ")),
+        "{refused}"
     );
 }
 
@@ -412,7 +502,13 @@ fn a_queue_overflow_is_counted() {
 fn perfetto_gets_arrows_from_each_object_to_the_link() {
     let dir = c_project(3);
     let (jsonl, chrome) = (tmp("flows.jsonl"), tmp("flows.json"));
-    let out = run_files(&dir, &jsonl, &["--chrome", &chrome], &["make", "-j2", "-s"]);
+    let out = run_files(
+        "ptrace",
+        &dir,
+        &jsonl,
+        &["--chrome", &chrome],
+        &["make", "-j2", "-s"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&jsonl);
     let text = std::fs::read_to_string(&chrome).unwrap();
@@ -452,7 +548,7 @@ fn perfetto_gets_arrows_from_each_object_to_the_link() {
 fn diff_says_which_files_a_command_newly_read_and_no_longer_reads() {
     let dir = c_project(3);
     let run = |out: &str| {
-        let o = run_files(&dir, out, &[], &["make", "-j2", "-s"]);
+        let o = run_files("ptrace", &dir, out, &[], &["make", "-j2", "-s"]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(
             Command::new("make")
@@ -701,4 +797,213 @@ fn files_on_other_mounts_and_mounted_during_the_run_are_seen() {
             "{access} {path}: {uses:?}"
         );
     }
+}
+
+/// The exact bytes of a `file` line's path field `key` (`path` or `to`): its `*_base64` when
+/// it has one.
+fn path_bytes(line: &Value, key: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    match line[format!("{key}_base64")].as_str() {
+        Some(b) => base64::engine::general_purpose::STANDARD.decode(b).unwrap(),
+        None => line[key].as_str().unwrap().as_bytes().to_vec(),
+    }
+}
+
+/// Paths are named as the kernel resolves them, however the call named them: relative to the
+/// working directory or to a directory descriptor (`rm -r` removes by `unlinkat(dirfd, …)`),
+/// through `..` and a symbolic link; and they are bytes: a name that is not UTF-8 and holds a
+/// newline is kept exactly. Directories made and removed are not files.
+#[test]
+fn paths_are_named_exactly_and_canonically() {
+    use std::os::unix::ffi::OsStrExt;
+    for way in WAYS {
+        let dir = tmp(&format!("paths-{way}"));
+        let dir = dir.trim_end_matches(&format!("/paths-{way}")).to_string();
+        let out_file = format!("{dir}/out.jsonl");
+        let script = "mkdir sub real; echo hi > real/t; ln -s real link; \
+             cd sub && cat ../link/t > /dev/null && cd .. && rm -r real; \
+             odd=$(printf 'n\\377l\\nx'); echo x > \"$odd\"; mv \"$odd\" \"$odd.2\"; rm \"$odd.2\"; \
+             cat missing1 2>/dev/null; rm missing2 2>/dev/null; mv missing3 x 2>/dev/null; \
+             (echo x > nodir/missing4) 2>/dev/null; true";
+        let out = run_files(way, &dir, &out_file, &[], &["sh", "-c", script]);
+        assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
+        let lines = read_lines(&out_file);
+        let uses: Vec<(String, Vec<u8>, Option<Vec<u8>>)> = lines
+            .iter()
+            .filter(|l| l["event"] == "file" && path_bytes(l, "path").starts_with(dir.as_bytes()))
+            .map(|l| {
+                let to = l.get("to").map(|_| path_bytes(l, "to")[dir.len()..].to_vec());
+                (
+                    l["access"].as_str().unwrap().to_string(),
+                    path_bytes(l, "path")[dir.len()..].to_vec(),
+                    to,
+                )
+            })
+            .filter(|u| u.1 != b"/out.jsonl")
+            .collect();
+        let has = |access: &str, path: &[u8]| uses.iter().any(|u| u.0 == access && u.1 == path);
+        assert!(
+            has("create", b"/real/t") && has("write", b"/real/t"),
+            "{way}: {uses:?}"
+        );
+        assert!(has("create", b"/link"), "{way}: {uses:?}");
+        assert!(
+            has("read", b"/real/t"),
+            "through the link and ..: {way}: {uses:?}"
+        );
+        assert!(has("delete", b"/real/t"), "rm -r: {way}: {uses:?}");
+        let odd: &[u8] = b"/n\xffl\nx";
+        let odd2: Vec<u8> = [odd, b".2"].concat();
+        assert!(has("create", odd) && has("write", odd), "{way}: {uses:?}");
+        assert!(
+            uses.iter()
+                .any(|u| u.0 == "rename" && u.1 == odd && u.2.as_deref() == Some(&odd2[..])),
+            "{way}: {uses:?}"
+        );
+        assert!(has("delete", &odd2), "{way}: {uses:?}");
+        // Failed calls are no uses: nothing named missing*, nothing renamed to x.
+        assert!(
+            uses.iter()
+                .all(|u| !u.1.starts_with(b"/missing") && !u.1.starts_with(b"/nodir") && u.1 != b"/x"),
+            "{way}: {uses:?}"
+        );
+        // No directory: neither sub, real nor link's target were files used.
+        for d in [&b"/sub"[..], b"/real"] {
+            assert!(
+                uses.iter().all(|u| u.1 != d),
+                "{way}: {} {uses:?}",
+                std::ffi::OsStr::from_bytes(d).to_string_lossy()
+            );
+        }
+    }
+}
+
+/// A process that opens more files than a process may keep (100,000 uses): the rest are
+/// counted as dropped, not held, and proctrace's memory stays bounded (the ptrace backend: each
+/// open is two stops of the tracer, read at both).
+#[test]
+fn a_hundred_thousand_opens_are_capped_and_counted() {
+    let dir = tmp("many");
+    let dir = dir.trim_end_matches("/many").to_string();
+    let n = 100_010;
+    // The files exist before: the traced process only reads them.
+    let d = format!("{dir}/many");
+    std::fs::create_dir_all(&d).unwrap();
+    for i in 0..n {
+        std::fs::write(format!("{d}/{i}"), "").unwrap();
+    }
+    let out_file = format!("{dir}/out.jsonl");
+    let py = format!("import os\nfor i in range({n}):\n    os.close(os.open('{d}/%d' % i, os.O_RDONLY))\n");
+    let out = Command::new("/usr/bin/time")
+        .args([
+            "-f",
+            "maxrss %M",
+            PROCTRACE,
+            "run",
+            "--files",
+            "--backend",
+            "ptrace",
+            "--tree",
+            "none",
+            "-o",
+        ])
+        .args([out_file.as_str(), "--", "/usr/bin/python3", "-c", &py])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines = read_lines(&out_file);
+    let end = lines.last().unwrap();
+    // The process keeps its first 100,000 uses (its reads of the files made, and the few its
+    // interpreter reads at start), and counts the rest as dropped.
+    let uses = lines.iter().filter(|l| l["event"] == "file").count();
+    let reads = lines
+        .iter()
+        .filter(|l| l["event"] == "file" && l["path"].as_str().unwrap().starts_with(&d))
+        .count();
+    assert_eq!((uses, end["files"].as_u64()), (100_000, Some(100_000)), "{end}");
+    assert!(reads > 99_900, "{reads}");
+    assert_eq!(end["files_dropped"].as_u64(), Some((n - reads) as u64), "{end}");
+    assert_eq!(end["files_lost"], 0, "{end}");
+    let kib: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no maxrss in {err}"));
+    // 100,000 paths of ~60 bytes, kept twice, and their lines: tens of MiB at most.
+    assert!(kib < 200 << 10, "proctrace's peak RSS {kib} KiB");
+    // 100,010 files are not left behind.
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Under ptrace `--files`, the processes carry a seccomp filter whose file calls need the
+/// tracer: one still running when proctrace ends is ended with it (rather than left to fail
+/// every open with ENOSYS), and proctrace says so; `--wait-bg` waits for it instead.
+#[test]
+fn what_outlives_the_command_is_ended_with_proctrace_under_ptrace_files() {
+    let dir = tmp("left");
+    let dir = dir.trim_end_matches("/left").to_string();
+    let pid_file = format!("{dir}/bg.pid");
+    let out_file = format!("{dir}/out.jsonl");
+    let script = format!("sleep 30 & echo $! > {pid_file}");
+    let out = run_files("ptrace", &dir, &out_file, &[], &["sh", "-c", &script]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--files: 1 process of the tree still running is ended with proctrace"),
+        "{err}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILLed as proctrace's tracer ended: gone (reaped by proctrace, its subreaper) within
+    // moments.
+    let t0 = std::time::Instant::now();
+    // SAFETY: kill with signal 0 only asks whether the pid exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(t0.elapsed().as_secs() < 10, "pid {pid} still there");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Waited for, it ends by itself, its files listed.
+    let script = format!("(sleep 0.3; echo late > {dir}/late) &");
+    let out = run_files(
+        "ptrace",
+        &dir,
+        &out_file,
+        &["--wait-bg", "5"],
+        &["sh", "-c", &script],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("still running"), "{err}");
+    let lines = read_lines(&out_file);
+    let late = format!("{dir}/late");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "file" && l["path"] == late.as_str() && l["access"] == "write"),
+        "{err}"
+    );
+}
+
+/// Under ptrace `--files` the tracer thread is favoured (nice −10, as root), and nothing it
+/// forks inherits that: the command runs at its own priority.
+#[test]
+fn the_command_does_not_inherit_the_tracers_priority() {
+    let dir = tmp("nice");
+    let dir = dir.trim_end_matches("/nice").to_string();
+    let out_file = format!("{dir}/out.jsonl");
+    let nice_file = format!("{dir}/nice");
+    // The tracer thread's nice value, then the command's (its shell, forked by that thread).
+    let script = format!(
+        "for t in /proc/$PPID/task/*; do [ \"$(cat $t/comm)\" = pt-ptrace ] && cut -d' ' -f19 $t/stat; done > {nice_file}; \
+         cut -d' ' -f19 /proc/$$/stat >> {nice_file}"
+    );
+    let out = run_files("ptrace", &dir, &out_file, &[], &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The tests run as root: the tracer at -10, the command at 0.
+    assert_eq!(std::fs::read_to_string(&nice_file).unwrap(), "-10\n0\n");
 }

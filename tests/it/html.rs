@@ -1044,7 +1044,7 @@ fn files_in_a_browser() {
     )
     .unwrap();
     let old = tmp("files-old.jsonl");
-    let o = run_files(&dir, &old, &[], &["make", "-j2", "-s"]);
+    let o = run_files("ptrace", &dir, &old, &[], &["make", "-j2", "-s"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     make(&["-s", "clean"]);
     // The new run: f3.c also includes extra.h, and the hostile name.
@@ -1065,6 +1065,7 @@ fn files_in_a_browser() {
         tmp("files-summary.json"),
     );
     let o = run_files(
+        "ptrace",
         &dir,
         &new,
         &["--html", &page, "--summary-json", &summary],

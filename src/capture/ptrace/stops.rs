@@ -105,6 +105,11 @@ pub enum Stop {
         /// read.
         status: Option<i32>,
     },
+    /// `PTRACE_EVENT_SECCOMP`: a file system call the `--files` filter traces, at its entry.
+    Seccomp,
+    /// A syscall-exit stop (`SIGTRAP | 0x80`, `PTRACE_O_TRACESYSGOOD`): a traced file call
+    /// returned.
+    SyscallExit,
     /// `PTRACE_EVENT_STOP`: a group-stop, or a new task's first stop.
     Trap {
         /// The stop's signal (SIGTRAP for a new task's first stop, a stop signal for a group-stop).
@@ -131,6 +136,8 @@ pub fn decode(
     }
     let sig = libc::WSTOPSIG(status);
     match (status >> 16) & 0xffff {
+        // Only with PTRACE_O_TRACESYSGOOD (`--files`), which marks syscall stops so.
+        0 if sig == libc::SIGTRAP | 0x80 => Stop::SyscallExit,
         0 => Stop::Signal { sig },
         event @ (libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE) => {
             let Some(child) = event_msg() else {
@@ -153,6 +160,7 @@ pub fn decode(
             status: event_msg().map(|m| m as i32),
         },
         libc::PTRACE_EVENT_STOP => Stop::Trap { sig },
+        libc::PTRACE_EVENT_SECCOMP => Stop::Seccomp,
         _ => Stop::OtherEvent,
     }
 }
@@ -203,6 +211,20 @@ pub enum Action {
     /// Let the task go from its exit stop (`PTRACE_DETACH`): its exit is emitted already.
     Detach {
         /// The task.
+        pid: Pid,
+    },
+    /// Read what the file call the task stopped at names, and restart it (`--files`).
+    FileCall {
+        /// The thread.
+        pid: Pid,
+        /// Its process.
+        tgid: Pid,
+        /// When the stop was collected.
+        ts: u64,
+    },
+    /// The task's traced file call returned: its result, then restart it (`--files`).
+    FileReturn {
+        /// The thread.
         pid: Pid,
     },
     /// The process ended without its last thread's exit stop: drop the figures gathered for it.
@@ -335,6 +357,11 @@ impl Tracees {
         self.tasks.contains_key(&tgid) && !self.threaded.contains(&tgid)
     }
 
+    /// Processes still traced (their leader not yet exited), held ones included.
+    pub fn processes_left(&self) -> usize {
+        self.tasks.iter().filter(|(tid, t)| **tid == t.tgid).count() + self.held.len()
+    }
+
     /// Whether a task is held (the caller then wakes within [`HOLD_MAX_NS`] to let it go).
     pub fn has_held(&self) -> bool {
         !self.held.is_empty()
@@ -420,6 +447,12 @@ impl Tracees {
                 }
             }
             Stop::OtherEvent => out.push(Action::Resume { pid, sig: 0 }),
+            Stop::Seccomp => out.push(Action::FileCall {
+                pid,
+                tgid: self.tgid_of(pid),
+                ts,
+            }),
+            Stop::SyscallExit => out.push(Action::FileReturn { pid }),
             Stop::Other => {}
         }
     }
