@@ -209,11 +209,33 @@ pub const CLIENTS: &[Client] = &[
     },
 ];
 
-/// The client `a` is, if any.
-pub fn client_of(a: &Argv) -> Option<&'static Client> {
+/// The words an exec may be told by: its argv (a script's from the script's path on); and when
+/// its executable is not named as `argv[0]` is (a symbolic link masquerading as another program:
+/// `cc` → `sccache`, which then runs as `sccache cc …`; `d` → `docker`), also the argv with the
+/// executable in `argv[0]`'s place, and with the executable before it.
+fn views<'a>(words: &'a [&'a str], exe: Option<&'a str>) -> Vec<Vec<&'a str>> {
+    let mut v = vec![script_words(words).to_vec()];
+    let exe = exe.map(|e| e.strip_suffix(" (deleted)").unwrap_or(e));
+    if let (Some(exe), Some(first)) = (exe, words.first())
+        && !exe.is_empty()
+        && base(exe) != base(first)
+    {
+        let mut replaced = words.to_vec();
+        replaced[0] = exe;
+        v.push(replaced);
+        let mut before = Vec::with_capacity(words.len() + 1);
+        before.push(exe);
+        before.extend_from_slice(words);
+        v.push(before);
+    }
+    v
+}
+
+/// The client an exec of `a` (its executable `exe`, when known) is, if any.
+pub fn client_of(a: &Argv, exe: Option<&str>) -> Option<&'static Client> {
     let words: Vec<&str> = a.iter().collect();
-    let w = script_words(&words);
-    CLIENTS.iter().find(|c| (c.is_client)(w))
+    let views = views(&words, exe);
+    CLIENTS.iter().find(|c| views.iter().any(|w| (c.is_client)(w)))
 }
 
 /// A kind of daemon whose work `--include-daemons` brings into the trace: the server of one of
@@ -310,15 +332,15 @@ pub fn outside(t: &Tracker, ids: &[ProcId], followed: &[crate::model::session::F
         .collect();
     for &id in ids {
         let Some(r) = t.get(id) else { continue };
-        for a in argvs(r) {
+        for (a, exe) in argvs(r) {
             let words: Vec<&str> = a.iter().collect();
-            let a = script_words(&words);
+            let views = views(&words, exe);
             for (i, c) in CLIENTS.iter().enumerate() {
-                if (c.is_client)(a) {
+                if views.iter().any(|w| (c.is_client)(w)) {
                     let s = seen[i].get_or_insert((id, 0));
                     s.1 += 1;
                 }
-                if (c.is_server)(a, !r.children.is_empty()) {
+                if views.iter().any(|w| (c.is_server)(w, !r.children.is_empty())) {
                     served[i] = true;
                 }
             }
@@ -334,11 +356,12 @@ pub fn outside(t: &Tracker, ids: &[ProcId], followed: &[crate::model::session::F
         .collect()
 }
 
-/// The argv of each exec of `r` that has one.
-fn argvs(r: &ProcessRecord) -> impl Iterator<Item = &Argv> {
-    r.execs
-        .iter()
-        .filter_map(|e| e.details.as_ref().and_then(|d| d.argv.as_ref()))
+/// The argv of each exec of `r` that has one, with its executable when known.
+fn argvs(r: &ProcessRecord) -> impl Iterator<Item = (&Argv, Option<&str>)> {
+    r.execs.iter().filter_map(|e| {
+        let d = e.details.as_ref()?;
+        Some((d.argv.as_ref()?, d.exe.as_deref()))
+    })
 }
 
 #[cfg(test)]
@@ -354,7 +377,37 @@ mod tests {
     }
 
     fn name(words: &[&str]) -> Option<&'static str> {
-        client_of(&argv(words)).map(|c| c.name)
+        client_of(&argv(words), None).map(|c| c.name)
+    }
+
+    fn name_exe(words: &[&str], exe: &str) -> Option<&'static str> {
+        client_of(&argv(words), Some(exe)).map(|c| c.name)
+    }
+
+    /// A symbolic link named like the program it stands in for: `cc` → `sccache` (sccache's
+    /// masquerade), `d` → `docker`; a program run under its own name is told by its argv only.
+    #[test]
+    fn masquerading_clients_are_told_by_their_executable() {
+        assert_eq!(
+            name_exe(&["cc", "-c", "x.c"], "/usr/local/bin/sccache"),
+            Some("sccache")
+        );
+        assert_eq!(
+            name_exe(&["/usr/lib/sccache/gcc", "-c", "x.c"], "/opt/sccache"),
+            Some("sccache")
+        );
+        assert_eq!(name_exe(&["d", "run", "img"], "/usr/bin/docker"), Some("docker"));
+        assert_eq!(
+            name_exe(&["cc", "-c", "x.c"], "/usr/bin/x86_64-linux-gnu-gcc-12"),
+            None
+        );
+        assert_eq!(
+            name_exe(&["cc", "-c", "x.c"], "/usr/bin/sccache (deleted)"),
+            Some("sccache")
+        );
+        // sccache's own commands, under its name, are no client.
+        assert_eq!(name_exe(&["sccache", "--show-stats"], "/usr/bin/sccache"), None);
+        assert_eq!(name_exe(&["cc"], ""), None);
     }
 
     #[test]

@@ -118,3 +118,28 @@ fn a_build_without_clients_says_nothing_of_it() {
     assert!(summary.get("outside_tree").is_none(), "{summary}");
     assert!(!stderr(&out).contains("not in this trace"));
 }
+
+/// sccache installed as the compiler (`cc` a symbolic link to it: its masquerade) is a client
+/// too, told by the executable the exec ran, not by `argv[0]`; a `cc` that is the compiler is not.
+#[test]
+fn a_compiler_that_is_a_link_to_sccache_is_a_client() {
+    let dir = tmp("masquerade");
+    let dir = dir.trim_end_matches("/masquerade").to_string() + "/bin";
+    std::fs::create_dir_all(&dir).unwrap();
+    // A real executable named sccache (it exits 0 whatever it is asked), and `cc` linked to it.
+    std::fs::copy("/bin/true", format!("{dir}/sccache")).unwrap();
+    let _ = std::fs::remove_file(format!("{dir}/cc"));
+    std::os::unix::fs::symlink("sccache", format!("{dir}/cc")).unwrap();
+    let (out, summary) = run_with(&dir, &["--tree", "none"], "cc -c x.c; cc -c y.c");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(outside_clients(&summary), ["sccache"], "{summary}");
+    assert_eq!(summary["outside_tree"][0]["runs"], 2, "{summary}");
+    // The same command line with the real compiler behind `cc` hides nothing.
+    let real = dir.trim_end_matches("/bin").to_string() + "/real";
+    std::fs::create_dir_all(&real).unwrap();
+    let _ = std::fs::remove_file(format!("{real}/cc"));
+    std::os::unix::fs::symlink("/bin/true", format!("{real}/cc")).unwrap();
+    let (out, summary) = run_with(&real, &["--tree", "none"], "cc -c x.c; cc -c y.c");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(summary.get("outside_tree").is_none(), "{summary}");
+}

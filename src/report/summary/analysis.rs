@@ -821,7 +821,8 @@ fn served(
     if daemons.is_empty() || r.ran_in.is_some() {
         return (Vec::new(), None);
     }
-    let Some(client) = r.argv().and_then(crate::model::elsewhere::client_of) else {
+    let exe = r.execs.last().and_then(|e| e.details.as_ref()?.exe.as_deref());
+    let Some(client) = r.argv().and_then(|a| crate::model::elsewhere::client_of(a, exe)) else {
         return (Vec::new(), None);
     };
     let Some((s, e)) = span(r) else {
