@@ -242,6 +242,11 @@ pub struct RunArgs {
     /// With --files, keep every file (shared libraries and locale files too).
     #[arg(long, requires = "files")]
     pub files_all: bool,
+    /// With --files, leave out every use of PATH and of what is below it (a directory or a
+    /// file: `--files-ignore /usr/include`, `--files-ignore target`). Repeatable; with
+    /// --files-all too.
+    #[arg(long, value_name = "PATH", requires = "files", value_parser = parse_files_ignore)]
+    pub files_ignore: Vec<String>,
     /// Also trace the processes that daemons running before the command start while it runs
     /// (the sccache server's compiles, the Bazel, buck2 and Gradle servers' actions, what
     /// containerd starts for `docker run`), each daemon as a node "[ran in the sccache
@@ -292,6 +297,11 @@ pub struct WatchArgs {
     /// With --files, keep every file (shared libraries and locale files too).
     #[arg(long, requires = "files")]
     pub files_all: bool,
+    /// With --files, leave out every use of PATH and of what is below it (a directory or a
+    /// file: `--files-ignore /usr/include`, `--files-ignore target`). Repeatable; with
+    /// --files-all too.
+    #[arg(long, value_name = "PATH", requires = "files", value_parser = parse_files_ignore)]
+    pub files_ignore: Vec<String>,
 }
 
 /// Replay a capture recorded with --record through the model and outputs.
@@ -420,6 +430,11 @@ pub fn parse_user(s: &str) -> Result<u32, String> {
         Ok(None) => Err(format!("no user '{s}' in the passwd database")),
         Err(e) => Err(format!("cannot look up user '{s}': {e}")),
     }
+}
+
+/// A `--files-ignore` path, absolute and canonical as file uses name paths.
+fn parse_files_ignore(v: &str) -> Result<String, String> {
+    crate::capture::files::ignore_path(std::ffi::OsStr::new(v))
 }
 
 /// A Trace2 variable prefix: what comes before `_TRACE2_EVENT` (`GIT`, `MYAPP`).

@@ -90,6 +90,58 @@ pub fn is_noise(access: FileAccess, path: &str) -> bool {
 pub struct FilesOptions {
     /// Keep what [`is_noise`] leaves out.
     pub all: bool,
+    /// Leave out every use of a path under one of these (`--files-ignore`: absolute, canonical,
+    /// no trailing `/`), whatever `all` says.
+    pub ignore: Vec<String>,
+}
+
+impl FilesOptions {
+    /// Whether a use of `path` is left out: noise (unless `all`), or under an ignored path.
+    pub fn leaves_out(&self, access: FileAccess, path: &str) -> bool {
+        (!self.all && is_noise(access, path)) || self.ignore.iter().any(|p| is_under(path, p))
+    }
+}
+
+/// Whether `path` is `dir` or below it (`/a/b` is under `/a`, `/ab` is not; everything is
+/// under `/`).
+pub fn is_under(path: &str, dir: &str) -> bool {
+    match path.strip_prefix(dir) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/') || dir.ends_with('/'),
+        None => false,
+    }
+}
+
+/// A `--files-ignore` value as the uses name paths: absolute (from the current directory),
+/// canonical when it exists (symbolic links resolved, as the kernel names files), without a
+/// trailing `/`.
+pub fn ignore_path(arg: &std::ffi::OsStr) -> Result<String, String> {
+    use std::os::unix::ffi::OsStrExt;
+    if arg.is_empty() {
+        return Err("an empty path".into());
+    }
+    let p = std::path::Path::new(arg);
+    let abs = match std::fs::canonicalize(p) {
+        Ok(c) => c,
+        Err(_) if p.is_absolute() => p.to_path_buf(),
+        Err(_) => std::env::current_dir()
+            .map_err(|e| format!("the current directory: {e}"))?
+            .join(p),
+    };
+    // Lexically: `.` and `//` gone (`..` stays: without the filesystem it cannot be resolved).
+    let mut out = String::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::RootDir | std::path::Component::CurDir => {}
+            c => {
+                out.push('/');
+                out.push_str(&crate::model::bytes::encode(c.as_os_str().as_bytes()));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Ok(out)
 }
 
 /// The fanotify reader thread.
@@ -150,7 +202,7 @@ impl FileWatcher {
             held: VecDeque::new(),
             tx,
             me: std::process::id() as i32,
-            all: opts.all,
+            keep: opts,
             lost: lost.clone(),
         };
         // The paths a build is likely to use first: their failures are said.
@@ -310,7 +362,8 @@ struct Reader {
     held: VecDeque<(Instant, Event)>,
     tx: Sender<CaptureMsg>,
     me: i32,
-    all: bool,
+    /// What is left out.
+    keep: FilesOptions,
     lost: Arc<AtomicU64>,
 }
 
@@ -458,7 +511,7 @@ impl Reader {
             let [name, old, new] = self.records(info);
             let mut push = |access: FileAccess, path: Option<String>, to: Option<String>| {
                 let Some(path) = path else { return };
-                if !self.all && is_noise(access, &path) {
+                if self.keep.leaves_out(access, &path) {
                     return;
                 }
                 self.held.push_back((
@@ -578,6 +631,42 @@ impl Reader {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn under_a_path_is_itself_or_below_it() {
+        assert!(is_under("/a/b", "/a"));
+        assert!(is_under("/a", "/a"));
+        assert!(!is_under("/ab", "/a"));
+        assert!(is_under("/x", "/"));
+        assert!(!is_under("/a", "/a/b"));
+    }
+
+    #[test]
+    fn ignored_paths_are_absolute_and_canonical() {
+        let cwd = std::env::current_dir().unwrap();
+        let cwd = std::fs::canonicalize(cwd).unwrap();
+        assert_eq!(
+            ignore_path("no-such-dir/./x/".as_ref()).unwrap(),
+            format!("{}/no-such-dir/x", cwd.display())
+        );
+        assert_eq!(ignore_path("/".as_ref()).unwrap(), "/");
+        assert_eq!(
+            ignore_path("//nonexistent//y/".as_ref()).unwrap(),
+            "/nonexistent/y"
+        );
+        assert!(ignore_path("".as_ref()).is_err());
+        // A symbolic link is named by what it points to, as the kernel names files.
+        let d = std::env::temp_dir().join(format!("pt-ignore-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("real")).unwrap();
+        let _ = std::fs::remove_file(d.join("link"));
+        std::os::unix::fs::symlink("real", d.join("link")).unwrap();
+        let real = std::fs::canonicalize(d.join("real")).unwrap();
+        assert_eq!(
+            ignore_path(d.join("link").as_os_str()).unwrap(),
+            real.to_str().unwrap()
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
     use super::*;
 
     #[test]

@@ -136,7 +136,7 @@ impl PtraceBackend {
             unprivileged: !sys::has_cap_sys_ptrace(),
             my_pid: std::process::id() as Pid,
             argv_buf: Vec::new(),
-            files: opts.files.as_ref().map(|f| files::FileCalls::new(f.all)),
+            files: opts.files.as_ref().map(|f| files::FileCalls::new(f.clone())),
             filter: opts.files.as_ref().map(|_| files::Filter::new()),
         };
         let (alarm_tx, alarm_rx) = mpsc::sync_channel(1);

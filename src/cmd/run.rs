@@ -107,9 +107,10 @@ pub fn command(a: RunArgs) -> Result<i32, ProctraceError> {
         capture: a.common.capture_options(),
         trace2: a.trace2,
         trace2_prefixes: a.trace2_prefix,
-        files: a
-            .files
-            .then_some(crate::capture::files::FilesOptions { all: a.files_all }),
+        files: a.files.then_some(crate::capture::files::FilesOptions {
+            all: a.files_all,
+            ignore: a.files_ignore.clone(),
+        }),
         include_daemons: a.include_daemons.map(|d| d.0).unwrap_or_default(),
         // The model's text: non-UTF-8 bytes kept (crate::model::bytes).
         argv: a

@@ -62,9 +62,10 @@ pub fn command(a: WatchArgs) -> Result<i32, ProctraceError> {
             .transpose()?,
         capture: a.common.capture_options(),
         backend: (a.backend != "auto").then_some(a.backend),
-        files: a
-            .files
-            .then_some(crate::capture::files::FilesOptions { all: a.files_all }),
+        files: a.files.then_some(crate::capture::files::FilesOptions {
+            all: a.files_all,
+            ignore: a.files_ignore.clone(),
+        }),
     })
 }
 

@@ -1007,3 +1007,59 @@ fn the_command_does_not_inherit_the_tracers_priority() {
     // The tests run as root: the tracer at -10, the command at 0.
     assert_eq!(std::fs::read_to_string(&nice_file).unwrap(), "-10\n0\n");
 }
+
+/// `--files-ignore PATH` leaves out every use of PATH and below it, relative or absolute, a
+/// directory or a file, with `--files-all` too; a sibling whose name only starts the same is
+/// kept.
+#[test]
+fn files_ignore_leaves_out_what_it_names() {
+    for way in WAYS {
+        let dir = tmp(&format!("ignore-{way}"));
+        let dir = dir.trim_end_matches(&format!("/ignore-{way}")).to_string();
+        for d in ["gen", "gen2", "src"] {
+            std::fs::create_dir_all(format!("{dir}/{d}")).unwrap();
+        }
+        let out_file = format!("{dir}/out.jsonl");
+        let script = "echo a > gen/a; echo b > gen2/b; echo c > src/c; echo d > src/d; \
+                      cat gen/a src/c src/d > /dev/null";
+        let out = run_files(
+            way,
+            &dir,
+            &out_file,
+            &[
+                "--files-all",
+                "--files-ignore",
+                "gen",
+                "--files-ignore",
+                &format!("{dir}/src/d"),
+            ],
+            &["sh", "-c", script],
+        );
+        assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
+        let paths: BTreeSet<String> = read_lines(&out_file)
+            .iter()
+            .filter(|l| l["event"] == "file")
+            .filter_map(|l| l["path"].as_str()?.strip_prefix(&dir).map(str::to_string))
+            .filter(|p| p != "/out.jsonl")
+            .collect();
+        assert_eq!(
+            paths,
+            BTreeSet::from(["/gen2/b".to_string(), "/src/c".to_string()]),
+            "{way}"
+        );
+        // --files-all keeps the loader's libraries still.
+        assert!(
+            read_lines(&out_file)
+                .iter()
+                .any(|l| l["event"] == "file" && l["path"].as_str().unwrap().contains(".so")),
+            "{way}"
+        );
+    }
+    // Without --files it is a usage error, and names what it needs.
+    let out = Command::new(PROCTRACE)
+        .args(["run", "--files-ignore", "/x", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--files"), "{}", stderr(&out));
+}

@@ -36,7 +36,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::capture::files::is_noise;
+use crate::capture::files::{FilesOptions, is_noise};
 use crate::model::bytes;
 use crate::model::event::{Event, FileAccess, Pid};
 
@@ -384,8 +384,8 @@ pub struct FileCalls {
     table: Vec<(libc::c_long, Call)>,
     /// Per thread: the call in flight, from when.
     pending: HashMap<Pid, (u64, Pid, Pending)>,
-    /// Keep what [`is_noise`] leaves out.
-    all: bool,
+    /// What is left out (`--files-all`, `--files-ignore`).
+    keep: FilesOptions,
     /// Calls whose path could not be read (counted as `files_lost`).
     pub lost: u64,
     /// proctrace runs as root: it may read any file.
@@ -396,12 +396,12 @@ pub struct FileCalls {
 }
 
 impl FileCalls {
-    /// Nothing in flight; `all`: `--files-all`.
-    pub fn new(all: bool) -> FileCalls {
+    /// Nothing in flight; `keep`: what is left out.
+    pub fn new(keep: FilesOptions) -> FileCalls {
         FileCalls {
             table: calls(),
             pending: HashMap::new(),
-            all,
+            keep,
             lost: 0,
             // SAFETY: geteuid has no preconditions.
             root: unsafe { libc::geteuid() } == 0,
@@ -532,7 +532,7 @@ impl FileCalls {
         // Most of a process's reads are what every process reads at start (its libraries, the
         // locale files, probed one after the other); named absolutely, as they are, they are
         // left out before anything is resolved.
-        if !self.all
+        if !self.keep.all
             && self.path.first() == Some(&b'/')
             && is_noise(FileAccess::Read, &bytes::encode(&self.path))
         {
@@ -540,7 +540,7 @@ impl FileCalls {
         }
         self.through_links(tid, dirfd, 0..self.path.len());
         if let Some(path) = readable_file(&self.link, self.root) {
-            push_use(self.all, out, ts, tgid, FileAccess::Read, path, None);
+            push_use(&self.keep, out, ts, tgid, FileAccess::Read, path, None);
         }
     }
 
@@ -570,9 +570,9 @@ impl FileCalls {
         if info.op != OP_EXIT || info.data[1] & 0xff != 0 {
             return;
         }
-        let all = self.all;
+        let keep = &self.keep;
         let mut push = |access: FileAccess, path: String, to: Option<String>| {
-            push_use(all, out, ts, tgid, access, path, to);
+            push_use(keep, out, ts, tgid, access, path, to);
         };
         match pending {
             Pending::Named { access, path, to } => push(access, path, to),
@@ -700,9 +700,9 @@ fn plain_read(flags: i32) -> bool {
         && flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_TMPFILE) == 0
 }
 
-/// One use for the output, unless it is noise (`all`: `--files-all`).
+/// One use for the output, unless it is left out (noise without `--files-all`, `--files-ignore`).
 fn push_use(
-    all: bool,
+    keep: &FilesOptions,
     out: &mut Vec<Event>,
     ts: u64,
     tgid: Pid,
@@ -710,7 +710,7 @@ fn push_use(
     path: String,
     to: Option<String>,
 ) {
-    if all || !is_noise(access, &path) {
+    if !keep.leaves_out(access, &path) {
         out.push(Event::File {
             ts,
             tgid,
