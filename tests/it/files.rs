@@ -1063,3 +1063,30 @@ fn files_ignore_leaves_out_what_it_names() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--files"), "{}", stderr(&out));
 }
+
+/// Many processes appending to one new file at once: each is a writer, and exactly one made it
+/// (under ptrace, every one of them may find the name absent at its call: only the first to
+/// return is said to have made the file).
+#[test]
+fn racing_writers_make_each_file_once() {
+    for way in WAYS {
+        let dir = tmp(&format!("race-{way}"));
+        let dir = dir.trim_end_matches(&format!("/race-{way}")).to_string();
+        let out_file = format!("{dir}/out.jsonl");
+        let script =
+            "for f in 1 2 3 4 5 6 7 8 9 10; do for j in 1 2 3 4; do echo $j >> f$f & done; done; wait";
+        let out = run_files(way, &dir, &out_file, &[], &["sh", "-c", script]);
+        assert_eq!(out.status.code(), Some(0), "{way}: {}", stderr(&out));
+        let lines = read_lines(&out_file);
+        for f in 1..=10 {
+            let path = format!("{dir}/f{f}");
+            let count = |access: &str| {
+                lines
+                    .iter()
+                    .filter(|l| l["event"] == "file" && l["path"] == path.as_str() && l["access"] == access)
+                    .count()
+            };
+            assert_eq!((count("create"), count("write")), (1, 4), "{way}: {path}");
+        }
+    }
+}

@@ -393,7 +393,14 @@ pub struct FileCalls {
     /// Scratch buffers (reused).
     path: Vec<u8>,
     link: Vec<u8>,
+    /// Files this trace saw made by an open (`O_CREAT`, the name absent at the call), by device
+    /// and inode, with when that call returned: two processes racing to make one file both
+    /// find it absent, and only the first to return is said to have made it.
+    made: HashMap<(u64, u64), u64>,
 }
+
+/// Most entries of [`FileCalls::made`] before the old ones are let go.
+const MADE_KEPT: usize = 4096;
 
 impl FileCalls {
     /// Nothing in flight; `keep`: what is left out.
@@ -407,6 +414,7 @@ impl FileCalls {
             root: unsafe { libc::geteuid() } == 0,
             path: Vec::with_capacity(PATH_MAX),
             link: Vec::with_capacity(PATH_MAX),
+            made: HashMap::new(),
         }
     }
 
@@ -582,7 +590,10 @@ impl FileCalls {
                     self.lost += 1;
                     return;
                 };
-                if existed == Some(false) {
+                if existed == Some(false)
+                    && (flags & libc::O_EXCL != 0
+                        || first_to_make(&mut self.made, &self.pending, tid, fd, ts))
+                {
                     push(FileAccess::Create, path.clone(), None);
                 }
                 let access = if flags & libc::O_ACCMODE == libc::O_RDONLY {
@@ -698,6 +709,48 @@ impl FileCalls {
 fn plain_read(flags: i32) -> bool {
     flags & libc::O_ACCMODE == libc::O_RDONLY
         && flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_TMPFILE) == 0
+}
+
+/// Whether the open of thread `tid` that returned `fd` (it entered at `entered`, the name then
+/// absent) is the first of the calls in flight together to make that file: another such call
+/// that returned after this one entered made it, or this one did. (Which of two racing calls
+/// made the file, neither stop can tell; one of them is said to.) A file made, removed and made
+/// again under the same inode number later is new again: only overlapping calls are compared.
+fn first_to_make(
+    made: &mut HashMap<(u64, u64), u64>,
+    pending: &HashMap<Pid, (u64, Pid, Pending)>,
+    tid: Pid,
+    fd: i64,
+    entered: u64,
+) -> bool {
+    let mut link = [0u8; 48];
+    let mut w = &mut link[..];
+    if std::io::Write::write_fmt(&mut w, format_args!("/proc/{tid}/fd/{fd}\0")).is_err() {
+        return true;
+    }
+    // SAFETY: all-zero is a valid `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `link` is NUL-terminated; `st` is written by stat.
+    if unsafe { libc::stat(link.as_ptr().cast(), &mut st) } != 0 {
+        return true;
+    }
+    let now = crate::capture::procfs::mono_now();
+    if made.len() >= MADE_KEPT {
+        // What returned before every call now in flight entered overlaps none of them.
+        let oldest = pending.values().map(|p| p.0).min().unwrap_or(now).min(entered);
+        made.retain(|_, &mut returned| returned >= oldest);
+        if made.len() >= MADE_KEPT {
+            made.clear();
+        }
+    }
+    let key = (st.st_dev, st.st_ino);
+    match made.get(&key) {
+        Some(&returned) if returned >= entered => false,
+        _ => {
+            made.insert(key, now);
+            true
+        }
+    }
 }
 
 /// One use for the output, unless it is left out (noise without `--files-all`, `--files-ignore`).
