@@ -442,7 +442,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         }
     });
 
-    let daemons = daemon_work(t);
+    let daemons = daemon_work(t, &ids);
     let (critical_path, parallel) = match root_rec {
         Some(r) => {
             let start = r.start_ns.unwrap_or(h.ts);
@@ -774,10 +774,31 @@ struct Daemon {
     processes: u64,
     /// Their CPU, when any was measured.
     cpu_ns: Option<u64>,
+    /// Its clients in the trace (processes whose exec asked a server of its kind), with their
+    /// span and the files their argv names ([`named_files`]).
+    clients: Vec<(ProcId, (u64, u64), Vec<String>)>,
 }
 
-/// The daemons' nodes in the trace and their work.
-fn daemon_work(t: &Tracker) -> Vec<Daemon> {
+/// The files an argv names, by base name: its words after the program that are not options
+/// and hold a `.` (`sccache cc -c src/f1.c -o f1.o` names `f1.c` and `f1.o`; the server's
+/// `/usr/bin/cc -x c -c src/f1.c -o f1.o` the same). That is how a daemon's work is told to be
+/// a client's when several ask at once.
+fn named_files(a: &crate::model::event::Argv) -> Vec<String> {
+    let mut v: Vec<String> = a
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-') && w.contains('.'))
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .filter(|b| !b.is_empty() && *b != "." && *b != "..")
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The daemons' nodes in the trace, their work and their clients among `ids`.
+fn daemon_work(t: &Tracker, ids: &[ProcId]) -> Vec<Daemon> {
     let mut out = Vec::new();
     for &root in t.roots() {
         let Some(kind) = t.get(root).and_then(|r| r.daemon_node()) else {
@@ -789,7 +810,26 @@ fn daemon_work(t: &Tracker) -> Vec<Daemon> {
             work: Vec::new(),
             processes: 0,
             cpu_ns: None,
+            clients: Vec::new(),
         };
+        let serves = |c| {
+            t.get(root)
+                .and_then(|n| n.argv())
+                .is_some_and(|a| crate::model::elsewhere::serves(a, c))
+        };
+        for &id in ids {
+            let Some(r) = t.get(id) else { continue };
+            if r.ran_in.is_some() {
+                continue;
+            }
+            let exe = r.execs.last().and_then(|e| e.details.as_ref()?.exe.as_deref());
+            let Some(a) = r.argv() else { continue };
+            if let (Some(c), Some(sp)) = (crate::model::elsewhere::client_of(a, exe), span(r))
+                && serves(c)
+            {
+                d.clients.push((id, sp, named_files(a)));
+            }
+        }
         let mut stack = vec![root];
         while let Some(id) = stack.pop() {
             let Some(r) = t.get(id) else { continue };
@@ -830,6 +870,7 @@ fn served(
     };
     let mut work = Vec::new();
     let mut server = None;
+    let mine = r.argv().map(named_files).unwrap_or_default();
     for d in daemons {
         let serves = t
             .get(d.node)
@@ -839,7 +880,27 @@ fn served(
             continue;
         }
         server.get_or_insert(d.kind.client().server);
-        work.extend(d.work.iter().copied().filter(|&(_, ws, we)| ws >= s && we <= e));
+        // Work done while it ran, less what names only another client's files while that
+        // client ran too (two compiles asked at once: each its own).
+        let for_another = |w: ProcId, (ws, we): (u64, u64)| {
+            let names = t
+                .get(w)
+                .and_then(|x| x.argv())
+                .map(named_files)
+                .unwrap_or_default();
+            let meets = |files: &[String]| names.iter().any(|n| files.binary_search(n).is_ok());
+            !names.is_empty()
+                && !meets(&mine)
+                && d.clients.iter().any(|(c, (cs, ce), files)| {
+                    !t.get(*c).is_some_and(|x| std::ptr::eq(x, r)) && *cs <= we && ws <= *ce && meets(files)
+                })
+        };
+        work.extend(
+            d.work
+                .iter()
+                .copied()
+                .filter(|&(w, ws, we)| ws >= s && we <= e && !for_another(w, (ws, we))),
+        );
     }
     (work, server)
 }

@@ -887,3 +887,88 @@ fn hostile_names_cannot_forge_a_line_or_inject_markdown() {
         "{codes:?}"
     );
 }
+
+/// Two clients of one followed daemon (`run --include-daemons`) asking at once: the critical
+/// path from a client goes into its own work, told by the files both argvs name, not into the
+/// other's work done while it waited.
+#[test]
+fn a_clients_path_goes_into_its_own_work_in_the_daemon() {
+    use crate::model::elsewhere::DaemonKind;
+    let sccache = DaemonKind::of_name("sccache").unwrap();
+    let mut t = testkit::tracker(Scope::Tree, true, true);
+    t.follow_daemons(&[(50, sccache)], &[], 0);
+    let mut facts = Vec::new();
+    let server = testkit::exec(0, 50, &["/usr/bin/sccache"], None);
+    let Event::ExecDetails { details, .. } = &server[1] else {
+        unreachable!()
+    };
+    t.apply(
+        &Event::Existing {
+            tgid: 50,
+            ppid: 999,
+            start_ns: Some(0),
+            details: Some(details.clone()),
+            seen_ns: None,
+            daemon: Some(sccache),
+        },
+        &mut facts,
+    );
+    t.expect_root(1);
+    // Groups of events at a time (an exec's details carry none), put in time order.
+    let mut groups: Vec<(u64, Vec<Event>)> = vec![(0, vec![fork(0, 0, 1)])];
+    groups[0]
+        .1
+        .extend(exec(0, 1, &["sh", "-c", "sccache … & sccache … & wait"]));
+    for (pid, f) in [(2, "a"), (3, "b")] {
+        let (src, obj) = (format!("{f}.c"), format!("{f}.o"));
+        let mut g = vec![fork(1, 1, pid)];
+        g.extend(exec(1, pid, &["sccache", "cc", "-c", &src, "-o", &obj]));
+        groups.push((1, g));
+    }
+    // a's preprocessing, b's (while a's server side hashes), a's compile; b's compile.
+    let work = [
+        (61, 2, 10, vec!["/usr/bin/cc", "-x", "c", "-E", "a.c"]),
+        (62, 12, 20, vec!["/usr/bin/cc", "-x", "c", "-E", "b.c"]),
+        (
+            63,
+            22,
+            60,
+            vec!["/usr/bin/cc", "-x", "c", "-c", "a.c", "-o", "a.o"],
+        ),
+        (
+            64,
+            25,
+            40,
+            vec!["/usr/bin/cc", "-x", "c", "-c", "b.c", "-o", "b.o"],
+        ),
+    ];
+    for (pid, s, e, argv) in &work {
+        let mut g = vec![fork(*s, 50, *pid)];
+        g.extend(exec(*s, *pid, argv));
+        groups.push((*s, g));
+        groups.push((*e, vec![exit(*e, *pid, 0)]));
+    }
+    groups.extend([
+        (41, vec![exit(41, 3, 0)]),
+        (61, vec![exit(61, 2, 0)]),
+        (62, vec![exit(62, 1, 0)]),
+    ]);
+    groups.sort_by_key(|g| g.0);
+    let events: Vec<Event> = groups.into_iter().flat_map(|g| g.1).collect();
+    for e in &events {
+        t.apply(e, &mut facts);
+    }
+    let mut h = testkit::header(0, &["root"]);
+    h.tool.pid = 0;
+    h.tool.argv = vec![];
+    h.daemons = vec![crate::model::session::Followed {
+        daemon: sccache,
+        pid: 50,
+    }];
+    let sum = testkit::summary(62 * MS, &t, Some(1));
+    let r = summarize(&h, &t, &sum, true);
+    let pids: Vec<i32> = r.critical_path.iter().map(|s| s.step.pid).collect();
+    assert!(pids.contains(&2) && pids.contains(&63), "{pids:?}");
+    assert!(pids.contains(&61), "a's own preprocessing: {pids:?}");
+    assert!(!pids.contains(&62), "b's preprocessing is not a's: {pids:?}");
+}
