@@ -79,9 +79,12 @@ both_backends! {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let truth = truths(&truth_file);
         assert_eq!(truth.len(), specs.len());
+        // What the capture says it lost (taskstats records dropped, groups split), for a failure.
+        let end = lines.last().cloned().unwrap_or_default();
         for ((pid, t), (spec, cpu_ms, bytes, threads)) in truth.iter().zip(specs) {
             let e = exit_of(&lines, *pid);
-            let what = format!("{backend} {spec}: {e} against {t:?}");
+            let what = format!("{backend} {spec}: {e} against {t:?}; end: {end}");
+            assert!(e.get("cpu_user_s").is_some(), "no figures: {what}");
             let cpu = cpu_us(e);
             assert!(
                 (cpu - t.cpu_us).abs() as f64 <= 10_000.0 + 0.02 * t.cpu_us as f64,
