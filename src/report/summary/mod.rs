@@ -231,10 +231,13 @@ pub struct OutsideWork {
     pub runs: u64,
     /// The first one's process id.
     pub pid: i32,
+    /// What of it ran elsewhere (`its work`, `the container's processes`).
+    pub work: &'static str,
     /// What ran the work instead.
     pub ran_in: &'static str,
-    /// How to bring it into the trace, or see it.
-    pub fix: &'static str,
+    /// How to bring it into the trace, or see it (with the backend of the run in mind: ptrace
+    /// cannot follow a daemon).
+    pub fix: String,
 }
 
 /// A daemon `run --include-daemons` followed, and what ran in it during the run.
