@@ -450,7 +450,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         Some((id, r)) => {
             let start = r.start_ns.unwrap_or(h.ts);
             let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
-            critical_path_of(t, id, r, (start, end), redact, &step, &daemons, &ids)
+            critical_path_of(t, id, (start, end), redact, &step, &daemons, &ids)
         }
         None => (Vec::new(), Vec::new()),
     };
@@ -806,8 +806,11 @@ fn named_files(a: &crate::model::event::Argv) -> Vec<String> {
     v
 }
 
-/// How far up [`adopter`] looks for a process still running.
-const ADOPTER_DEPTH: usize = 4096;
+/// How far up [`adopter`] looks for a process still running: engines hand an orphan to a
+/// subreaper one or two levels up (conmon's detached fork to podman, a container's first
+/// process to containerd-shim); a bound keeps a hostile trace of 600,000 orphans, each deeper
+/// than the last, linear.
+const ADOPTER_DEPTH: usize = 64;
 
 /// The process that waited for `r` when its parent did not: `r` outlived its parent, and the
 /// nearest of its ancestors still running when it ended (or never seen to end) took it in, as
@@ -968,7 +971,6 @@ fn adoptions(t: &Tracker, ids: &[ProcId]) -> HashMap<ProcId, Vec<(ProcId, u64, u
 fn critical_path_of(
     t: &Tracker,
     root_id: ProcId,
-    root: &ProcessRecord,
     life: (u64, u64),
     redact: bool,
     step: &dyn Fn(&Image<'_>, u64, u64) -> Step,
@@ -992,6 +994,9 @@ fn critical_path_of(
     }
     let mut path = Vec::new();
     let mut parallel = Vec::new();
+    let Some(root) = t.get(root_id) else {
+        return (Vec::new(), Vec::new());
+    };
     let adopted = adoptions(t, ids);
     let mut stack = vec![Item::Process(root_id, root, life, 0, None)];
     while let Some(item) = stack.pop() {
