@@ -582,6 +582,14 @@ fn a_podman_service_s_containers_are_followed_through_it() {
             .contains("`run --include-daemons` traces what the podman service starts"),
         "{summary}"
     );
+    // ptrace cannot follow the service, and the fix says so.
+    let (out, _, summary) = trace(&["--backend", "ptrace", "--tree", "none"], &argv, &p.env());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fix = summary["outside_tree"][0]["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("the ptrace backend sees only the command's tree: with `--backend ebpf` or `--backend connector`, `run --include-daemons` traces what the podman service starts"),
+        "{fix}"
+    );
 
     for backend in ["connector", "ebpf"] {
         let (out, lines, summary) = trace(
