@@ -249,7 +249,7 @@ pub struct RunArgs {
     pub files_ignore: Vec<String>,
     /// Also trace the processes that daemons running before the command start while it runs
     /// (the sccache server's compiles, the Bazel, buck2 and Gradle servers' actions, what
-    /// containerd starts for `docker run`), each daemon as a node "[ran in the sccache
+    /// containerd starts for `docker run`: the container's processes), each daemon as a node "[ran in the sccache
     /// server]" beside the command's tree; they count in the summary, the costs and the
     /// critical path. Optionally
     /// only these kinds (comma-separated): bazel, buck2, gradle, sccache, docker, nerdctl,

@@ -2,7 +2,7 @@
 //!
 //! A daemon is told by its argv, read from `/proc` ([`crate::model::elsewhere::running_server`]:
 //! the sccache server, the Bazel and buck2 servers, the Gradle daemon, dockerd, containerd and
-//! its shims, conmon). Found with it: the processes under it now (a worker, buck2's
+//! its shims, conmon, a podman service). Found with it: the processes under it now (a worker, buck2's
 //! forkserver, a container's shim), since what it starts during the run may be started by one
 //! of them. None of these is in the trace yet: the model takes each in when it (or a process
 //! under it) starts a process during the run ([`crate::model::tracker::Followup::TakeIn`]),

@@ -194,6 +194,12 @@ pub const BACKENDS: &[BackendSpec] = &[
     },
 ];
 
+/// Whether the backend named `name` sees only the command's tree (it cannot follow processes
+/// it did not start: ptrace), as a saved trace's header names it; `false` for a name not known.
+pub fn sees_only_the_tree(name: &str) -> bool {
+    BACKENDS.iter().any(|b| b.name == name && !b.watches)
+}
+
 /// A running backend, and the ones `auto` tried before it.
 pub struct Backend(Box<dyn CaptureBackend>, Vec<String>);
 

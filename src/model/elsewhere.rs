@@ -18,12 +18,18 @@ use super::tracker::{ProcId, ProcessRecord, Tracker};
 pub struct Client {
     /// Its name, as people call it (`bazel`, `sccache`, `docker`).
     pub name: &'static str,
+    /// What of it ran elsewhere: `its work`, or a container engine's `the container's
+    /// processes`.
+    pub work: &'static str,
     /// What runs its work (`the Bazel server`).
     pub ran_in: &'static str,
     /// Its server, short, as a node of the trace names it (`the Bazel server`): `ran in …`.
     pub server: &'static str,
-    /// How to bring that work into the trace, or see it.
+    /// How to bring that work into the trace, or see it, other than `run --include-daemons`.
     pub fix: &'static str,
+    /// What `run --include-daemons` traces of that work, with a backend that sees the host
+    /// (eBPF, the connector): [`fix_words`].
+    pub include: &'static str,
     /// Whether an exec's argv is one of its clients.
     is_client: fn(&[&str]) -> bool,
     /// Whether an exec's argv (of a process that forked children when `forks`) is its server.
@@ -72,40 +78,91 @@ fn gradle_no_daemon(a: &[&str]) -> bool {
     args(a).any(|w| w == "--no-daemon" || w == "-Dorg.gradle.daemon=false")
 }
 
-/// A container engine's subcommands that run or build containers (its global options that take
-/// a value, `--context x`, skipped).
-fn runs_containers(a: &[&str]) -> bool {
-    const VALUED: &[&str] = &[
-        "-c",
-        "--context",
-        "-H",
-        "--host",
-        "--config",
-        "-l",
-        "--log-level",
-        "--namespace",
-        "-n",
-        "--address",
-        "-a",
-        "--root",
-        "--runroot",
-        "--url",
-        "--connection",
-    ];
+/// A container engine's global options that take a value (`--context x`, `--root DIR`):
+/// docker's, nerdctl's and podman's.
+const ENGINE_VALUED: &[&str] = &[
+    "-c",
+    "--context",
+    "-H",
+    "--host",
+    "--config",
+    "--tlscacert",
+    "--tlscert",
+    "--tlskey",
+    "-l",
+    "--log-level",
+    "--namespace",
+    "-n",
+    "--address",
+    "-a",
+    "--snapshotter",
+    "--cni-path",
+    "--cni-netconfpath",
+    "--data-root",
+    "--hosts-dir",
+    "--host-gateway-ip",
+    "--root",
+    "--runroot",
+    "--runtime",
+    "--runtime-flag",
+    "--storage-driver",
+    "--storage-opt",
+    "--cgroup-manager",
+    "--conmon",
+    "--events-backend",
+    "--hooks-dir",
+    "--identity",
+    "--module",
+    "--network-cmd-path",
+    "--network-config-dir",
+    "--registries-conf",
+    "--ssh",
+    "--tmpdir",
+    "--volumepath",
+    "--db-backend",
+    "--imagestore",
+    "--url",
+    "--connection",
+];
+
+/// A container engine's command and subcommand (`system service`), its global options that
+/// take a value skipped.
+fn engine_words<'a>(a: &[&'a str]) -> (Option<&'a str>, Option<&'a str>) {
     let mut words = args(a);
     let sub = loop {
         match words.next() {
-            Some(w) if VALUED.contains(&w) => {
+            Some(w) if ENGINE_VALUED.contains(&w) => {
                 words.next();
             }
             Some(w) if w.starts_with('-') => {}
             other => break other,
         }
     };
+    (sub, words.find(|w| !w.starts_with('-')))
+}
+
+/// A container engine's subcommands that run or build containers.
+fn runs_containers(a: &[&str]) -> bool {
     matches!(
-        sub,
+        engine_words(a).0,
         Some("run" | "build" | "buildx" | "exec" | "start" | "compose" | "create")
     )
+}
+
+/// podman, or podman-remote (a client only).
+fn podman(a: &[&str]) -> bool {
+    matches!(program(a), "podman" | "podman-remote")
+}
+
+/// The podman service (`podman system service`), which runs containers for remote clients.
+fn podman_service(a: &[&str]) -> bool {
+    program(a) == "podman" && engine_words(a) == (Some("system"), Some("service"))
+}
+
+/// What runs podman's containers: conmon (podman starts one per container, detached), the
+/// OCI runtime itself (`podman build` runs each step under runc or crun), a podman service.
+fn podman_server(a: &[&str]) -> bool {
+    matches!(program(a), "conmon" | "runc" | "crun") || podman_service(a)
 }
 
 /// The Bazel server: its JVM names itself `bazel(WORKSPACE)`, or runs `A-server.jar`.
@@ -132,13 +189,21 @@ fn containerd_or_docker(a: &[&str]) -> bool {
     program(a) == "dockerd" || containerd(a)
 }
 
+/// What a container engine's work is.
+const CONTAINERS: &str = "the container's processes";
+
+/// `proctrace watch` sees a container's processes.
+const WATCH_CONTAINERS: &str = "`proctrace watch` on the host sees the container's processes";
+
 /// Every client proctrace recognises, in the order they are reported.
 pub const CLIENTS: &[Client] = &[
     Client {
         name: "bazel",
+        work: "its work",
         ran_in: "the Bazel server (a JVM started by an earlier build)",
         server: "the Bazel server",
-        fix: "`bazel shutdown` before the run lets this run start the server inside the trace; `bazel --batch` runs without one; `run --include-daemons` traces the processes the server starts",
+        fix: "`bazel shutdown` before the run lets this run start the server inside the trace; `bazel --batch` runs without one",
+        include: "the processes the server starts",
         is_client: |a| {
             matches!(program(a), "bazel" | "bazelisk")
                 && !args(a).take_while(|w| w.starts_with('-')).any(|w| w == "--batch")
@@ -148,18 +213,22 @@ pub const CLIENTS: &[Client] = &[
     },
     Client {
         name: "buck2",
+        work: "its work",
         ran_in: "the buck2 daemon",
         server: "the buck2 daemon",
-        fix: "`buck2 kill` before the run lets this run start the daemon inside the trace; `run --include-daemons` traces the processes the daemon starts",
+        fix: "`buck2 kill` before the run lets this run start the daemon inside the trace",
+        include: "the processes the daemon starts",
         is_client: |a| program(a) == "buck2" && subcommand(a) != Some("daemon"),
         is_server: |a, _| buck2_server(a),
         is_running_server: |a| buck2_server(a),
     },
     Client {
         name: "gradle",
+        work: "its work",
         ran_in: "the Gradle daemon",
         server: "the Gradle daemon",
-        fix: "`--no-daemon` (or `org.gradle.daemon=false`) runs the build in the traced tree; `run --include-daemons` traces the processes the daemon starts (it compiles in its own JVM)",
+        fix: "`--no-daemon` (or `org.gradle.daemon=false`) runs the build in the traced tree",
+        include: "the processes the daemon starts (it compiles in its own JVM)",
         is_client: |a| {
             let gradle = matches!(program(a), "gradle" | "gradlew")
                 || java_runs(a, "org.gradle.wrapper.GradleWrapperMain")
@@ -171,9 +240,11 @@ pub const CLIENTS: &[Client] = &[
     },
     Client {
         name: "sccache",
+        work: "its work",
         ran_in: "the sccache server",
         server: "the sccache server",
-        fix: "`sccache --stop-server` before the run lets this run start the server inside the trace; `run --include-daemons` traces the compiles the server runs",
+        fix: "`sccache --stop-server` before the run lets this run start the server inside the trace",
+        include: "the compiles the server runs",
         is_client: |a| program(a) == "sccache" && args(a).next().is_some_and(|w| !w.starts_with('-')),
         // The server is `sccache` again; it, and only it, forks the compilers (a client that
         // compiles itself, with no server to ask, did the work in the tree too).
@@ -182,30 +253,36 @@ pub const CLIENTS: &[Client] = &[
     },
     Client {
         name: "docker",
-        ran_in: "dockerd (the container's processes are children of containerd-shim)",
+        work: CONTAINERS,
+        ran_in: "dockerd's containerd (a containerd-shim for each container)",
         server: "the container engine",
-        fix: "`proctrace watch` on the host sees the container's processes; `run --include-daemons` traces what containerd starts when it runs on this host",
+        fix: WATCH_CONTAINERS,
+        include: "what dockerd and containerd start, the container's processes among them",
         is_client: |a| program(a) == "docker" && runs_containers(a),
         is_server: |a, _| containerd_or_docker(a),
         is_running_server: |a| containerd_or_docker(a),
     },
     Client {
         name: "nerdctl",
-        ran_in: "containerd (the container's processes are children of containerd-shim)",
+        work: CONTAINERS,
+        ran_in: "containerd (a containerd-shim for each container)",
         server: "the container engine",
-        fix: "`proctrace watch` on the host sees the container's processes; `run --include-daemons` traces what containerd starts when it runs on this host",
+        fix: WATCH_CONTAINERS,
+        include: "what containerd starts, the container's processes among them",
         is_client: |a| program(a) == "nerdctl" && runs_containers(a),
         is_server: |a, _| containerd(a),
         is_running_server: |a| containerd(a),
     },
     Client {
         name: "podman",
-        ran_in: "conmon, which podman starts detached (with a podman service, the service starts it)",
-        server: "conmon",
-        fix: "`proctrace watch` on the host sees the container's processes",
-        is_client: |a| program(a) == "podman" && runs_containers(a),
-        is_server: |a, _| program(a) == "conmon",
-        is_running_server: |a| program(a) == "conmon",
+        work: CONTAINERS,
+        ran_in: "a conmon started by a podman service (`podman system service`), not by this podman",
+        server: "podman",
+        fix: "podman without `--remote` runs the container under a conmon of its own, in the tree; `proctrace watch` on the host sees the container's processes",
+        include: "what the podman service starts, the container's processes among them",
+        is_client: |a| podman(a) && runs_containers(a),
+        is_server: |a, _| podman_server(a),
+        is_running_server: |a| program(a) == "conmon" || podman_service(a),
     },
 ];
 
@@ -236,6 +313,19 @@ pub fn client_of(a: &Argv, exe: Option<&str>) -> Option<&'static Client> {
     let words: Vec<&str> = a.iter().collect();
     let views = views(&words, exe);
     CLIENTS.iter().find(|c| views.iter().any(|w| (c.is_client)(w)))
+}
+
+/// How to bring the work of `c` into the trace, or see it, as the fix says it: its own
+/// [`Client::fix`], then what `run --include-daemons` traces. `tree_only`: the backend of the
+/// run, when it sees only the command's tree (ptrace), where `--include-daemons` cannot work.
+pub fn fix_words(c: &Client, tree_only: Option<&str>) -> String {
+    match tree_only {
+        Some(backend) => format!(
+            "{}; the {backend} backend sees only the command's tree: with `--backend ebpf` or `--backend connector`, `run --include-daemons` traces {}",
+            c.fix, c.include
+        ),
+        None => format!("{}; `run --include-daemons` traces {}", c.fix, c.include),
+    }
 }
 
 /// A kind of daemon whose work `--include-daemons` brings into the trace: the server of one of
@@ -410,6 +500,52 @@ mod tests {
         assert_eq!(name_exe(&["cc"], ""), None);
     }
 
+    fn words(a: &[&'static str]) -> Vec<&'static str> {
+        a.to_vec()
+    }
+
+    /// What runs podman's containers: its conmon, the OCI runtime (`podman build`'s steps), a
+    /// podman service; only conmon and the service are daemons found running.
+    #[test]
+    fn podman_s_servers() {
+        let podman = DaemonKind::of_name("podman").unwrap_or_else(|| panic!("podman"));
+        let server = |a: &[&'static str]| (podman.client().is_server)(&words(a), true);
+        let running = |a: &[&'static str]| running_server(&argv(a), &[podman]).is_some();
+        assert!(server(&["/usr/bin/conmon", "--api-version", "1"]));
+        assert!(server(&["/usr/bin/runc", "create", "x"]));
+        assert!(server(&["crun", "run", "x"]));
+        assert!(server(&[
+            "podman",
+            "--log-level",
+            "info",
+            "system",
+            "service",
+            "-t",
+            "0"
+        ]));
+        assert!(!server(&["podman", "system", "df"]));
+        assert!(!server(&["podman", "run", "img"]));
+        assert!(running(&["podman", "system", "service", "-t", "0", "unix:///s"]));
+        assert!(running(&["/usr/bin/conmon", "--api-version", "1"]));
+        assert!(!running(&["/usr/bin/runc", "create", "x"]));
+    }
+
+    /// The fix names `--include-daemons` as it is, or, for a backend that cannot follow a
+    /// daemon, the backends that can.
+    #[test]
+    fn the_fix_minds_the_backend() {
+        let docker = client_of(&argv(&["docker", "run", "img"]), None).unwrap_or_else(|| panic!("docker"));
+        assert_eq!(docker.work, "the container's processes");
+        let any = fix_words(docker, None);
+        assert!(any.starts_with("`proctrace watch` on the host"), "{any}");
+        assert!(any.ends_with("; `run --include-daemons` traces what dockerd and containerd start, the container's processes among them"), "{any}");
+        let ptrace = fix_words(docker, Some("ptrace"));
+        assert!(
+            ptrace.contains("; the ptrace backend sees only the command's tree: with `--backend ebpf` or `--backend connector`, `run --include-daemons` traces what dockerd"),
+            "{ptrace}"
+        );
+    }
+
     #[test]
     fn clients_are_told_by_their_argv() {
         assert_eq!(name(&["/usr/bin/bazel", "build", "//..."]), Some("bazel"));
@@ -447,6 +583,18 @@ mod tests {
         assert_eq!(name(&["docker", "ps"]), None);
         assert_eq!(name(&["nerdctl", "run", "alpine"]), Some("nerdctl"));
         assert_eq!(name(&["podman", "build", "."]), Some("podman"));
+        // Global options with a value are skipped to the subcommand.
+        assert_eq!(
+            name(&["podman", "--root", "/r", "--runtime", "runc", "run", "img"]),
+            Some("podman")
+        );
+        assert_eq!(name(&["podman-remote", "run", "img"]), Some("podman"));
+        assert_eq!(
+            name(&["podman", "--url", "unix:///s", "exec", "c", "sh"]),
+            Some("podman")
+        );
+        assert_eq!(name(&["podman", "system", "service"]), None);
+        assert_eq!(name(&["podman", "images"]), None);
         assert_eq!(name(&["make", "-j2"]), None);
         // Scripts, as the kernel runs them.
         assert_eq!(name(&["/bin/sh", "/src/gradlew", "build"]), Some("gradle"));

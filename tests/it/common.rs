@@ -46,6 +46,27 @@ pub fn first_line(child: &mut std::process::Child) -> String {
     line.trim_end().to_string()
 }
 
+/// Held by a test that runs a daemon (the sccache fixture, dockerd, a podman service, a
+/// container's conmon): `run --include-daemons` follows every daemon found on the machine, so
+/// two such tests at once would see each other's. One at a time, across the threads of this
+/// run and the other test runs of the machine (a lock on a file, let go when dropped).
+pub struct DaemonsLock(#[allow(dead_code)] std::fs::File);
+
+pub fn daemons_lock() -> DaemonsLock {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("proctrace-tests-daemons.lock"))
+        .unwrap();
+    // SAFETY: flock(2) on a descriptor this function owns; a lock of its own open file
+    // description, so threads of one process exclude each other too.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(r, 0, "flock: {}", std::io::Error::last_os_error());
+    DaemonsLock(f)
+}
+
 /// A fresh scratch path.
 pub fn tmp(name: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

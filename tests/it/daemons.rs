@@ -27,19 +27,20 @@ fn bin_dir() -> &'static str {
 }
 
 /// A daemon running outside proctrace, in a process group of its own: killed with everything
-/// it started when dropped. One at a time: every run with `--include-daemons` follows every
-/// sccache server on the machine, and could not tell two apart.
+/// it started when dropped. One at a time ([`daemons_lock`]): every run with
+/// `--include-daemons` follows every sccache server on the machine, and could not tell two
+/// apart.
 struct Daemon {
     child: Child,
     pid: i64,
     socket: String,
-    _one: std::sync::MutexGuard<'static, ()>,
+    _one: DaemonsLock,
 }
 
-/// One sccache server at a time among these tests (the fixture or the real one).
-fn one_daemon() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
+/// One sccache server at a time among these tests (the fixture or the real one), and no
+/// container engine of `containers.rs` meanwhile ([`daemons_lock`]).
+fn one_daemon() -> DaemonsLock {
+    daemons_lock()
 }
 
 impl Daemon {

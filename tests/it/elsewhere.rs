@@ -83,7 +83,7 @@ fn clients_of_daemons_are_said_once_with_the_fix() {
     );
     let said: Vec<&str> = err
         .lines()
-        .filter(|l| l.contains("which is not in this trace"))
+        .filter(|l| l.contains(", not in this trace"))
         .collect();
     assert_eq!(said.len(), 3, "{err}");
     assert!(

@@ -12,6 +12,7 @@ mod bytes;
 mod chrome_check;
 mod chrome_out;
 mod cli;
+mod containers;
 mod creds;
 mod daemons;
 mod diff;

@@ -18,6 +18,7 @@ use crate::model::naming::{
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, ProcessRecord, Tracker};
 use crate::redact::{redact_arg, redact_argv};
+use std::collections::HashMap;
 
 /// A process taking at least this share of its parent's time is folded into its parent in the
 /// slowest list.
@@ -84,6 +85,7 @@ fn chain(
     i: usize,
     end: u64,
     served: &[(ProcId, u64, u64)],
+    adopted: &[(ProcId, u64, u64)],
 ) -> Vec<(ProcId, u64, u64)> {
     let mut kids: Vec<(ProcId, u64, u64)> = r
         .children
@@ -95,6 +97,7 @@ fn chain(
         .chain(
             served
                 .iter()
+                .chain(adopted)
                 .copied()
                 .filter(|&(_, s, e)| e <= end && ims.index_at(s) == i),
         )
@@ -443,11 +446,11 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
     });
 
     let daemons = daemon_work(t, &ids);
-    let (critical_path, parallel) = match root_rec {
-        Some(r) => {
+    let (critical_path, parallel) = match root.zip(root_rec) {
+        Some((id, r)) => {
             let start = r.start_ns.unwrap_or(h.ts);
             let end = r.exit.map_or(sum.ts, |x| x.ts).max(start);
-            critical_path_of(t, r, (start, end), redact, &step, &daemons)
+            critical_path_of(t, id, (start, end), redact, &step, &daemons, &ids)
         }
         None => (Vec::new(), Vec::new()),
     };
@@ -469,14 +472,20 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
         })
         .collect();
 
+    // ptrace cannot follow a daemon: the fix says so, and names the backends that can.
+    let tree_only = h
+        .backend
+        .as_deref()
+        .filter(|b| crate::capture::sees_only_the_tree(b));
     let outside = crate::model::elsewhere::outside(t, &ids, &h.daemons)
         .into_iter()
         .map(|o| OutsideWork {
             client: o.client.name,
             runs: o.runs,
             pid: t.get(o.first).map_or(0, |r| r.pid),
+            work: o.client.work,
             ran_in: o.client.ran_in,
-            fix: o.client.fix,
+            fix: crate::model::elsewhere::fix_words(o.client, tree_only),
         })
         .collect();
     let files = files_report(t, &ids);
@@ -797,6 +806,34 @@ fn named_files(a: &crate::model::event::Argv) -> Vec<String> {
     v
 }
 
+/// How far up [`adopter`] looks for a process still running: engines hand an orphan to a
+/// subreaper one or two levels up (conmon's detached fork to podman, a container's first
+/// process to containerd-shim); a bound keeps a hostile trace of 600,000 orphans, each deeper
+/// than the last, linear.
+const ADOPTER_DEPTH: usize = 64;
+
+/// The process that waited for `r` when its parent did not: `r` outlived its parent, and the
+/// nearest of its ancestors still running when it ended (or never seen to end) took it in, as
+/// the kernel reparents an orphan to its subreaper (containerd-shim and conmon are the
+/// subreapers of their container's processes; `run` is of the command's tree). `None` when
+/// its parent outlived it, or no ancestor within [`ADOPTER_DEPTH`] did.
+fn adopter(t: &Tracker, r: &ProcessRecord) -> Option<ProcId> {
+    let end = r.exit.filter(|x| x.status.is_some())?.ts;
+    let ended_before = |a: &ProcessRecord| a.exit.is_some_and(|x| x.ts < end);
+    let mut up = r.parent?;
+    if !ended_before(t.get(up)?) {
+        return None;
+    }
+    for _ in 0..ADOPTER_DEPTH {
+        let a = t.get(up)?;
+        if !ended_before(a) {
+            return Some(up);
+        }
+        up = a.parent?;
+    }
+    None
+}
+
 /// The daemons' nodes in the trace, their work and their clients among `ids`.
 fn daemon_work(t: &Tracker, ids: &[ProcId]) -> Vec<Daemon> {
     let mut out = Vec::new();
@@ -841,8 +878,15 @@ fn daemon_work(t: &Tracker, ids: &[ProcId]) -> Vec<Daemon> {
             if let Some(u) = r.usage.as_deref() {
                 d.cpu_ns = Some(d.cpu_ns.unwrap_or(0).saturating_add(cpu_of(u)));
             }
-            let top = r.parent.and_then(|p| t.get(p)).is_some_and(|p| p.pre_existing);
-            if let (true, Some((s, e))) = (top, span(r)) {
+            // Work of its own: what a process of the daemon from before the run started, or
+            // took in when its parent ended first (containerd-shim's `start` forks the shim and
+            // exits). A process taken in by one of the run's is on that one's path (a
+            // container's first process outlives `runc create`: the shim waits for it), and is
+            // work of its own as well, for when the path cannot take that one (the shim ends
+            // just after containerd's `shim delete` began): the path takes one or the other.
+            let Some((s, e)) = span(r) else { continue };
+            let parent_pre = r.parent.and_then(|p| t.get(p)).is_some_and(|p| p.pre_existing);
+            if parent_pre || adopter(t, r).is_some() {
                 d.work.push((id, s, e));
             }
         }
@@ -905,22 +949,38 @@ fn served(
     (work, server)
 }
 
+/// Each process that took in others ([`adopter`]) and those, with their spans: they are on its
+/// path as its children are. A pre-existing process takes in nothing here (a daemon's: what it
+/// took in is its work, [`daemon_work`]).
+fn adoptions(t: &Tracker, ids: &[ProcId]) -> HashMap<ProcId, Vec<(ProcId, u64, u64)>> {
+    let mut out: HashMap<ProcId, Vec<(ProcId, u64, u64)>> = HashMap::new();
+    for &id in ids {
+        let Some(r) = t.get(id) else { continue };
+        let Some((s, e)) = span(r) else { continue };
+        if let Some(a) = adopter(t, r).filter(|&a| t.get(a).is_some_and(|a| !a.pre_existing)) {
+            out.entry(a).or_default().push((id, s, e));
+        }
+    }
+    out
+}
+
 /// The critical path from `root` over `life` (see the module docs), and the stretches of it
 /// bounded by parallelism. Walks with a stack: a chain 200,000 deep does not recurse. From a
 /// client of a daemon followed (`--include-daemons`), the path goes on into the daemon's work
 /// done while the client ran ([`served`]).
 fn critical_path_of(
     t: &Tracker,
-    root: &ProcessRecord,
+    root_id: ProcId,
     life: (u64, u64),
     redact: bool,
     step: &dyn Fn(&Image<'_>, u64, u64) -> Step,
     daemons: &[Daemon],
+    ids: &[ProcId],
 ) -> (Vec<PathStep>, Vec<ParallelSpan>) {
     enum Item<'a> {
         /// A process on the path, its life, its depth, the daemon it ran in when the path
         /// went into it from a client.
-        Process(&'a ProcessRecord, (u64, u64), usize, Option<&'static str>),
+        Process(ProcId, &'a ProcessRecord, (u64, u64), usize, Option<&'static str>),
         /// An image on the path: it, its span, its own time on the path, its depth, its
         /// children's stretch of the path, the daemon.
         Image(
@@ -934,15 +994,20 @@ fn critical_path_of(
     }
     let mut path = Vec::new();
     let mut parallel = Vec::new();
-    let mut stack = vec![Item::Process(root, life, 0, None)];
+    let Some(root) = t.get(root_id) else {
+        return (Vec::new(), Vec::new());
+    };
+    let adopted = adoptions(t, ids);
+    let mut stack = vec![Item::Process(root_id, root, life, 0, None)];
     while let Some(item) = stack.pop() {
         match item {
-            Item::Process(r, life, depth, ran_in) => {
+            Item::Process(id, r, life, depth, ran_in) => {
                 let ims = images(t, r);
                 let (served, server) = served(t, r, daemons);
+                let adopted = adopted.get(&id).map_or(&[][..], Vec::as_slice);
                 for im in (0..ims.total()).rev().filter_map(|i| ims.get(i)) {
                     let (s, e) = image_span(&im, life);
-                    let kids = chain(t, r, &ims, im.index, e, &served);
+                    let kids = chain(t, r, &ims, im.index, e, &served, adopted);
                     let covered: u64 = kids.iter().map(|k| k.2 - k.1).sum();
                     let stretch = kids.first().zip(kids.last()).map(|(a, b)| (a.1, b.2));
                     for &(c, cs, ce) in kids.iter().rev() {
@@ -952,7 +1017,7 @@ fn critical_path_of(
                             } else {
                                 None
                             };
-                            stack.push(Item::Process(cr, (cs, ce), depth + 1, into));
+                            stack.push(Item::Process(c, cr, (cs, ce), depth + 1, into));
                         }
                     }
                     stack.push(Item::Image(

@@ -30,7 +30,10 @@
 //!   descend into each chosen child the same way. A process on the path is on it for its whole
 //!   life: each of its images is a step, followed by the chosen children it forked. Only
 //!   children with a known fork and a real exit count: background children (they outlived the
-//!   command, so nothing waited for them) and processes whose exit was lost never do. The gaps
+//!   command, so nothing waited for them) and processes whose exit was lost never do. A process
+//!   that outlived its parent counts as a child of the nearest ancestor still running when it
+//!   ended, what waited for it (the kernel's subreaper rule: conmon and containerd-shim wait for
+//!   a container's first process, which outlives `runc create`). The gaps
 //!   between chosen children are the image's own work (its `own_s`). For `make -j2` this names
 //!   the compiles that gated the link, then the link, not merely the link. A stretch of the path
 //!   under a process that kept all its job slots busy ([`ParallelSpan`]) is bounded by
@@ -231,10 +234,13 @@ pub struct OutsideWork {
     pub runs: u64,
     /// The first one's process id.
     pub pid: i32,
+    /// What of it ran elsewhere (`its work`, `the container's processes`).
+    pub work: &'static str,
     /// What ran the work instead.
     pub ran_in: &'static str,
-    /// How to bring it into the trace, or see it.
-    pub fix: &'static str,
+    /// How to bring it into the trace, or see it (with the backend of the run in mind: ptrace
+    /// cannot follow a daemon).
+    pub fix: String,
 }
 
 /// A daemon `run --include-daemons` followed, and what ran in it during the run.

@@ -254,6 +254,50 @@ fn a_background_child_never_counts() {
     assert!(r.slowest.iter().all(|s| s.pid != 3), "{:?}", r.slowest);
 }
 
+/// A process that outlived its parent (a double fork: conmon, containerd-shim's `start`,
+/// runc's container init) is on the path of the ancestor that was still running when it
+/// ended, as the kernel hands an orphan to its subreaper; never twice, never its dead parent's.
+#[test]
+fn an_orphan_is_on_the_path_of_the_ancestor_that_outlived_it() {
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(5, 1, 2),
+        fork(10, 2, 3), // 2 forks 3 and exits: 3 is the work the command waits for
+        exit(12, 2, 0),
+        exit(80, 3, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (3, 1)]);
+    // Deeper: 4 outlives its parent 3 but not 2, which waited for it.
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(5, 1, 2),
+        fork(10, 2, 3),
+        fork(12, 3, 4),
+        exit(15, 3, 0),
+        exit(60, 4, 0),
+        exit(90, 2, 0),
+        exit(100, 1, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1), (4, 2)]);
+    // An orphan that outlived the command is in the background: never on the path.
+    let r = report(&[
+        fork(0, 100, 1),
+        fork(5, 1, 2),
+        fork(10, 2, 3),
+        exit(12, 2, 0),
+        exit(100, 1, 0),
+        Event::Background {
+            ts: 101 * MS,
+            tgid: 3,
+            state: BackgroundState::Ready,
+            report: false,
+        },
+        exit(200, 3, 0),
+    ]);
+    assert_eq!(path(&r), [(1, 0), (2, 1)]);
+}
+
 #[test]
 fn sequential_children_are_all_on_the_path() {
     let r = report(&[

@@ -423,7 +423,8 @@ pub(super) fn cause_chain(c: &Cause) -> Option<&str> {
 }
 
 /// What a client whose work ran elsewhere hid, in words: `bazel (2×, first: pid 7): its work
-/// ran in the Bazel server (…), which is not in this trace`.
+/// ran in the Bazel server (…), not in this trace`; `docker (pid 7): the container's processes
+/// ran in dockerd's containerd (…), not in this trace`.
 pub fn outside_words(o: &super::OutsideWork) -> String {
     let runs = if o.runs == 1 {
         format!("pid {}", o.pid)
@@ -431,8 +432,8 @@ pub fn outside_words(o: &super::OutsideWork) -> String {
         format!("{}×, first: pid {}", o.runs, o.pid)
     };
     format!(
-        "{} ({runs}): its work ran in {}, which is not in this trace",
-        o.client, o.ran_in
+        "{} ({runs}): {} ran in {}, not in this trace",
+        o.client, o.work, o.ran_in
     )
 }
 
