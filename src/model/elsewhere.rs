@@ -393,6 +393,19 @@ pub fn running_server(a: &Argv, kinds: &[DaemonKind]) -> Option<DaemonKind> {
         .find(|k| (k.client().is_running_server)(&words))
 }
 
+/// Whether a process running `a` (its executable `exe`) waits for what it starts even when that
+/// outlives the process that started it: a client of a daemon or container engine (`podman
+/// run` waits for its container, which conmon's detached fork started) or one of their servers
+/// (containerd-shim and conmon are the subreapers of their containers' processes). A shell or
+/// `make` does not: an orphan of theirs is waited for by nobody of the trace.
+pub fn takes_in_orphans(a: &Argv, exe: Option<&str>) -> bool {
+    let words: Vec<&str> = a.iter().collect();
+    let views = views(&words, exe);
+    CLIENTS
+        .iter()
+        .any(|c| views.iter().any(|w| (c.is_client)(w) || (c.is_server)(w, true)))
+}
+
 /// Whether a daemon whose argv is `server` (a node of the trace) does the work of `client`
 /// (containerd serves both docker and nerdctl).
 pub fn serves(server: &Argv, client: &Client) -> bool {

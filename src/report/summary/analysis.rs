@@ -816,7 +816,8 @@ const ADOPTER_DEPTH: usize = 64;
 /// nearest of its ancestors still running when it ended (or never seen to end) took it in, as
 /// the kernel reparents an orphan to its subreaper (containerd-shim and conmon are the
 /// subreapers of their container's processes; `run` is of the command's tree). `None` when
-/// its parent outlived it, or no ancestor within [`ADOPTER_DEPTH`] did.
+/// its parent outlived it, no ancestor within [`ADOPTER_DEPTH`] did, or the one that did is
+/// no engine (see [`crate::model::elsewhere::takes_in_orphans`]).
 fn adopter(t: &Tracker, r: &ProcessRecord) -> Option<ProcId> {
     let end = r.exit.filter(|x| x.status.is_some())?.ts;
     let ended_before = |a: &ProcessRecord| a.exit.is_some_and(|x| x.ts < end);
@@ -827,7 +828,15 @@ fn adopter(t: &Tracker, r: &ProcessRecord) -> Option<ProcId> {
     for _ in 0..ADOPTER_DEPTH {
         let a = t.get(up)?;
         if !ended_before(a) {
-            return Some(up);
+            // Only where something waits for orphans: in a daemon's work, or under a client
+            // or server of a daemon or container engine. A `sleep &` left by a shell under
+            // `make` gated nothing: make never waited for it.
+            let exe = a.execs.last().and_then(|e| e.details.as_ref()?.exe.as_deref());
+            let waits = r.ran_in.is_some()
+                || a.ran_in.is_some()
+                || a.argv()
+                    .is_some_and(|v| crate::model::elsewhere::takes_in_orphans(v, exe));
+            return waits.then_some(up);
         }
         up = a.parent?;
     }

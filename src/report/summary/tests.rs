@@ -256,46 +256,92 @@ fn a_background_child_never_counts() {
 
 /// A process that outlived its parent (a double fork: conmon, containerd-shim's `start`,
 /// runc's container init) is on the path of the ancestor that was still running when it
-/// ended, as the kernel hands an orphan to its subreaper; never twice, never its dead parent's.
+/// ended, when that one waits for orphans (a client or server of an engine, as the kernel hands
+/// an orphan to its subreaper); never twice, never its dead parent's; and not under `make`,
+/// which never waits for what a shell left running.
 #[test]
-fn an_orphan_is_on_the_path_of_the_ancestor_that_outlived_it() {
-    let r = report(&[
-        fork(0, 100, 1),
-        fork(5, 1, 2),
-        fork(10, 2, 3), // 2 forks 3 and exits: 3 is the work the command waits for
-        exit(12, 2, 0),
-        exit(80, 3, 0),
-        exit(100, 1, 0),
-    ]);
+fn an_orphan_is_on_the_path_of_the_engine_that_outlived_it() {
+    let with = |mut events: Vec<Event>, argvs: &[(u64, i32, &[&str])]| {
+        for &(ms, pid, argv) in argvs {
+            let at = events
+                .iter()
+                .position(|e| matches!(e, Event::Fork { child_tgid, .. } if *child_tgid == pid))
+                .unwrap();
+            for (k, e) in exec(ms, pid, argv).into_iter().enumerate() {
+                events.insert(at + 1 + k, e);
+            }
+        }
+        report(&events)
+    };
+    let podman: &[&str] = &["podman", "run", "--rm", "img", "true"];
+    let conmon: &[&str] = &["/usr/bin/conmon", "--api-version", "1"];
+    let r = with(
+        vec![
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(10, 2, 3), // 2 forks 3 and exits: 3 is the work the command waits for
+            exit(12, 2, 0),
+            exit(80, 3, 0),
+            exit(100, 1, 0),
+        ],
+        &[(0, 1, podman), (5, 2, conmon)],
+    );
     assert_eq!(path(&r), [(1, 0), (3, 1)]);
-    // Deeper: 4 outlives its parent 3 but not 2, which waited for it.
-    let r = report(&[
-        fork(0, 100, 1),
-        fork(5, 1, 2),
-        fork(10, 2, 3),
-        fork(12, 3, 4),
-        exit(15, 3, 0),
-        exit(60, 4, 0),
-        exit(90, 2, 0),
-        exit(100, 1, 0),
-    ]);
+    // Deeper: 4 outlives its parent 3 but not 2 (conmon), which waited for it.
+    let r = with(
+        vec![
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(10, 2, 3),
+            fork(12, 3, 4),
+            exit(15, 3, 0),
+            exit(60, 4, 0),
+            exit(90, 2, 0),
+            exit(100, 1, 0),
+        ],
+        &[(0, 1, podman), (5, 2, conmon)],
+    );
     assert_eq!(path(&r), [(1, 0), (2, 1), (4, 2)]);
     // An orphan that outlived the command is in the background: never on the path.
-    let r = report(&[
-        fork(0, 100, 1),
-        fork(5, 1, 2),
-        fork(10, 2, 3),
-        exit(12, 2, 0),
-        exit(100, 1, 0),
-        Event::Background {
-            ts: 101 * MS,
-            tgid: 3,
-            state: BackgroundState::Ready,
-            report: false,
-        },
-        exit(200, 3, 0),
-    ]);
+    let r = with(
+        vec![
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(10, 2, 3),
+            exit(12, 2, 0),
+            exit(100, 1, 0),
+            Event::Background {
+                ts: 101 * MS,
+                tgid: 3,
+                state: BackgroundState::Ready,
+                report: false,
+            },
+            exit(200, 3, 0),
+        ],
+        &[(0, 1, podman), (5, 2, conmon)],
+    );
     assert_eq!(path(&r), [(1, 0), (2, 1)]);
+    // make: a recipe's shell leaves `sleep` running and exits; the compile after it is what
+    // make waited for, though the sleep ended later.
+    let r = with(
+        vec![
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(6, 2, 3),
+            exit(8, 2, 0),
+            fork(10, 1, 4),
+            exit(70, 4, 0),
+            exit(90, 3, 0),
+            exit(100, 1, 0),
+        ],
+        &[
+            (0, 1, &["make", "-j2"]),
+            (5, 2, &["sh", "-c", "sleep 0.08 &"]),
+            (6, 3, &["sleep", "0.08"]),
+            (10, 4, &["cc", "-c", "x.c"]),
+        ],
+    );
+    assert_eq!(path(&r), [(1, 0), (2, 1), (4, 1)], "the sleep (3) is not on it");
 }
 
 #[test]
