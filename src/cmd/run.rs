@@ -208,7 +208,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
-            let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+            let run = FinishedRun::new(&header, s.tracker(), &sum, &cfg.outputs.settings);
             cfg.outputs.finish(&run, &s.engine.sinks);
             crate::say!(
                 "proctrace: cannot run '{}': {}",
@@ -335,7 +335,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
     let mut sum = s.summary(status, background, Some(cmd_pid));
     sum.capture.files_lost = files_lost;
     s.engine.finish(&sum);
-    let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+    let run = FinishedRun::new(&header, s.tracker(), &sum, &cfg.outputs.settings);
     cfg.outputs.print_tree(&run);
     cfg.outputs.finish(&run, &s.engine.sinks);
     report_capture_failure(&s);
