@@ -1092,7 +1092,7 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
                 .take(FILES_LISTED)
                 .map(|e| DirEntry {
                     path: shown(e.path).into_owned(),
-                    people: crate::model::escape::text(e.path).into_owned(),
+                    people: Some(crate::model::escape::text(e.path).into_owned()),
                     dir: e.dir,
                     files: e.members.len() as u64,
                     processes: None,

@@ -536,8 +536,10 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
             .map_or(Some(summary::dirs::DIRS_MORE_THAN), |f| f.directories.more_than),
         summary::command_cwd(h, t, sum),
     );
-    let files = (h.files || t.stats().files > 0)
-        .then(|| files_data(t, &ids, &index, &mut strings, origin, sum, &rule));
+    let files = (h.files || t.stats().files > 0).then(|| {
+        let dirs = rep.files.as_ref().map(|f| &f.directories);
+        files_data(t, &ids, &index, &mut strings, origin, sum, (&rule, dirs))
+    });
 
     // The header.
     // The command: `run`'s, else (`watch -p`, a saved trace) the designated root's, whose exit
@@ -624,7 +626,7 @@ fn files_data(
     strings: &mut Strings,
     origin: u64,
     sum: &Summary,
-    rule: &summary::dirs::DirRule,
+    (rule, dirs): (&summary::dirs::DirRule, Option<&summary::Directories>),
 ) -> String {
     use crate::model::escape::text;
     let x = summary::FileIndex::of(t, ids);
@@ -707,7 +709,8 @@ fn files_data(
         out.push(']');
     }
     // The rule the page summarises its lists of files by (the summary's), and the whole run's
-    // files read and written by directory, as the summary's `directories` lists them.
+    // files read and written by directory: the summary's `directories` (made from the same
+    // index), its paths as people read them.
     out.push_str("],\"more_than\":");
     match rule.more_than {
         Some(n) => num(&mut out, n),
@@ -722,31 +725,33 @@ fn files_data(
     );
     out.push_str(",\"dirs\":[");
     let mut first = true;
-    for written in [false, true] {
-        for (e, processes, top) in x.by_dir(rule, written) {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            // [access, path, dir, files, processes, [top paths]]
-            out.push('[');
-            num(&mut out, u8::from(written));
-            out.push(',');
-            num(&mut out, strings.id(&text(e.path)));
-            out.push(',');
-            num(&mut out, u8::from(e.dir));
-            out.push(',');
-            num(&mut out, e.members.len());
-            out.push(',');
-            num(&mut out, processes);
-            out.push_str(",[");
-            for (k, (p, _)) in top.into_iter().enumerate() {
-                if k > 0 {
+    if let Some(d) = dirs {
+        for (written, list) in [(0u8, &d.read), (1, &d.written)] {
+            for e in list {
+                if !first {
                     out.push(',');
                 }
-                num(&mut out, strings.id(&text(p)));
+                first = false;
+                // [access, path, dir, files, processes, [top paths]]
+                out.push('[');
+                num(&mut out, written);
+                out.push(',');
+                num(&mut out, strings.id(e.people()));
+                out.push(',');
+                num(&mut out, u8::from(e.dir));
+                out.push(',');
+                num(&mut out, e.files);
+                out.push(',');
+                num(&mut out, e.processes.unwrap_or(0));
+                out.push_str(",[");
+                for (k, t) in e.top.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    num(&mut out, strings.id(t.people()));
+                }
+                out.push_str("]]");
             }
-            out.push_str("]]");
         }
     }
     out.push_str("]}");

@@ -7,9 +7,11 @@
 // TEXT into the search field, the slowest table's first durations after sorting it by another
 // column and then by duration, and the load time (navigation until the page's "ready" marker).
 // A page with files (`--files`) also gets, in `files`: the process whose label contains the
-// --select TEXT hovered (its tooltip) and clicked (the selected-process panel's file lists), a
-// click on the first producer and consumer links of the produced-and-consumed table and on the
-// first file of the most-read table (what each selected or filtered).
+// --select TEXT hovered (its tooltip) and clicked (the selected-process panel's file lists: as
+// shown, with its directory rows closed, then with each opened), a click on the first producer
+// and consumer links of the produced-and-consumed table, on the largest directory of the
+// by-directory table and on the first file of the most-read table (what each selected or
+// filtered).
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -269,9 +269,9 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
                 String::new()
             };
             let what = if first.dir {
-                format!("{} files in {}", first.files, first.people)
+                format!("{} files in {}", first.files, first.people())
             } else {
-                first.people.clone()
+                first.people().to_string()
             };
             Some(format!("{verb} {what}{more}"))
         };

@@ -605,6 +605,11 @@ impl PathUses {
     }
 }
 
+/// An entry of the whole run's list of files summarised by directory ([`FileIndex::by_dir`]):
+/// the entry, the processes that used its files, a directory's most used files with how many
+/// processes used each.
+pub type RunDirEntry<'a> = (dirs::Entry<'a>, u64, Vec<(&'a str, u64)>);
+
 /// Every path the processes used (`--files`), in the order first seen (the records in tree
 /// order, each record's uses in its order), with its uses; and the renames. What the summary's
 /// files report and the HTML report's file tables are made of, so both say the same.
@@ -676,11 +681,7 @@ impl<'a> FileIndex<'a> {
     /// ([`dirs`], the project's files summarised too), most files first: each entry, the
     /// processes that used its files that way, and a directory's most used files with how many
     /// processes used each. What the summary's `directories` and the HTML report's table list.
-    pub fn by_dir(
-        &self,
-        rule: &dirs::DirRule,
-        written: bool,
-    ) -> Vec<(dirs::Entry<'a>, u64, Vec<(&'a str, u64)>)> {
+    pub fn by_dir(&self, rule: &dirs::DirRule, written: bool) -> Vec<RunDirEntry<'a>> {
         let of = |p: &'_ PathUses| -> usize { if written { p.writers.len() } else { p.readers.len() } };
         let paths: Vec<&'a str> = self
             .order
@@ -693,13 +694,24 @@ impl<'a> FileIndex<'a> {
         dirs::sort_entries(&mut v, rule, false);
         v.into_iter()
             .map(|e| {
-                let mut who = std::collections::HashSet::new();
-                for &i in &e.members {
-                    if let Some(p) = paths.get(i).and_then(|k| self.paths.get(k)) {
-                        let list = if written { &p.writers } else { &p.readers };
-                        who.extend(list.iter().map(|u| u.1));
+                // A file's processes are its uses (one each); a directory's, those of its files
+                // without the processes counted twice.
+                let list = |i: usize| {
+                    paths
+                        .get(i)
+                        .and_then(|k| self.paths.get(k))
+                        .map_or(&[][..], |p| if written { &p.writers[..] } else { &p.readers[..] })
+                };
+                let who = match e.members[..] {
+                    [i] => list(i).len(),
+                    _ => {
+                        let mut who = foldhash::HashSet::default();
+                        for &i in &e.members {
+                            who.extend(list(i).iter().map(|u| u.1));
+                        }
+                        who.len()
                     }
-                }
+                };
                 let top = if e.dir {
                     dirs::top(&e, |i| paths.get(i).map_or(0, |k| uses(k)))
                         .into_iter()
@@ -708,7 +720,7 @@ impl<'a> FileIndex<'a> {
                 } else {
                     Vec::new()
                 };
-                (e, who.len() as u64, top)
+                (e, who as u64, top)
             })
             .collect()
     }
@@ -739,33 +751,34 @@ pub fn dir_rule(t: &Tracker, root: Option<ProcId>, more_than: Option<usize>) -> 
     dirs::DirRule::new(more_than, root_cwd(t, root))
 }
 
-/// The files of one process `paths` summarised by `rule` as the report lists them (the
-/// project's one by one, first): `uses(path)` counts the processes of the run that used each.
-fn dir_entries(paths: &[&str], rule: &dirs::DirRule, uses: &dyn Fn(&str) -> u64) -> Vec<DirEntry> {
+/// The directories summarised of one process's files `paths` by `rule` (the project's files
+/// aside), most files first, at most [`PROCESS_DIR_ENTRIES`]. Without their most used files:
+/// the whole run's lists name them (a big build has a list for each of its compiles).
+fn dir_entries(paths: &[&str], rule: &dirs::DirRule) -> Vec<DirEntry> {
     let mut v = dirs::collapse(paths, rule, true);
+    v.retain(|e| e.dir);
     dirs::sort_entries(&mut v, rule, true);
     v.iter()
+        .take(PROCESS_DIR_ENTRIES)
         .map(|e| DirEntry {
             path: shown(e.path).into_owned(),
-            people: text(e.path).into_owned(),
+            people: people_of(e.path),
             dir: e.dir,
             files: e.members.len() as u64,
             processes: None,
-            top: if e.dir {
-                dirs::top(e, |i| paths.get(i).map_or(0, |p| uses(p)))
-                    .into_iter()
-                    .filter_map(|i| paths.get(i))
-                    .map(|p| TopFile {
-                        path: shown(p).into_owned(),
-                        people: text(p).into_owned(),
-                        processes: uses(p),
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            top: Vec::new(),
         })
         .collect()
+}
+
+/// A path as people read it on a terminal, when that is not its JSON text (`None` for most:
+/// no allocation).
+fn people_of(p: &str) -> Option<String> {
+    use std::borrow::Cow;
+    match (shown(p), text(p)) {
+        (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
+        (_, t) => Some(t.into_owned()),
+    }
 }
 
 /// The files report (`--files`), when any process used a file.
@@ -775,8 +788,6 @@ fn files_report(t: &Tracker, ids: &[ProcId], rule: &dirs::DirRule) -> Option<Fil
     if x.processes == 0 {
         return None;
     }
-    let readers = |p: &str| x.paths.get(p).map_or(0, |u| u.readers.len() as u64);
-    let writers = |p: &str| x.paths.get(p).map_or(0, |u| u.writers.len() as u64);
     let by_process = ids
         .iter()
         .filter_map(|&id| {
@@ -784,17 +795,10 @@ fn files_report(t: &Tracker, ids: &[ProcId], rule: &dirs::DirRule) -> Option<Fil
             let set = r.files.as_deref().filter(|s| !s.uses.is_empty())?;
             let read: Vec<&str> = set.of(A::Read).map(|u| &*u.path).collect();
             let wrote: Vec<&str> = set.of(A::Write).map(|u| &*u.path).collect();
-            let mut directories = ProcessDirs {
-                read: dir_entries(&read, rule, &readers),
-                written: dir_entries(&wrote, rule, &writers),
-                left_off: 0,
+            let directories = ProcessDirs {
+                read: dir_entries(&read, rule),
+                written: dir_entries(&wrote, rule),
             };
-            for list in [&mut directories.read, &mut directories.written] {
-                if list.len() > PROCESS_DIR_ENTRIES {
-                    directories.left_off += (list.len() - PROCESS_DIR_ENTRIES) as u64;
-                    list.truncate(PROCESS_DIR_ENTRIES);
-                }
-            }
             Some(ProcessFiles {
                 pid: r.pid,
                 program: program(r),
@@ -824,7 +828,7 @@ fn files_report(t: &Tracker, ids: &[ProcId], rule: &dirs::DirRule) -> Option<Fil
             .into_iter()
             .map(|(e, processes, top)| DirEntry {
                 path: shown(e.path).into_owned(),
-                people: text(e.path).into_owned(),
+                people: people_of(e.path),
                 dir: e.dir,
                 files: e.members.len() as u64,
                 processes: Some(processes),
@@ -832,7 +836,7 @@ fn files_report(t: &Tracker, ids: &[ProcId], rule: &dirs::DirRule) -> Option<Fil
                     .into_iter()
                     .map(|(k, n)| TopFile {
                         path: shown(k).into_owned(),
-                        people: text(k).into_owned(),
+                        people: people_of(k),
                         processes: n,
                     })
                     .collect(),

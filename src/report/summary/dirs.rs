@@ -14,7 +14,7 @@
 //! The machine outputs keep every file as well (JSON Lines, and the summary JSON's per-file
 //! lists); this is a view beside them.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt as _};
 
 /// A directory holding more than this many of a list's files is one entry, by default.
 pub const DIRS_MORE_THAN: usize = 3;
@@ -85,7 +85,8 @@ pub fn parent(path: &str) -> Option<&str> {
 pub fn collapse<'a>(paths: &[&'a str], rule: &DirRule, keep_project: bool) -> Vec<Entry<'a>> {
     let kept = |p: &str| keep_project && rule.in_project(p);
     let mut by_dir: HashMap<&'a str, Vec<usize>> = HashMap::new();
-    if rule.more_than.is_some() {
+    // A list of at most N files has no directory to summarise (most of a build's processes).
+    if rule.more_than.is_some_and(|n| paths.len() > n) {
         for (i, &p) in paths.iter().enumerate() {
             if kept(p) {
                 continue;

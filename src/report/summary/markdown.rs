@@ -106,7 +106,7 @@ pub fn render_markdown(r: &RunReport) -> String {
                     out,
                     "| {} | {} | {} | {} |",
                     e.files,
-                    code(&cut(&e.people, MD_WIDTH)),
+                    code(&cut(e.people(), MD_WIDTH)),
                     e.processes.unwrap_or(0),
                     code(&cut(&super::text::top_names(e), MD_WIDTH))
                 );

@@ -216,9 +216,10 @@ pub struct Directories {
 pub struct DirEntry {
     /// The file's path, or the directory's, ending in `/`.
     pub path: String,
-    /// The path as people read it on a terminal ([`crate::model::escape::text`] of its bytes).
+    /// The path as people read it on a terminal ([`crate::model::escape::text`] of its bytes)
+    /// when that is not `path` ([`DirEntry::people`]).
     #[serde(skip)]
-    pub people: String,
+    pub people: Option<String>,
     /// A directory.
     pub dir: bool,
     /// The list's files it stands for (1 for a file).
@@ -227,9 +228,23 @@ pub struct DirEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<u64>,
     /// A directory's most used files (by the processes of the run that used each, this way),
-    /// at most [`dirs::TOP_IN_DIR`].
+    /// at most [`dirs::TOP_IN_DIR`] (the whole run's lists).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopFile>,
+}
+
+impl DirEntry {
+    /// The path as people read it on a terminal (escaped as every output for people).
+    pub fn people(&self) -> &str {
+        self.people.as_deref().unwrap_or(&self.path)
+    }
+}
+
+impl TopFile {
+    /// The path as people read it on a terminal.
+    pub fn people(&self) -> &str {
+        self.people.as_deref().unwrap_or(&self.path)
+    }
 }
 
 /// One of a directory's most used files.
@@ -237,24 +252,30 @@ pub struct DirEntry {
 pub struct TopFile {
     /// The path.
     pub path: String,
-    /// The path as people read it on a terminal.
+    /// The path as people read it on a terminal, when that is not `path`.
     #[serde(skip)]
-    pub people: String,
+    pub people: Option<String>,
     /// The processes of the run that used it this way (read it, or wrote it).
     pub processes: u64,
 }
 
-/// One process's files summarised by directory: the files under the project first, one by one,
-/// then the rest, most files first.
+/// The directories one process read (and wrote) more than the threshold's files in (the files
+/// under the project aside), most files first: where it "touched many files under one
+/// directory". Its other files are listed one by one nowhere in the summary JSON but in the
+/// JSON Lines (a big build has a list for each of its compiles: only what is summarised).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProcessDirs {
-    /// What it read (at most [`PROCESS_DIR_ENTRIES`] entries).
+    /// Directories it read in (at most [`PROCESS_DIR_ENTRIES`]).
     pub read: Vec<DirEntry>,
-    /// What it wrote (at most [`PROCESS_DIR_ENTRIES`] entries).
+    /// Directories it wrote in (at most [`PROCESS_DIR_ENTRIES`]).
     pub written: Vec<DirEntry>,
-    /// Entries over that bound, not listed (the counts `read` and the JSON Lines have all).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub left_off: u64,
+}
+
+impl ProcessDirs {
+    /// No directory summarised: the field is left out.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.written.is_empty()
+    }
 }
 
 /// Most entries each list of one process's [`ProcessDirs`] keeps.
@@ -294,7 +315,9 @@ pub struct ProcessFiles {
     pub read: u64,
     /// Paths it wrote, in order (at most [`TOP_FILES`] × 10).
     pub wrote: Vec<String>,
-    /// What it read and wrote, summarised by directory.
+    /// The directories it read or wrote many files in (more than the threshold); absent when
+    /// none.
+    #[serde(skip_serializing_if = "ProcessDirs::is_empty")]
     pub directories: ProcessDirs,
 }
 

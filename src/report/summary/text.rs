@@ -488,7 +488,7 @@ pub(super) fn top_names(e: &super::DirEntry) -> String {
     let names: Vec<&str> = e
         .top
         .iter()
-        .map(|t| t.people.strip_prefix(e.people.as_str()).unwrap_or(&t.people))
+        .map(|t| t.people().strip_prefix(e.people()).unwrap_or(t.people()))
         .collect();
     let mut s = names.join(", ");
     if (e.top.len() as u64) < e.files {
@@ -527,10 +527,10 @@ pub(super) fn dir_lines(d: &super::Directories, width: usize, p: Paint) -> Vec<S
             // The directory whole when it fits (its start cut when it does not), then who used
             // it, then its most used files in the room left.
             let room = width.saturating_sub(2 + 8 + 10);
-            let path = if crate::model::naming::width(&e.people) > room.saturating_sub(20) {
-                cut_start(&e.people, room.saturating_sub(20))
+            let path = if crate::model::naming::width(e.people()) > room.saturating_sub(20) {
+                cut_start(e.people(), room.saturating_sub(20))
             } else {
-                e.people.clone()
+                e.people().to_string()
             };
             let mut rest = format!(
                 "{path} by {}",
