@@ -400,6 +400,13 @@ pub struct DiffArgs {
     /// Never colour output (also: NO_COLOR=1).
     #[arg(long)]
     pub no_color: bool,
+    /// With files (both traced with --files): in the lists of files read or written
+    /// differently, a directory holding more than N of a list's files is one entry with their
+    /// count (the files under the command's working directory stay listed); `none`: every
+    /// file listed.
+    #[arg(long, value_name = "N", default_value = "3",
+          value_parser = clap::builder::ValueParser::new(crate::report::summary::dirs::parse_more_than))]
+    pub files_dirs: crate::report::summary::dirs::MoreThan,
     /// The longest line a saved trace may have, e.g. 64M: a longer one is bad input (with
     /// --lenient, skipped and counted), read in bounded memory.
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]

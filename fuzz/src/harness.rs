@@ -58,7 +58,8 @@ pub fn reports(a: &Analysis) -> usize {
             width: 80,
         },
     );
-    let r = summary::summarize(&a.header, t, &a.summary, true);
+    // A low threshold: hostile paths go through the directories summarised.
+    let r = summary::summarize(&a.header, t, &a.summary, true, Some(1));
     let text = summary::render_text(
         &r,
         summary::TextOptions {
@@ -68,9 +69,17 @@ pub fn reports(a: &Analysis) -> usize {
     );
     let md = summary::render_markdown(&r);
     let picture = svg::render(&a.header, t, &a.summary, svg::SvgOptions::default());
-    let analyzed = render_json(a, false);
+    let analyzed = render_json(a, false, Some(0));
     // And every whole-run output of the registry, as the commands write them.
-    let run = FinishedRun::new(&a.header, t, &a.summary, true);
+    let run = FinishedRun::new(
+        &a.header,
+        t,
+        &a.summary,
+        &proctrace::output::Settings {
+            redact: true,
+            ..Default::default()
+        },
+    );
     let mut whole = Vec::new();
     for spec in OUTPUTS {
         if let Make::WholeRun(write) = spec.make

@@ -58,14 +58,14 @@ pub fn command(a: AnalyzeArgs) -> Result<i32, ProctraceError> {
 /// on stdout (`Some(redact)`), what reading could not take in, and every failure — each said
 /// once — into the exit status ([`command`]'s).
 pub fn finish(mut a: Analysis, outputs: &mut Outputs, tree: bool, json: Option<bool>) -> i32 {
-    let run = FinishedRun::new(&a.header, &a.engine.tracker, &a.summary, outputs.settings.redact);
+    let run = FinishedRun::new(&a.header, &a.engine.tracker, &a.summary, &outputs.settings);
     if tree {
         outputs.print_tree(&run);
     }
     let mut outcome = outputs.finish(&run, &a.engine.sinks);
     if let Some(redact) = json {
         let mut w = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
-        match write_json(&a, redact, &mut w).and_then(|()| w.flush()) {
+        match write_json(&a, redact, outputs.settings.files_dirs.0, &mut w).and_then(|()| w.flush()) {
             Ok(()) => {}
             Err(e) if is_closed_pipe(&e) => outcome.stdout_closed = true,
             Err(e) => {
@@ -236,13 +236,18 @@ pub fn analyze(input: &mut dyn Input, root: Option<i32>, sinks: Fanout, retain: 
 /// `sessions` (distinct Trace2 SIDs, `null` for proctrace's own formats), `skipped_lines`,
 /// `truncated_files`, `too_many_files` (Trace2 directory targets that hit `maxFiles`) and the
 /// `input` counts.
-pub fn render_json(a: &Analysis, redact: bool) -> String {
-    crate::report::summary::json_string(|out| write_json(a, redact, out))
+pub fn render_json(a: &Analysis, redact: bool, files_dirs: Option<usize>) -> String {
+    crate::report::summary::json_string(|out| write_json(a, redact, files_dirs, out))
 }
 
 /// [`render_json`] written to `w` as it is made (the object of a 600,000-process build is 71
 /// MB, most of it the critical path: no copy of it is held).
-pub fn write_json(a: &Analysis, redact: bool, w: &mut impl std::io::Write) -> std::io::Result<()> {
+pub fn write_json(
+    a: &Analysis,
+    redact: bool,
+    files_dirs: Option<usize>,
+    w: &mut impl std::io::Write,
+) -> std::io::Result<()> {
     /// The summary's members (in `--summary-json`'s order), then what reading found.
     #[derive(serde::Serialize)]
     struct Json<'a> {
@@ -256,7 +261,7 @@ pub fn write_json(a: &Analysis, redact: bool, w: &mut impl std::io::Write) -> st
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     }
-    let r = crate::report::summary::summarize(&a.header, &a.engine.tracker, &a.summary, redact);
+    let r = crate::report::summary::summarize(&a.header, &a.engine.tracker, &a.summary, redact, files_dirs);
     // Written straight from the report: a `serde_json::Value` of it first cost hundreds of MB
     // for a 600,000-process build.
     let json = Json {

@@ -95,7 +95,7 @@ use crate::model::naming::image_command_line;
 use crate::model::session::{Header, Mode, Summary};
 use crate::model::tracker::{ProcId, Tracker};
 use crate::redact::redact_argv;
-use crate::report::summary::{StatusJson, summarize, wall};
+use crate::report::summary::{DirEntry, StatusJson, dirs, summarize, wall};
 use crate::sink::Fanout;
 
 /// The exit status of `proctrace diff --fail-if-slower PCT` when the wall time grew by more
@@ -115,6 +115,9 @@ pub struct DiffOptions {
     pub min_rss_mib: f64,
     /// Hide URL credentials in argv.
     pub redact: bool,
+    /// `--files-dirs`: a directory holding more than this many of a list of files is one entry
+    /// of its `_dirs` list (`None`: every file listed).
+    pub files_dirs: Option<usize>,
 }
 
 impl Default for DiffOptions {
@@ -124,6 +127,7 @@ impl Default for DiffOptions {
             min_ms: 50.0,
             min_rss_mib: 10.0,
             redact: true,
+            files_dirs: Some(crate::report::summary::dirs::DIRS_MORE_THAN),
         }
     }
 }
@@ -328,6 +332,17 @@ pub struct FilesChange {
     pub no_longer_written: Vec<String>,
     /// How many it no longer writes.
     pub no_longer_written_count: usize,
+    /// The four lists summarised by directory (docs/files.md, "Directories summarised"): the
+    /// build's own files (under the new run's working directory) one by one, first; a
+    /// directory holding more than `--files-dirs` of a list's files one entry with their
+    /// count; at most [`FILES_LISTED`] entries each.
+    pub newly_read_dirs: Vec<DirEntry>,
+    /// [`no_longer_read`](Self::no_longer_read) summarised.
+    pub no_longer_read_dirs: Vec<DirEntry>,
+    /// [`newly_written`](Self::newly_written) summarised.
+    pub newly_written_dirs: Vec<DirEntry>,
+    /// [`no_longer_written`](Self::no_longer_written) summarised.
+    pub no_longer_written_dirs: Vec<DirEntry>,
 }
 
 /// A group of processes present in both runs with cost figures in both, compared by CPU or
@@ -874,7 +889,7 @@ fn redacted(argv: &[String], redact: bool) -> Vec<String> {
 }
 
 fn run_info(s: Side<'_>, redact: bool) -> RunInfo {
-    let r = summarize(s.header, s.tracker, s.summary, redact);
+    let r = summarize(s.header, s.tracker, s.summary, redact, None);
     RunInfo {
         command: r.command,
         status: r.status,
@@ -884,7 +899,7 @@ fn run_info(s: Side<'_>, redact: bool) -> RunInfo {
 }
 
 fn path_of(s: Side<'_>, redact: bool) -> (Vec<PathEntry>, Option<Vec<PathRow>>) {
-    let r = summarize(s.header, s.tracker, s.summary, redact);
+    let r = summarize(s.header, s.tracker, s.summary, redact, None);
     let rows = crate::report::summary::path_rows(&r).map(|rows| {
         rows.into_iter()
             .map(|(step, held_ns, detail)| PathRow {
@@ -1059,26 +1074,47 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
         let mut both: Vec<(&Vec<String>, &Group, &Group)> =
             gn.iter().filter_map(|(k, b)| Some((k, go.get(k)?, b))).collect();
         both.sort_by_key(|(_, _, b)| b.rank);
+        // The project: the new run's working directory, normalised as the paths are.
+        let cwd = crate::report::summary::command_cwd(new.header, new.tracker, new.summary)
+            .map(|c| normalize::normalize_word(&format!("{}/", c.trim_end_matches('/'))));
+        let rule = dirs::DirRule::new(o.files_dirs, cwd.as_deref());
         let listed = |from: &std::collections::BTreeSet<String>, not: &std::collections::BTreeSet<String>| {
             // The build's own files first: the system's headers and libraries (under `/usr/`)
             // after them.
             let mut all: Vec<&String> = from.difference(not).collect();
             all.sort_by_key(|p| (p.starts_with("/usr/"), *p));
             let n = all.len();
+            let paths: Vec<&str> = all.iter().map(|p| p.as_str()).collect();
+            let mut entries = dirs::collapse(&paths, &rule, true);
+            dirs::sort_entries(&mut entries, &rule, true);
+            let entries = entries
+                .into_iter()
+                .take(FILES_LISTED)
+                .map(|e| DirEntry {
+                    path: shown(e.path).into_owned(),
+                    people: Some(crate::model::escape::text(e.path).into_owned()),
+                    dir: e.dir,
+                    files: e.members.len() as u64,
+                    processes: None,
+                    top: Vec::new(),
+                })
+                .collect();
             (
                 all.into_iter()
                     .take(FILES_LISTED)
                     .map(|p| shown(p).into_owned())
                     .collect(),
                 n,
+                entries,
             )
         };
         both.into_iter()
             .filter_map(|(k, a, b)| {
-                let (newly_read, newly_read_count) = listed(&b.reads, &a.reads);
-                let (no_longer_read, no_longer_read_count) = listed(&a.reads, &b.reads);
-                let (newly_written, newly_written_count) = listed(&b.writes, &a.writes);
-                let (no_longer_written, no_longer_written_count) = listed(&a.writes, &b.writes);
+                let (newly_read, newly_read_count, newly_read_dirs) = listed(&b.reads, &a.reads);
+                let (no_longer_read, no_longer_read_count, no_longer_read_dirs) = listed(&a.reads, &b.reads);
+                let (newly_written, newly_written_count, newly_written_dirs) = listed(&b.writes, &a.writes);
+                let (no_longer_written, no_longer_written_count, no_longer_written_dirs) =
+                    listed(&a.writes, &b.writes);
                 (newly_read_count + no_longer_read_count + newly_written_count + no_longer_written_count > 0)
                     .then(|| FilesChange {
                         argv: redacted(k, o.redact),
@@ -1090,6 +1126,10 @@ pub fn compare(old: Side<'_>, new: Side<'_>, o: DiffOptions) -> DiffReport {
                         newly_written_count,
                         no_longer_written,
                         no_longer_written_count,
+                        newly_read_dirs,
+                        no_longer_read_dirs,
+                        newly_written_dirs,
+                        no_longer_written_dirs,
                     })
             })
             .collect()

@@ -220,7 +220,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
             s.stop();
             let sum = s.summary(None, 0, None);
             s.engine.finish(&sum);
-            let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+            let run = FinishedRun::new(&header, s.tracker(), &sum, &cfg.outputs.settings);
             cfg.outputs.finish(&run, &s.engine.sinks);
             crate::say!(
                 "proctrace: cannot run '{}': {}",
@@ -350,7 +350,7 @@ pub fn run(mut cfg: RunConfig) -> Result<i32, ProctraceError> {
         sum.capture.files_lost = lost;
     }
     s.engine.finish(&sum);
-    let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+    let run = FinishedRun::new(&header, s.tracker(), &sum, &cfg.outputs.settings);
     cfg.outputs.print_tree(&run);
     cfg.outputs.finish(&run, &s.engine.sinks);
     report_capture_failure(&s);

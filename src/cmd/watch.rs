@@ -197,7 +197,7 @@ pub fn watch(mut cfg: WatchConfig) -> Result<i32, ProctraceError> {
     let mut sum = s.summary(None, 0, None);
     sum.capture.files_lost = files_lost;
     s.engine.finish(&sum);
-    let run = FinishedRun::new(&header, s.tracker(), &sum, cfg.outputs.settings.redact);
+    let run = FinishedRun::new(&header, s.tracker(), &sum, &cfg.outputs.settings);
     if cfg.outputs.summary_text {
         cfg.outputs.print_summary(&run);
     }

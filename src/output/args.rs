@@ -27,6 +27,13 @@ pub struct Switches {
     /// With OTLP export, do not give the traced command a TRACEPARENT pointing at its own span.
     #[arg(long)]
     pub no_propagate: bool,
+    /// With files (--files): in the summaries and the HTML report, a directory holding more
+    /// than N of a list's files is one line with their count (the files under the command's
+    /// working directory stay listed in each process's list); `none`: every file listed.
+    /// JSON Lines and the summary JSON's per-file lists keep every file.
+    #[arg(long, value_name = "N", default_value = "3",
+          value_parser = clap::builder::ValueParser::new(crate::report::summary::dirs::parse_more_than))]
+    pub files_dirs: crate::report::summary::dirs::MoreThan,
 }
 
 /// Where the results go (`analyze`, `replay`): every output of the registry but the live-only

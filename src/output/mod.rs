@@ -106,6 +106,8 @@ pub struct Settings {
     pub quiet: bool,
     /// OpenTelemetry export settings (`--otlp` and the `OTEL_*` variables), when asked for.
     pub otlp: Option<sink::otlp::config::OtlpConfig>,
+    /// `--files-dirs`: how the summaries' lists of files are summarised by directory.
+    pub files_dirs: summary::dirs::MoreThan,
 }
 
 /// How much of the tree to print at the end.
@@ -148,25 +150,35 @@ pub struct FinishedRun<'a> {
     pub summary: &'a Summary,
     /// Hide URL credentials.
     pub redact: bool,
+    /// `--files-dirs`: the threshold of the summaries' directories (`None`: every file listed).
+    pub files_dirs: Option<usize>,
     report: OnceCell<RunReport>,
 }
 
 impl<'a> FinishedRun<'a> {
     /// The run as reports see it.
-    pub fn new(header: &'a Header, tracker: &'a Tracker, summary: &'a Summary, redact: bool) -> Self {
+    pub fn new(header: &'a Header, tracker: &'a Tracker, summary: &'a Summary, settings: &Settings) -> Self {
         FinishedRun {
             header,
             tracker,
             summary,
-            redact,
+            redact: settings.redact,
+            files_dirs: settings.files_dirs.0,
             report: OnceCell::new(),
         }
     }
 
     /// The summary analysis (slowest, by program, critical path, failures), made on first use.
     pub fn report(&self) -> &RunReport {
-        self.report
-            .get_or_init(|| summary::summarize(self.header, self.tracker, self.summary, self.redact))
+        self.report.get_or_init(|| {
+            summary::summarize(
+                self.header,
+                self.tracker,
+                self.summary,
+                self.redact,
+                self.files_dirs,
+            )
+        })
     }
 }
 
@@ -233,6 +245,7 @@ impl Outputs {
             trace2_brief: sw.trace2_brief,
             quiet: sw.quiet,
             otlp: None,
+            files_dirs: sw.files_dirs,
         };
         let mut wanted: Vec<(&'static OutputSpec, String)> = Vec::new();
         for spec in registry::OUTPUTS {

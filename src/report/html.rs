@@ -204,9 +204,10 @@ pub fn diff_page(
     new: crate::cmd::diff::Side<'_>,
     r: &crate::cmd::diff::DiffReport,
     redact: bool,
+    files_dirs: Option<usize>,
 ) -> String {
     let side = |s: crate::cmd::diff::Side<'_>| {
-        let rep = summary::summarize(s.header, s.tracker, s.summary, redact);
+        let rep = summary::summarize(s.header, s.tracker, s.summary, redact, files_dirs);
         data(s.header, s.tracker, s.summary, &rep, redact)
     };
     // `diff --json`'s object, made safe inside a `<script>`: `<`, `>` and `&` appear only in
@@ -527,8 +528,18 @@ pub fn data(h: &Header, t: &Tracker, sum: &Summary, rep: &RunReport, redact: boo
         }
     }
 
-    let files =
-        (h.files || t.stats().files > 0).then(|| files_data(t, &ids, &index, &mut strings, origin, sum));
+    // The summary's rule for lists of files by directory (its threshold; the command's
+    // working directory).
+    let rule = summary::dirs::DirRule::new(
+        rep.files
+            .as_ref()
+            .map_or(Some(summary::dirs::DIRS_MORE_THAN), |f| f.directories.more_than),
+        summary::command_cwd(h, t, sum),
+    );
+    let files = (h.files || t.stats().files > 0).then(|| {
+        let dirs = rep.files.as_ref().map(|f| &f.directories);
+        files_data(t, &ids, &index, &mut strings, origin, sum, (&rule, dirs))
+    });
 
     // The header.
     // The command: `run`'s, else (`watch -p`, a saved trace) the designated root's, whose exit
@@ -615,6 +626,7 @@ fn files_data(
     strings: &mut Strings,
     origin: u64,
     sum: &Summary,
+    (rule, dirs): (&summary::dirs::DirRule, Option<&summary::Directories>),
 ) -> String {
     use crate::model::escape::text;
     let x = summary::FileIndex::of(t, ids);
@@ -695,6 +707,52 @@ fn files_data(
         out.push(',');
         procs(&mut out, &mut consumers.iter().map(|c| c.1));
         out.push(']');
+    }
+    // The rule the page summarises its lists of files by (the summary's), and the whole run's
+    // files read and written by directory: the summary's `directories` (made from the same
+    // index), its paths as people read them.
+    out.push_str("],\"more_than\":");
+    match rule.more_than {
+        Some(n) => num(&mut out, n),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"project\":");
+    num(
+        &mut out,
+        rule.project
+            .as_deref()
+            .map_or(-1, |p| strings.id(&text(p)) as i64),
+    );
+    out.push_str(",\"dirs\":[");
+    let mut first = true;
+    if let Some(d) = dirs {
+        for (written, list) in [(0u8, &d.read), (1, &d.written)] {
+            for e in list {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                // [access, path, dir, files, processes, [top paths]]
+                out.push('[');
+                num(&mut out, written);
+                out.push(',');
+                num(&mut out, strings.id(e.people()));
+                out.push(',');
+                num(&mut out, u8::from(e.dir));
+                out.push(',');
+                num(&mut out, e.files);
+                out.push(',');
+                num(&mut out, e.processes.unwrap_or(0));
+                out.push_str(",[");
+                for (k, t) in e.top.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    num(&mut out, strings.id(t.people()));
+                }
+                out.push_str("]]");
+            }
+        }
     }
     out.push_str("]}");
     out

@@ -276,7 +276,15 @@ fn render_all_with(set: Set, name: &str) -> (Vec<(&'static str, Vec<u8>)>, Chrom
     );
 
     drop(engine.sinks);
-    let run = FinishedRun::new(&header, &engine.tracker, &sum, true);
+    let run = FinishedRun::new(
+        &header,
+        &engine.tracker,
+        &sum,
+        &crate::output::Settings {
+            redact: true,
+            ..Default::default()
+        },
+    );
     let mut out = Vec::new();
     for spec in OUTPUTS {
         let Some(ext) = spec.golden else { continue };

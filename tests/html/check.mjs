@@ -7,9 +7,11 @@
 // TEXT into the search field, the slowest table's first durations after sorting it by another
 // column and then by duration, and the load time (navigation until the page's "ready" marker).
 // A page with files (`--files`) also gets, in `files`: the process whose label contains the
-// --select TEXT hovered (its tooltip) and clicked (the selected-process panel's file lists), a
-// click on the first producer and consumer links of the produced-and-consumed table and on the
-// first file of the most-read table (what each selected or filtered).
+// --select TEXT hovered (its tooltip) and clicked (the selected-process panel's file lists: as
+// shown, with its directory rows closed, then with each opened), a click on the first producer
+// and consumer links of the produced-and-consumed table, on the largest directory of the
+// by-directory table and on the first file of the most-read table (what each selected or
+// filtered).
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -249,15 +251,23 @@ try {
           for (const k of ['read', 'written', 'other']) {
             const t = document.getElementById('detail-' + k);
             if (!t) continue;
-            lists[k] = [...t.querySelectorAll('tbody tr')].map((tr) => ({
+            lists[k] = [...t.querySelectorAll('tbody tr:not(.dir-row)')].map((tr) => ({
               path: d.strings[Number(tr.dataset.path)], shown: tr.cells[0].textContent, access: tr.dataset.access, proc: Number(tr.dataset.proc),
               rel: [...tr.cells[3].querySelectorAll('a.plink')].map((a) => Number(a.dataset.proc)),
             }));
           }
           // the files graph's boxes: the processes it links, left (producers) then right (consumers)
           const graph = [...document.querySelectorAll('#detail svg.files-graph .gbox[data-proc]')].map((g) => Number(g.dataset.proc));
-          return { head: (document.querySelector('#detail .detail-files') || {}).textContent, text: document.getElementById('detail').innerText, lists, graph };
+          // the directories summarised (docs/files.md): per row its path, files, access, whether
+          // its uses are shown, and the uses under it (hidden ones too)
+          const dirs = [...document.querySelectorAll('#detail tr.dir-row')].map((tr) => ({
+            dir: tr.dataset.dir, files: Number(tr.dataset.files), access: tr.dataset.access, open: tr.classList.contains('open'),
+            shown: tr.cells[0].textContent, rel: [...tr.cells[3].querySelectorAll('a.plink')].map((a) => Number(a.dataset.proc)),
+          }));
+          return { head: (document.querySelector('#detail .detail-files') || {}).textContent, text: document.getElementById('detail').innerText, lists, graph, dirs };
         });
+        // opens every directory row of the panel (a click each), so its uses are listed
+        const openDirs = () => page.evaluate(() => document.querySelectorAll('#detail tr.dir-row:not(.open)').forEach((tr) => tr.click()));
         if (opts.select) {
           // the process whose label contains the text, shown as a table's click shows it, hovered
           // at its bar's middle, then clicked
@@ -276,11 +286,14 @@ try {
             out.files.hover = { proc: at, tooltip: await page.evaluate(() => document.getElementById('tip').innerText) };
             if (opts.screenshot) await page.screenshot({ path: out.screenshot.replace(/\.png$/, '-files-hover.png') });
             await page.mouse.click(gb[0] + xy[0], gb[1] + xy[1]);
-            out.files.click = Object.assign({ proc: at }, await state(), await detail());
+            // as it shows (directories closed), then with every directory opened
+            out.files.closed = await detail();
             if (opts.screenshot) {
               const part = await page.$('#detail-section');
               if (part) await part.screenshot({ path: out.screenshot.replace(/\.png$/, '-detail.png') });
             }
+            await openDirs();
+            out.files.click = Object.assign({ proc: at }, await state(), await detail());
           }
         }
         // the produced-and-consumed table's first row: its producer's link, then its consumer's
@@ -291,6 +304,17 @@ try {
           await link.click();
           await settle();
           out.files[col + '_link'] = Object.assign({ link: want }, await state(), { detail: (await detail()).text.split('\n')[0] });
+        }
+        // the by-directory table's largest directory's link: the chart shows the processes that
+        // used files in it
+        const dl = await page.$('#files-dirs tbody tr:first-child a.flink');
+        if (dl) {
+          const dir = await dl.evaluate((a) => a.dataset.dir || null);
+          await dl.click();
+          await settle();
+          out.files.dir_link = Object.assign({ dir }, await state());
+          await page.click('#file-filter-clear');
+          await settle();
         }
         // the most-read table's first file: the chart shows the processes that used it
         const f = await page.$('#files-read tbody tr:first-child a.flink');

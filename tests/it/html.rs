@@ -1287,6 +1287,141 @@ fn files_in_a_browser() {
     assert_eq!(fl["rows"].as_u64(), Some(users), "{fl}");
     assert_eq!(fr["file_cleared"]["rows"].as_u64(), Some(procs.len() as u64));
 
+    // Directories summarised (docs/files.md): the data's whole-run lists are the summary's
+    // `directories`, entry for entry; the by-directory table shows them.
+    let dd = f["dirs"].as_array().unwrap();
+    let sd = &sf["directories"];
+    assert_eq!(f["more_than"], sd["more_than"], "{sd}");
+    assert_eq!(string(&data, &f["project"]), format!("{dir}/"));
+    let want_dirs: Vec<(u64, String, bool, u64, u64)> = [(0, "read"), (1, "written")]
+        .into_iter()
+        .flat_map(|(a, k)| {
+            sd[k].as_array().unwrap().iter().map(move |e| {
+                (
+                    a,
+                    people(e["path"].as_str().unwrap()),
+                    e["dir"].as_bool().unwrap(),
+                    e["files"].as_u64().unwrap(),
+                    e["processes"].as_u64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let got_dirs: Vec<(u64, String, bool, u64, u64)> = dd
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_u64().unwrap(),
+                string(&data, &e[1]),
+                e[2] == 1,
+                e[3].as_u64().unwrap(),
+                e[4].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got_dirs, want_dirs);
+    let rows = table_rows(r, "files-dirs");
+    assert!(!rows.is_empty());
+    for row in &rows {
+        let path = row["path"]["title"].as_str().unwrap();
+        let access = if row["access"]["t"] == "read" { 0 } else { 1 };
+        assert!(
+            got_dirs.iter().any(|d| d.0 == access
+                && d.1 == path
+                && d.3 as i64 == cell_v(&row["files"])
+                && d.4 as i64 == cell_v(&row["processes"])),
+            "{row:?}"
+        );
+    }
+    // Its first (largest) directory's link: the chart shows the processes that used a file in
+    // it, as many as the data's uses say.
+    let dl = &fr["dir_link"];
+    let d0 = dl["dir"].as_str().unwrap();
+    assert!(d0.ends_with('/'), "{dl}");
+    let in_dir = |k: u64| {
+        let p = string(&data, &Value::from(k));
+        p.rfind('/').is_some_and(|i| &p[..=i] == d0)
+    };
+    let users = f["uses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| {
+            let u = u.as_array().unwrap();
+            let mut q = 1;
+            let mut hit = false;
+            while q + 2 < u.len() {
+                hit |= in_dir(u[q + 2].as_u64().unwrap());
+                q += if u[q] == 3 { 4 } else { 3 };
+            }
+            hit
+        })
+        .count() as u64;
+    assert!(users > 1, "{dl}");
+    assert_eq!(dl["file"][1].as_u64(), Some(users), "{dl}");
+    assert_eq!(dl["rows"].as_u64(), Some(users), "{dl}");
+    // The compile's panel as it shows: each directory holding more than 3 of the distinct files
+    // its subtree read (the project's aside) on one closed row with their count, the rest one
+    // by one; opened, its rows are every use (the lists above).
+    let closed = &fr["closed"];
+    let mut by_dir: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for e in list("read") {
+        let p = e["path"].as_str().unwrap();
+        if !p.starts_with(&format!("{dir}/")) {
+            by_dir
+                .entry(p[..=p.rfind('/').unwrap()].to_string())
+                .or_default()
+                .insert(p.to_string());
+        }
+    }
+    let want: Vec<(String, u64)> = by_dir
+        .iter()
+        .filter(|(_, v)| v.len() > 3)
+        .map(|(d, v)| (d.clone(), v.len() as u64))
+        .collect();
+    let mut got: Vec<(String, u64)> = closed["dirs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["access"] == "read")
+        .map(|d| {
+            (
+                d["dir"].as_str().unwrap().to_string(),
+                d["files"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert!(!want.is_empty(), "{by_dir:?}");
+    assert_eq!(got, want, "{closed}");
+    assert!(
+        closed["dirs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["open"] == false),
+        "{closed}"
+    );
+    let closed_rows = closed["lists"]["read"].as_array().unwrap();
+    let collapsed: u64 = want.iter().map(|w| w.1).sum();
+    assert!(
+        closed_rows.len() + want.len() < list("read").len(),
+        "fewer lines than uses: {} + {} vs {}",
+        closed_rows.len(),
+        want.len(),
+        list("read").len()
+    );
+    assert!(collapsed > 3, "{want:?}");
+    assert!(
+        closed["text"].as_str().unwrap().contains(&format!(
+            "{} directories holding more than 3 of the files on a line each",
+            want.len()
+        )) || want.len() == 1,
+        "{}",
+        closed["text"]
+    );
+
     // The diff: the compile of f3.c newly reads extra.h; as many rows as `diff --json` has.
     assert!(dr["error"].is_null(), "{}", dr["error"]);
     for k in ["console_errors", "page_errors", "foreign_requests"] {

@@ -24,6 +24,7 @@ mod failures;
 mod fallback;
 mod faults;
 mod files;
+mod files_dirs;
 mod floods;
 mod handled_exits;
 mod hostile;

@@ -73,12 +73,14 @@ pub fn command(a: DiffArgs) -> Result<i32, ProctraceError> {
         min_ms: a.min_ms,
         min_rss_mib: a.min_rss_mib,
         redact: !a.no_redact,
+        files_dirs: a.files_dirs.0,
     };
     let r = compare((&old).into(), (&new).into(), opts);
     let mut status = exit_codes::OK;
     let page_on_stdout = matches!(page_to, Some(Opened::Stdout));
     if page_to.is_some() {
-        let page = crate::report::html::diff_page((&old).into(), (&new).into(), &r, opts.redact);
+        let page =
+            crate::report::html::diff_page((&old).into(), (&new).into(), &r, opts.redact, opts.files_dirs);
         match page_to {
             Some(Opened::File { mut file, path, .. }) => {
                 // A regular file is replaced; a device (`/dev/null`, a terminal) written to.

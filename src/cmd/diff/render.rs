@@ -258,22 +258,30 @@ pub fn render_text(r: &DiffReport, color: bool, width: usize) -> String {
     region_list(&mut out, "regions new:", &rg.new);
     region_list(&mut out, "regions gone:", &rg.gone);
     let files_line = |e: &FilesChange| {
-        let part = |verb: &str, list: &[String], n: usize| -> Option<String> {
+        // The first entry of the list summarised by directory (`/usr/include/openssl/ (37
+        // files)`, the build's own files first), then how many files more.
+        let part = |verb: &str, list: &[crate::report::summary::DirEntry], n: usize| -> Option<String> {
             let first = list.first()?;
-            let more = if n > 1 {
-                format!(" (+{} more)", n - 1)
+            let left = n.saturating_sub(first.files as usize);
+            let more = if left > 0 {
+                format!(" (+{left} more)")
             } else {
                 String::new()
             };
-            Some(format!("{verb} {}{more}", crate::model::escape::text(first)))
+            let what = if first.dir {
+                format!("{} files in {}", first.files, first.people())
+            } else {
+                first.people().to_string()
+            };
+            Some(format!("{verb} {what}{more}"))
         };
         let parts: Vec<String> = [
-            part("newly reads", &e.newly_read, e.newly_read_count),
-            part("no longer reads", &e.no_longer_read, e.no_longer_read_count),
-            part("newly writes", &e.newly_written, e.newly_written_count),
+            part("newly reads", &e.newly_read_dirs, e.newly_read_count),
+            part("no longer reads", &e.no_longer_read_dirs, e.no_longer_read_count),
+            part("newly writes", &e.newly_written_dirs, e.newly_written_count),
             part(
                 "no longer writes",
-                &e.no_longer_written,
+                &e.no_longer_written_dirs,
                 e.no_longer_written_count,
             ),
         ]

@@ -157,9 +157,20 @@
       key: "paths", label: "Paths", cls: "cmd paths",
       render: (td, v, r) => {
         const items = [];
+        // each list summarised by directory when the data has it (`_dirs`, docs/files.md): a
+        // directory holding more than --files-dirs of its files as one line with their count
         KINDS.forEach(([k, sign, cls]) => {
-          (r[k] || []).forEach((p) => items.push([sign, pathText(p), cls]));
-          const more = (r[k + "_count"] || 0) - (r[k] || []).length;
+          let listed = 0;
+          if (Array.isArray(r[k + "_dirs"])) {
+            r[k + "_dirs"].forEach((e) => {
+              items.push([sign, e.dir ? pathText(e.path) + "  (" + e.files + " files)" : pathText(e.path), cls]);
+              listed += e.files || 1;
+            });
+          } else {
+            (r[k] || []).forEach((p) => items.push([sign, pathText(p), cls]));
+            listed = (r[k] || []).length;
+          }
+          const more = (r[k + "_count"] || 0) - listed;
           if (more > 0) items.push([sign, "… " + more + " more not listed", cls]);
         });
         const put = (from, to) => items.slice(from, to).forEach(([sign, p, cls]) => {
@@ -182,7 +193,8 @@
       },
     };
     list("diff-files", "files read or written differently", d.files.map((e) => Object.assign({}, e, {
-      paths: KINDS.map(([k, sign]) => (e[k] || []).map((p) => sign + pathText(p)).join("\n")).join("\n"),
+      paths: KINDS.map(([k, sign]) => (e[k] || []).concat((e[k + "_dirs"] || []).filter((d) => d.dir).map((d) => d.path))
+        .map((p) => sign + pathText(p)).join("\n")).join("\n"),
     })), (e) => e.newly_read_count + e.no_longer_read_count + e.newly_written_count + e.no_longer_written_count,
     [t("newly_read_count", "Newly read", n), t("no_longer_read_count", "No longer read", n),
       t("newly_written_count", "Newly written", n), t("no_longer_written_count", "No longer written", n), pathsCol],

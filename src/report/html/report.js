@@ -173,6 +173,26 @@
     return s;
   }
 
+  // ---- directories summarised (docs/files.md): the rule src/report/summary/dirs.rs has ------
+  // Paths (distinct strings, in their order) grouped by the directory holding them; a directory
+  // holding more than F.more_than of them (null: none) is one entry; with keepProject, the files
+  // under the project (the command's working directory, F.project) stay listed one by one.
+  // Entries in the order of their first file: { path, dir, members: [indexes into paths] }.
+  function parentDir(p) { var i = p.lastIndexOf('/'); return i >= 0 && i + 1 < p.length ? p.slice(0, i + 1) : null; }
+  var PROJECT = F && F.project != null && F.project >= 0 ? str(F.project) : null;
+  function collapse(paths, keepProject) {
+    var n = F.more_than, by = new Map(), out = [];
+    var kept = function (p) { return keepProject && PROJECT != null && p.lastIndexOf(PROJECT, 0) === 0; };
+    var dirOf = paths.map(function (p) { return kept(p) ? null : parentDir(p); });
+    if (n != null) dirOf.forEach(function (d, i) { if (d == null) return; var m = by.get(d); if (!m) by.set(d, m = []); m.push(i); });
+    paths.forEach(function (p, i) {
+      var d = dirOf[i], m = d != null ? by.get(d) : null;
+      if (m && m.length > n) { if (m[0] === i) out.push({ path: d, dir: true, members: m }); }
+      else out.push({ path: p, dir: false, members: [i] });
+    });
+    return out;
+  }
+
   // ---- header ------------------------------------------------------------------------------
   var causeSet = new Set(D.causes || []);
   (function header() {
@@ -788,12 +808,14 @@
       if (x.a > 1 || seen[x.a].has(x.path)) return;
       seen[x.a].add(x.path); list[x.a].push(str(x.path));
     });
+    // a directory holding more than F.more_than of them as one item, `…/bits/ (65)`
     [1, 0].forEach(function (a) {
       var l = list[a]; if (!l.length) return;
       var sys = function (p) { return p.lastIndexOf('/usr/', 0) === 0 ? 1 : 0; };
-      l = l.map(function (p, n) { return [sys(p), n, p]; }).sort(function (x, y) { return x[0] - y[0] || x[1] - y[1]; })
-        .map(function (x) { return cwd && cwd.length > 1 && x[2].lastIndexOf(cwd, 0) === 0 ? x[2].slice(cwd.length) : x[2]; });
-      line(a ? 'writes' : 'reads', l.slice(0, 4).join(', ') + (l.length > 4 ? ', \u2026 (' + fmtInt(l.length) + ')' : ''));
+      var rel = function (p) { return cwd && cwd.length > 1 && p.lastIndexOf(cwd, 0) === 0 ? p.slice(cwd.length) : p; };
+      var items = collapse(l, true).map(function (e, n) { return [sys(e.path), n, e.dir ? shortPath(rel(e.path), 28) + ' (' + fmtInt(e.members.length) + ')' : rel(e.path)]; })
+        .sort(function (x, y) { return x[0] - y[0] || x[1] - y[1]; }).map(function (x) { return x[2]; });
+      line(a ? 'writes' : 'reads', items.slice(0, 4).join(', ') + (items.length > 4 ? ', \u2026 (' + fmtInt(l.length) + ')' : ''));
     });
   }
   // The files graph of the selected process (buildprof's "produced by / consumed by", around
@@ -872,6 +894,32 @@
   }
   // text cut to n characters with an ellipsis (the SVG has no text-overflow)
   function fitText(t, n) { return t.length > n ? t.slice(0, n - 1) + '\u2026' : t; }
+  // the uses `g` ([process, use]) as the panel lists them: each use a row, but those of a
+  // directory holding more than F.more_than of the distinct files listed (the project's files
+  // aside): one item for the directory, at its first use, with its uses
+  function dirItems(g) {
+    var order = [], at = new Map();
+    g.forEach(function (r) { var p = r[1].path; if (!at.has(p)) { at.set(p, order.length); order.push(p); } });
+    var entries = collapse(order.map(str), true), entryOf = new Int32Array(order.length);
+    entries.forEach(function (e, n) { e.members.forEach(function (m) { entryOf[m] = n; }); });
+    var items = [], item = new Map();
+    g.forEach(function (r) {
+      var e = entries[entryOf[at.get(r[1].path)]];
+      if (!e.dir) { items.push({ row: r }); return; }
+      var it = item.get(e);
+      if (!it) { it = { dir: e.path, files: e.members.length, rows: [] }; item.set(e, it); items.push(it); }
+      it.rows.push(r);
+    });
+    return items;
+  }
+  // a directory's path; a click shows in the chart the processes that used files in it
+  function dirLink(d) {
+    var a = el('a', 'flink');
+    a.appendChild(el('span', null, d));
+    a.href = '#'; a.title = d + ' \u2014 click to show the processes that used files in it'; a.dataset.dir = d;
+    a.addEventListener('click', function (ev) { ev.preventDefault(); ev.stopPropagation(); setFileFilter(d); });
+    return a;
+  }
   // the panel: what the tooltip says, then the files it and the processes it ran used, by
   // access, each read file with its producer, each written file with its consumers
   function showDetail(i) {
@@ -907,18 +955,22 @@
     var titles = ['Read', 'Written', 'Created, renamed, deleted'];
     groups.forEach(function (g, k) {
       if (!g.length) return;
+      // read and written: a directory holding more than F.more_than of the files listed is one
+      // row, its uses under it when opened (docs/files.md)
+      var items = k < 2 ? dirItems(g) : g.map(function (r) { return { row: r }; });
+      var ndirs = 0; items.forEach(function (it) { if (it.dir != null) ndirs++; });
       var box = el('div', 'detail-group');
-      box.appendChild(el('h3', null, titles[k] + ' (' + fmtInt(totals[k]) + (totals[k] > g.length ? '; the first ' + fmtInt(g.length) + ' listed' : '') + ')'));
+      box.appendChild(el('h3', null, titles[k] + ' (' + fmtInt(totals[k]) + (totals[k] > g.length ? '; the first ' + fmtInt(g.length) + ' listed' : '') +
+        (ndirs ? '; ' + fmtInt(ndirs) + (ndirs === 1 ? ' directory' : ' directories') + ' holding more than ' + fmtInt(F.more_than) + ' of the files on a line each' : '') + ')'));
       var tbl = el('table', 'detail-table'); tbl.id = 'detail-' + ['read', 'written', 'other'][k];
       var hr = el('tr');
       ['File', 'When', 'By', k === 0 ? 'Produced by' : k === 1 ? 'Consumed by' : 'What'].forEach(function (h) { hr.appendChild(el('th', null, h)); });
       var th = el('thead'); th.appendChild(hr); tbl.appendChild(th);
       var tb = el('tbody'); tbl.appendChild(tb);
       var shown = 0;
-      function more(n) {
-        var stop = Math.min(g.length, shown + n), frag = document.createDocumentFragment();
-        for (; shown < stop; shown++) {
-          var j = g[shown][0], x = g[shown][1], tr = el('tr');
+      function useRow(j, x, inDir) {
+          var tr = el('tr', inDir ? 'in-dir' : null);
+          if (inDir) tr.hidden = true;
           tr.dataset.proc = String(j); tr.dataset.path = String(x.path); tr.dataset.access = ACCESS[x.a];
           var f = el('td', 'path'); f.appendChild(fileLink(x.path)); tr.appendChild(f);
           tr.appendChild(el('td', 'num', fmtUs(x.t)));
@@ -931,15 +983,62 @@
           else if (k === 1) procLinks(rel, pr ? pr[2] : []);
           else { rel.textContent = ACCESS[x.a]; if (x.a === 3) { rel.textContent += ' to '; rel.appendChild(fileLink(x.to)); } }
           tr.appendChild(rel);
-          frag.appendChild(tr);
+          return tr;
+      }
+      // a directory's row: its path (a click shows in the chart the processes that used files
+      // in it), how many files, the first time, who, its most used files; a click on the row
+      // opens its uses under it
+      function dirRow(it) {
+        var tr = el('tr', 'dir-row'), members = [];
+        tr.dataset.dir = it.dir; tr.dataset.files = String(it.files); tr.dataset.access = ACCESS[k];
+        var f = el('td', 'path'), tg = el('button', 'dir-toggle', '\u25b8'); tg.type = 'button'; tg.title = 'Show its ' + fmtInt(it.rows.length) + ' uses';
+        f.appendChild(tg); f.appendChild(dirLink(it.dir));
+        var t0 = Infinity, who = [], seenP = new Set(), per = new Map(), rel = [], seenR = new Set();
+        it.rows.forEach(function (r) {
+          if (r[1].t < t0) t0 = r[1].t;
+          if (!seenP.has(r[0])) { seenP.add(r[0]); who.push(r[0]); }
+          per.set(r[1].path, (per.get(r[1].path) || 0) + 1);
+          // the producers of what was read in it, the consumers of what was written (as a use's row has them)
+          var pr = producedOf.get(r[1].path);
+          (k === 0 ? (pr && consumed(pr, r[0]) ? pr[1] : []) : (pr ? pr[2] : [])).forEach(function (j) { if (!seenR.has(j)) { seenR.add(j); rel.push(j); } });
+        });
+        // its most used files (by how many of the processes listed used each), by name
+        var top = Array.from(per.entries()).map(function (e, n) { return [e[1], n, e[0]]; }).sort(function (a, b) { return b[0] - a[0] || a[1] - b[1]; })
+          .slice(0, 3).map(function (e) { return str(e[2]).slice(it.dir.length); });
+        f.appendChild(el('span', 'dir-count', ' ' + fmtInt(it.files) + ' files: ' + top.join(', ') + (top.length < it.files ? ', \u2026' : '')));
+        tr.appendChild(f);
+        tr.appendChild(el('td', 'num', fmtUs(t0)));
+        var by = el('td', 'cmd');
+        if (who.length === 1 && who[0] === i) by.textContent = 'itself'; else procLinks(by, who, 2);
+        tr.appendChild(by);
+        var rc = el('td', 'cmd'); procLinks(rc, rel, 2); tr.appendChild(rc);
+        // its uses' rows made when first opened (a big build's root has thousands)
+        tr.addEventListener('click', function () {
+          var open = !tr.classList.contains('open');
+          if (open && !members.length) {
+            var frag = document.createDocumentFragment();
+            it.rows.forEach(function (r) { var m = useRow(r[0], r[1], true); members.push(m); frag.appendChild(m); });
+            tr.after(frag);
+          }
+          tr.classList.toggle('open', open); tg.textContent = open ? '\u25be' : '\u25b8';
+          members.forEach(function (m) { m.hidden = !open; });
+        });
+        return tr;
+      }
+      function more(n) {
+        var stop = Math.min(items.length, shown + n), frag = document.createDocumentFragment();
+        for (; shown < stop; shown++) {
+          var it = items[shown];
+          if (it.dir == null) { frag.appendChild(useRow(it.row[0], it.row[1], false)); continue; }
+          frag.appendChild(dirRow(it));
         }
         tb.appendChild(frag);
-        btn.hidden = shown >= g.length;
-        btn.textContent = 'Show all ' + fmtInt(g.length);
+        btn.hidden = shown >= items.length;
+        btn.textContent = 'Show all ' + fmtInt(items.length) + (ndirs ? ' lines' : '');
       }
       box.appendChild(tbl);
       var btn = el('button', 'more'); btn.type = 'button';
-      btn.addEventListener('click', function () { more(g.length); });
+      btn.addEventListener('click', function () { more(items.length); });
       box.appendChild(btn);
       more(50);
       detail.appendChild(box);
@@ -949,19 +1048,22 @@
 
   // ---- the file filter: the chart shows the processes that used one file --------------------
   var ffBox = document.getElementById('file-filter'), ffText = document.getElementById('file-filter-text');
+  // k: a path's string index, or a directory (a string ending in `/`): the processes that used
+  // a file directly in it
   function setFileFilter(k) {
     if (k == null) { fileFilter = null; ffBox.hidden = true; delete document.body.dataset.file; }
     else {
-      var users = new Uint8Array(N), n = 0;
-      fileRow.forEach(function (u, j) { for (var q = 1; q + 2 < u.length;) { if (u[q + 2] === k) { if (!users[j]) n++; users[j] = 1; } q += u[q] === 3 ? 4 : 3; } });
+      var users = new Uint8Array(N), n = 0, isDir = typeof k === 'string', inDir = new Map();
+      var hit = isDir ? function (p) { var h = inDir.get(p); if (h == null) { h = parentDir(str(p)) === k; inDir.set(p, h); } return h; } : function (p) { return p === k; };
+      fileRow.forEach(function (u, j) { for (var q = 1; q + 2 < u.length;) { if (hit(u[q + 2])) { if (!users[j]) n++; users[j] = 1; } q += u[q] === 3 ? 4 : 3; } });
       fileFilter = { path: k, users: users, count: n };
       // the time they used it in: from the first one's start to the last one's end
       var a = Infinity, b = -Infinity;
       for (var j = 0; j < N; j++) if (users[j]) { if (start[j] < a) a = start[j]; if (end[j] > b) b = end[j]; }
       if (a < b) { var span = b - a; view.t0 = a - span * 0.03; view.t1 = b + span * 0.03; clampView(); }
-      var path = str(k);
-      ffText.textContent = 'used ' + shortPath(path, 60);
-      ffBox.title = str(k);
+      var path = isDir ? k : str(k);
+      ffText.textContent = 'used ' + (isDir ? 'files in ' : '') + shortPath(path, 60);
+      ffBox.title = path;
       ffBox.hidden = false;
       document.body.dataset.file = String(k);
     }
@@ -1112,6 +1214,24 @@
       onRow: function (r) { setFileFilter(r.pathIdx); },
       hint: 'Every file read, by how many processes read it (the summary\u2019s most-read list is the first ten); written by: the processes that wrote it before another read it.',
       cols: [fileCol, { key: 'readers', label: 'Read by', num: true, fmt: fmtInt }, linksCol('producer', 'Written by', 'producers', 3)] }, into);
+    // The whole run's files by directory: the summary's `directories` (a directory holding
+    // more than F.more_than of the files read, or written, on one row), read then written.
+    var dirRows = [], DR = F.dirs || [];
+    DR.forEach(function (x) {
+      var path = str(x[1]);
+      dirRows.push({ seq: seq++, path: path, pathIdx: x[1], dir: x[2] === 1, access: x[0] ? 'written' : 'read', files: x[3], processes: x[4], top: x[5],
+        text: (path + '\n' + x[5].map(str).join('\n')).toLowerCase() });
+    });
+    if (dirRows.some(function (r) { return r.dir; })) makeTable({ id: 'files-dirs', title: 'Files by directory', sort: 'files', rows: dirRows,
+      onRow: function (r) { setFileFilter(r.dir ? r.path : r.pathIdx); },
+      hint: 'The files read and written, a directory holding more than ' + fmtInt(F.more_than) + ' of them on one row (--files-dirs; the most used named), the others one by one; processes: how many used them. A click on a row shows in the chart the processes that used them.',
+      cols: [{ key: 'path', label: 'Directory or file', cls: 'cmd', render: function (td, v, r) { td.title = v; td.appendChild(r.dir ? dirLink(v) : fileLink(r.pathIdx)); } },
+        { key: 'access', label: 'Access' }, { key: 'files', label: 'Files', num: true, fmt: fmtInt }, { key: 'processes', label: 'Processes', num: true, fmt: fmtInt },
+        { key: 'topText', label: 'Most used', cls: 'cmd', render: function (td, v, r) {
+          r.top.forEach(function (t, n) { if (n) td.appendChild(document.createTextNode(', ')); var a = fileLink(t); a.firstChild.textContent = str(t).slice(r.path.length); td.appendChild(a); });
+          if (r.dir && r.files > r.top.length) td.appendChild(document.createTextNode(', \u2026'));
+          if (!r.dir) td.textContent = '\u2014';
+        } }] }, into);
     var prodRows = [];
     (F.produced || []).forEach(function (x) {
       var path = str(x[0]);

@@ -16,7 +16,15 @@ fn of(dir: &str, name: &str) -> (Value, String) {
         .unwrap_or_else(|| crate::testkit::header(0, &[name]));
     let root = cap.command_pid();
     let (engine, sum) = replay(&cap, root, Fanout::new(), h.clone());
-    let run = FinishedRun::new(&h, &engine.tracker, &sum, true);
+    let run = FinishedRun::new(
+        &h,
+        &engine.tracker,
+        &sum,
+        &crate::output::Settings {
+            redact: true,
+            ..Default::default()
+        },
+    );
     let page = render(&run);
     let d = data(&h, &engine.tracker, &sum, run.report(), true);
     (
@@ -224,7 +232,7 @@ fn files_are_each_processs_uses_and_the_summarys_lists() {
     let cap = parse_capture(&cap[..], "files.cap").unwrap();
     let h = cap.header.clone().unwrap();
     let (engine, sum) = replay(&cap, cap.command_pid(), Fanout::new(), h.clone());
-    let rep = summary::summarize(&h, &engine.tracker, &sum, false);
+    let rep = summary::summarize(&h, &engine.tracker, &sum, false, Some(3));
     let d: Value = serde_json::from_str(&data(&h, &engine.tracker, &sum, &rep, false)).unwrap();
     let f = &d["files"];
     let s = |i: &Value| {

@@ -5,11 +5,13 @@
 
 use super::failures::Failures;
 use super::{
-    Background, ByProgram, Cause, Cost, Costs, DaemonWork, Failure, FileReaders, FilesReport, OutsideWork,
-    PARALLEL_FULL, ParallelSpan, PathStep, ProcessFiles, Produced, ProgramStat, RegionStep, Regions,
-    RunReport, StatusJson, Step, TOP, TOP_COST, TOP_FILES,
+    Background, ByProgram, Cause, Cost, Costs, DaemonWork, DirEntry, Directories, Failure, FileReaders,
+    FilesReport, OutsideWork, PARALLEL_FULL, PROCESS_DIR_ENTRIES, ParallelSpan, PathStep, ProcessDirs,
+    ProcessFiles, Produced, ProgramStat, RegionStep, Regions, RunReport, StatusJson, Step, TOP, TOP_COST,
+    TOP_FILES, TopFile, dirs,
 };
 use crate::model::bytes::shown;
+use crate::model::escape::text;
 use crate::model::event::{Argv, Usage};
 use crate::model::images::{Image, Images, images};
 use crate::model::naming::{
@@ -185,7 +187,13 @@ fn wall_of(root_rec: Option<&ProcessRecord>, h: &Header, sum: &Summary) -> (u64,
 }
 
 /// Computes the summary. `redact` hides URL credentials in argv.
-pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunReport {
+pub fn summarize(
+    h: &Header,
+    t: &Tracker,
+    sum: &Summary,
+    redact: bool,
+    files_dirs: Option<usize>,
+) -> RunReport {
     let root = designated_root(t, h, sum);
     let root_rec = root.and_then(|id| t.get(id));
     let (origin, wall_ns) = wall_of(root_rec, h, sum);
@@ -488,7 +496,7 @@ pub fn summarize(h: &Header, t: &Tracker, sum: &Summary, redact: bool) -> RunRep
             fix: crate::model::elsewhere::fix_words(o.client, tree_only),
         })
         .collect();
-    let files = files_report(t, &ids);
+    let files = files_report(t, &ids, &dir_rule(t, root, files_dirs));
     RunReport {
         command: match &h.mode {
             Mode::Run { argv } => Some(if redact {
@@ -606,6 +614,11 @@ impl PathUses {
     }
 }
 
+/// An entry of the whole run's list of files summarised by directory ([`FileIndex::by_dir`]):
+/// the entry, the processes that used its files, a directory's most used files with how many
+/// processes used each.
+pub type RunDirEntry<'a> = (dirs::Entry<'a>, u64, Vec<(&'a str, u64)>);
+
 /// Every path the processes used (`--files`), in the order first seen (the records in tree
 /// order, each record's uses in its order), with its uses; and the renames. What the summary's
 /// files report and the HTML report's file tables are made of, so both say the same.
@@ -673,14 +686,112 @@ impl<'a> FileIndex<'a> {
         })
     }
 
+    /// The whole run's paths read (`written` false) or written, summarised by directory
+    /// ([`dirs`], the project's files summarised too), most files first: each entry, the
+    /// processes that used its files that way, and a directory's most used files with how many
+    /// processes used each. What the summary's `directories` and the HTML report's table list.
+    pub fn by_dir(&self, rule: &dirs::DirRule, written: bool) -> Vec<RunDirEntry<'a>> {
+        let of = |p: &'_ PathUses| -> usize { if written { p.writers.len() } else { p.readers.len() } };
+        let paths: Vec<&'a str> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|k| self.paths.get(k).is_some_and(|p| of(p) > 0))
+            .collect();
+        let uses = |k: &str| self.paths.get(k).map_or(0, |p| of(p) as u64);
+        let mut v = dirs::collapse(&paths, rule, false);
+        dirs::sort_entries(&mut v, rule, false);
+        v.into_iter()
+            .map(|e| {
+                // A file's processes are its uses (one each); a directory's, those of its files
+                // without the processes counted twice.
+                let list = |i: usize| {
+                    paths
+                        .get(i)
+                        .and_then(|k| self.paths.get(k))
+                        .map_or(&[][..], |p| if written { &p.writers[..] } else { &p.readers[..] })
+                };
+                let who = match e.members[..] {
+                    [i] => list(i).len(),
+                    _ => {
+                        let mut who = foldhash::HashSet::default();
+                        for &i in &e.members {
+                            who.extend(list(i).iter().map(|u| u.1));
+                        }
+                        who.len()
+                    }
+                };
+                let top = if e.dir {
+                    dirs::top(&e, |i| paths.get(i).map_or(0, |k| uses(k)))
+                        .into_iter()
+                        .filter_map(|i| paths.get(i).map(|&k| (k, uses(k))))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (e, who as u64, top)
+            })
+            .collect()
+    }
+
     /// How many distinct paths `f` holds for.
     pub fn count(&self, f: impl Fn(&PathUses) -> bool) -> u64 {
         self.paths.values().filter(|p| f(p)).count() as u64
     }
 }
 
+/// The working directory of `root`'s first exec that has one: the command's, whose files are
+/// the project's ([`dirs`]).
+pub fn root_cwd(t: &Tracker, root: Option<ProcId>) -> Option<&str> {
+    t.get(root?)?
+        .execs
+        .iter()
+        .find_map(|e| e.details.as_ref()?.cwd.as_deref())
+}
+
+/// The command's working directory (the root's, [`root_cwd`]).
+pub fn command_cwd<'a>(h: &Header, t: &'a Tracker, sum: &Summary) -> Option<&'a str> {
+    root_cwd(t, designated_root(t, h, sum))
+}
+
+/// The rule the files report's lists are summarised by: the threshold asked for, the project
+/// under the command's working directory.
+pub fn dir_rule(t: &Tracker, root: Option<ProcId>, more_than: Option<usize>) -> dirs::DirRule {
+    dirs::DirRule::new(more_than, root_cwd(t, root))
+}
+
+/// The directories summarised of one process's files `paths` by `rule` (the project's files
+/// aside), most files first, at most [`PROCESS_DIR_ENTRIES`]. Without their most used files:
+/// the whole run's lists name them (a big build has a list for each of its compiles).
+fn dir_entries(paths: &[&str], rule: &dirs::DirRule) -> Vec<DirEntry> {
+    let mut v = dirs::collapse(paths, rule, true);
+    v.retain(|e| e.dir);
+    dirs::sort_entries(&mut v, rule, true);
+    v.iter()
+        .take(PROCESS_DIR_ENTRIES)
+        .map(|e| DirEntry {
+            path: shown(e.path).into_owned(),
+            people: people_of(e.path),
+            dir: e.dir,
+            files: e.members.len() as u64,
+            processes: None,
+            top: Vec::new(),
+        })
+        .collect()
+}
+
+/// A path as people read it on a terminal, when that is not its JSON text (`None` for most:
+/// no allocation).
+fn people_of(p: &str) -> Option<String> {
+    use std::borrow::Cow;
+    match (shown(p), text(p)) {
+        (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
+        (_, t) => Some(t.into_owned()),
+    }
+}
+
 /// The files report (`--files`), when any process used a file.
-fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
+fn files_report(t: &Tracker, ids: &[ProcId], rule: &dirs::DirRule) -> Option<FilesReport> {
     use crate::model::event::FileAccess as A;
     let x = FileIndex::of(t, ids);
     if x.processes == 0 {
@@ -691,15 +802,22 @@ fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
         .filter_map(|&id| {
             let r = t.get(id)?;
             let set = r.files.as_deref().filter(|s| !s.uses.is_empty())?;
+            let read: Vec<&str> = set.of(A::Read).map(|u| &*u.path).collect();
+            let wrote: Vec<&str> = set.of(A::Write).map(|u| &*u.path).collect();
+            let directories = ProcessDirs {
+                read: dir_entries(&read, rule),
+                written: dir_entries(&wrote, rule),
+            };
             Some(ProcessFiles {
                 pid: r.pid,
                 program: program(r),
-                read: set.count(A::Read) as u64,
-                wrote: set
-                    .of(A::Write)
+                read: read.len() as u64,
+                wrote: wrote
+                    .iter()
                     .take(TOP_FILES * 10)
-                    .map(|u| shown(&u.path).into_owned())
+                    .map(|p| shown(p).into_owned())
                     .collect(),
+                directories,
             })
         })
         .collect();
@@ -713,6 +831,33 @@ fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
             consumers: consumers.iter().map(|c| c.2).collect(),
         })
         .collect();
+    // The whole run's lists, each entry with the processes that used its files.
+    let run_list = |written: bool| -> Vec<DirEntry> {
+        x.by_dir(rule, written)
+            .into_iter()
+            .map(|(e, processes, top)| DirEntry {
+                path: shown(e.path).into_owned(),
+                people: people_of(e.path),
+                dir: e.dir,
+                files: e.members.len() as u64,
+                processes: Some(processes),
+                top: top
+                    .into_iter()
+                    .map(|(k, n)| TopFile {
+                        path: shown(k).into_owned(),
+                        people: people_of(k),
+                        processes: n,
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    let directories = Directories {
+        more_than: rule.more_than,
+        project: rule.project.as_deref().map(|p| shown(p).into_owned()),
+        read: run_list(false),
+        written: run_list(true),
+    };
     Some(FilesReport {
         processes: x.processes,
         read: x.count(|p| !p.readers.is_empty()),
@@ -725,10 +870,12 @@ fn files_report(t: &Tracker, ids: &[ProcId]) -> Option<FilesReport> {
             .map(|(k, n)| FileReaders {
                 path: shown(k).into_owned(),
                 readers: n,
+                people: text(k).into_owned(),
             })
             .collect(),
         produced,
         by_process,
+        directories,
     })
 }
 

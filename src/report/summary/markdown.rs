@@ -82,10 +82,42 @@ pub fn render_markdown(r: &RunReport) -> String {
     if let Some(f) = &r.files {
         let _ = writeln!(out, "#### Files\n");
         let _ = writeln!(out, "{}\n", super::text::files_line(f));
-        if !f.most_read.is_empty() {
+        // Most read: files read by more than one process (one read each is no "most").
+        if f.most_read.iter().any(|m| m.readers > 1) {
             let _ = writeln!(out, "| read by | file |\n|---:|---|");
-            for m in &f.most_read {
-                let _ = writeln!(out, "| {} | {} |", m.readers, code(&fit(&m.path, MD_WIDTH)));
+            for m in f.most_read.iter().filter(|m| m.readers > 1) {
+                let _ = writeln!(out, "| {} | {} |", m.readers, code(&fit(&m.people, MD_WIDTH)));
+            }
+            out.push('\n');
+        }
+        // The directories that stand for more than `--files-dirs` files (docs/files.md).
+        let d = &f.directories;
+        for (verb, list) in [("read", &d.read), ("written", &d.written)] {
+            let dirs: Vec<&super::DirEntry> = list.iter().filter(|e| e.dir).collect();
+            if dirs.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "| files {verb} | in directory | by processes | most used |\n|---:|---|---:|---|"
+            );
+            for e in dirs.iter().take(TOP) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    e.files,
+                    code(&cut(e.people(), MD_WIDTH)),
+                    e.processes.unwrap_or(0),
+                    code(&cut(&super::text::top_names(e), MD_WIDTH))
+                );
+            }
+            if dirs.len() > TOP {
+                let _ = writeln!(
+                    out,
+                    "\n… {} with more than {} of the files {verb}",
+                    super::text::plural((dirs.len() - TOP) as u64, "more directory", "more directories"),
+                    d.more_than.unwrap_or(0)
+                );
             }
             out.push('\n');
         }

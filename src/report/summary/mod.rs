@@ -66,6 +66,7 @@
 //! report, never the tracker, so all three say the same thing.
 
 mod analysis;
+pub mod dirs;
 pub mod failures;
 pub mod json;
 pub mod markdown;
@@ -79,7 +80,10 @@ use crate::model::event::ExitStatus;
 use crate::sink::text::signal_name;
 
 pub use crate::model::naming::region_name;
-pub use analysis::{FileIndex, PathUses, all_records, cost_label, slowest_order, summarize, wall};
+pub use analysis::{
+    FileIndex, PathUses, all_records, command_cwd, cost_label, dir_rule, root_cwd, slowest_order, summarize,
+    wall,
+};
 pub(crate) use json::json_string;
 pub use json::{render_json, write_json};
 pub use markdown::render_markdown;
@@ -190,7 +194,95 @@ pub struct FilesReport {
     pub produced: Vec<Produced>,
     /// Each process that used a file, in tree order: how many it read, and what it wrote.
     pub by_process: Vec<ProcessFiles>,
+    /// The files read and written, summarised by directory ([`dirs`]).
+    pub directories: Directories,
 }
+
+/// The whole run's files read and written, summarised by directory ([`dirs`]: a directory
+/// holding more than `more_than` of a list's files is one entry).
+#[derive(Debug, Clone, Serialize)]
+pub struct Directories {
+    /// The threshold (`--files-dirs`); `null`: no directory summarised.
+    pub more_than: Option<usize>,
+    /// The command's working directory, whose files the lists of one process keep one by one;
+    /// `null` when unknown (or `/`).
+    pub project: Option<String>,
+    /// The files read: most files first, ties in the order first seen.
+    pub read: Vec<DirEntry>,
+    /// The files written.
+    pub written: Vec<DirEntry>,
+}
+
+/// One entry of a list summarised by directory: a file, or a directory standing for the list's
+/// files it holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirEntry {
+    /// The file's path, or the directory's, ending in `/`.
+    pub path: String,
+    /// The path as people read it on a terminal ([`crate::model::escape::text`] of its bytes)
+    /// when that is not `path` ([`DirEntry::people`]).
+    #[serde(skip)]
+    pub people: Option<String>,
+    /// A directory.
+    pub dir: bool,
+    /// The list's files it stands for (1 for a file).
+    pub files: u64,
+    /// The processes that used them (the whole run's lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// A directory's most used files (by the processes of the run that used each, this way),
+    /// at most [`dirs::TOP_IN_DIR`] (the whole run's lists).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<TopFile>,
+}
+
+impl DirEntry {
+    /// The path as people read it on a terminal (escaped as every output for people).
+    pub fn people(&self) -> &str {
+        self.people.as_deref().unwrap_or(&self.path)
+    }
+}
+
+impl TopFile {
+    /// The path as people read it on a terminal.
+    pub fn people(&self) -> &str {
+        self.people.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// One of a directory's most used files.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopFile {
+    /// The path.
+    pub path: String,
+    /// The path as people read it on a terminal, when that is not `path`.
+    #[serde(skip)]
+    pub people: Option<String>,
+    /// The processes of the run that used it this way (read it, or wrote it).
+    pub processes: u64,
+}
+
+/// The directories one process read (and wrote) more than the threshold's files in (the files
+/// under the project aside), most files first: where it "touched many files under one
+/// directory". Its other files are listed one by one nowhere in the summary JSON but in the
+/// JSON Lines (a big build has a list for each of its compiles: only what is summarised).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProcessDirs {
+    /// Directories it read in (at most [`PROCESS_DIR_ENTRIES`]).
+    pub read: Vec<DirEntry>,
+    /// Directories it wrote in (at most [`PROCESS_DIR_ENTRIES`]).
+    pub written: Vec<DirEntry>,
+}
+
+impl ProcessDirs {
+    /// No directory summarised: the field is left out.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.written.is_empty()
+    }
+}
+
+/// Most entries each list of one process's [`ProcessDirs`] keeps.
+pub const PROCESS_DIR_ENTRIES: usize = TOP_FILES * 10;
 
 /// A file and how many processes read it.
 #[derive(Debug, Clone, Serialize)]
@@ -199,6 +291,9 @@ pub struct FileReaders {
     pub path: String,
     /// Processes that read it.
     pub readers: u64,
+    /// The path as people read it on a terminal ([`crate::model::escape::text`] of its bytes).
+    #[serde(skip)]
+    pub people: String,
 }
 
 /// A file one process wrote and others read afterwards.
@@ -223,6 +318,10 @@ pub struct ProcessFiles {
     pub read: u64,
     /// Paths it wrote, in order (at most [`TOP_FILES`] × 10).
     pub wrote: Vec<String>,
+    /// The directories it read or wrote many files in (more than the threshold); absent when
+    /// none.
+    #[serde(skip_serializing_if = "ProcessDirs::is_empty")]
+    pub directories: ProcessDirs,
 }
 
 /// A kind of client whose work ran outside the traced tree.

@@ -35,7 +35,7 @@ fn report(events: &[Event]) -> RunReport {
     h.tool.argv = vec![];
     let end = events.iter().filter_map(|e| e.ts()).max().unwrap_or(0);
     let sum = testkit::summary(end, &t, Some(1));
-    summarize(&h, &t, &sum, true)
+    summarize(&h, &t, &sum, true, Some(3))
 }
 
 fn path(r: &RunReport) -> Vec<(i32, usize)> {
@@ -824,7 +824,7 @@ mod make_j2 {
         let cap = parse_capture(std::fs::read(path).unwrap().as_slice(), path).unwrap();
         let h = cap.header.clone().unwrap();
         let (engine, sum) = replay(&cap, None, Fanout::new(), h.clone());
-        let r = summarize(&h, &engine.tracker, &sum, true);
+        let r = summarize(&h, &engine.tracker, &sum, true, Some(3));
         let argv = |s: &Step| s.argv.clone().unwrap_or_default().join(" ");
         assert_eq!(argv(&r.slowest[0]), "cc -O1 -c -o f5.o f5.c");
         let top: Vec<(String, usize)> = r

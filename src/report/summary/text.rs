@@ -480,6 +480,84 @@ pub(super) fn files_line(f: &super::FilesReport) -> String {
     s
 }
 
+/// How many directories the text lists per access (read, written); the Markdown lists [`TOP`].
+const TEXT_DIRS: [usize; 2] = [5, 3];
+
+/// A directory entry's most used files, by their names in it (`stdio.h, stdlib.h`), as people
+/// read them.
+pub(super) fn top_names(e: &super::DirEntry) -> String {
+    let names: Vec<&str> = e
+        .top
+        .iter()
+        .map(|t| t.people().strip_prefix(e.people()).unwrap_or(t.people()))
+        .collect();
+    let mut s = names.join(", ");
+    if (e.top.len() as u64) < e.files {
+        s.push_str(", …");
+    }
+    s
+}
+
+/// `s` cut at its start to `width` columns, with `…` (a path's end is what tells it apart).
+fn cut_start(s: &str, width: usize) -> String {
+    let room = width.saturating_sub(1);
+    let mut used = 0;
+    let mut start = s.len();
+    for (i, c) in s.char_indices().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        start = i;
+    }
+    format!("…{}", &s[start..])
+}
+
+/// The whole run's directories that stand for more than `--files-dirs` files, as text lines
+/// (without the indent): `read 65 files in /usr/include/…/bits/ by 1 process: a.h, b.h, …`,
+/// then how many more there are.
+pub(super) fn dir_lines(d: &super::Directories, width: usize, p: Paint) -> Vec<String> {
+    let mut out = Vec::new();
+    for ((verb, list), max) in [("read", &d.read), ("written", &d.written)]
+        .into_iter()
+        .zip(TEXT_DIRS)
+    {
+        let dirs: Vec<&super::DirEntry> = list.iter().filter(|e| e.dir).collect();
+        for e in dirs.iter().take(max) {
+            // The directory whole when it fits (its start cut when it does not), then who used
+            // it, then its most used files in the room left.
+            let room = width.saturating_sub(2 + 8 + 10);
+            let path = if crate::model::naming::width(e.people()) > room.saturating_sub(20) {
+                cut_start(e.people(), room.saturating_sub(20))
+            } else {
+                e.people().to_string()
+            };
+            let mut rest = format!(
+                "{path} by {}",
+                plural(e.processes.unwrap_or(0), "process", "processes")
+            );
+            let left = room.saturating_sub(crate::model::naming::width(&rest) + 2);
+            if left >= 12 {
+                let _ = write!(rest, ": {}", cut(&top_names(e), left));
+            }
+            out.push(format!(
+                "{} {:>4} files in {rest}",
+                p.secondary(&format!("{verb:<7}")),
+                e.files
+            ));
+        }
+        if dirs.len() > max {
+            out.push(p.secondary(&format!(
+                "… {} with more than {} of the files {verb}",
+                plural((dirs.len() - max) as u64, "more directory", "more directories"),
+                d.more_than.unwrap_or(0)
+            )));
+        }
+    }
+    out
+}
+
 /// The summary for people, as printed on stderr after the tree: aligned columns, coloured like
 /// the tree when `o.color`. A failed command's summary opens with its causes.
 pub fn render_text(r: &RunReport, o: TextOptions) -> String {
@@ -539,13 +617,17 @@ pub fn render_text(r: &RunReport, o: TextOptions) -> String {
 
     if let Some(f) = &r.files {
         let _ = writeln!(out, "{} {}", p.emphasis("files:"), files_line(f));
-        for m in f.most_read.iter().take(5) {
+        // Most read: files read by more than one process (one read each is no "most").
+        for m in f.most_read.iter().filter(|m| m.readers > 1).take(5) {
             let _ = writeln!(
                 out,
                 "  {} {}",
                 p.secondary(&format!("read by {:>3}:", m.readers)),
-                fit(&crate::model::escape::text(&m.path), o.width.saturating_sub(16))
+                fit(&m.people, o.width.saturating_sub(16))
             );
+        }
+        for line in dir_lines(&f.directories, o.width, p) {
+            let _ = writeln!(out, "  {line}");
         }
     }
     if !r.failures.is_empty() {

@@ -343,7 +343,7 @@ fn absurd_figures_do_not_overflow() {
     }
     let h = header();
     let sum = testkit::summary(70_000_000, &t, Some(100));
-    let r = crate::report::summary::summarize(&h, &t, &sum, true);
+    let r = crate::report::summary::summarize(&h, &t, &sum, true, Some(3));
     let text = crate::report::summary::render_text(
         &r,
         crate::report::summary::TextOptions {
