@@ -1056,7 +1056,7 @@ fn a_clients_path_goes_into_its_own_work_in_the_daemon() {
         pid: 50,
     }];
     let sum = testkit::summary(62 * MS, &t, Some(1));
-    let r = summarize(&h, &t, &sum, true);
+    let r = summarize(&h, &t, &sum, true, Some(3));
     let pids: Vec<i32> = r.critical_path.iter().map(|s| s.step.pid).collect();
     assert!(pids.contains(&2) && pids.contains(&63), "{pids:?}");
     assert!(pids.contains(&61), "a's own preprocessing: {pids:?}");
