@@ -402,7 +402,7 @@ fn a_builds_directories_agree_with_the_per_file_json() {
 fn diff_summarises_newly_read_files_by_directory() {
     let dir = c_project(3);
     let run = |out: &str| {
-        let o = run_files(&dir, out, &[], &["make", "-j2", "-s"]);
+        let o = run_files("ptrace", &dir, out, &[], &["make", "-j2", "-s"]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let st = Command::new("make")
             .args(["-s", "clean"])
