@@ -256,6 +256,9 @@ impl Loaded {
         drop(btf);
         let mut links = Vec::with_capacity(PROGRAMS.len());
         let old_only = std::env::var_os(PROGRAMS_VAR).is_some_and(|v| v == "old");
+        if old_only {
+            crate::say!("proctrace: eBPF: the programs for kernels before 6.2, as {PROGRAMS_VAR}=old asks");
+        }
         for (name, tracepoint) in PROGRAMS {
             // The errors name the program and its tracepoint.
             let attached = load_program(&prepared, name, old_only)
@@ -320,7 +323,11 @@ pub const PROGRAMS_VAR: &str = "PROCTRACE_EBPF_PROGRAMS";
 /// have what it needs (`bpf_rdonly_cast`, Linux 6.2: no attempt is made) or refuses it (then
 /// the twin's error is the one told). A refusal of `bpf()` itself (EPERM, ENOSYS) would refuse
 /// the twin too: it is told at once.
-fn load_program(prepared: &bpf::Prepared<'_>, name: &str, old_only: bool) -> Result<bpf::Program, bpf::Error> {
+fn load_program(
+    prepared: &bpf::Prepared<'_>,
+    name: &str,
+    old_only: bool,
+) -> Result<bpf::Program, bpf::Error> {
     if !old_only {
         match prepared.load(name) {
             Ok(p) => return Ok(p),

@@ -10,7 +10,9 @@ use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().ok_or("usage: verify OBJECT [LOADS] [--run N] [NAME=VALUE...]")?;
+    let path = args
+        .next()
+        .ok_or("usage: verify OBJECT [LOADS] [--run N] [NAME=VALUE...]")?;
     let loads: usize = args.next().map_or(Ok(5), |n| n.parse())?;
     let object = std::fs::read(&path)?;
     let kernel = bpf::Btf::kernel()?;

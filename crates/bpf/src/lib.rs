@@ -547,7 +547,12 @@ pub fn core_report(object: &[u8], kernel: &Btf<'_>) -> Result<Vec<Relocated>, Er
 
 /// Kernel function `name`'s id in the kernel's BTF, or why it cannot be called: not there, or
 /// with another number of parameters than the object declares.
-fn kfunc_id(local: &Btf<'_>, kernel: &Btf<'_>, cands: &Candidates, name: &str) -> Result<Result<u32, String>, Error> {
+fn kfunc_id(
+    local: &Btf<'_>,
+    kernel: &Btf<'_>,
+    cands: &Candidates,
+    name: &str,
+) -> Result<Result<u32, String>, Error> {
     let Some(&id) = cands.get(name.as_bytes(), kind::FUNC).first() else {
         return Ok(Err(format!("the kernel has no function {name} (a kfunc)")));
     };
@@ -811,7 +816,11 @@ impl Prepared<'_> {
             Error::Sys {
                 what: "loading the object's BTF".into(),
                 source: std::io::Error::from_raw_os_error(errno),
-                log: if text.is_empty() { String::new() } else { format!("\n{text}") },
+                log: if text.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{text}")
+                },
             }
         })
     }

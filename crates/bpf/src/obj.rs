@@ -162,6 +162,13 @@ fn link<'r>(
         let from = sec.rels.partition_point(|r| r.0 < start);
         for &(off, rel) in sec.rels[from..].iter().take_while(|r| r.0 < end) {
             let at = dst + (off - start) / INSN;
+            // An ld_imm64 is two instructions, both the function's.
+            if !matches!(rel, Rel::Call(_) | Rel::Kfunc(_)) && off + 2 * INSN > end {
+                return Err(elf(format!(
+                    "{}: an ld_imm64 cut at the end of a function (byte {off} of {})",
+                    p.name, sec.name
+                )));
+            }
             let target = match rel {
                 Rel::Data(t) => {
                     p.relocations.push((at, t));
@@ -174,12 +181,16 @@ fn link<'r>(
                 Rel::Call(t) | Rel::FuncAddr(t) => t,
             };
             let ti = text.ok_or_else(|| elf(format!("{}: a call into .text, which is empty", p.name)))?;
-            let tf = code[ti].funcs.iter().position(|g| g.start == target).ok_or_else(|| {
-                elf(format!(
-                    "{}: a call or callback at byte {target} of .text, where no function starts",
-                    p.name
-                ))
-            })?;
+            let tf = code[ti]
+                .funcs
+                .iter()
+                .position(|g| g.start == target)
+                .ok_or_else(|| {
+                    elf(format!(
+                        "{}: a call or callback at byte {target} of .text, where no function starts",
+                        p.name
+                    ))
+                })?;
             let callee = match placed.iter().find(|x| x.0 == tf) {
                 Some(&(_, s)) => s,
                 None => {
@@ -198,7 +209,11 @@ fn link<'r>(
             let rel_imm = i32::try_from(callee as i64 - (at as i64 + 1))
                 .map_err(|_| elf(format!("{}: a call too far", p.name)))?;
             let insn = &mut p.insns[at * INSN..(at + 1) * INSN];
-            let src = if matches!(rel, Rel::Call(_)) { PSEUDO_CALL } else { PSEUDO_FUNC };
+            let src = if matches!(rel, Rel::Call(_)) {
+                PSEUDO_CALL
+            } else {
+                PSEUDO_FUNC
+            };
             insn[1] = (insn[1] & 0x0f) | (src << 4);
             insn[4..8].copy_from_slice(&rel_imm.to_le_bytes());
         }
@@ -393,10 +408,14 @@ impl<'a> Object<'a> {
                 if y.section_index() != Some(s.index()) || y.kind() != object::SymbolKind::Text {
                     continue;
                 }
-                let fname = y.name().map_err(|e| elf(format!("{name}: a function's name: {e}")))?;
+                let fname = y
+                    .name()
+                    .map_err(|e| elf(format!("{name}: a function's name: {e}")))?;
                 let (start, size) = (y.address(), y.size());
                 let end = start.checked_add(size).filter(|&e| e <= insns.len() as u64);
-                let Some(end) = end.filter(|_| size > 0 && start.is_multiple_of(INSN as u64) && size.is_multiple_of(INSN as u64)) else {
+                let Some(end) = end.filter(|_| {
+                    size > 0 && start.is_multiple_of(INSN as u64) && size.is_multiple_of(INSN as u64)
+                }) else {
                     return Err(elf(format!(
                         "{name}: function {fname} at {start}+{size} is not whole instructions inside its section"
                     )));
@@ -422,7 +441,9 @@ impl<'a> Object<'a> {
                     .map_err(|e| elf(format!("{name}: relocation at {off}: {e}")))?;
                 let at = usize::try_from(off).unwrap_or(usize::MAX);
                 if !at.is_multiple_of(INSN) || at.checked_add(INSN).is_none_or(|e| e > insns.len()) {
-                    return Err(elf(format!("{name}: relocation at byte {off} is not on an instruction")));
+                    return Err(elf(format!(
+                        "{name}: relocation at byte {off} is not on an instruction"
+                    )));
                 }
                 let sym_name = sym.name().unwrap_or("?");
                 let imm = i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
@@ -452,7 +473,9 @@ impl<'a> Object<'a> {
                     continue;
                 };
                 let target = if sym.kind() == object::SymbolKind::Text
-                    || file.section_by_index(sec).is_ok_and(|t| t.kind() == object::SectionKind::Text)
+                    || file
+                        .section_by_index(sec)
+                        .is_ok_and(|t| t.kind() == object::SectionKind::Text)
                 {
                     // A function of .text: called (its index relative to the call, from the
                     // symbol: a section's, with the offset in imm, or the function's, imm -1),
@@ -509,8 +532,12 @@ impl<'a> Object<'a> {
             rels.sort_by_key(|r| r.0);
             // A call with no relocation (BPF_PSEUDO_CALL) is to a function of the same section.
             for at in (0..insns.len()).step_by(INSN) {
-                if insns[at] == CALL && insns[at + 1] >> 4 == PSEUDO_CALL && rels.binary_search_by_key(&at, |r| r.0).is_err() {
-                    let imm = i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
+                if insns[at] == CALL
+                    && insns[at + 1] >> 4 == PSEUDO_CALL
+                    && rels.binary_search_by_key(&at, |r| r.0).is_err()
+                {
+                    let imm =
+                        i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
                     let target = (at as i64 + (i64::from(imm) + 1) * INSN as i64) as usize;
                     if Some(s.index()) != text_index {
                         return Err(elf(format!(
@@ -532,9 +559,18 @@ impl<'a> Object<'a> {
         }
         let text = code.iter().position(|c| Some(c.index) == text_index);
         let ext_of = |sec: &str| Ext1 {
-            funcs: func_info.iter().find(|(s, _)| s == sec).map_or(&[][..], |(_, r)| r.as_slice()),
-            lines: line_info.iter().find(|(s, _)| s == sec).map_or(&[][..], |(_, r)| r.as_slice()),
-            core: core_relos.iter().find(|(s, _)| s == sec).map_or(&[][..], |(_, r)| r.as_slice()),
+            funcs: func_info
+                .iter()
+                .find(|(s, _)| s == sec)
+                .map_or(&[][..], |(_, r)| r.as_slice()),
+            lines: line_info
+                .iter()
+                .find(|(s, _)| s == sec)
+                .map_or(&[][..], |(_, r)| r.as_slice()),
+            core: core_relos
+                .iter()
+                .find(|(s, _)| s == sec)
+                .map_or(&[][..], |(_, r)| r.as_slice()),
         };
 
         // Programs: the global functions of the sections other than .text, each linked with the
@@ -550,7 +586,10 @@ impl<'a> Object<'a> {
                 programs.push(link(&code, text, c, f, &ext_of)?);
             }
             if !any {
-                return Err(elf(format!("section {} has no program (no global function)", c.name)));
+                return Err(elf(format!(
+                    "section {} has no program (no global function)",
+                    c.name
+                )));
             }
         }
 
@@ -642,7 +681,10 @@ impl<'a> Object<'a> {
                     let info = g(&b, pos + 4)?;
                     put(&mut b, pos + 4, (info & !0xffff) | 1);
                     let proto = btf.size_or_type(id)?;
-                    let Some(ppos) = btf.type_pos(proto).filter(|_| btf.kind(proto).ok() == Some(kind::FUNC_PROTO)) else {
+                    let Some(ppos) = btf
+                        .type_pos(proto)
+                        .filter(|_| btf.kind(proto).ok() == Some(kind::FUNC_PROTO))
+                    else {
                         return Err(bad("an extern function without a prototype"));
                     };
                     let name_off = g(&b, pos)?;

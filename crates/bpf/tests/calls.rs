@@ -73,7 +73,10 @@ fn each_program_is_linked_with_the_functions_it_reaches() {
         .filter(|(i, _)| *i >= put)
         .map(|&(_, t)| t)
         .collect();
-    assert!(matches!(in_put[..], [Target::Map(_), Target::Data(..)]), "{in_put:?}");
+    assert!(
+        matches!(in_put[..], [Target::Map(_), Target::Data(..)]),
+        "{in_put:?}"
+    );
     // The CO-RE relocation of twice_tgid's read, where it now is.
     let tw = start("twice_tgid") * INSN;
     assert!(
@@ -88,7 +91,10 @@ fn each_program_is_linked_with_the_functions_it_reaches() {
     let funcs: Vec<usize> = calls.func_info.iter().map(|r| r[0] as usize / INSN).collect();
     assert_eq!(funcs, [0, start("twice_tgid"), start("add_index"), put]);
     for s in funcs {
-        assert!(calls.line_info.iter().any(|r| r[0] as usize == s * INSN), "line info at {s}");
+        assert!(
+            calls.line_info.iter().any(|r| r[0] as usize == s * INSN),
+            "line info at {s}"
+        );
     }
     // The other program of the section: its own instructions, and put.
     let too = &o.programs[1];

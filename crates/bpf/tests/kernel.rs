@@ -238,7 +238,10 @@ fn the_object_loads_attaches_and_its_ring_has_the_exec() {
         .update(&7u32.to_ne_bytes(), &1u32.to_ne_bytes(), 0)
         .unwrap();
     let mut ring = RingBuf::new(p.take_map("events").unwrap()).unwrap();
-    let exe = std::fs::canonicalize("/bin/true").unwrap().into_os_string().into_encoded_bytes();
+    let exe = std::fs::canonicalize("/bin/true")
+        .unwrap()
+        .into_os_string()
+        .into_encoded_bytes();
 
     for (variant, prog) in ["on_exec", "on_exec_old"].iter().zip(&progs) {
         let link = prog.attach().unwrap();
@@ -270,7 +273,10 @@ fn the_object_loads_attaches_and_its_ring_has_the_exec() {
         drop(link);
         std::fs::remove_dir(&dir).unwrap();
         let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let seen: Vec<_> = seen.iter().map(|(f, e, flags)| (show(f), show(e), *flags)).collect();
+        let seen: Vec<_> = seen
+            .iter()
+            .map(|(f, e, flags)| (show(f), show(e), *flags))
+            .collect();
         assert_eq!(
             seen,
             [("/bin/true".to_string(), show(&exe), 0)],
@@ -294,11 +300,18 @@ fn the_variants_for_new_kernels_cost_the_verifier_less() {
     let (fast, old) = (insns("on_exec"), insns("on_exec_old"));
     assert!(fast > 100 && fast * 4 < old, "on_exec {fast}, on_exec_old {old}");
     let (_, stats) = p.load_with_stats("on_fork").unwrap();
-    assert!(stats.contains("processed ") && stats.contains(" insns"), "{stats}");
+    assert!(
+        stats.contains("processed ") && stats.contains(" insns"),
+        "{stats}"
+    );
 
     let object = bpf::obj::Object::parse(OBJECT).unwrap();
     let raw = bpf::sys::btf_load(object.btf_bytes, None).unwrap_err();
-    assert_eq!(raw.raw_os_error(), Some(libc::EINVAL), "the compiler's BTF as it is");
+    assert_eq!(
+        raw.raw_os_error(),
+        Some(libc::EINVAL),
+        "the compiler's BTF as it is"
+    );
     bpf::sys::btf_load(&object.kernel_btf().unwrap(), None).unwrap();
 }
 
@@ -323,7 +336,9 @@ fn a_kernel_function_the_kernel_lacks_is_refused_by_name() {
     for name in ["on_fork", "on_exec", "on_exit", "on_rename"] {
         let err = p.load(name).unwrap_err().to_string();
         assert!(
-            err.contains(&format!("program {name}: the kernel has no function bpf_rdonly_casX")),
+            err.contains(&format!(
+                "program {name}: the kernel has no function bpf_rdonly_casX"
+            )),
             "{err}"
         );
         p.load(&format!("{name}_old")).unwrap();
