@@ -3,11 +3,22 @@
 //!
 //! - [`Btf`]: the kernel's BTF (`/sys/kernel/btf/vmlinux`, mapped where the kernel allows it),
 //!   indexed in one pass (an offset per type), read in place.
-//! - [`obj::Object`]: the ELF object: programs, BTF-defined maps (`.maps`), global data
-//!   (`.rodata`, `.data`, `.bss`), `.BTF.ext` (CO-RE relocations, func and line info).
+//! - [`obj::Object`]: the ELF object: programs (each global function of an executable section;
+//!   several may share one), linked as libbpf links them with the static functions of `.text`
+//!   they call or pass as callbacks (appended, each once, calls' and function addresses'
+//!   immediates fixed, their relocations and `.BTF.ext` records moved along), BTF-defined maps
+//!   (`.maps`), global data (`.rodata`, `.data`, `.bss`), `.BTF.ext` (CO-RE relocations, func
+//!   and line info), kernel functions called (externs in `.ksyms`).
 //! - [`Loader`]: sets globals and map sizes, resolves CO-RE relocations against the kernel's
-//!   BTF ([`core`]), creates the maps, relocates map references; [`Prepared::load`] loads one
-//!   program (`BPF_PROG_TYPE_TRACING`, `BPF_TRACE_RAW_TP`), [`Program::attach`] attaches it.
+//!   BTF ([`core`]) and kernel functions by name (`BPF_PSEUDO_KFUNC_CALL` of their id: a program
+//!   calling one the kernel lacks is refused by name at [`Prepared::load`], its others load),
+//!   creates the maps, relocates map references; [`Prepared::load`] loads one program
+//!   (`BPF_PROG_TYPE_TRACING`, `BPF_TRACE_RAW_TP`; with the object's BTF and func and line info
+//!   when it has functions of `.text`, which the kernel wants for a callback: the BTF rewritten
+//!   as libbpf does for the kernel to take it, [`obj::Object::kernel_btf`]),
+//!   [`Program::attach`] attaches it, [`Program::info`] says what the kernel counts of it (its
+//!   verified instructions, its run time), [`Prepared::load_with_stats`] gives the verifier's
+//!   statistics.
 //! - [`RingBuf`]: the BPF ring buffer's reader (no allocation per record); [`Map`] for lookups
 //!   and updates.
 //!
@@ -15,9 +26,13 @@
 //! (80 MB and ~90 ms at every start of proctrace); libbpf is C. This loader reads the BTF in
 //! place and looks up only the names the object's relocations ask for.
 //!
-//! What it does not do: BPF-to-BPF calls (functions in `.text`), other program types, map pinning,
-//! maps of maps, kfuncs, extern variables (`.kconfig`, `.ksyms`): the object is refused with an
-//! error that says which.
+//! What it does not do: other program types, map pinning, maps of maps, extern variables
+//! (`.kconfig`, `.ksyms` variables: only extern functions, kfuncs, are taken), kfuncs of kernel
+//! modules (only vmlinux's), weak kfuncs (a missing one refuses its program), global functions
+//! verified apart (a non-static function of `.text` is linked like a static one, and the
+//! kernel checks it as global from its BTF linkage), calls between functions of program
+//! sections (only functions of `.text` can be called), tail calls' program arrays: the object
+//! is refused with an error that says which.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -251,7 +266,8 @@ struct PreparedProgram {
     name: String,
     section: String,
     insns: Vec<u8>,
-    /// The kernel's `btf_trace_*` typedef, or why there is none.
+    /// The kernel's `btf_trace_*` typedef, or why the program cannot be loaded (no such
+    /// tracepoint, a kernel function it calls that the kernel lacks).
     attach_btf_id: Result<u32, String>,
     poisoned: Vec<core::Poisoned>,
     /// It has functions of .text: loaded with the object's BTF and func_info (the kernel wants
@@ -280,10 +296,11 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// Loads the object's BTF too (`BPF_BTF_LOAD`) and gives the programs their function and
-    /// line info (source lines in `bpftool prog dump`). Off by default: the kernel does not need
-    /// it for these programs, and it costs a few milliseconds of BTF verification at every
-    /// start (BENCHMARKS.md). A refused load is retried with it either way, for the log.
+    /// Loads the object's BTF up front (`BPF_BTF_LOAD`) and gives every program its function and
+    /// line info (source lines in `bpftool prog dump`). Off by default: the kernel needs it only
+    /// for a program with functions of `.text` (a callback), which gets it anyway (loaded the
+    /// first time one is loaded: 0.05 ms for proctrace's object here). A refused load is retried
+    /// with it either way, for the log.
     pub fn object_btf(mut self, yes: bool) -> Self {
         self.object_btf = yes;
         self
