@@ -120,8 +120,8 @@ struct Ext1<'r> {
     core: &'r [CoreRelo],
 }
 
-/// Deepest chain of calls between functions of .text that is followed (the kernel's own limit
-/// on a program's functions is 256).
+/// Most functions of .text appended to one program (the kernel's own limit on a program's
+/// functions is 256).
 const MAX_SUBPROGRAMS: usize = 256;
 
 /// Program `f` of section `c`, linked: its instructions, then each function of .text it
@@ -538,7 +538,13 @@ impl<'a> Object<'a> {
                 {
                     let imm =
                         i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
-                    let target = (at as i64 + (i64::from(imm) + 1) * INSN as i64) as usize;
+                    let target =
+                        usize::try_from(at as i64 + (i64::from(imm) + 1) * INSN as i64).map_err(|_| {
+                            elf(format!(
+                                "{name}: a call at instruction {} before the section",
+                                at / INSN
+                            ))
+                        })?;
                     if Some(s.index()) != text_index {
                         return Err(elf(format!(
                             "{name}: a call at instruction {} to a function of its own section: only functions in .text can be called",
