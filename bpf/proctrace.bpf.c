@@ -13,8 +13,21 @@
 // (vmlinux.h is 3 MB); the loader relocates every field access against the running kernel's
 // BTF (/sys/kernel/btf/vmlinux). What is used, for a loader to support: field accesses through
 // preserve_access_index structs (direct loads and BPF_CORE_READ's bpf_probe_read_kernel), field
-// byte offsets (bpf_core_field_offset) and a type's size (bpf_core_type_size); `const
-// volatile` globals in .rodata; BTF-defined maps; bounded loops; no kfuncs, no BPF-to-BPF calls.
+// byte offsets (bpf_core_field_offset), a type's size (bpf_core_type_size) and its id in the
+// kernel's BTF (bpf_core_type_id_kernel); `const volatile` globals in .rodata; BTF-defined maps;
+// bounded loops; one kfunc (bpf_rdonly_cast); a static function in .text as bpf_loop's callback;
+// two programs in a section.
+//
+// Two variants of each program, the same code but for `fast` (PROGRAM() below):
+// - on_fork, on_exec, ... (Linux 6.2 and later: bpf_rdonly_cast and bpf_loop): each pointer the
+//   tracepoint gives is first cast to an untrusted one, which the verifier lets the program read
+//   (a fault reads 0, as bpf_probe_read_kernel) without following trust: since Linux 6.3, each
+//   pointer read from a trusted one costs it several searches of the kernel's whole BTF by name
+//   (btf_nested_type_is_trusted: ~0.2 ms each here, two thirds of all the verification time).
+//   The paths' walk is one step per bpf_loop iteration, checked once whatever the steps.
+// - on_fork_old, on_exec_old, ... (Linux 5.8 to 6.1, which have neither; also what the loader
+//   falls back to when the kernel refuses the other): pointers read as they are (no searches
+//   there) and the walk unrolled, WALK_STEPS of it, each step checked by the verifier.
 //
 // It must never block, sleep or wake the reader per event: records are written with
 // BPF_RB_NO_WAKEUP and the reader polls; only a ring filling up forces a wakeup.
@@ -36,6 +49,14 @@ typedef int pid_t;
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+
+// Linux 6.2: `obj` as an untrusted pointer to the kernel's type `btf_id` (inlined by the
+// verifier: no call is made).
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+// `p` as a T * the verifier does not trust (in the fast variant; as it is in the old one).
+#define CAST(fast, p, T) \
+	((fast) ? (T *)bpf_rdonly_cast((const void *)(p), bpf_core_type_id_kernel(T)) : (T *)(p))
 
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
@@ -160,11 +181,13 @@ struct linux_binprm {
 #define PATH_CAP 4096     // an exe or cwd path's bytes at most (PATH_MAX, NUL included)
 #define NAME_CAP 256      // a path component's bytes at most (NAME_MAX, NUL included)
 // Components plus mount crossings walked at most (a deeper path is read from /proc while the
-// process lives): the verifier checks every step, so each costs start-up time (BENCHMARKS.md;
-// -DWALK_STEPS=N to try another).
+// process lives). The old variant's verifier checks every step, so each costs start-up time
+// there (BENCHMARKS.md; -DWALK_STEPS=N to try another); the fast variant's loop is checked
+// once, and its bound only caps the time a deep path takes (~40 ns a step).
 #ifndef WALK_STEPS
 #define WALK_STEPS 32
 #endif
+#define LOOP_STEPS 1024
 
 struct fork_record {
 	__u32 kind;
@@ -244,6 +267,7 @@ struct walk {
 	__u64 leaf_hashed, leaf_parent; // the first dentry's d_hash.pprev and d_parent
 	__u32 state;                    // WALKING, or WHOLE when it got to the root
 	__u32 pseudo;                   // the path is a file's in no directory
+	__u64 self_dentry, self_mnt;    // where it stops: proctrace's root (the fast walk's)
 };
 #define WALKING 0
 #define WHOLE 1
@@ -428,25 +452,11 @@ static __always_inline __u32 tgid_of(struct task_struct *t)
 // until proctrace's root or the namespace's root. It is made backwards, from its end, in
 // `tmp`, then copied. Its length goes to *len, its flags (PATH_DELETED: " (deleted)" is left
 // to the reader; PATH_INCOMPLETE, with length 0) to *flags.
-static __always_inline void put_path(struct exec_scratch *s, __u64 at, const void *dentry,
-				     const void *vfsmnt, __u64 self_dentry, __u64 self_mnt,
-				     __u32 *len, __u32 *flags)
+//
+// The old variant: the walk unrolled, its state kept in the map (MEM, SETTLE).
+static __always_inline void walk_old(struct exec_scratch *s)
 {
 	volatile struct walk *w = &s->w;
-	MEM(*len) = 0;
-	MEM(*flags) = PATH_INCOMPLETE;
-	if (!dentry || !vfsmnt)
-		return;
-	w->d = (__u64)dentry;
-	w->vfsmnt = (__u64)vfsmnt;
-	w->mnt = (__u64)vfsmnt - bpf_core_field_offset(struct mount, mnt);
-	BPF_CORE_READ_INTO(&w->mnt_root, (const struct vfsmount *)vfsmnt, mnt_root);
-	// The leaf is deleted when it is unhashed and not a root (d_unlinked).
-	BPF_CORE_READ_INTO(&w->leaf_hashed, (const struct dentry *)dentry, d_hash.pprev);
-	BPF_CORE_READ_INTO(&w->leaf_parent, (const struct dentry *)dentry, d_parent);
-	w->used = 0;
-	w->state = WALKING;
-	w->pseudo = 0;
 	for (__u32 i = 0; i < WALK_STEPS; i++) {
 		// (Locals for CO-RE: a relocated access must start from a kernel type's pointer.)
 		const struct dentry *d = (const void *)w->d;
@@ -454,7 +464,7 @@ static __always_inline void put_path(struct exec_scratch *s, __u64 at, const voi
 		// Every test below leads out of the loop but one, a mount's root or a component:
 		// those two ways on join at the step's end, where SETTLE makes them alike (each
 		// further way on would be checked on its own, every step).
-		if (((w->d ^ self_dentry) | (w->vfsmnt ^ self_mnt)) == 0) {
+		if (((w->d ^ w->self_dentry) | (w->vfsmnt ^ w->self_mnt)) == 0) {
 			w->state = WHOLE; // proctrace's root
 			break;
 		}
@@ -496,6 +506,96 @@ static __always_inline void put_path(struct exec_scratch *s, __u64 at, const voi
 		SETTLE();
 	}
 	SETTLE();
+}
+
+// bpf_loop's context (on the stack, as bpf_loop wants it): the scratch value, where the walk's
+// state is.
+struct walk_ctx {
+	struct exec_scratch *s;
+};
+
+// The fast variant: one step of the same walk, bpf_loop's callback (the verifier checks it
+// apart, once). 1 stops the loop.
+static long walk_step(__u32 i, void *ctx)
+{
+	struct exec_scratch *s = ((struct walk_ctx *)ctx)->s;
+	struct walk *w = &s->w;
+	if (((w->d ^ w->self_dentry) | (w->vfsmnt ^ w->self_mnt)) == 0) {
+		w->state = WHOLE; // proctrace's root
+		return 1;
+	}
+	if (w->d == w->mnt_root) {
+		// Up from the mount's root: its mountpoint in the parent mount.
+		const struct mount *m = CAST(1, w->mnt, struct mount);
+		__u64 up = (__u64)m->mnt_parent;
+		if (up == w->mnt) {
+			w->state = WHOLE; // the namespace's root (or a detached mount's)
+			return 1;
+		}
+		w->parent = (__u64)m->mnt_mountpoint;
+		const struct mount *u = CAST(1, up, struct mount);
+		w->mnt = up;
+		w->vfsmnt = (__u64)&u->mnt;
+		w->mnt_root = (__u64)u->mnt.mnt_root;
+	} else {
+		// A component: its name, then up to its parent.
+		const struct dentry *d = CAST(1, w->d, struct dentry);
+		__u64 parent = (__u64)d->d_parent;
+		__u32 len = d->d_name.len;
+		const unsigned char *name = d->d_name.name;
+		if (len >= NAME_CAP || w->used + len + 1 >= PATH_CAP)
+			return 1;
+		w->parent = parent;
+		w->name_len = len;
+		w->used = w->used + len + 1;
+		__u64 pos = (PATH_CAP - w->used) & (PATH_CAP - 1);
+		s->tmp[pos] = '/';
+		if (bpf_probe_read_kernel(&s->tmp[pos + 1], len & (NAME_CAP - 1), name))
+			return 1;
+		// A root that is not its mount's (as in walk_old).
+		if (parent == w->d) {
+			w->pseudo = 1;
+			w->state = WHOLE;
+			return 1;
+		}
+	}
+	w->d = w->parent;
+	return 0;
+}
+
+static __always_inline void put_path(struct exec_scratch *s, __u64 at, const void *dentry,
+				     const void *vfsmnt, __u64 self_dentry, __u64 self_mnt,
+				     __u32 *len, __u32 *flags, const int fast)
+{
+	volatile struct walk *w = &s->w;
+	MEM(*len) = 0;
+	MEM(*flags) = PATH_INCOMPLETE;
+	if (!dentry || !vfsmnt)
+		return;
+	w->d = (__u64)dentry;
+	w->vfsmnt = (__u64)vfsmnt;
+	w->mnt = (__u64)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	// The leaf is deleted when it is unhashed and not a root (d_unlinked).
+	if (fast) {
+		w->mnt_root = (__u64)((const struct vfsmount *)vfsmnt)->mnt_root;
+		w->leaf_hashed = (__u64)((const struct dentry *)dentry)->d_hash.pprev;
+		w->leaf_parent = (__u64)((const struct dentry *)dentry)->d_parent;
+	} else {
+		BPF_CORE_READ_INTO(&w->mnt_root, (const struct vfsmount *)vfsmnt, mnt_root);
+		BPF_CORE_READ_INTO(&w->leaf_hashed, (const struct dentry *)dentry, d_hash.pprev);
+		BPF_CORE_READ_INTO(&w->leaf_parent, (const struct dentry *)dentry, d_parent);
+	}
+	w->self_dentry = self_dentry;
+	w->self_mnt = self_mnt;
+	w->used = 0;
+	w->name_len = 0;
+	w->state = WALKING;
+	w->pseudo = 0;
+	if (fast) {
+		struct walk_ctx c = {s};
+		bpf_loop(LOOP_STEPS, walk_step, &c, 0);
+	} else
+		walk_old(s);
 	if (w->state != WHOLE || (w->pseudo && w->used != w->name_len + 1))
 		return;
 	if (w->used == 0) {
@@ -512,9 +612,22 @@ static __always_inline void put_path(struct exec_scratch *s, __u64 at, const voi
 			      : 0;
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+// Each program in its two variants (see the top): NAME (fast: 1) and NAME_old (0), the same
+// tracepoint, the same body.
+#define PROGRAM(tp, name, body, ...)                                                               \
+	SEC("tp_btf/" tp) int BPF_PROG(name, __VA_ARGS__)                                          \
+	{                                                                                          \
+		return body(ctx, 1);                                                               \
+	}                                                                                          \
+	SEC("tp_btf/" tp) int BPF_PROG(name##_old, __VA_ARGS__)                                    \
+	{                                                                                          \
+		return body(ctx, 0);                                                               \
+	}
+
+static __always_inline int fork_body(unsigned long long *ctx, const int fast)
 {
+	struct task_struct *parent = CAST(fast, ctx[0], struct task_struct);
+	struct task_struct *child = CAST(fast, ctx[1], struct task_struct);
 	if (pidns_inum)
 		learn_pidns_level(parent->thread_pid);
 	__u32 creator = tgid_of(parent);
@@ -527,8 +640,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		// proctrace's root, where the paths' walks stop.
 		struct learned *l = learned_value();
 		if (l) {
-			l->root_dentry = (__u64)parent->fs->root.dentry;
-			l->root_mnt = (__u64)parent->fs->root.mnt;
+			struct fs_struct *fs = parent->fs;
+			l->root_dentry = (__u64)fs->root.dentry;
+			l->root_mnt = (__u64)fs->root.mnt;
 		}
 	}
 	if (!whole_system && pid == tgid) {
@@ -553,9 +667,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+PROGRAM("sched_process_fork", on_fork, fork_body, struct task_struct *parent,
+	struct task_struct *child)
+
+static __always_inline int exec_body(unsigned long long *ctx, const int fast)
 {
+	struct task_struct *p = CAST(fast, ctx[0], struct task_struct);
+	pid_t old_pid = ctx[1];
+	struct linux_binprm *bprm = CAST(fast, ctx[2], struct linux_binprm);
 	__u32 tgid = tgid_of(p);
 	if (!tgid || !is_traced(tgid))
 		return 0;
@@ -595,13 +714,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 
 	struct file *file = bprm->file;
 	put_path(s, FILENAME_END, file->f_path.dentry, file->f_path.mnt, self_dentry, self_mnt,
-		 &r->exe_len, &r->walk_flags);
+		 &r->exe_len, &r->walk_flags, fast);
 	MEM(r->flags) |= MEM(r->walk_flags);
 
 	struct fs_struct *fs = p->fs;
 	if (fs) {
 		put_path(s, EXE_END, fs->pwd.dentry, fs->pwd.mnt, self_dentry, self_mnt, &r->cwd_len,
-			 &r->walk_flags);
+			 &r->walk_flags, fast);
 	} else {
 		MEM(r->cwd_len) = 0;
 		MEM(r->walk_flags) = PATH_INCOMPLETE;
@@ -633,9 +752,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 #undef CWD_END
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
+PROGRAM("sched_process_exec", on_exec, exec_body, struct task_struct *p, pid_t old_pid,
+	struct linux_binprm *bprm)
+
+static __always_inline int exit_body(unsigned long long *ctx, const int fast)
 {
+	struct task_struct *p = CAST(fast, ctx[0], struct task_struct);
 	__u32 tgid = tgid_of(p);
 	if (!tgid || !is_traced(tgid))
 		return 0;
@@ -660,9 +782,12 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/task_rename")
-int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
+PROGRAM("sched_process_exit", on_exit, exit_body, struct task_struct *p)
+
+static __always_inline int rename_body(unsigned long long *ctx, const int fast)
 {
+	struct task_struct *task = CAST(fast, ctx[0], struct task_struct);
+	const char *comm = (const char *)ctx[1];
 	__u32 tgid = tgid_of(task);
 	if (!tgid || !is_traced(tgid))
 		return 0;
@@ -680,3 +805,5 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 	bpf_ringbuf_submit(r, wake_flags());
 	return 0;
 }
+
+PROGRAM("task_rename", on_rename, rename_body, struct task_struct *task, const char *comm)

@@ -37,9 +37,16 @@
 //!   refuses ([`pid_namespace`]).
 //! - exe and cwd are walked in the kernel at the exec (dentries up to the root, across mounts,
 //!   as `d_path` makes `/proc/PID/exe` and `/proc/PID/cwd` for proctrace), so a process gone
-//!   before the reader looks still has them; a walk that is not whole (past 4 KiB or 64 steps)
-//!   falls back to `/proc` while the process lives. The exec'd path (`bprm->filename`) comes
-//!   with them.
+//!   before the reader looks still has them; a walk that is not whole (past 4 KiB, or 1024
+//!   components and mounts; 32 with the programs for older kernels) falls back to `/proc`
+//!   while the process lives. The exec'd path (`bprm->filename`) comes with them.
+//! - Start-up is mostly the verifier's, so each program comes in two variants
+//!   (bpf/proctrace.bpf.c): one for Linux 6.2 and later, which casts the tracepoint's pointers
+//!   to untrusted ones (`bpf_rdonly_cast`: since 6.3 the verifier searches the kernel's whole
+//!   BTF by name several times for each pointer read from a trusted one) and walks the paths
+//!   in a `bpf_loop` callback (checked once, not once per step): ~2 ms to verify all four
+//!   against ~26 ms; and its twin for older kernels (`NAME_old`, loaded when the first is
+//!   refused or cannot be, or with `PROCTRACE_EBPF_PROGRAMS=old`).
 //!
 //! What it must never do: block or allocate in the kernel side beyond the ring, hand the model
 //! an exec of a process it did not see start without its details, or call a trace complete when
@@ -74,6 +81,9 @@ const POLL: Duration = Duration::from_millis(20);
 const SELF_TEST_WAIT: Duration = Duration::from_secs(5);
 
 /// The tracepoints, each with its program; the last is optional (without it renames are not seen).
+/// Each program has a twin for older kernels, `NAME_old` (bpf/proctrace.bpf.c: Linux 5.8 to 6.1,
+/// without `bpf_rdonly_cast` and `bpf_loop`), loaded when the kernel refuses the first
+/// ([`load_program`]).
 const PROGRAMS: [(&str, &str); 4] = [
     ("on_fork", "sched_process_fork"),
     ("on_exec", "sched_process_exec"),
@@ -245,10 +255,13 @@ impl Loaded {
             .map_err(|e| unavailable(refusal(&e)))?;
         drop(btf);
         let mut links = Vec::with_capacity(PROGRAMS.len());
+        let old_only = std::env::var_os(PROGRAMS_VAR).is_some_and(|v| v == "old");
+        if old_only {
+            crate::say!("proctrace: eBPF: the programs for kernels before 6.2, as {PROGRAMS_VAR}=old asks");
+        }
         for (name, tracepoint) in PROGRAMS {
             // The errors name the program and its tracepoint.
-            let attached = prepared
-                .load(name)
+            let attached = load_program(&prepared, name, old_only)
                 .and_then(|prog| prog.attach())
                 .map_err(|e| refusal(&e));
             match attached {
@@ -300,6 +313,29 @@ impl Loaded {
         };
         (sum(0), sum(1))
     }
+}
+
+/// Set to `old`, the programs for older kernels are loaded whatever the kernel (to test and
+/// compare them: docs/backends.md).
+pub const PROGRAMS_VAR: &str = "PROCTRACE_EBPF_PROGRAMS";
+
+/// Loads program `name`, or its twin for older kernels (`NAME_old`) when the kernel does not
+/// have what it needs (`bpf_rdonly_cast`, Linux 6.2: no attempt is made) or refuses it (then
+/// the twin's error is the one told). A refusal of `bpf()` itself (EPERM, ENOSYS) would refuse
+/// the twin too: it is told at once.
+fn load_program(
+    prepared: &bpf::Prepared<'_>,
+    name: &str,
+    old_only: bool,
+) -> Result<bpf::Program, bpf::Error> {
+    if !old_only {
+        match prepared.load(name) {
+            Ok(p) => return Ok(p),
+            Err(e) if matches!(e.errno(), Some(libc::EPERM | libc::ENOSYS)) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    prepared.load(&format!("{name}_old"))
 }
 
 /// Why the kernel refused, in words a person can act on.

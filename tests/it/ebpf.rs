@@ -372,11 +372,13 @@ type ProcSays = (i64, Vec<u8>, Vec<u8>);
 /// runs the program twice over: once living (0.3 s: what `/proc/PID/exe` and `/proc/PID/cwd`
 /// say of it is noted), then three times short-lived (gone before the reader could look), told
 /// apart by their durations, `argv[1]`). Returns the lines and /proc's (pid, exe, cwd) per case.
+/// `old`: with the eBPF programs for kernels before 6.2 (`PROCTRACE_EBPF_PROGRAMS=old`).
 fn paths_run(
     base: &std::path::Path,
     setup: &str,
     cases: &[(&str, &str, &str)],
     args: &[&OsStr],
+    old: bool,
 ) -> (Vec<serde_json::Value>, Vec<ProcSays>) {
     let rec = base.join("proc-says");
     let mut script = String::from(
@@ -399,7 +401,11 @@ fn paths_run(
         ));
     }
     let out_file = base.join("out.jsonl");
-    let out = Command::new(PROCTRACE)
+    let mut cmd = Command::new(PROCTRACE);
+    if old {
+        cmd.env("PROCTRACE_EBPF_PROGRAMS", "old");
+    }
+    let out = cmd
         .args(["run", "--backend", "ebpf", "--tree", "none", "-q", "-o"])
         .arg(&out_file)
         .args([
@@ -419,6 +425,12 @@ fn paths_run(
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).contains("eBPF: the programs for kernels before 6.2"),
+        old,
+        "{}",
+        stderr(&out)
+    );
     let said = std::fs::read(&rec).unwrap();
     let mut it = said.split(|&b| b == 0);
     let mut procs = Vec::new();
@@ -472,8 +484,18 @@ fn assert_paths(
 /// exec'd (`fexecve`), and a chroot (paths from proctrace's root, not the process's).
 #[test]
 fn exe_and_cwd_are_walked_in_the_kernel_as_proc_gives_them() {
+    exe_and_cwd_as_proc_gives_them(false);
+}
+
+/// The same with the programs for kernels before 6.2 (their walk unrolled, 32 steps).
+#[test]
+fn exe_and_cwd_are_walked_as_proc_gives_them_by_the_programs_for_older_kernels() {
+    exe_and_cwd_as_proc_gives_them(true);
+}
+
+fn exe_and_cwd_as_proc_gives_them(old: bool) {
     let base = std::fs::canonicalize({
-        let b = tmp("paths");
+        let b = tmp(if old { "paths-old" } else { "paths" });
         std::fs::create_dir_all(&b).unwrap();
         b
     })
@@ -512,7 +534,13 @@ fn exe_and_cwd_are_walked_in_the_kernel_as_proc_gives_them() {
         ),
         ("RUN chroot \"$base/root\" /usr/bin/sleep", "0.39", "0.009"),
     ];
-    let (lines, procs) = paths_run(&base, setup, &cases, &[deep.as_os_str(), OsStr::from_bytes(&odd)]);
+    let (lines, procs) = paths_run(
+        &base,
+        setup,
+        &cases,
+        &[deep.as_os_str(), OsStr::from_bytes(&odd)],
+        old,
+    );
     let b = |p: std::path::PathBuf| p.into_os_string().into_vec();
     let deleted = |p: std::path::PathBuf| [b(p), b" (deleted)".to_vec()].concat();
     let sleep = b"/usr/bin/sleep".to_vec();
@@ -530,12 +558,23 @@ fn exe_and_cwd_are_walked_in_the_kernel_as_proc_gives_them() {
     assert_paths(&lines, &procs, &cases, &want);
 }
 
-/// A path deeper than the kernel side walks (32 steps) is not cut short silently: a process
-/// that lives gets it from /proc, one gone before the reader looked gets none.
+/// A path deeper than the kernel side walks is not cut short silently: a process that lives
+/// gets it from /proc, one gone before the reader looked gets none. 40 directories deep is
+/// past the walk of the programs for kernels before 6.2 (32 steps) and within the others'
+/// (1024): there the short-lived ones have it too, whole; 1100 deep is past both.
 #[test]
 fn a_path_deeper_than_the_walk_is_read_from_proc_or_left_unknown() {
+    deeper_than_the_walk(false);
+}
+
+#[test]
+fn a_path_deeper_than_the_walk_of_the_programs_for_older_kernels() {
+    deeper_than_the_walk(true);
+}
+
+fn deeper_than_the_walk(old: bool) {
     let base = std::fs::canonicalize({
-        let b = tmp("deeper");
+        let b = tmp(if old { "deeper-old" } else { "deeper" });
         std::fs::create_dir_all(&b).unwrap();
         b
     })
@@ -544,23 +583,40 @@ fn a_path_deeper_than_the_walk_is_read_from_proc_or_left_unknown() {
     for i in 0..40 {
         deep.push(format!("d{i}"));
     }
-    std::fs::create_dir_all(&deep).unwrap();
-    std::fs::copy("/bin/sleep", deep.join("prog")).unwrap();
-    let cases = [("cd \"$3\" && RUN ./prog", "0.31", "0.001")];
-    let (lines, procs) = paths_run(&base, "", &cases, &[deep.as_os_str()]);
-    let (pid, exe, cwd) = &procs[0];
-    assert_eq!(exe.as_slice(), deep.join("prog").as_os_str().as_bytes());
-    assert_eq!(cwd.as_slice(), deep.as_os_str().as_bytes());
-    assert_eq!(
-        execs_marked(&lines, "0.31"),
-        vec![(*pid, Some(exe.clone()), Some(cwd.clone()))]
-    );
-    let twins = execs_marked(&lines, "0.001");
-    assert_eq!(twins.len(), 3, "{twins:?}");
-    for t in twins {
-        // Gone: unknown (or, when the reader's poll came while it lived, /proc's).
-        assert!(t.1.is_none() || t.1.as_ref() == Some(exe), "{t:?}");
-        assert!(t.2.is_none() || t.2.as_ref() == Some(cwd), "{t:?}");
+    // 1100 one-letter directories: 2.2 KB, within PATH_MAX.
+    let mut deeper = base.join("deeper");
+    for _ in 0..1100 {
+        deeper.push("d");
+    }
+    for d in [&deep, &deeper] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::copy("/bin/sleep", d.join("prog")).unwrap();
+    }
+    let cases = [
+        ("cd \"$3\" && RUN ./prog", "0.31", "0.001"),
+        ("cd \"$4\" && RUN ./prog", "0.32", "0.002"),
+    ];
+    let (lines, procs) = paths_run(&base, "", &cases, &[deep.as_os_str(), deeper.as_os_str()], old);
+    for (i, d) in [&deep, &deeper].into_iter().enumerate() {
+        let (pid, exe, cwd) = &procs[i];
+        assert_eq!(exe.as_slice(), d.join("prog").as_os_str().as_bytes());
+        assert_eq!(cwd.as_slice(), d.as_os_str().as_bytes());
+        assert_eq!(
+            execs_marked(&lines, cases[i].1),
+            vec![(*pid, Some(exe.clone()), Some(cwd.clone()))]
+        );
+        let twins = execs_marked(&lines, cases[i].2);
+        assert_eq!(twins.len(), 3, "{twins:?}");
+        for t in twins {
+            if i == 0 && !old {
+                // Walked whole in the kernel.
+                assert_eq!((t.1.as_ref(), t.2.as_ref()), (Some(exe), Some(cwd)));
+            } else {
+                // Gone: unknown (or, when the reader's poll came while it lived, /proc's).
+                assert!(t.1.is_none() || t.1.as_ref() == Some(exe), "{t:?}");
+                assert!(t.2.is_none() || t.2.as_ref() == Some(cwd), "{t:?}");
+            }
+        }
     }
 }
 

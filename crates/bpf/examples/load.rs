@@ -1,4 +1,5 @@
-//! Loads an object's programs, attaches them, and says how long each step took:
+//! Loads an object's programs (all of them: for proctrace's, both variants of each), attaches
+//! them, and says how long each step took (per program: `examples/verify`):
 //! `cargo run --release -p proctrace-bpf --example load -- bpf/proctrace.bpf.o [--btf]`
 //! (`--btf`: with the object's BTF loaded, for function and line info).
 use std::time::Instant;

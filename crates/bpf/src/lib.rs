@@ -3,11 +3,22 @@
 //!
 //! - [`Btf`]: the kernel's BTF (`/sys/kernel/btf/vmlinux`, mapped where the kernel allows it),
 //!   indexed in one pass (an offset per type), read in place.
-//! - [`obj::Object`]: the ELF object: programs, BTF-defined maps (`.maps`), global data
-//!   (`.rodata`, `.data`, `.bss`), `.BTF.ext` (CO-RE relocations, func and line info).
+//! - [`obj::Object`]: the ELF object: programs (each global function of an executable section;
+//!   several may share one), linked as libbpf links them with the static functions of `.text`
+//!   they call or pass as callbacks (appended, each once, calls' and function addresses'
+//!   immediates fixed, their relocations and `.BTF.ext` records moved along), BTF-defined maps
+//!   (`.maps`), global data (`.rodata`, `.data`, `.bss`), `.BTF.ext` (CO-RE relocations, func
+//!   and line info), kernel functions called (externs in `.ksyms`).
 //! - [`Loader`]: sets globals and map sizes, resolves CO-RE relocations against the kernel's
-//!   BTF ([`core`]), creates the maps, relocates map references; [`Prepared::load`] loads one
-//!   program (`BPF_PROG_TYPE_TRACING`, `BPF_TRACE_RAW_TP`), [`Program::attach`] attaches it.
+//!   BTF ([`core`]) and kernel functions by name (`BPF_PSEUDO_KFUNC_CALL` of their id: a program
+//!   calling one the kernel lacks is refused by name at [`Prepared::load`], its others load),
+//!   creates the maps, relocates map references; [`Prepared::load`] loads one program
+//!   (`BPF_PROG_TYPE_TRACING`, `BPF_TRACE_RAW_TP`; with the object's BTF and func and line info
+//!   when it has functions of `.text`, which the kernel wants for a callback: the BTF rewritten
+//!   as libbpf does for the kernel to take it, [`obj::Object::kernel_btf`]),
+//!   [`Program::attach`] attaches it, [`Program::info`] says what the kernel counts of it (its
+//!   verified instructions, its run time), [`Prepared::load_with_stats`] gives the verifier's
+//!   statistics.
 //! - [`RingBuf`]: the BPF ring buffer's reader (no allocation per record); [`Map`] for lookups
 //!   and updates.
 //!
@@ -15,9 +26,13 @@
 //! (80 MB and ~90 ms at every start of proctrace); libbpf is C. This loader reads the BTF in
 //! place and looks up only the names the object's relocations ask for.
 //!
-//! What it does not do: BPF-to-BPF calls (functions in `.text`), other program types, map pinning,
-//! maps of maps, kfuncs, extern variables (`.kconfig`, `.ksyms`): the object is refused with an
-//! error that says which.
+//! What it does not do: other program types, map pinning, maps of maps, extern variables
+//! (`.kconfig`, `.ksyms` variables: only extern functions, kfuncs, are taken), kfuncs of kernel
+//! modules (only vmlinux's), weak kfuncs (a missing one refuses its program), global functions
+//! verified apart (a non-static function of `.text` is linked like a static one, and the
+//! kernel checks it as global from its BTF linkage), calls between functions of program
+//! sections (only functions of `.text` can be called), tail calls' program arrays: the object
+//! is refused with an error that says which.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -216,6 +231,16 @@ pub struct Link {
 }
 
 impl Program {
+    /// What the kernel says of it: its id, its run time and count (with
+    /// `kernel.bpf_stats_enabled`), the instructions its verification processed.
+    pub fn info(&self) -> Result<sys::ProgInfo, Error> {
+        sys::prog_info(self.fd.as_raw_fd()).map_err(|e| Error::Sys {
+            what: format!("reading {}'s info", self.name),
+            source: e,
+            log: String::new(),
+        })
+    }
+
     /// Attaches it to its tracepoint.
     pub fn attach(&self) -> Result<Link, Error> {
         sys::raw_tracepoint_open(self.fd.as_raw_fd())
@@ -241,9 +266,13 @@ struct PreparedProgram {
     name: String,
     section: String,
     insns: Vec<u8>,
-    /// The kernel's `btf_trace_*` typedef, or why there is none.
+    /// The kernel's `btf_trace_*` typedef, or why the program cannot be loaded (no such
+    /// tracepoint, a kernel function it calls that the kernel lacks).
     attach_btf_id: Result<u32, String>,
     poisoned: Vec<core::Poisoned>,
+    /// It has functions of .text: loaded with the object's BTF and func_info (the kernel wants
+    /// them for a callback).
+    needs_btf: bool,
 }
 
 /// The maps created and the programs relocated, ready to load.
@@ -251,8 +280,9 @@ pub struct Prepared<'a> {
     object: Object<'a>,
     maps: Vec<Option<Map>>,
     programs: Vec<PreparedProgram>,
-    /// The object's BTF in the kernel, when asked for ([`Loader::object_btf`]).
-    btf_fd: Option<OwnedFd>,
+    /// The object's BTF in the kernel (or the errno of its refusal), loaded when asked for
+    /// ([`Loader::object_btf`]) or when a program with functions of .text is loaded.
+    btf_fd: std::cell::OnceCell<Result<OwnedFd, i32>>,
 }
 
 impl<'a> Loader<'a> {
@@ -266,10 +296,11 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// Loads the object's BTF too (`BPF_BTF_LOAD`) and gives the programs their function and
-    /// line info (source lines in `bpftool prog dump`). Off by default: the kernel does not need
-    /// it for these programs, and it costs a few milliseconds of BTF verification at every
-    /// start (BENCHMARKS.md). A refused load is retried with it either way, for the log.
+    /// Loads the object's BTF up front (`BPF_BTF_LOAD`) and gives every program its function and
+    /// line info (source lines in `bpftool prog dump`). Off by default: the kernel needs it only
+    /// for a program with functions of `.text` (a callback), which gets it anyway (loaded the
+    /// first time one is loaded: 0.05 ms for proctrace's object here). A refused load is retried
+    /// with it either way, for the log.
     pub fn object_btf(mut self, yes: bool) -> Self {
         self.object_btf = yes;
         self
@@ -323,9 +354,16 @@ impl<'a> Loader<'a> {
                 format!("btf_trace_{tp}").into_bytes()
             })
             .collect();
-        let extra: Vec<(&[u8], u32)> = tp_names.iter().map(|n| (n.as_slice(), kind::TYPEDEF)).collect();
+        let mut extra: Vec<(&[u8], u32)> = tp_names.iter().map(|n| (n.as_slice(), kind::TYPEDEF)).collect();
+        extra.extend(object.kfuncs.iter().map(|k| (k.as_bytes(), kind::FUNC)));
         let all_relos: Vec<&obj::CoreRelo> = object.core_relos.iter().flat_map(|(_, r)| r.iter()).collect();
         let cands = Candidates::find(&object.btf, &all_relos, kernel, &extra)?;
+        // Each kernel function called: its id in the kernel's BTF, or why it cannot be called.
+        let kfuncs: Vec<Result<u32, String>> = object
+            .kfuncs
+            .iter()
+            .map(|k| kfunc_id(&object.btf, kernel, &cands, k))
+            .collect::<Result<_, _>>()?;
 
         let mut programs = Vec::with_capacity(object.programs.len());
         for (p, tp_name) in object.programs.iter().zip(&tp_names) {
@@ -339,7 +377,7 @@ impl<'a> Loader<'a> {
                     p.section
                 )));
             }
-            let attach_btf_id = cands.get(tp_name, kind::TYPEDEF).first().copied().ok_or_else(|| {
+            let mut attach_btf_id = cands.get(tp_name, kind::TYPEDEF).first().copied().ok_or_else(|| {
                 format!(
                     "the kernel has no tracepoint {} (no {} in its BTF)",
                     &p.section["tp_btf/".len()..],
@@ -347,6 +385,23 @@ impl<'a> Loader<'a> {
                 )
             });
             let mut insns = p.insns.clone();
+            // Kernel functions: BPF_PSEUDO_KFUNC_CALL of their id in vmlinux's BTF (off 0).
+            for &(i, target) in &p.relocations {
+                let obj::Target::Kfunc(k) = target else { continue };
+                match &kfuncs[k] {
+                    Ok(id) => {
+                        let insn = &mut insns[i * obj::INSN..(i + 1) * obj::INSN];
+                        insn[1] = (insn[1] & 0x0f) | (obj::PSEUDO_KFUNC_CALL << 4);
+                        insn[2..4].copy_from_slice(&0i16.to_le_bytes());
+                        insn[4..8].copy_from_slice(&id.to_le_bytes());
+                    }
+                    Err(why) => {
+                        if attach_btf_id.is_ok() {
+                            attach_btf_id = Err(why.clone());
+                        }
+                    }
+                }
+            }
             let mut poisoned = Vec::new();
             relocate_core(&object, p, kernel, &cands, &mut insns, &mut |r| {
                 if r.value.is_none() {
@@ -362,6 +417,7 @@ impl<'a> Loader<'a> {
                 insns,
                 attach_btf_id,
                 poisoned,
+                needs_btf: !p.subprograms.is_empty(),
             });
         }
 
@@ -408,6 +464,7 @@ impl<'a> Loader<'a> {
                 let (m, src, off) = match target {
                     Target::Map(m) => (m, 1u8, None),
                     Target::Data(m, off) => (m, 2u8, Some(off)),
+                    Target::Kfunc(_) => continue,
                 };
                 let fd = maps[m].as_ref().map_or(-1, |x| x.fd.as_raw_fd());
                 let insn = &mut prog.insns[at..at + 2 * obj::INSN];
@@ -418,19 +475,14 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let mut prepared = Prepared {
+        let prepared = Prepared {
             object,
             maps,
             programs,
-            btf_fd: None,
+            btf_fd: std::cell::OnceCell::new(),
         };
         if self.object_btf {
-            let fd = sys::btf_load(&prepared.fixed_btf()).map_err(|e| Error::Sys {
-                what: "loading the object's BTF".into(),
-                source: e,
-                log: String::new(),
-            })?;
-            prepared.btf_fd = Some(fd);
+            prepared.object_btf()?;
         }
         Ok(prepared)
     }
@@ -464,10 +516,7 @@ fn relocate_core(
         prog: p.name.clone(),
         why,
     };
-    let Some((_, relos)) = object.core_relos.iter().find(|(s, _)| *s == p.section) else {
-        return Ok(());
-    };
-    for r in relos {
+    for r in &p.core_relos {
         let at = r.insn_off as usize;
         if !at.is_multiple_of(obj::INSN) || at + obj::INSN > insns.len() {
             return Err(rel_err(format!(
@@ -511,6 +560,37 @@ pub fn core_report(object: &[u8], kernel: &Btf<'_>) -> Result<Vec<Relocated>, Er
         relocate_core(&object, p, kernel, &cands, &mut insns, &mut |r| out.push(r))?;
     }
     Ok(out)
+}
+
+/// Kernel function `name`'s id in the kernel's BTF, or why it cannot be called: not there, or
+/// with another number of parameters than the object declares.
+fn kfunc_id(
+    local: &Btf<'_>,
+    kernel: &Btf<'_>,
+    cands: &Candidates,
+    name: &str,
+) -> Result<Result<u32, String>, Error> {
+    let Some(&id) = cands.get(name.as_bytes(), kind::FUNC).first() else {
+        return Ok(Err(format!("the kernel has no function {name} (a kfunc)")));
+    };
+    let params = |btf: &Btf<'_>, func: u32| -> Result<u32, Error> {
+        let proto = btf.size_or_type(func)?;
+        if btf.kind(proto)? != kind::FUNC_PROTO {
+            return Err(btf.bad(format!("{name}: its type is not a function prototype")));
+        }
+        btf.vlen(proto)
+    };
+    let mine = local.find_by_names(&[(name.as_bytes(), kind::FUNC)])?;
+    let Some(&local_id) = mine.first().and_then(|v| v.first()) else {
+        return Err(local.bad(format!("the object calls {name} but its BTF does not declare it")));
+    };
+    let (k, l) = (params(kernel, id)?, params(local, local_id)?);
+    if k != l {
+        return Ok(Err(format!(
+            "the kernel's {name} takes {k} parameters, the object's {l}"
+        )));
+    }
+    Ok(Ok(id))
 }
 
 /// Patches instruction `i` with a CO-RE result; true if it was poisoned.
@@ -661,6 +741,20 @@ impl Prepared<'_> {
     /// whose last lines go in the error; a relocation that found nothing and that the verifier
     /// reached is named.
     pub fn load(&self, name: &str) -> Result<Program, Error> {
+        self.load_logged(name, None)
+    }
+
+    /// Loads program `name` as [`Prepared::load`] does, with the verifier's statistics
+    /// (`BPF_LOG_STATS`: the instructions processed, the states, the verification time in µs) as
+    /// the kernel writes them at the end of its log.
+    pub fn load_with_stats(&self, name: &str) -> Result<(Program, String), Error> {
+        let mut log = vec![0u8; 4096];
+        let prog = self.load_logged(name, Some(&mut log))?;
+        let end = log.iter().position(|&c| c == 0).unwrap_or(log.len());
+        Ok((prog, String::from_utf8_lossy(&log[..end]).trim_end().to_string()))
+    }
+
+    fn load_logged(&self, name: &str, stats: Option<&mut [u8]>) -> Result<Program, Error> {
         let p = self
             .programs
             .iter()
@@ -672,7 +766,7 @@ impl Prepared<'_> {
             .map_err(|why| Error::Missing(format!("program {name}: {why}")))?;
         let mut license = self.object.license.clone();
         license.push(0);
-        let (funcs, lines) = self.ext_info(&p.section);
+        let (funcs, lines) = self.ext_info(name);
         let args = |log, btf: Option<&OwnedFd>| sys::ProgLoadArgs {
             name,
             insns: &p.insns,
@@ -681,7 +775,12 @@ impl Prepared<'_> {
             log,
             btf: btf.map(|b| (b.as_raw_fd(), funcs.as_slice(), lines.as_slice())),
         };
-        let first = match sys::prog_load(args(None, self.btf_fd.as_ref())) {
+        let btf_fd = match self.btf_fd.get() {
+            Some(Ok(fd)) => Some(fd),
+            _ if p.needs_btf => Some(self.object_btf()?),
+            _ => None,
+        };
+        let first = match sys::prog_load(args(stats.map(|b| (b, 4)), btf_fd)) {
             Ok(fd) => {
                 return Ok(Program {
                     name: name.to_string(),
@@ -701,17 +800,10 @@ impl Prepared<'_> {
             });
         }
         let mut log = vec![0u8; 1 << 20];
-        let loaded_btf;
-        let btf = match &self.btf_fd {
-            Some(b) => Some(b),
-            None => {
-                loaded_btf = sys::btf_load(&self.fixed_btf()).ok();
-                loaded_btf.as_ref()
-            }
-        };
+        let btf = self.object_btf().ok();
         // The first refusal's errno stands (the second may differ by the log alone: ENOSPC on
         // kernels before 6.4 when it overflows).
-        let _second = sys::prog_load(args(Some(&mut log), btf));
+        let _second = sys::prog_load(args(Some((&mut log, 1)), btf));
         let source = first;
         let mut text = log_tail(&log, LOG_KEEP);
         if let Some(field) = poisoned_reached(&text, &p.poisoned) {
@@ -728,19 +820,39 @@ impl Prepared<'_> {
         })
     }
 
-    /// The section's func_info and line_info records as the kernel takes them (instruction
+    /// The object's BTF in the kernel, loaded the first time it is asked for.
+    fn object_btf(&self) -> Result<&OwnedFd, Error> {
+        let r = self.btf_fd.get_or_init(|| {
+            sys::btf_load(&self.fixed_btf(), None).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))
+        });
+        r.as_ref().map_err(|&errno| {
+            // Again, for the kernel's words.
+            let mut log = vec![0u8; 64 << 10];
+            let _ = sys::btf_load(&self.fixed_btf(), Some(&mut log));
+            let text = log_tail(&log, LOG_KEEP);
+            Error::Sys {
+                what: "loading the object's BTF".into(),
+                source: std::io::Error::from_raw_os_error(errno),
+                log: if text.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{text}")
+                },
+            }
+        })
+    }
+
+    /// The program's func_info and line_info records as the kernel takes them (instruction
     /// indices instead of byte offsets).
-    fn ext_info(&self, section: &str) -> (Vec<u8>, Vec<u8>) {
+    fn ext_info(&self, name: &str) -> (Vec<u8>, Vec<u8>) {
         let mut f = Vec::new();
         let mut l = Vec::new();
-        if let Some((_, recs)) = self.object.func_info.iter().find(|(s, _)| s == section) {
-            for r in recs {
+        if let Some(p) = self.object.programs.iter().find(|p| p.name == name) {
+            for r in &p.func_info {
                 f.extend_from_slice(&(r[0] / 8).to_ne_bytes());
                 f.extend_from_slice(&r[1].to_ne_bytes());
             }
-        }
-        if let Some((_, recs)) = self.object.line_info.iter().find(|(s, _)| s == section) {
-            for r in recs {
+            for r in &p.line_info {
                 l.extend_from_slice(&(r[0] / 8).to_ne_bytes());
                 for w in &r[1..] {
                     l.extend_from_slice(&w.to_ne_bytes());
@@ -753,9 +865,9 @@ impl Prepared<'_> {
     /// The object's BTF with its data sections' sizes and variables' offsets filled in (the
     /// compiler leaves them to the loader), for `BPF_BTF_LOAD`.
     fn fixed_btf(&self) -> Vec<u8> {
-        let mut b = self.object.btf_bytes.to_vec();
-        let _ = self.object.fix_datasecs(&mut b);
-        b
+        self.object
+            .kernel_btf()
+            .unwrap_or_else(|_| self.object.btf_bytes.to_vec())
     }
 
     /// Takes map `name` out (the programs keep their own reference to it in the kernel).

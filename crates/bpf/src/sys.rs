@@ -10,7 +10,9 @@ const MAP_UPDATE_ELEM: libc::c_long = 2;
 const PROG_LOAD: libc::c_long = 5;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const BTF_LOAD: libc::c_long = 18;
+const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const MAP_FREEZE: libc::c_long = 22;
+const ENABLE_STATS: libc::c_long = 32;
 
 /// `BPF_PROG_TYPE_TRACING`.
 pub const PROG_TYPE_TRACING: u32 = 26;
@@ -167,8 +169,9 @@ pub struct ProgLoadArgs<'a> {
     pub license: &'a [u8],
     /// The kernel's type id of `btf_trace_<tracepoint>`.
     pub attach_btf_id: u32,
-    /// The verifier's log, when wanted.
-    pub log: Option<&'a mut [u8]>,
+    /// The verifier's log and its level (1: the instructions checked; 4: statistics only),
+    /// when wanted.
+    pub log: Option<(&'a mut [u8], u32)>,
     /// The object's BTF fd with func_info/line_info records (8 and 16 bytes each), if loaded.
     pub btf: Option<(i32, &'a [u8], &'a [u8])>,
 }
@@ -185,8 +188,8 @@ pub fn prog_load(p: ProgLoadArgs<'_>) -> std::io::Result<OwnedFd> {
         attach_btf_id: p.attach_btf_id,
         ..ProgLoad::default()
     };
-    if let Some(log) = p.log {
-        a.log_level = 1;
+    if let Some((log, level)) = p.log {
+        a.log_level = level;
         a.log_size = log.len() as u32;
         a.log_buf = log.as_mut_ptr() as u64;
     }
@@ -211,8 +214,8 @@ struct BtfLoad {
     btf_log_level: u32,
 }
 
-/// `BPF_BTF_LOAD`.
-pub fn btf_load(btf: &[u8]) -> std::io::Result<OwnedFd> {
+/// `BPF_BTF_LOAD`, with the kernel's log of its checks when `log` is given.
+pub fn btf_load(btf: &[u8], log: Option<&mut [u8]>) -> std::io::Result<OwnedFd> {
     let mut a = BtfLoad {
         btf: btf.as_ptr() as u64,
         btf_log_buf: 0,
@@ -220,6 +223,11 @@ pub fn btf_load(btf: &[u8]) -> std::io::Result<OwnedFd> {
         btf_log_size: 0,
         btf_log_level: 0,
     };
+    if let Some(log) = log {
+        a.btf_log_buf = log.as_mut_ptr() as u64;
+        a.btf_log_size = log.len() as u32;
+        a.btf_log_level = 1;
+    }
     bpf(BTF_LOAD, &mut a).map(fd)
 }
 
@@ -239,4 +247,66 @@ pub fn raw_tracepoint_open(prog: i32) -> std::io::Result<OwnedFd> {
         _pad: 0,
     };
     bpf(RAW_TRACEPOINT_OPEN, &mut a).map(fd)
+}
+
+#[repr(C)]
+struct ObjInfo {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// What `BPF_OBJ_GET_INFO_BY_FD` says of a program (`struct bpf_prog_info`, the fields used).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgInfo {
+    /// Its id.
+    pub id: u32,
+    /// Nanoseconds spent running it (counted while `kernel.bpf_stats_enabled` is 1).
+    pub run_time_ns: u64,
+    /// Runs counted.
+    pub run_cnt: u64,
+    /// Instructions the verifier processed (Linux 5.16; 0 before).
+    pub verified_insns: u32,
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD` of a program.
+pub fn prog_info(prog: i32) -> std::io::Result<ProgInfo> {
+    // struct bpf_prog_info is 232 bytes since Linux 5.16 (attach_btf_id); an older kernel fills
+    // what it has and says how much in info_len.
+    let mut buf = [0u8; 232];
+    let mut a = ObjInfo {
+        bpf_fd: prog as u32,
+        info_len: buf.len() as u32,
+        info: buf.as_mut_ptr() as u64,
+    };
+    bpf(OBJ_GET_INFO_BY_FD, &mut a)?;
+    // What the kernel did not fill stays 0.
+    let len = (a.info_len as usize).min(buf.len());
+    buf[len..].fill(0);
+    let u32_at = |at: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&buf[at..at + 4]);
+        u32::from_ne_bytes(b)
+    };
+    let u64_at = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&buf[at..at + 8]);
+        u64::from_ne_bytes(b)
+    };
+    Ok(ProgInfo {
+        id: u32_at(4),
+        run_time_ns: u64_at(192),
+        run_cnt: u64_at(200),
+        verified_insns: u32_at(216),
+    })
+}
+
+/// `BPF_ENABLE_STATS` of `BPF_STATS_RUN_TIME` (Linux 5.8): the programs' run time and count
+/// are kept while the returned descriptor is open (as with `kernel.bpf_stats_enabled=1`).
+pub fn enable_stats() -> std::io::Result<OwnedFd> {
+    #[repr(C)]
+    struct EnableStats {
+        stats_type: u32,
+    }
+    bpf(ENABLE_STATS, &mut EnableStats { stats_type: 0 }).map(fd)
 }

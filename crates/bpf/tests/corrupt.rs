@@ -11,6 +11,8 @@ use bpf::btf::kind;
 use proptest::prelude::*;
 
 static OBJECT: &[u8] = include_bytes!("../../../bpf/proctrace.bpf.o");
+/// The linking test's object (functions of .text called and passed as callbacks).
+static CALLS: &[u8] = include_bytes!("fixtures/calls.bpf.o");
 
 fn kernel() -> &'static Btf<'static> {
     static K: OnceLock<Btf<'static>> = OnceLock::new();
@@ -70,7 +72,22 @@ proptest! {
         cut in proptest::option::of(any::<usize>()),
     ) {
         let o = flip(OBJECT, &flips, cut);
-        // Parsing, and CO-RE against the real kernel.
+        // Parsing and linking, the BTF made for the kernel, and CO-RE against the real kernel.
+        if let Ok(parsed) = bpf::obj::Object::parse(&o) {
+            let _ = parsed.kernel_btf();
+        }
+        let _ = bpf::core_report(&o, kernel());
+    }
+
+    #[test]
+    fn a_damaged_object_with_calls_is_an_error_not_a_panic(
+        flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..8),
+        cut in proptest::option::of(any::<usize>()),
+    ) {
+        let o = flip(CALLS, &flips, cut);
+        if let Ok(parsed) = bpf::obj::Object::parse(&o) {
+            let _ = parsed.kernel_btf();
+        }
         let _ = bpf::core_report(&o, kernel());
     }
 
