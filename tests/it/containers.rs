@@ -390,6 +390,13 @@ fn podman_s_container_is_in_the_tree(backend: &str) {
     assert!(up.iter().any(|p| p == "runc"), "{up:?}");
     assert!(summary.get("outside_tree").is_none(), "{summary}");
     assert!(!err.contains("not in this trace"), "{err}");
+    // podman waited for its container: the critical path goes into it, also when conmon's
+    // detached fork is still cleaning up after podman has exited (left in the background).
+    let path = summary["critical_path"].as_array().unwrap();
+    assert!(
+        path.iter().any(|s| s["pid"] == sh),
+        "the container's sh on the path: {path:#?}"
+    );
 }
 }
 

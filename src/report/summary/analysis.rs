@@ -960,7 +960,8 @@ fn named_files(a: &crate::model::event::Argv) -> Vec<String> {
 const ADOPTER_DEPTH: usize = 64;
 
 /// The process that waited for `r` when its parent did not: `r` outlived its parent, and the
-/// nearest of its ancestors still running when it ended (or never seen to end) took it in, as
+/// nearest of its ancestors still running when it ended (or never seen to end), and not left
+/// running after the command, took it in, as
 /// the kernel reparents an orphan to its subreaper (containerd-shim and conmon are the
 /// subreapers of their container's processes; `run` is of the command's tree). `None` when
 /// its parent outlived it, no ancestor within [`ADOPTER_DEPTH`] did, or the one that did is
@@ -974,20 +975,40 @@ fn adopter(t: &Tracker, r: &ProcessRecord) -> Option<ProcId> {
     }
     for _ in 0..ADOPTER_DEPTH {
         let a = t.get(up)?;
-        if !ended_before(a) {
+        // One left running after the command is on no path (conmon's detached fork, still
+        // cleaning up when podman has exited): the one above it that waited is.
+        if !ended_before(a) && a.background.is_none() {
             // Only where something waits for orphans: in a daemon's work, or under a client
             // or server of a daemon or container engine. A `sleep &` left by a shell under
             // `make` gated nothing: make never waited for it.
-            let exe = a.execs.last().and_then(|e| e.details.as_ref()?.exe.as_deref());
-            let waits = r.ran_in.is_some()
-                || a.ran_in.is_some()
-                || a.argv()
-                    .is_some_and(|v| crate::model::elsewhere::takes_in_orphans(v, exe));
+            let waits = r.ran_in.is_some() || a.ran_in.is_some() || runs_an_engine(t, a);
             return waits.then_some(up);
         }
         up = a.parent?;
     }
     None
+}
+
+/// Whether `a` runs a client or server of a daemon or container engine
+/// ([`crate::model::elsewhere::takes_in_orphans`]): its own exec's program, or for a fork that
+/// did not exec (conmon's detached fork) the program it inherited.
+fn runs_an_engine(t: &Tracker, a: &ProcessRecord) -> bool {
+    let mut p = a;
+    for _ in 0..ADOPTER_DEPTH {
+        if let Some(e) = p.execs.last() {
+            let Some(d) = e.details.as_ref() else { return false };
+            let exe = d.exe.as_deref();
+            return d
+                .argv
+                .as_ref()
+                .is_some_and(|v| crate::model::elsewhere::takes_in_orphans(v, exe));
+        }
+        let Some(up) = p.parent.and_then(|id| t.get(id)) else {
+            return false;
+        };
+        p = up;
+    }
+    false
 }
 
 /// The daemons' nodes in the trace, their work and their clients among `ids`.

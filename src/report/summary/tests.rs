@@ -321,6 +321,35 @@ fn an_orphan_is_on_the_path_of_the_engine_that_outlived_it() {
         &[(0, 1, podman), (5, 2, conmon)],
     );
     assert_eq!(path(&r), [(1, 0), (2, 1)]);
+    // conmon's detached fork (3) outlives podman and is left in the background: the container
+    // (5), which outlived runc (4), is podman's, which waited for it.
+    let r = with(
+        vec![
+            fork(0, 100, 1),
+            fork(5, 1, 2),
+            fork(6, 2, 3),
+            exit(7, 2, 0),
+            fork(8, 3, 4),
+            fork(9, 4, 5),
+            exit(10, 4, 0),
+            exit(80, 5, 0),
+            exit(100, 1, 0),
+            Event::Background {
+                ts: 101 * MS,
+                tgid: 3,
+                state: BackgroundState::Ready,
+                report: false,
+            },
+            exit(150, 3, 0),
+        ],
+        &[
+            (0, 1, podman),
+            (5, 2, conmon),
+            (8, 4, &["runc", "create", "x"]),
+            (9, 5, &["sh", "-c", "sleep 0.07"]),
+        ],
+    );
+    assert_eq!(path(&r), [(1, 0), (2, 1), (5, 1)]);
     // make: a recipe's shell leaves `sleep` running and exits; the compile after it is what
     // make waited for, though the sleep ended later.
     let r = with(
