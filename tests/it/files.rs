@@ -146,6 +146,20 @@ fn by_source(
     out
 }
 
+/// Every `(access, path)` of the `file` lines.
+fn access_paths(lines: &[Value]) -> BTreeSet<(String, String)> {
+    lines
+        .iter()
+        .filter(|l| l["event"] == "file")
+        .map(|l| {
+            (
+                l["access"].as_str().unwrap().to_string(),
+                l["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// The backends whose `--files` is watched each way: eBPF with fanotify, ptrace with its
 /// seccomp filter (both name the short-lived `as` and `ld` by their argv for sure).
 const WAYS: [&str; 2] = ["ebpf", "ptrace"];
@@ -404,16 +418,7 @@ fn files_without_privilege() {
         let lines = read_lines(f);
         assert_eq!(lines[0]["backend"], "ptrace", "{}", lines[0]);
         assert_eq!(lines[0]["files"], true, "{}", lines[0]);
-        let uses: BTreeSet<(String, String)> = lines
-            .iter()
-            .filter(|l| l["event"] == "file")
-            .map(|l| {
-                (
-                    l["access"].as_str().unwrap().to_string(),
-                    l["path"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
+        let uses = access_paths(&lines);
         for (access, name) in [
             ("create", "made"),
             ("write", "made"),
@@ -775,16 +780,7 @@ fn files_on_other_mounts_and_mounted_during_the_run_are_seen() {
     let _ = Command::new("umount").args(["-l", &later]).status();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = read_lines(&out_file);
-    let uses: BTreeSet<(String, String)> = lines
-        .iter()
-        .filter(|l| l["event"] == "file")
-        .map(|l| {
-            (
-                l["access"].as_str().unwrap().to_string(),
-                l["path"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let uses = access_paths(&lines);
     for (access, path) in [
         ("create", format!("{dir}/before/a")),
         ("write", format!("{dir}/before/a")),
